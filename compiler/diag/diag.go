@@ -1,0 +1,130 @@
+package diag
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Severity says whether a diagnostic makes a spec invalid.
+type Severity int
+
+const (
+	Error Severity = iota
+	Warning
+)
+
+func (s Severity) String() string {
+	if s == Warning {
+		return "warning"
+	}
+	return "error"
+}
+
+// MarshalText lets Severity appear as "error" / "warning" in JSON.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Pos is a position in a source file. Line and Column are 1-based; a zero
+// Line means the position is unknown.
+type Pos struct {
+	File   string `json:"file"`
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
+}
+
+// IsValid reports whether the position names a line of a file.
+func (p Pos) IsValid() bool { return p.File != "" && p.Line > 0 }
+
+func (p Pos) String() string {
+	switch {
+	case p.File == "":
+		return "-"
+	case p.Line == 0:
+		return p.File
+	case p.Column == 0:
+		return fmt.Sprintf("%s:%d", p.File, p.Line)
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
+}
+
+// Diagnostic is one problem found in a spec.
+type Diagnostic struct {
+	Severity Severity `json:"severity"`
+	Code     string   `json:"code"`
+	Message  string   `json:"message"`
+	// Hint says how to fix it, listing valid values where there are any.
+	Hint string `json:"hint,omitempty"`
+	// Path is the spec field blamed, e.g. "parallel.tp".
+	Path string `json:"path"`
+	Pos
+}
+
+// String renders the diagnostic as FILE:LINE:COL: severity CODE: message (hint).
+func (d Diagnostic) String() string {
+	var b strings.Builder
+	b.WriteString(d.Pos.String())
+	fmt.Fprintf(&b, ": %s %s: %s", d.Severity, d.Code, d.Message)
+	if d.Hint != "" {
+		b.WriteString("\n\thint: ")
+		b.WriteString(d.Hint)
+	}
+	return b.String()
+}
+
+// List gathers diagnostics.
+type List []Diagnostic
+
+// Add appends a diagnostic.
+func (l *List) Add(d Diagnostic) { *l = append(*l, d) }
+
+// Errorf appends an error at pos for path.
+func (l *List) Errorf(pos Pos, path, code, hint, format string, args ...any) {
+	l.Add(Diagnostic{Severity: Error, Code: code, Path: path, Pos: pos, Hint: hint, Message: fmt.Sprintf(format, args...)})
+}
+
+// Warnf appends a warning at pos for path.
+func (l *List) Warnf(pos Pos, path, code, hint, format string, args ...any) {
+	l.Add(Diagnostic{Severity: Warning, Code: code, Path: path, Pos: pos, Hint: hint, Message: fmt.Sprintf(format, args...)})
+}
+
+// HasErrors reports whether any diagnostic is an error.
+func (l List) HasErrors() bool {
+	return slices.ContainsFunc(l, func(d Diagnostic) bool { return d.Severity == Error })
+}
+
+// Errors counts the errors.
+func (l List) Errors() int {
+	n := 0
+	for _, d := range l {
+		if d.Severity == Error {
+			n++
+		}
+	}
+	return n
+}
+
+// Sort orders diagnostics by file, line, column, then code, and drops exact
+// duplicates, so output is stable whatever order the stages ran in.
+func (l List) Sort() List {
+	out := slices.Clone(l)
+	slices.SortStableFunc(out, func(a, b Diagnostic) int {
+		return cmp.Or(
+			cmp.Compare(a.File, b.File),
+			cmp.Compare(a.Line, b.Line),
+			cmp.Compare(a.Column, b.Column),
+			cmp.Compare(a.Code, b.Code),
+			cmp.Compare(a.Message, b.Message),
+		)
+	})
+	return slices.Compact(out)
+}
+
+// Codes lists the codes in order (handy in tests).
+func (l List) Codes() []string {
+	out := make([]string, len(l))
+	for i, d := range l {
+		out[i] = d.Code
+	}
+	return out
+}

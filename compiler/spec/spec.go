@@ -1,0 +1,213 @@
+package spec
+
+// Spec is the typed view of a user's plan after it was unified with #Plan and
+// found concrete: every default of the schema is filled in. Optional fields the
+// schema leaves without a default are pointers (nil = not given); the values
+// Megatron derives from them live in Derived, computed by Resolve.
+type Spec struct {
+	Model      Model       `json:"model"`
+	Cluster    Cluster     `json:"cluster"`
+	Parallel   Parallel    `json:"parallel"`
+	Train      Train       `json:"train"`
+	Data       Data        `json:"data"`
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	Logging    Logging     `json:"logging"`
+	Launch     Launch      `json:"launch"`
+}
+
+type Model struct {
+	Name                  string   `json:"name"`
+	Layers                int      `json:"layers"`
+	Hidden                int      `json:"hidden"`
+	FFNHidden             *int     `json:"ffn_hidden,omitempty"`
+	Heads                 int      `json:"heads"`
+	QueryGroups           *int     `json:"query_groups,omitempty"`
+	KVChannels            *int     `json:"kv_channels,omitempty"`
+	Vocab                 int      `json:"vocab"`
+	MakeVocabDivisibleBy  int      `json:"make_vocab_divisible_by"`
+	MaxPositionEmbeddings *int     `json:"max_position_embeddings,omitempty"`
+	Activation            string   `json:"activation"`    // "gelu" | "swiglu"
+	Normalization         string   `json:"normalization"` // "layernorm" | "rmsnorm"
+	NormEpsilon           float64  `json:"norm_epsilon"`
+	PositionEmbedding     string   `json:"position_embedding"` // "learned_absolute" | "rope" | "none"
+	RotaryBase            int      `json:"rotary_base"`
+	RotaryPercent         float64  `json:"rotary_percent"`
+	RopeScalingFactor     *float64 `json:"rope_scaling_factor,omitempty"`
+	TieEmbeddings         bool     `json:"tie_embeddings"`
+	Bias                  bool     `json:"bias"`
+	QKVBias               bool     `json:"qkv_bias"`
+	QKLayernorm           bool     `json:"qk_layernorm"`
+	MLA                   *MLA     `json:"mla,omitempty"`
+	MoE                   *MoE     `json:"moe,omitempty"`
+	MTPLayers             int      `json:"mtp_layers"`
+}
+
+// MLA is multi-latent attention (DeepSeek-V2/V3).
+type MLA struct {
+	QLoraRank       *int `json:"q_lora_rank,omitempty"`
+	KVLoraRank      int  `json:"kv_lora_rank"`
+	QKHeadDim       int  `json:"qk_head_dim"`
+	QKPosEmbHeadDim int  `json:"qk_pos_emb_head_dim"`
+	VHeadDim        int  `json:"v_head_dim"`
+}
+
+type MoE struct {
+	Experts             int      `json:"experts"`
+	TopK                int      `json:"topk"`
+	FFNHidden           *int     `json:"ffn_hidden,omitempty"`
+	SharedFFNHidden     int      `json:"shared_ffn_hidden"`
+	LayerFreq           int      `json:"layer_freq"`
+	DenseLayers         int      `json:"dense_layers"`
+	Dispatcher          string   `json:"dispatcher"`
+	GroupedGEMM         bool     `json:"grouped_gemm"`
+	RouterLoadBalancing string   `json:"router_load_balancing"`
+	AuxLossCoeff        float64  `json:"aux_loss_coeff"`
+	ScoreFunction       string   `json:"score_function"`
+	RouterPreSoftmax    bool     `json:"router_pre_softmax"`
+	ExpertBias          bool     `json:"expert_bias"`
+	CapacityFactor      *float64 `json:"capacity_factor,omitempty"`
+	RouterDtype         *string  `json:"router_dtype,omitempty"`
+}
+
+type Cluster struct {
+	Name         string            `json:"name"`
+	Nodes        int               `json:"nodes"`
+	GPUsPerNode  int               `json:"gpus_per_node"`
+	NVLinkDomain int               `json:"nvlink_domain"`
+	GPU          GPU               `json:"gpu"`
+	NVLinkGBps   float64           `json:"nvlink_gbps"`
+	NetworkGBps  float64           `json:"network_gbps"`
+	CPUsPerNode  *int              `json:"cpus_per_node,omitempty"`
+	Env          map[string]string `json:"env"`
+	Slurm        *Slurm            `json:"slurm,omitempty"`
+}
+
+type GPU struct {
+	Name              string  `json:"name"`
+	MemoryGiB         float64 `json:"memory_gib"`
+	BF16TFLOPs        float64 `json:"bf16_tflops"`
+	ComputeCapability float64 `json:"compute_capability"`
+}
+
+type Slurm struct {
+	JobName              *string  `json:"job_name,omitempty"`
+	Partition            *string  `json:"partition,omitempty"`
+	Account              *string  `json:"account,omitempty"`
+	QOS                  *string  `json:"qos,omitempty"`
+	Time                 *string  `json:"time,omitempty"`
+	Constraint           *string  `json:"constraint,omitempty"`
+	Reservation          *string  `json:"reservation,omitempty"`
+	Exclusive            bool     `json:"exclusive"`
+	CPUsPerTask          *int     `json:"cpus_per_task,omitempty"`
+	Mem                  *string  `json:"mem,omitempty"`
+	Output               *string  `json:"output,omitempty"`
+	Error                *string  `json:"error,omitempty"`
+	Requeue              bool     `json:"requeue"`
+	Dependency           *string  `json:"dependency,omitempty"`
+	PreemptSignalSeconds *int     `json:"preempt_signal_seconds,omitempty"`
+	Extra                []string `json:"extra"`
+}
+
+type Parallel struct {
+	TP                            int    `json:"tp"`
+	PP                            int    `json:"pp"`
+	VPP                           int    `json:"vpp"`
+	CP                            int    `json:"cp"`
+	EP                            int    `json:"ep"`
+	ETP                           *int   `json:"etp,omitempty"`
+	DP                            *int   `json:"dp,omitempty"`
+	SP                            *bool  `json:"sp,omitempty"`
+	Order                         string `json:"order"`
+	FirstStageLayers              *int   `json:"first_stage_layers,omitempty"`
+	LastStageLayers               *int   `json:"last_stage_layers,omitempty"`
+	AccountForEmbedding           bool   `json:"account_for_embedding"`
+	AccountForLoss                bool   `json:"account_for_loss"`
+	MicrobatchGroupSize           *int   `json:"microbatch_group_size,omitempty"`
+	OverlapP2P                    bool   `json:"overlap_p2p"`
+	CPCommType                    string `json:"cp_comm_type"`
+	HierarchicalCP                []int  `json:"hierarchical_cp,omitempty"`
+	DistributedOptimizerInstances int    `json:"distributed_optimizer_instances"`
+}
+
+type Train struct {
+	SeqLength            int     `json:"seq_length"`
+	MicroBatch           int     `json:"micro_batch"`
+	GlobalBatch          int     `json:"global_batch"`
+	Precision            string  `json:"precision"` // fp32 | bf16 | fp16 | fp8
+	FP8Format            string  `json:"fp8_format"`
+	FP8Recipe            string  `json:"fp8_recipe"`
+	Recompute            string  `json:"recompute"` // none | selective | full
+	RecomputeMethod      string  `json:"recompute_method"`
+	RecomputeLayers      *int    `json:"recompute_layers,omitempty"`
+	DistributedOptimizer bool    `json:"distributed_optimizer"`
+	OverlapGradReduce    bool    `json:"overlap_grad_reduce"`
+	OverlapParamGather   bool    `json:"overlap_param_gather"`
+	Iters                *int    `json:"iters,omitempty"`
+	Samples              *int    `json:"samples,omitempty"`
+	LR                   float64 `json:"lr"`
+	MinLR                float64 `json:"min_lr"`
+	LRDecayStyle         string  `json:"lr_decay_style"`
+	LRWarmupIters        int     `json:"lr_warmup_iters"`
+	LRDecayIters         *int    `json:"lr_decay_iters,omitempty"`
+	WeightDecay          float64 `json:"weight_decay"`
+	ClipGrad             float64 `json:"clip_grad"`
+	AdamBeta1            float64 `json:"adam_beta1"`
+	AdamBeta2            float64 `json:"adam_beta2"`
+	InitMethodStd        float64 `json:"init_method_std"`
+	AttentionDropout     float64 `json:"attention_dropout"`
+	HiddenDropout        float64 `json:"hidden_dropout"`
+	Seed                 int     `json:"seed"`
+}
+
+type Data struct {
+	Mock       bool      `json:"mock"`
+	Paths      []string  `json:"paths"`
+	Split      string    `json:"split"`
+	CachePath  *string   `json:"cache_path,omitempty"`
+	NumWorkers int       `json:"num_workers"`
+	Tokenizer  Tokenizer `json:"tokenizer"`
+}
+
+type Tokenizer struct {
+	Type      string  `json:"type"`
+	Model     *string `json:"model,omitempty"`
+	VocabFile *string `json:"vocab_file,omitempty"`
+	MergeFile *string `json:"merge_file,omitempty"`
+}
+
+type Checkpoint struct {
+	Save      *string `json:"save,omitempty"`
+	Load      *string `json:"load,omitempty"`
+	Interval  int     `json:"interval"`
+	Format    string  `json:"format"`
+	AsyncSave bool    `json:"async_save"`
+}
+
+type Logging struct {
+	Interval       int     `json:"interval"`
+	EvalInterval   int     `json:"eval_interval"`
+	EvalIters      int     `json:"eval_iters"`
+	TensorboardDir *string `json:"tensorboard_dir,omitempty"`
+	WandbProject   *string `json:"wandb_project,omitempty"`
+	WandbExpName   *string `json:"wandb_exp_name,omitempty"`
+	LogThroughput  bool    `json:"log_throughput"`
+}
+
+type Launch struct {
+	Launcher   string            `json:"launcher"` // torchrun | srun | parc
+	Program    string            `json:"program"`
+	Python     string            `json:"python"`
+	Workdir    *string           `json:"workdir,omitempty"`
+	MasterPort int               `json:"master_port"`
+	ExtraArgs  []string          `json:"extra_args"`
+	Env        map[string]string `json:"env"`
+	Container  *Container        `json:"container,omitempty"`
+	Templates  *string           `json:"templates,omitempty"`
+	ParcBinary string            `json:"parc_binary"`
+}
+
+type Container struct {
+	Image   string   `json:"image"`
+	Mounts  []string `json:"mounts"`
+	Workdir *string  `json:"workdir,omitempty"`
+}
