@@ -128,3 +128,12 @@ func (l List) Codes() []string {
 	}
 	return out
 }
+
+// Locator finds the position of a spec field (a dotted path such as
+// "parallel.tp") in the user's files. When the field itself was not written
+// by the user (a default, or a preset's value) it returns the position of the
+// nearest enclosing field the user did write.
+type Locator func(path string) Pos
+
+// NoPos is a Locator for specs built in memory (tests): every position is unknown.
+func NoPos(string) Pos { return Pos{} }
