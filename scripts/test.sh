@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The project's single test command: prepares the test environment (Slurm,
+# torch, shellcheck, ...; skip with PARC_SKIP_SETUP=1), then runs every Go
+# test. Extra arguments are go test flags: scripts/test.sh -run TestX -v
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+[ "${PARC_SKIP_SETUP:-}" = 1 ] || bash scripts/setup-test-env.sh
+# On these machines python3 on PATH is pyenv's, which has no torch; this makes
+# it Debian's /usr/bin/python3, the one python3-torch installs into.
+export PYENV_VERSION=system
+command -v go >/dev/null || PATH="$PATH:/usr/local/go/bin"
+exec go test -count=1 "$@" ./...
