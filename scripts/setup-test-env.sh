@@ -18,6 +18,10 @@ say() { printf 'setup-test-env: %s\n' "$*"; }
 die() { printf 'setup-test-env: error: %s\n' "$*" >&2; exit 1; }
 need_root() { [ "$(id -u)" -eq 0 ] || die "must run as root to $1"; }
 
+# One run at a time: parallel test runs must not restart the cluster together.
+exec 9>>/tmp/parc-setup-test-env.lock
+flock -w 600 9 || die "another setup-test-env.sh held /tmp/parc-setup-test-env.lock for 600 s"
+
 # --- 1. packages ---------------------------------------------------------
 missing=()
 want() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
