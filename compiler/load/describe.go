@@ -1,0 +1,143 @@
+package load
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/parser"
+	"cuelang.org/go/cue/token"
+
+	"parc.dev/parc/stdlib"
+)
+
+// formatSchemaConstraint describes a schema value in words a user reads:
+// `one of "a", "b"` for an enum, the bounds otherwise.
+func formatSchemaConstraint(v cue.Value) string {
+	op, args := v.Expr()
+	if op == cue.OrOp {
+		var alts []string
+		allConcrete := true
+		for _, a := range args {
+			if a.IsConcrete() && a.Kind() != cue.StructKind && a.Kind() != cue.ListKind {
+				alts = append(alts, fmt.Sprint(a))
+			} else {
+				allConcrete = false
+			}
+		}
+		if allConcrete && len(alts) > 0 {
+			return "one of " + strings.Join(alts, ", ")
+		}
+		// A constraint with a default: describe the constraint, name the default.
+		var parts []string
+		for _, a := range args {
+			s := fmt.Sprint(a)
+			if a.IsConcrete() {
+				continue
+			}
+			parts = append(parts, describeBound(s))
+		}
+		if d, ok := v.Default(); ok && d.IsConcrete() {
+			return fmt.Sprintf("%s (default %v)", strings.Join(parts, " or "), d)
+		}
+		return strings.Join(parts, " or ")
+	}
+	return describeBound(fmt.Sprint(v))
+}
+
+func describeBound(s string) string {
+	s = strings.ReplaceAll(s, "*", "")
+	switch s {
+	case "int & >=1":
+		return "a positive integer (>= 1)"
+	case "int & >=0":
+		return "a non-negative integer"
+	case "number & >0":
+		return "a positive number"
+	}
+	return s
+}
+
+// languageVersion finds `language: version: "..."` in a module file.
+func languageVersion(f *ast.File) (string, token.Pos) {
+	for _, d := range f.Decls {
+		fld, ok := d.(*ast.Field)
+		if !ok {
+			continue
+		}
+		if name, _, _ := ast.LabelName(fld.Label); name != "language" {
+			continue
+		}
+		st, ok := fld.Value.(*ast.StructLit)
+		if !ok {
+			continue
+		}
+		for _, e := range st.Elts {
+			vf, ok := e.(*ast.Field)
+			if !ok {
+				continue
+			}
+			if name, _, _ := ast.LabelName(vf.Label); name != "version" {
+				continue
+			}
+			if lit, ok := vf.Value.(*ast.BasicLit); ok {
+				return strings.Trim(lit.Value, `"`), lit.Pos()
+			}
+		}
+	}
+	return "", token.NoPos
+}
+
+// Presets lists the preset names of a stdlib package ("models", "clusters").
+func Presets(pkg string) []string {
+	var out []string
+	_ = fs.WalkDir(stdlib.FS, pkg, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || path.Ext(p) != ".cue" {
+			return nil
+		}
+		b, err := stdlib.FS.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		f, err := parser.ParseFile(p, b)
+		if err != nil {
+			return nil
+		}
+		for _, d := range f.Decls {
+			if fld, ok := d.(*ast.Field); ok {
+				if name, _, err := ast.LabelName(fld.Label); err == nil && !strings.HasPrefix(name, "#") && !strings.HasPrefix(name, "_") {
+					out = append(out, name)
+				}
+			}
+		}
+		return nil
+	})
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// presetHint suggests a preset for an undefined reference such as models.llama9.
+func (r *Result) presetHint(_ error, args []any) string {
+	name := ""
+	for _, a := range args {
+		if s, ok := a.(string); ok {
+			name = s
+		} else {
+			name = strings.Trim(fmt.Sprint(a), `"`)
+		}
+	}
+	var hints []string
+	for _, pkg := range []string{"models", "clusters"} {
+		names := Presets(pkg)
+		if s := suggest(name, names); s != "" {
+			hints = append(hints, fmt.Sprintf("did you mean %s.%s?", pkg, s))
+		}
+	}
+	hints = append(hints, "models: "+strings.Join(Presets("models"), ", "))
+	hints = append(hints, "clusters: "+strings.Join(Presets("clusters"), ", "))
+	return strings.Join(hints, "; ")
+}

@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"parc.dev/parc/compiler"
+	"parc.dev/parc/compiler/diag"
+)
+
+// vetReport is the contract JSON of `parc vet --format json`.
+type vetReport struct {
+	Valid       bool              `json:"valid"`
+	Diagnostics []diag.Diagnostic `json:"diagnostics"`
+}
+
+func newVetCmd() *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "vet FILE...",
+		Short: "Check specs: every mistake at once, at its file:line:col",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			var all diag.List
+			for _, f := range args {
+				_, diags := compiler.Vet(compiler.Source{Path: f})
+				all = append(all, relDiags(diags)...)
+			}
+			if format == "json" {
+				rep := vetReport{Valid: !all.HasErrors(), Diagnostics: all}
+				if rep.Diagnostics == nil {
+					rep.Diagnostics = []diag.Diagnostic{}
+				}
+				if err := writeJSON(cmd.OutOrStdout(), rep); err != nil {
+					return err
+				}
+			} else {
+				printDiags(cmd.ErrOrStderr(), all)
+				if all.HasErrors() {
+					fmt.Fprintf(cmd.ErrOrStderr(), "parc vet: %s\n", summary(all))
+				}
+			}
+			if all.HasErrors() {
+				return exitError{ExitSpec}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	return cmd
+}
