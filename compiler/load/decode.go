@@ -1,6 +1,7 @@
 package load
 
 import (
+	"cuelang.org/go/cue/token"
 	"fmt"
 	"strings"
 
@@ -55,6 +56,9 @@ func (r *Result) DecodeValue(v cue.Value) (*spec.Spec, diag.List) {
 	for _, d := range diags {
 		seen[d.Path] = true
 	}
+	// Likewise a closedness error can hide behind another error in the same
+	// struct: check every user field against the schema ourselves.
+	r.unknown(r.User, r.Schema, nil, seen, &diags)
 	r.missing(v, nil, seen, &diags)
 	if diags.HasErrors() {
 		return nil, diags
@@ -122,4 +126,37 @@ func isStruct(v cue.Value) bool {
 	}
 	_, err := v.Fields()
 	return err == nil
+}
+
+// unknown reports every field the user wrote that the schema does not allow.
+func (r *Result) unknown(user, schema cue.Value, path []string, seen map[string]bool, out *diag.List) {
+	it, err := user.Fields(cue.Optional(true))
+	if err != nil {
+		return
+	}
+	for it.Next() {
+		sel := it.Selector()
+		p := append(append([]string(nil), path...), sel.Unquoted())
+		name := strings.Join(p, ".")
+		if !schema.Allows(sel) {
+			if !seen[name] {
+				seen[name] = true
+				parent := strings.Join(path, ".")
+				out.Add(r.unknownField(name, parent, sel.Unquoted(), r.fieldPos(it.Value(), name)))
+			}
+			continue
+		}
+		child := schema.LookupPath(cue.MakePath(sel))
+		if child.Exists() && child.IncompleteKind() == cue.StructKind && it.Value().IncompleteKind() == cue.StructKind {
+			r.unknown(it.Value(), child, p, seen, out)
+		}
+	}
+}
+
+// fieldPos is the position of a user's field, falling back to Locate.
+func (r *Result) fieldPos(v cue.Value, path string) diag.Pos {
+	if p, ok := r.userPos([]token.Pos{v.Pos()}); ok {
+		return p
+	}
+	return r.Locate(path)
 }

@@ -42,7 +42,7 @@ func formatSchemaConstraint(v cue.Value) string {
 			parts = append(parts, describeBound(s))
 		}
 		if d, ok := v.Default(); ok && d.IsConcrete() {
-			return fmt.Sprintf("%s (default %v)", strings.Join(parts, " or "), d)
+			return fmt.Sprintf("%s; default %v", strings.Join(parts, " or "), d)
 		}
 		return strings.Join(parts, " or ")
 	}

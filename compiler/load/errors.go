@@ -72,6 +72,11 @@ func fromCUEError(err error, r *Result) diag.List {
 				got = fmt.Sprint(uv)
 			}
 			d.Message = fmt.Sprintf("%s = %s is not allowed", path, got)
+			if uv := r.User.LookupPath(cue.ParsePath(path)); uv.Exists() && uv.IsConcrete() &&
+				(uv.Kind() == cue.IntKind || uv.Kind() == cue.FloatKind) {
+				d.Code = "out-of-range"
+				d.Message = fmt.Sprintf("%s = %s is out of range", path, got)
+			}
 			out = append(out, d)
 			continue
 		}
@@ -99,24 +104,13 @@ func (r *Result) diagnostic(e cueerrors.Error) diag.Diagnostic {
 	d := diag.Diagnostic{Severity: diag.Error, Path: path, Pos: pos, Message: msg}
 	switch {
 	case strings.Contains(format, "field not allowed"):
-		d.Code = "unknown-field"
 		field := ""
 		if n := len(e.Path()); n > 0 {
 			field = e.Path()[n-1]
 		}
-		d.Message = fmt.Sprintf("unknown field %q", field)
 		parent := strings.Join(e.Path()[:max(0, len(e.Path())-1)], ".")
-		valid := r.schemaFields(parent)
-		if s := suggest(field, valid); s != "" {
-			d.Message += fmt.Sprintf("; did you mean %q?", s)
-		}
-		if len(valid) > 0 {
-			where := parent
-			if where == "" {
-				where = "the top level"
-			}
-			d.Hint = fmt.Sprintf("fields allowed in %s: %s", where, strings.Join(valid, ", "))
-		}
+		u := r.unknownField(path, parent, field, pos)
+		d.Code, d.Message, d.Hint = u.Code, u.Message, u.Hint
 	case strings.Contains(format, "out of bound"):
 		d.Code = "out-of-range"
 		if len(args) == 2 {
@@ -201,8 +195,26 @@ func (r *Result) allowedHint(path string) string {
 	return fmt.Sprintf("%s must be %s", path, text)
 }
 
+// synonyms maps names users bring from Megatron's flags or other tools to
+// parc's field names.
+var synonyms = map[string]string{
+	"tensor_parallel": "tp", "tensor_model_parallel_size": "tp", "tensor_parallel_size": "tp",
+	"pipeline_parallel": "pp", "pipeline_model_parallel_size": "pp", "pipeline_parallel_size": "pp",
+	"context_parallel": "cp", "context_parallel_size": "cp",
+	"expert_parallel": "ep", "expert_model_parallel_size": "ep", "expert_tensor_parallel_size": "etp",
+	"data_parallel": "dp", "data_parallel_size": "dp", "sequence_parallel": "sp",
+	"virtual_pipeline": "vpp", "num_virtual_stages_per_pipeline_rank": "vpp",
+	"num_layers": "layers", "hidden_size": "hidden", "num_attention_heads": "heads",
+	"ffn_hidden_size": "ffn_hidden", "num_query_groups": "query_groups", "vocab_size": "vocab",
+	"micro_batch_size": "micro_batch", "global_batch_size": "global_batch", "seq_len": "seq_length",
+	"num_experts": "experts", "moe_router_topk": "topk", "gpus": "gpus_per_node", "num_nodes": "nodes",
+}
+
 // suggest returns the valid name closest to given, if it is close enough.
 func suggest(given string, valid []string) string {
+	if s, ok := synonyms[strings.ToLower(given)]; ok && slices.Contains(valid, s) {
+		return s
+	}
 	best, bestDist := "", 1<<30
 	for _, v := range valid {
 		d := levenshtein.Distance(given, v, nil)
@@ -248,4 +260,22 @@ func relDisplay(file string) string {
 		}
 	}
 	return file
+}
+
+// unknownField is the diagnostic for a key the schema does not allow.
+func (r *Result) unknownField(path, parent, field string, pos diag.Pos) diag.Diagnostic {
+	d := diag.Diagnostic{Severity: diag.Error, Code: "unknown-field", Path: path, Pos: pos,
+		Message: fmt.Sprintf("unknown field %q", field)}
+	valid := r.schemaFields(parent)
+	if s := suggest(field, valid); s != "" {
+		d.Message += fmt.Sprintf("; did you mean %q?", s)
+	}
+	if len(valid) > 0 {
+		where := parent
+		if where == "" {
+			where = "the top level"
+		}
+		d.Hint = fmt.Sprintf("fields allowed in %s: %s", where, strings.Join(valid, ", "))
+	}
+	return d
 }
