@@ -1,0 +1,80 @@
+package check
+
+import "fmt"
+
+// attention checks heads, query groups, head dimension, FFN and position
+// rules (S1–S3, S6–S8, S10, S11 and the MTP position-embedding rule).
+func (c *checker) attention() {
+	m, tp := c.s.Model, c.s.Parallel.TP
+	a, g := m.Heads, c.groups()
+	tpHint := func(what string) string {
+		return fmt.Sprintf("tp must divide %s: valid tp here: %s", what, ints(c.validTP()))
+	}
+
+	if a%tp != 0 {
+		c.report("tp-heads", "parallel.tp", tpHint(c.headsText()),
+			"tp=%d does not divide heads=%d", tp, a)
+	}
+	if g%tp != 0 && tp%g != 0 && a%tp == 0 { // with tp-heads the same fix applies
+		c.report("tp-query-groups", "parallel.tp", tpHint(c.headsText()),
+			"query_groups=%d is neither a multiple nor a divisor of tp=%d", g, tp)
+	}
+	if a%g != 0 {
+		c.report("query-groups-heads", "model.query_groups",
+			"valid query_groups for heads="+fmt.Sprint(a)+": "+ints(divisors(a)),
+			"query_groups=%d does not divide heads=%d", g, a)
+	}
+	if m.KVChannels == nil && m.Hidden%a != 0 {
+		c.report("hidden-heads", "model.heads",
+			fmt.Sprintf("heads dividing hidden=%d: %s; or set model.kv_channels", m.Hidden, ints(divisors(m.Hidden))),
+			"hidden=%d is not divisible by heads=%d, so the head dimension (kv_channels) cannot be derived", m.Hidden, a)
+	}
+	if c.d.MaxPositions < c.s.Train.SeqLength {
+		c.report("max-positions", "model.max_position_embeddings",
+			fmt.Sprintf("set max_position_embeddings ≥ %d, or remove it (it defaults to seq_length)", c.s.Train.SeqLength),
+			"max_position_embeddings=%d is smaller than seq_length=%d", c.d.MaxPositions, c.s.Train.SeqLength)
+	}
+	if m.MLA != nil && m.QueryGroups != nil {
+		c.report("mla-query-groups", "model.query_groups", "remove model.query_groups: multi-latent attention has no query groups",
+			"multi-latent attention (model.mla) and grouped-query attention (query_groups=%d) are mutually exclusive", *m.QueryGroups)
+	}
+	if f := c.d.FFNHidden; f%tp != 0 {
+		hint := tpHint(fmt.Sprintf("ffn_hidden=%d", f))
+		if m.FFNHidden != nil {
+			b, ab := nearestMultiples(f, tp)
+			hint += "; or ffn_hidden = " + nearestText(b, ab)
+		}
+		c.report("ffn-tp", c.ffnPath(), hint,
+			"ffn_hidden=%d%s is not divisible by tp=%d", f, c.ffnOrigin(), tp)
+	}
+	if m.MTPLayers > 0 && m.PositionEmbedding != "rope" && m.PositionEmbedding != "none" {
+		c.report("mtp-position-embedding", "model.position_embedding",
+			`use position_embedding "rope" or "none", or mtp_layers: 0`,
+			"multi-token prediction (mtp_layers=%d) does not support position_embedding %q", m.MTPLayers, m.PositionEmbedding)
+	}
+}
+
+func (c *checker) headsText() string {
+	if c.groups() != c.s.Model.Heads {
+		return fmt.Sprintf("heads=%d and divide or be a multiple of query_groups=%d", c.s.Model.Heads, c.groups())
+	}
+	return fmt.Sprintf("heads=%d", c.s.Model.Heads)
+}
+
+// ffnPath blames ffn_hidden when the user gave it, else tp.
+func (c *checker) ffnPath() string {
+	if c.s.Model.FFNHidden != nil {
+		return "model.ffn_hidden"
+	}
+	return "parallel.tp"
+}
+
+func (c *checker) ffnOrigin() string {
+	if c.s.Model.FFNHidden != nil {
+		return ""
+	}
+	if c.s.Model.Activation == "swiglu" {
+		return fmt.Sprintf(" (the swiglu default int(8·%d/3/64)·64)", c.s.Model.Hidden)
+	}
+	return fmt.Sprintf(" (the default 4·hidden = 4·%d)", c.s.Model.Hidden)
+}

@@ -1,0 +1,92 @@
+package check
+
+import "fmt"
+
+// Orders Megatron's pretrain entry point can build
+// (megatron/training/initialize.py).
+const (
+	OrderDefault = "tp-cp-ep-dp-pp"
+	OrderPPDP    = "tp-cp-ep-pp-dp" // --use-tp-pp-dp-mapping
+)
+
+// grid checks the dense and expert grids against the world size, the rank
+// order, an explicit dp and the distributed-optimizer instances (W1–W9).
+func (c *checker) grid() {
+	s, p := c.s, c.s.Parallel
+	world := c.world()
+	model := p.TP * p.PP * p.CP
+	switch {
+	case world < model:
+		c.report("world-size", "parallel.tp", c.gridHint(),
+			"one model replica needs tp·pp·cp = %d·%d·%d = %d GPUs but the cluster has nodes × gpus_per_node = %d × %d = %d",
+			p.TP, p.PP, p.CP, model, s.Cluster.Nodes, s.Cluster.GPUsPerNode, world)
+	case world%model != 0:
+		c.report("world-not-divisible", "parallel.tp", c.gridHint(),
+			"world size %d (nodes × gpus_per_node = %d × %d) is not divisible by tp·pp·cp = %d·%d·%d = %d",
+			world, s.Cluster.Nodes, s.Cluster.GPUsPerNode, p.TP, p.PP, p.CP, model)
+	}
+
+	expert := c.etp() * p.EP * p.PP
+	if world%expert != 0 && world >= model && world%model == 0 {
+		// Only meaningful once the dense grid fits; otherwise the error above
+		// already says what to change.
+		eps := valuesIn(1, world, func(e int) bool { return world%(c.etp()*e*p.PP) == 0 && (!c.isMoE() || s.Model.MoE.Experts%e == 0) })
+		c.report("expert-grid-not-divisible", "parallel.ep",
+			fmt.Sprintf("etp·ep·pp must divide %d: valid ep with etp=%d, pp=%d: %s", world, c.etp(), p.PP, ints(eps)),
+			"world size %d is not divisible by the expert grid etp·ep·pp = %d·%d·%d = %d",
+			world, c.etp(), p.EP, p.PP, expert)
+	}
+
+	switch p.Order {
+	case OrderDefault:
+	case OrderPPDP:
+		if p.PP > 1 && c.gridOK() && world%expert == 0 && c.d.EDP != c.d.DP {
+			c.report("order-pp-last", "parallel.order",
+				fmt.Sprintf("use order %q, or make etp·ep equal tp·cp = %d", OrderDefault, p.TP*p.CP),
+				"order %q with pp=%d needs equal data-parallel sizes for attention and experts, but dp = %d and expert dp = %d (tp·cp = %d, etp·ep = %d)",
+				p.Order, p.PP, c.d.DP, c.d.EDP, p.TP*p.CP, c.etp()*p.EP)
+		}
+	default:
+		c.report("order-unsupported", "parallel.order",
+			fmt.Sprintf("use %q (default) or %q (--use-tp-pp-dp-mapping)", OrderDefault, OrderPPDP),
+			"order %q is not a rank order Megatron-Core's training entry point can build", p.Order)
+	}
+
+	if p.DP != nil && c.gridOK() && *p.DP != c.d.DP {
+		need := p.TP * p.PP * p.CP * *p.DP
+		hint := fmt.Sprintf("remove parallel.dp (it is derived: %d here)", c.d.DP)
+		if need%s.Cluster.GPUsPerNode == 0 {
+			hint += fmt.Sprintf(", or use cluster.nodes = %d for dp=%d", need/s.Cluster.GPUsPerNode, *p.DP)
+		}
+		c.report("dp-mismatch", "parallel.dp", hint,
+			"parallel.dp = %d but world / (tp·pp·cp) = %d / %d = %d", *p.DP, world, model, c.d.DP)
+	}
+
+	if k := p.DistributedOptimizerInstances; k > 1 && c.gridOK() && world%expert == 0 {
+		dpcp := c.d.DP * p.CP
+		if dpcp%k != 0 || c.d.EDP%k != 0 {
+			ok := valuesIn(1, dpcp, func(v int) bool { return dpcp%v == 0 && c.d.EDP%v == 0 })
+			c.report("distopt-instances", "parallel.distributed_optimizer_instances",
+				"valid instance counts here: "+ints(ok),
+				"distributed_optimizer_instances = %d must divide dp·cp = %d·%d = %d and expert dp = %d",
+				k, c.d.DP, p.CP, dpcp, c.d.EDP)
+		}
+	}
+
+	g, n := s.Cluster.GPUsPerNode, s.Cluster.NVLinkDomain
+	if g%n != 0 && n%g != 0 {
+		c.report("nvlink-domain", "cluster.nvlink_domain",
+			fmt.Sprintf("divisors of gpus_per_node=%d: %s; or a multiple of %d (e.g. 72 on NVL72 with 4 GPUs per node)", g, ints(divisors(g)), g),
+			"nvlink_domain = %d is neither a divisor nor a multiple of gpus_per_node = %d", n, g)
+	}
+}
+
+// gridHint lists tp values that fit the world with the current pp and cp,
+// and pp values with the current tp and cp.
+func (c *checker) gridHint() string {
+	p, world := c.s.Parallel, c.world()
+	tps := valuesIn(1, world, func(t int) bool { return world%(t*p.PP*p.CP) == 0 })
+	pps := valuesIn(1, world, func(q int) bool { return world%(p.TP*q*p.CP) == 0 })
+	return fmt.Sprintf("tp·pp·cp must divide the world size %d: valid tp with pp=%d, cp=%d: %s; valid pp with tp=%d, cp=%d: %s",
+		world, p.PP, p.CP, ints(tps), p.TP, p.CP, ints(pps))
+}

@@ -1,0 +1,165 @@
+package check
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// launchEnv checks the environment the workers start with against the plan
+// (C5, and the FSDP side of O4/O5). When the user sets nothing, the launch
+// targets export the value the plan needs.
+func (c *checker) launchEnv() {
+	p, cc := c.s.Parallel, c.s.Cluster.GPU.ComputeCapability
+	const name = "CUDA_DEVICE_MAX_CONNECTIONS"
+	v, path, set := c.env(name)
+	if !set {
+		return
+	}
+	switch fsdp := c.fsdp(); {
+	case fsdp != "":
+		if v == "1" {
+			c.report("cuda-max-connections", path, "unset it (or set it above 1) when using FSDP",
+				"%s=1 but %s needs more than one connection (Megatron asserts CUDA_DEVICE_MAX_CONNECTIONS != 1)", name, fsdp)
+		}
+	case (p.TP > 1 || p.CP > 1) && cc < 10 && !hasArg(c.s.Launch.ExtraArgs, "--overlap-moe-expert-parallel-comm"):
+		if v != "1" {
+			c.report("cuda-max-connections", path, "set it to \"1\" (or remove it: parc exports 1)",
+				"%s=%q but tp=%d, cp=%d on compute capability %.1f (before Blackwell) needs %s=1", name, v, p.TP, p.CP, cc, name)
+		}
+	}
+}
+
+var (
+	slurmMemRE = regexp.MustCompile(`^[0-9]+[KMGTkmgt]?$`)
+	digitsRE   = regexp.MustCompile(`^[0-9]+$`)
+)
+
+// SlurmTime parses a Slurm time limit (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM,
+// D-HH:MM:SS, or infinite/unlimited) into seconds; -1 means no limit.
+func SlurmTime(s string) (int, error) {
+	switch strings.ToLower(s) {
+	case "infinite", "unlimited":
+		return -1, nil
+	}
+	bad := fmt.Errorf("%q is not a Slurm time limit (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)", s)
+	days := 0
+	rest := s
+	if i := strings.IndexByte(s, '-'); i >= 0 {
+		if !digitsRE.MatchString(s[:i]) {
+			return 0, bad
+		}
+		days, _ = strconv.Atoi(s[:i])
+		rest = s[i+1:]
+	}
+	parts := strings.Split(rest, ":")
+	if len(parts) > 3 {
+		return 0, bad
+	}
+	n := make([]int, len(parts))
+	for i, part := range parts {
+		if !digitsRE.MatchString(part) || len(part) > 9 {
+			return 0, bad
+		}
+		n[i], _ = strconv.Atoi(part)
+	}
+	if rest != s { // D-HH[:MM[:SS]]
+		sec := days * 86400
+		units := []int{3600, 60, 1}
+		for i, v := range n {
+			sec += v * units[i]
+		}
+		return sec, nil
+	}
+	switch len(n) {
+	case 1: // MM
+		return n[0] * 60, nil
+	case 2: // MM:SS
+		return n[0]*60 + n[1], nil
+	}
+	return n[0]*3600 + n[1]*60 + n[2], nil // HH:MM:SS
+}
+
+// slurm checks the Slurm fields parc writes into the batch script.
+func (c *checker) slurm() {
+	cl := c.s.Cluster
+	sl := cl.Slurm
+	if sl == nil {
+		return
+	}
+	limit := -1
+	if sl.Time != nil {
+		sec, err := SlurmTime(*sl.Time)
+		if err != nil {
+			c.report("slurm-time", "cluster.slurm.time", `e.g. "30" (minutes), "04:00:00", "2-00:00:00"`, "%v", err)
+		} else {
+			limit = sec
+		}
+	}
+	if sl.Mem != nil && !slurmMemRE.MatchString(*sl.Mem) {
+		c.report("slurm-mem", "cluster.slurm.mem", `e.g. "0" (all of the node's memory), "500G", "64000M"`,
+			"mem %q is not a Slurm memory size", *sl.Mem)
+	}
+	for i, opt := range sl.Extra {
+		if !strings.HasPrefix(opt, "-") || strings.TrimLeft(opt, "-") == "" || strings.ContainsAny(opt, "\n\r") {
+			c.report("slurm-option", "cluster.slurm.extra", `write it as "--option=value"`,
+				"extra[%d] = %q is not an sbatch option", i, opt)
+			continue
+		}
+		c.slurmCount(i, opt)
+	}
+	if sl.CPUsPerTask != nil && cl.CPUsPerNode != nil && *sl.CPUsPerTask*cl.GPUsPerNode > *cl.CPUsPerNode {
+		c.report("slurm-cpus", "cluster.slurm.cpus_per_task", fmt.Sprintf("use cpus_per_task ≤ %d", *cl.CPUsPerNode/cl.GPUsPerNode),
+			"cpus_per_task=%d × %d tasks per node = %d exceeds cpus_per_node=%d",
+			*sl.CPUsPerTask, cl.GPUsPerNode, *sl.CPUsPerTask*cl.GPUsPerNode, *cl.CPUsPerNode)
+	}
+	if ps := sl.PreemptSignalSeconds; ps != nil {
+		switch {
+		case *ps > 65535:
+			c.report("slurm-preempt", "cluster.slurm.preempt_signal_seconds", "use at most 65535",
+				"preempt_signal_seconds=%d exceeds Slurm's limit of 65535", *ps)
+		case limit > 0 && *ps >= limit:
+			c.report("slurm-preempt", "cluster.slurm.preempt_signal_seconds", fmt.Sprintf("use fewer than %d seconds", limit),
+				"preempt_signal_seconds=%d is not below the time limit %q (%d s)", *ps, *sl.Time, limit)
+		}
+	}
+}
+
+// slurmCount reports an extra option that sets the node, task or GPU count
+// to something other than what the cluster says.
+func (c *checker) slurmCount(i int, opt string) {
+	cl := c.s.Cluster
+	name, val, hasVal := strings.Cut(opt, "=")
+	if !hasVal && strings.HasPrefix(opt, "-N") && len(opt) > 2 {
+		name, val, hasVal = "-N", opt[2:], true
+	}
+	if !hasVal {
+		return
+	}
+	want := 0
+	field := ""
+	switch name {
+	case "--nodes", "-N":
+		want, field = cl.Nodes, "cluster.nodes"
+	case "--ntasks-per-node", "--gpus-per-node":
+		want, field = cl.GPUsPerNode, "cluster.gpus_per_node"
+	case "--ntasks":
+		want, field = cl.Nodes*cl.GPUsPerNode, "cluster.nodes × gpus_per_node"
+	case "--gres":
+		g, ok := strings.CutPrefix(val, "gpu:")
+		if !ok {
+			return
+		}
+		if j := strings.LastIndexByte(g, ':'); j >= 0 { // gpu:type:N
+			g = g[j+1:]
+		}
+		val, want, field = g, cl.GPUsPerNode, "cluster.gpus_per_node"
+	default:
+		return
+	}
+	if n, err := strconv.Atoi(val); err != nil || n != want {
+		c.report("slurm-nodes", "cluster.slurm.extra", "remove it: parc writes it from "+field,
+			"extra[%d] = %q contradicts %s = %d", i, opt, field, want)
+	}
+}

@@ -1,0 +1,93 @@
+package check
+
+import (
+	"fmt"
+	"slices"
+)
+
+// moe checks expert parallelism and the router (M2–M6, M10, M16, M19, M20,
+// S9 and the shared-expert split).
+func (c *checker) moe() {
+	p, m := c.s.Parallel, c.s.Model
+	if !c.isMoE() {
+		if p.EP > 1 {
+			c.report("ep-without-moe", "parallel.ep", "set ep to 1, or add model.moe",
+				"ep=%d but the model has no experts (model.moe is not set)", p.EP)
+		}
+		if p.ETP != nil {
+			c.report("etp-without-moe", "parallel.etp", "remove parallel.etp",
+				"etp=%d has no effect on a dense model", *p.ETP)
+		}
+		return
+	}
+	e := m.MoE
+	if e.Experts%p.EP != 0 {
+		okEP := valuesIn(1, e.Experts, func(v int) bool {
+			return e.Experts%v == 0 && c.world()%(c.etp()*v*p.PP) == 0
+		})
+		c.report("ep-experts", "parallel.ep", fmt.Sprintf("ep values dividing experts=%d that fit the world size: %s", e.Experts, ints(okEP)),
+			"experts=%d is not a multiple of ep=%d", e.Experts, p.EP)
+	}
+	if m.Bias && c.etp() != 1 {
+		c.report("moe-bias-etp", "model.bias", "set model.bias: false (Megatron --disable-bias-linear), or parallel.etp: 1",
+			"MoE with linear biases (model.bias=true, Megatron's default) needs etp=1, but etp=%d%s", c.etp(), c.etpOrigin())
+	}
+	if e.TopK == 1 && e.ScoreFunction == "softmax" && !e.RouterPreSoftmax && e.RouterLoadBalancing != "sinkhorn" {
+		c.report("moe-topk-pre-softmax", "model.moe.router_pre_softmax", "set model.moe.router_pre_softmax: true",
+			"topk=1 with the softmax score function needs router_pre_softmax (a softmax over one expert has zero gradient)")
+	}
+	if e.CapacityFactor != nil && *e.CapacityFactor >= 0 &&
+		!slices.Contains([]string{"aux_loss", "seq_aux_loss", "global_aux_loss", "none"}, e.RouterLoadBalancing) {
+		c.report("moe-capacity-balancing", "model.moe.capacity_factor",
+			"remove capacity_factor, or use router_load_balancing aux_loss, seq_aux_loss, global_aux_loss or none",
+			"capacity_factor=%g does not work with %s load balancing", *e.CapacityFactor, e.RouterLoadBalancing)
+	}
+	if e.ExpertBias && e.ScoreFunction != "sigmoid" {
+		c.report("moe-expert-bias-score", "model.moe.expert_bias", `set model.moe.score_function: "sigmoid", or expert_bias: false`,
+			"expert_bias needs the sigmoid score function, not %s", e.ScoreFunction)
+	}
+	if e.RouterLoadBalancing == "sinkhorn" && e.AuxLossCoeff != 0 {
+		c.report("moe-sinkhorn-aux-loss", "model.moe.aux_loss_coeff", "set model.moe.aux_loss_coeff: 0 (its default is 1e-2)",
+			"sinkhorn load balancing does not support an auxiliary loss, but aux_loss_coeff=%g", e.AuxLossCoeff)
+	}
+	if e.TopK > e.Experts {
+		c.report("moe-topk-experts", "model.moe.topk", fmt.Sprintf("use topk between 1 and experts=%d", e.Experts),
+			"topk=%d is larger than experts=%d", e.TopK, e.Experts)
+	}
+	if f, etp := c.d.MoEFFNHidden, c.etp(); f > 0 && f%etp != 0 {
+		path := "parallel.etp"
+		if e.FFNHidden != nil {
+			path = "model.moe.ffn_hidden"
+		}
+		okETP := valuesIn(1, c.world(), func(v int) bool { return f%v == 0 && c.world()%(v*p.EP*p.PP) == 0 })
+		c.report("moe-ffn-etp", path, fmt.Sprintf("etp values dividing %d that fit the world size: %s", f, ints(okETP)),
+			"the expert ffn_hidden=%d is not divisible by etp=%d%s", f, etp, c.etpOrigin())
+	}
+	if sh := e.SharedFFNHidden; sh > 0 && sh%p.TP != 0 {
+		b, a := nearestMultiples(sh, p.TP)
+		c.report("moe-shared-ffn-tp", "model.moe.shared_ffn_hidden", "nearest multiples of tp: "+nearestText(b, a),
+			"shared_ffn_hidden=%d is not divisible by tp=%d", sh, p.TP)
+	}
+	if cc := c.s.Cluster.GPU.ComputeCapability; e.GroupedGEMM && cc > 0 && cc < 8 {
+		c.report("moe-grouped-gemm-gpu", "model.moe.grouped_gemm", "set model.moe.grouped_gemm: false",
+			"grouped GEMM needs compute capability ≥ 8.0, but %s has %.1f", c.gpuName(), cc)
+	}
+	if !slices.Contains(c.d.MoELayers, true) {
+		c.report("moe-no-layers", "model.moe.dense_layers", fmt.Sprintf("use dense_layers < %d", m.Layers),
+			"dense_layers=%d and layer_freq=%d leave no MoE layer among the %d layers", e.DenseLayers, e.LayerFreq, m.Layers)
+	}
+}
+
+func (c *checker) etpOrigin() string {
+	if c.s.Parallel.ETP == nil {
+		return " (etp defaults to tp)"
+	}
+	return ""
+}
+
+func (c *checker) gpuName() string {
+	if n := c.s.Cluster.GPU.Name; n != "" {
+		return n
+	}
+	return "the GPU"
+}

@@ -1,0 +1,245 @@
+package check
+
+import "fmt"
+
+// pipeline checks the split of the decoder layers over pipeline ranks and
+// virtual stages (P6–P18, P24), the interleaved schedule's pp requirement
+// (P7) and its microbatch rule (P25/P26).
+//
+// parc passes vpp to Megatron as --num-virtual-stages-per-pipeline-rank, so
+// validate_args' --num-layers-per-virtual-pipeline-stage checks (P3–P5) never
+// apply; with vpp > 1 the even split is checked when layers are assigned
+// (P8/P9), or by TransformerConfig with the account-for flags (P17).
+func (c *checker) pipeline() {
+	p := c.s.Parallel
+	pp, vpp := p.PP, p.VPP
+
+	if vpp > 1 {
+		switch {
+		case p.OverlapP2P && pp <= 1:
+			c.report("vpp-pp", "parallel.vpp", "set vpp to 1, or use pp ≥ 2",
+				"the interleaved schedule (vpp=%d) needs pp > 1, but pp=%d", vpp, pp)
+		case !p.OverlapP2P && pp <= 2:
+			c.report("vpp-pp", "parallel.vpp", "set vpp to 1, use pp ≥ 3, or turn overlap_p2p back on",
+				"the interleaved schedule (vpp=%d) with overlap_p2p off needs pp > 2, but pp=%d", vpp, pp)
+		}
+	}
+
+	if c.uneven() {
+		c.unevenSplit()
+	} else {
+		c.evenSplit()
+	}
+
+	if p.MicrobatchGroupSize != nil && vpp <= 1 {
+		c.report("microbatch-group-unused", "parallel.microbatch_group_size", "remove it, or use vpp > 1",
+			"microbatch_group_size=%d has no effect without the interleaved schedule (vpp=%d)", *p.MicrobatchGroupSize, vpp)
+	}
+	c.interleave()
+}
+
+// evenSplit: L' over pp ranks, then over vpp virtual stages.
+func (c *checker) evenSplit() {
+	p := c.s.Parallel
+	pp, vpp, L := p.PP, p.VPP, c.s.Model.Layers
+	Lp := c.accountedLayers()
+	what := fmt.Sprintf("layers=%d", L)
+	if Lp != L {
+		what = fmt.Sprintf("layers + account_for_embedding + account_for_loss = %d", Lp)
+	}
+	if Lp%pp != 0 {
+		okPP := valuesIn(1, Lp, func(q int) bool { return Lp%q == 0 && (!c.gridOK() || c.world()%(p.TP*q*p.CP) == 0) })
+		c.report("pp-layers", "parallel.pp",
+			fmt.Sprintf("pp values dividing %d that fit the world size: %s; or split unevenly with first_stage_layers/last_stage_layers", Lp, ints(okPP)),
+			"%s is not divisible by pp=%d", what, pp)
+		return
+	}
+	if vpp > 1 && pp > 1 {
+		per := Lp / pp
+		if per%vpp != 0 {
+			c.report("vpp-layers", "parallel.vpp",
+				fmt.Sprintf("vpp values dividing %d: %s", per, ints(divisors(per))),
+				"the %d layers per pipeline rank (%s / pp=%d) are not divisible by vpp=%d", per, what, pp, vpp)
+		}
+	}
+}
+
+// unevenSplit mirrors TransformerConfig.__post_init__'s uneven-PP block.
+func (c *checker) unevenSplit() {
+	p := c.s.Parallel
+	pp, vpp, L := p.PP, p.VPP, c.s.Model.Layers
+	if p.AccountForEmbedding || p.AccountForLoss {
+		c.report("uneven-account-for", c.unevenPath(),
+			"remove first_stage_layers/last_stage_layers, or account_for_embedding/account_for_loss",
+			"an uneven pipeline (first_stage_layers/last_stage_layers) cannot be combined with account_for_embedding/account_for_loss")
+	}
+	middle, stages := L, pp
+	bad := false
+	for _, st := range []struct {
+		name string
+		v    *int
+	}{{"first_stage_layers", p.FirstStageLayers}, {"last_stage_layers", p.LastStageLayers}} {
+		if st.v == nil {
+			continue
+		}
+		n := *st.v
+		if n <= 0 {
+			c.report("uneven-stage-layers", "parallel."+st.name, "give the stage at least one layer",
+				"%s=%d must be larger than 0", st.name, n)
+			bad = true
+		} else if vpp > 1 && n%vpp != 0 {
+			b, a := nearestMultiples(n, vpp)
+			c.report("uneven-vpp", "parallel."+st.name,
+				fmt.Sprintf("use a multiple of vpp=%d: %s", vpp, nearestText(b, a)),
+				"%s=%d is not divisible by vpp=%d", st.name, n, vpp)
+		}
+		middle -= n
+		stages--
+	}
+	if bad {
+		return
+	}
+	if pp == 1 {
+		// Megatron's arithmetic runs with pp-1 (or pp-2) middle stages here.
+		if (middle != 0) != (stages != 0) {
+			c.report("uneven-middle", c.unevenPath(), "remove first_stage_layers/last_stage_layers: pp=1 has a single stage",
+				"with pp=1 the stage layers leave %d layers for %d middle stages", middle, stages)
+		} else if n := c.singleStageLayers(); n != L {
+			c.report("uneven-single-stage", c.unevenPath(), "remove first_stage_layers/last_stage_layers when pp=1",
+				"first_stage_layers/last_stage_layers with pp=1: the only stage builds %d of the %d layers", n, L)
+		}
+		return
+	}
+	if (middle != 0) != (stages != 0) {
+		c.report("uneven-middle", c.unevenPath(), c.unevenHint(),
+			"%d middle layers remain (layers=%d minus the first/last stage layers) but there %s %d middle %s",
+			middle, L, plural(stages, "is", "are"), stages, plural(stages, "stage", "stages"))
+		return
+	}
+	if stages == 0 {
+		return
+	}
+	if middle%stages != 0 {
+		c.report("uneven-middle", c.unevenPath(), c.unevenHint(),
+			"the %d middle layers are not divisible by the %d middle %s", middle, stages, plural(stages, "stage", "stages"))
+		return
+	}
+	if per := middle / stages; vpp > 1 && per%vpp != 0 {
+		c.report("uneven-vpp", c.unevenPath(), c.unevenHint(),
+			"each middle stage holds %d layers, which is not divisible by vpp=%d", per, vpp)
+		return
+	}
+	if middle < 0 {
+		c.report("uneven-middle-negative", c.unevenPath(), c.unevenHint(),
+			"first_stage_layers + last_stage_layers exceed layers=%d by %d; Megatron accepts this but builds a different split", L, -middle)
+	}
+}
+
+// singleStageLayers is what get_num_layers_to_build gives the only rank when
+// pp = 1 with uneven flags: the last stage's count wins over the first's.
+func (c *checker) singleStageLayers() int {
+	if v := c.s.Parallel.LastStageLayers; v != nil {
+		return *v
+	}
+	return *c.s.Parallel.FirstStageLayers
+}
+
+func (c *checker) unevenPath() string {
+	if c.s.Parallel.FirstStageLayers != nil {
+		return "parallel.first_stage_layers"
+	}
+	return "parallel.last_stage_layers"
+}
+
+// unevenHint suggests first/last stage layer counts that make the uneven
+// split valid with the current pp and vpp.
+func (c *checker) unevenHint() string {
+	p := c.s.Parallel
+	pp, vpp, L := p.PP, max(p.VPP, 1), c.s.Model.Layers
+	hasF, hasL := p.FirstStageLayers != nil, p.LastStageLayers != nil
+	stages := pp
+	if hasF {
+		stages--
+	}
+	if hasL {
+		stages--
+	}
+	var opts []string
+	for edge := vpp; edge < L && len(opts) < 4; edge += vpp {
+		n := 0
+		if hasF {
+			n++
+		}
+		if hasL {
+			n++
+		}
+		middle := L - n*edge
+		if middle < 0 {
+			break
+		}
+		if stages == 0 {
+			if middle == 0 {
+				opts = append(opts, fmt.Sprint(edge))
+			}
+			continue
+		}
+		if middle > 0 && middle%stages == 0 && (middle/stages)%vpp == 0 {
+			opts = append(opts, fmt.Sprint(edge))
+		}
+	}
+	if len(opts) == 0 {
+		return fmt.Sprintf("layers − first − last must split evenly over %d middle %s (each a multiple of vpp=%d)", stages, plural(stages, "stage", "stages"), vpp)
+	}
+	what := "first_stage_layers and last_stage_layers"
+	if hasF != hasL {
+		what = c.unevenPath()[len("parallel."):]
+	}
+	return fmt.Sprintf("with %s both set to the same value, valid values are %s", what, joinStrings(opts))
+}
+
+func joinStrings(v []string) string {
+	out := ""
+	for i, s := range v {
+		if i > 0 {
+			out += ", "
+		}
+		out += s
+	}
+	return out
+}
+
+// interleave checks P25/P26: with vpp > 1 the microbatch count M must be at
+// least the group size N (default pp), N ≥ pp, and M mod N is 0 or ≥ pp.
+func (c *checker) interleave() {
+	p, t := c.s.Parallel, c.s.Train
+	if p.VPP <= 1 || p.PP <= 1 || !c.gridOK() {
+		return
+	}
+	unit := t.MicroBatch * c.d.DP
+	if t.GlobalBatch%unit != 0 {
+		return // global-batch reports it; M is not defined
+	}
+	M, N, pp := t.GlobalBatch/unit, c.d.MicrobatchGroup, p.PP
+	if N < pp {
+		c.report("interleave-microbatches", "parallel.microbatch_group_size",
+			fmt.Sprintf("use microbatch_group_size between pp=%d and M=%d (or remove it: default pp)", pp, M),
+			"microbatch_group_size=%d is smaller than pp=%d", N, pp)
+		return
+	}
+	okM := func(m int) bool { r := m % N; return m >= N && (r == 0 || r >= pp) }
+	if okM(M) {
+		return
+	}
+	below, above := nearestSatisfying(M, 1, 4*N+pp, okM)
+	hint := fmt.Sprintf("global_batch must give M ≥ %d with M mod %d = 0 or ≥ %d; nearest valid global_batch: %s",
+		N, N, pp, nearestText(below*unit, above*unit))
+	if M < N {
+		c.report("interleave-microbatches", "train.global_batch", hint,
+			"the interleaved schedule needs at least N=%d microbatches (microbatch group, default pp=%d), but global_batch / (micro_batch·dp) = %d / (%d·%d) = %d",
+			N, pp, t.GlobalBatch, t.MicroBatch, c.d.DP, M)
+		return
+	}
+	c.report("interleave-microbatches", "train.global_batch", hint,
+		"with vpp=%d, M=%d microbatches leave a remainder of %d modulo the microbatch group N=%d, which is below pp=%d (dependency bubbles)",
+		p.VPP, M, M%N, N, pp)
+}

@@ -1,0 +1,55 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+)
+
+// fp8RecipeMinCC is the compute capability Transformer Engine needs for each
+// FP8 recipe (transformer_engine/pytorch/quantization.py: check_fp8_support,
+// check_fp8_block_scaling_support, check_mxfp8_support). mxfp8 is also not
+// supported from 12.0 on.
+var fp8RecipeMinCC = map[string]float64{
+	"delayed":    8.9,
+	"tensorwise": 8.9,
+	"blockwise":  9.0,
+	"mxfp8":      10.0,
+}
+
+// precision checks what the GPU supports.
+func (c *checker) precision() {
+	t, cc := c.s.Train, c.s.Cluster.GPU.ComputeCapability
+	if cc <= 0 {
+		return
+	}
+	switch t.Precision {
+	case "bf16":
+		if cc < 8 {
+			c.report("precision-bf16-gpu", "train.precision", `use train.precision "fp16" on this GPU`,
+				"bf16 needs compute capability ≥ 8.0, but %s has %.1f", c.gpuName(), cc)
+		}
+	case "fp8":
+		need, ok := fp8RecipeMinCC[t.FP8Recipe]
+		if !ok {
+			return
+		}
+		if cc < need || (t.FP8Recipe == "mxfp8" && cc >= 12) {
+			var fit []string
+			for _, r := range []string{"delayed", "tensorwise", "blockwise", "mxfp8"} {
+				if cc >= fp8RecipeMinCC[r] && !(r == "mxfp8" && cc >= 12) {
+					fit = append(fit, r)
+				}
+			}
+			hint := `use train.precision "bf16"`
+			if len(fit) > 0 {
+				hint = "fp8 recipes this GPU supports: " + strings.Join(fit, ", ")
+			}
+			limit := fmt.Sprintf("compute capability ≥ %.1f", need)
+			if t.FP8Recipe == "mxfp8" {
+				limit = "compute capability 10.x or 11.x"
+			}
+			c.report("precision-fp8-gpu", "train.fp8_recipe", hint,
+				"the fp8 recipe %q needs %s, but %s has %.1f", t.FP8Recipe, limit, c.gpuName(), cc)
+		}
+	}
+}

@@ -1,0 +1,55 @@
+package check
+
+import "fmt"
+
+// sequence checks context and sequence parallelism (C1–C3, Q1, Q4 and the
+// sequence-parallel scatter).
+func (c *checker) sequence() {
+	p, seq := c.s.Parallel, c.s.Train.SeqLength
+	cp, tp := p.CP, p.TP
+
+	if cp > 1 && seq%(2*cp) != 0 {
+		b, a := nearestMultiples(seq, 2*cp)
+		okCP := valuesIn(1, c.world(), func(v int) bool { return v == 1 || seq%(2*v) == 0 })
+		c.report("cp-seq-length", "train.seq_length",
+			fmt.Sprintf("nearest valid seq_length: %s; or cp in %s", nearestText(b, a), ints(okCP)),
+			"seq_length=%d is not a multiple of 2·cp = %d", seq, 2*cp)
+	}
+	if h := p.HierarchicalCP; len(h) > 0 {
+		prod := 1
+		for _, v := range h {
+			prod *= v
+		}
+		if prod != cp {
+			c.report("cp-hierarchical", "parallel.hierarchical_cp",
+				hierHint(cp),
+				"hierarchical_cp %v multiplies to %d, not cp=%d", h, prod, cp)
+		}
+	} else if p.CPCommType == "a2a+p2p" {
+		c.report("cp-a2a-p2p", "parallel.cp_comm_type", "set parallel.hierarchical_cp, e.g. [a2a size, p2p size], or use another cp_comm_type",
+			"cp_comm_type a2a+p2p needs hierarchical_cp sizes")
+	}
+
+	if p.SP != nil && *p.SP && tp == 1 {
+		c.report("sp-without-tp", "parallel.sp", "remove parallel.sp, or use tp > 1",
+			"sequence parallelism needs tp > 1; with tp=1 Megatron switches it off")
+	}
+	if c.d.SP && cp >= 1 && seq%cp == 0 && (seq/cp)%tp != 0 {
+		b, a := nearestMultiples(seq, tp*cp)
+		c.report("sp-seq-length", "train.seq_length", "nearest valid seq_length: "+nearestText(b, a),
+			"with sequence parallelism each tensor-parallel rank takes seq_length/(cp·tp) tokens, but %d/cp=%d is not divisible by tp=%d", seq, seq/cp, tp)
+	}
+	if c.isMoE() && tp > 1 && !c.d.SP {
+		c.report("moe-sp-required", "parallel.sp", "set parallel.sp: true (or remove it: it defaults to true when tp > 1)",
+			"an MoE model with tp=%d must use sequence parallelism; Megatron raises at the first training step without it", tp)
+	}
+}
+
+func hierHint(cp int) string {
+	for d := 2; d < cp; d++ {
+		if cp%d == 0 {
+			return fmt.Sprintf("the sizes must multiply to cp=%d, e.g. [%d, %d]", cp, d, cp/d)
+		}
+	}
+	return fmt.Sprintf("the sizes must multiply to cp=%d, e.g. [%d]", cp, cp)
+}

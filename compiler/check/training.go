@@ -1,0 +1,105 @@
+package check
+
+import "fmt"
+
+// recompute checks activation recomputation (R3, R4 and the MTP rule).
+func (c *checker) recompute() {
+	t, p := c.s.Train, c.s.Parallel
+	if t.Recompute != "full" {
+		if t.RecomputeLayers != nil {
+			c.report("recompute-options-unused", "train.recompute_layers", `remove it, or set train.recompute: "full"`,
+				"recompute_layers=%d only applies to full recomputation (recompute=%q)", *t.RecomputeLayers, t.Recompute)
+		}
+		return
+	}
+	n := 1
+	if t.RecomputeLayers != nil {
+		n = *t.RecomputeLayers
+	}
+	if per := c.s.Model.Layers / p.PP; n > per && per > 0 {
+		c.report("recompute-layers-range", "train.recompute_layers", fmt.Sprintf("use 1..%d", per),
+			"recompute_layers=%d exceeds the %d layers per pipeline rank (layers=%d / pp=%d)", n, per, c.s.Model.Layers, p.PP)
+	}
+	if c.s.Model.MTPLayers > 0 && t.RecomputeMethod == "uniform" && n != 1 {
+		c.report("recompute-mtp-uniform", "train.recompute_layers", `set recompute_layers: 1, or recompute_method: "block"`,
+			"full uniform recomputation with mtp_layers=%d needs recompute_layers=1, not %d", c.s.Model.MTPLayers, n)
+	}
+}
+
+// optimizer checks the data-parallel overlap options (O1/O2).
+func (c *checker) optimizer() {
+	t := c.s.Train
+	if !t.OverlapParamGather {
+		return
+	}
+	var missing []string
+	if !t.DistributedOptimizer && c.fsdp() != "megatron-fsdp" {
+		missing = append(missing, "train.distributed_optimizer")
+	}
+	if !t.OverlapGradReduce {
+		missing = append(missing, "train.overlap_grad_reduce")
+	}
+	if len(missing) > 0 {
+		c.report("overlap-param-gather", "train.overlap_param_gather", "set "+joinStrings(missing)+" to true, or overlap_param_gather to false",
+			"overlap_param_gather needs %s", joinStrings(missing))
+	}
+}
+
+// training checks the training length, the LR schedule, the checkpoint
+// format and the tokenizer (T1, T2, T4, T9).
+func (c *checker) training() {
+	t := c.s.Train
+	switch {
+	case t.Iters != nil && t.Samples != nil:
+		c.report("train-iters-samples", "train.samples", "give train.iters or train.samples, not both",
+			"train.iters=%d and train.samples=%d are both set", *t.Iters, *t.Samples)
+	case t.Samples != nil:
+		if t.LRDecayIters != nil {
+			c.report("train-iters-samples", "train.lr_decay_iters", "remove train.lr_decay_iters, or train with train.iters",
+				"sample-based training (train.samples) cannot use lr_decay_iters=%d", *t.LRDecayIters)
+		}
+		if t.LRWarmupIters != 0 {
+			c.report("train-iters-samples", "train.lr_warmup_iters", "set train.lr_warmup_iters: 0, or train with train.iters",
+				"sample-based training (train.samples) cannot use lr_warmup_iters=%d", t.LRWarmupIters)
+		}
+	case t.Iters == nil:
+		c.report("train-length-missing", "train", "set train.iters (or train.samples)",
+			"neither train.iters nor train.samples is set")
+	}
+	if t.MinLR > t.LR {
+		c.report("lr-min", "train.min_lr", fmt.Sprintf("use min_lr ≤ lr=%g", t.LR),
+			"min_lr=%g is larger than lr=%g", t.MinLR, t.LR)
+	}
+
+	if ck := c.s.Checkpoint; ck != nil {
+		p := c.s.Parallel
+		switch {
+		case ck.Format == "fsdp_dtensor" && c.fsdp() != "megatron-fsdp":
+			c.report("checkpoint-format", "checkpoint.format", `use checkpoint.format "torch_dist", or add --use-megatron-fsdp to launch.extra_args`,
+				"checkpoint format fsdp_dtensor needs Megatron-FSDP (--use-megatron-fsdp)")
+		case ck.Format == "torch_dcp" && (c.fsdp() != "torch-fsdp2" || p.TP > 1 || p.PP > 1):
+			c.report("checkpoint-format", "checkpoint.format", `use checkpoint.format "torch_dist"`,
+				"checkpoint format torch_dcp needs torch FSDP2 (--use-torch-fsdp2) with tp=1 and pp=1 (tp=%d, pp=%d)", p.TP, p.PP)
+		}
+	}
+
+	tk := c.s.Data.Tokenizer
+	var missing []string
+	switch tk.Type {
+	case "GPT2BPETokenizer":
+		if tk.VocabFile == nil {
+			missing = append(missing, "data.tokenizer.vocab_file")
+		}
+		if tk.MergeFile == nil {
+			missing = append(missing, "data.tokenizer.merge_file")
+		}
+	case "SentencePieceTokenizer", "GPTSentencePieceTokenizer", "HuggingFaceTokenizer", "Llama2Tokenizer", "TikTokenizer":
+		if tk.Model == nil {
+			missing = append(missing, "data.tokenizer.model")
+		}
+	}
+	if len(missing) > 0 {
+		c.report("tokenizer-files", missing[0], "set "+joinStrings(missing)+`, or use tokenizer type "NullTokenizer"`,
+			"tokenizer %s needs %s", tk.Type, joinStrings(missing))
+	}
+}
