@@ -3,6 +3,7 @@ package layout
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"parc.dev/parc/compiler/diag"
@@ -46,23 +47,32 @@ func ParseOrder(order string, at diag.Locator) ([]string, diag.List) {
 	var ds diag.List
 	pos := at(orderPath)
 	toks := strings.Split(order, "-")
+	var unknown, repeated []string
 	seen := map[string]bool{}
 	for _, t := range toks {
 		switch {
-		case t == "":
-			ds.Errorf(pos, orderPath, "order-unknown-axis", orderHint,
-				"parallel.order %q has an empty axis name", order)
 		case !isAxis(t):
-			msg := "parallel.order %q names an unknown axis %q"
-			if isAxis(strings.ToLower(t)) {
-				msg += " (axis names are lower case)"
-			}
-			ds.Errorf(pos, orderPath, "order-unknown-axis", orderHint, msg, order, t)
-		case seen[t]:
-			ds.Errorf(pos, orderPath, "order-repeated-axis", orderHint,
-				"parallel.order %q names the axis %q more than once", order, t)
+			unknown = append(unknown, strconv.Quote(t))
+		case seen[t] && !slices.Contains(repeated, strconv.Quote(t)):
+			repeated = append(repeated, strconv.Quote(t))
 		}
 		seen[t] = true
+	}
+	if len(unknown) > 0 {
+		msg := fmt.Sprintf("parallel.order %q names unknown axes %s", order, strings.Join(unknown, ", "))
+		if len(unknown) == 1 {
+			msg = fmt.Sprintf("parallel.order %q names an unknown axis %s", order, unknown[0])
+		}
+		if lower := strings.ToLower(order); lower != order {
+			if _, lds := ParseOrder(lower, diag.NoPos); len(lds) == 0 {
+				msg += fmt.Sprintf(" (axis names are lower case: %q)", lower)
+			}
+		}
+		ds.Errorf(pos, orderPath, "order-unknown-axis", orderHint, "%s", msg)
+	}
+	if len(repeated) > 0 {
+		ds.Errorf(pos, orderPath, "order-repeated-axis", orderHint,
+			"parallel.order %q names %s more than once", order, strings.Join(repeated, ", "))
 	}
 	if ds.HasErrors() {
 		return nil, ds
