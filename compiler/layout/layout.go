@@ -94,6 +94,10 @@ type Coords struct {
 	EDP int `json:"edp"`
 }
 
+// MaxWorld is the largest world New lays out (2^22 GPUs, 32 times the
+// 131,072-GPU benchmark); beyond it launch.json alone would be gigabytes.
+const MaxWorld = 1 << 22
+
 // FamilyNames lists the families in the order Megatron-Core creates them
 // (initialize_model_parallel).
 var FamilyNames = []string{
@@ -157,9 +161,10 @@ func New(c Config, at diag.Locator) (*Layout, diag.List) {
 	}
 
 	world, ok := mul(c.Nodes, c.GPUsPerNode)
-	if !ok || world > math.MaxInt32 {
-		ds.Errorf(at("cluster.nodes"), "cluster.nodes", "layout-world-too-large", "use fewer nodes",
-			"%d nodes × %d GPUs is too many ranks to lay out", c.Nodes, c.GPUsPerNode)
+	if !ok || world > MaxWorld {
+		ds.Errorf(at("cluster.nodes"), "cluster.nodes", "layout-world-too-large",
+			fmt.Sprintf("parc lays out at most %d GPUs", MaxWorld),
+			"%d nodes × %d GPUs is more ranks than parc lays out", c.Nodes, c.GPUsPerNode)
 		return nil, ds
 	}
 	dense, dok := mul(c.TP, c.PP, c.CP)
