@@ -1,0 +1,437 @@
+package stdlib_test
+
+import (
+	"io/fs"
+	"math"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"testing"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/parser"
+
+	"parc.dev/parc/compiler/spec"
+	"parc.dev/parc/schema"
+	"parc.dev/parc/stdlib"
+)
+
+// languageVersion is the oldest CUE language version a user module may
+// declare and still load the presets (compiler/load.MinLanguageVersion).
+const languageVersion = "v0.9.0"
+
+// packages maps each preset directory to its CUE package name and the schema
+// definition its presets unify with.
+var packages = map[string]string{"models": "#Model", "clusters": "#Cluster"}
+
+// TestEveryFileEmbedded compares the .cue files on disk with the embedded ones.
+func TestEveryFileEmbedded(t *testing.T) {
+	for dir := range packages {
+		onDisk := cueFiles(t, os.DirFS("."), dir)
+		embedded := cueFiles(t, stdlib.FS, dir)
+		if len(onDisk) == 0 {
+			t.Errorf("%s: no .cue files on disk", dir)
+		}
+		if strings.Join(onDisk, " ") != strings.Join(embedded, " ") {
+			t.Errorf("%s: on disk %v, embedded %v", dir, onDisk, embedded)
+		}
+	}
+	// Nothing but the two preset packages is embedded.
+	top, err := fs.ReadDir(stdlib.FS, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range top {
+		if _, ok := packages[e.Name()]; !ok || !e.IsDir() {
+			t.Errorf("unexpected embedded entry %q", e.Name())
+		}
+	}
+}
+
+func cueFiles(t *testing.T, fsys fs.FS, dir string) []string {
+	t.Helper()
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		t.Fatalf("read %s: %v", dir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() || path.Ext(e.Name()) != ".cue" {
+			t.Errorf("%s/%s: only .cue files belong in a preset package", dir, e.Name())
+			continue
+		}
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names
+}
+
+// preset is one top-level field of a preset package.
+type preset struct {
+	file, name string
+	doc        string // the comment above the field
+	value      cue.Value
+}
+
+// loadPresets parses every embedded file of dir at the oldest supported
+// language version, checks its package clause, and builds it.
+func loadPresets(t *testing.T, ctx *cue.Context, dir string) []preset {
+	t.Helper()
+	var out []preset
+	seen := map[string]string{}
+	for _, name := range cueFiles(t, stdlib.FS, dir) {
+		file := dir + "/" + name
+		src, err := fs.ReadFile(stdlib.FS, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := parser.ParseFile(file, src, parser.ParseComments, parser.Version(languageVersion))
+		if err != nil {
+			t.Errorf("%s does not parse: %v", file, err)
+			continue
+		}
+		if got := f.PackageName(); got != dir {
+			t.Errorf("%s: package %q, want %q (import path parc.dev/stdlib/%s)", file, got, dir, dir)
+		}
+		for spec := range f.ImportSpecs() {
+			t.Errorf("%s: imports %s; presets are plain data and import nothing", file, spec.Path.Value)
+		}
+		v := ctx.BuildFile(f)
+		if err := v.Err(); err != nil {
+			t.Errorf("%s does not build at language %s: %s", file, languageVersion, errors.Details(err, nil))
+			continue
+		}
+		for _, d := range f.Decls {
+			field, ok := d.(*ast.Field)
+			if !ok {
+				continue
+			}
+			label, _, err := ast.LabelName(field.Label)
+			if err != nil {
+				t.Errorf("%s: label: %v", file, err)
+				continue
+			}
+			if prev, dup := seen[label]; dup {
+				t.Errorf("%s: %s is also defined in %s", file, label, prev)
+			}
+			seen[label] = file
+			var doc strings.Builder
+			for _, cg := range ast.Comments(field) {
+				if cg.Doc {
+					doc.WriteString(cg.Text())
+				}
+			}
+			out = append(out, preset{file: file, name: label, doc: doc.String(), value: v.LookupPath(cue.MakePath(cue.Str(label)))})
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no presets", dir)
+	}
+	return out
+}
+
+func schemaDef(t *testing.T, ctx *cue.Context, def string) cue.Value {
+	t.Helper()
+	s := ctx.CompileBytes(schema.Source, cue.Filename(schema.Filename))
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return s.LookupPath(cue.ParsePath(def))
+}
+
+// TestPresetsAreValid unifies every preset with its schema definition (closed:
+// a misspelt key fails) and checks it is concrete. Cluster presets must leave
+// nodes to the spec.
+func TestPresetsAreValid(t *testing.T) {
+	ctx := cuecontext.New()
+	for dir, def := range packages {
+		d := schemaDef(t, ctx, def)
+		for _, p := range loadPresets(t, ctx, dir) {
+			if !strings.Contains(p.doc, "Source:") {
+				t.Errorf("%s: %s has no comment naming its Source:", p.file, p.name)
+			}
+			if p.value.Kind() != cue.StructKind {
+				t.Errorf("%s: %s is not a struct", p.file, p.name)
+				continue
+			}
+			v := p.value
+			if dir == "clusters" {
+				if n := p.value.LookupPath(cue.ParsePath("nodes")); n.Exists() {
+					t.Errorf("%s: %s sets nodes; the spec sets it", p.file, p.name)
+				}
+				v = v.FillPath(cue.ParsePath("nodes"), 1)
+			}
+			u := v.Unify(d)
+			if err := u.Validate(cue.Concrete(true)); err != nil {
+				t.Errorf("%s: %s is not a valid %s: %s", p.file, p.name, def, errors.Details(err, nil))
+			}
+		}
+	}
+}
+
+// TestBrokenPresetIsCaught makes sure the validation above can fail.
+func TestBrokenPresetIsCaught(t *testing.T) {
+	ctx := cuecontext.New()
+	d := schemaDef(t, ctx, "#Model")
+	for _, src := range []string{
+		`{layers: 2, hidden: 8, heads: 2, vocab: 10, hiden: 8}`, // misspelt key
+		`{layers: 2, hidden: 8, heads: 2}`,                      // vocab missing
+		`{layers: 0, hidden: 8, heads: 2, vocab: 10}`,           // out of range
+	} {
+		if err := ctx.CompileString(src).Unify(d).Validate(cue.Concrete(true)); err == nil {
+			t.Errorf("%s: validated, want an error", src)
+		}
+	}
+}
+
+// decodeModels returns every model preset with the schema defaults filled in.
+func decodeModels(t *testing.T) map[string]spec.Model {
+	t.Helper()
+	ctx := cuecontext.New()
+	d := schemaDef(t, ctx, "#Model")
+	out := map[string]spec.Model{}
+	for _, p := range loadPresets(t, ctx, "models") {
+		var m spec.Model
+		if err := p.value.Unify(d).Decode(&m); err != nil {
+			t.Fatalf("%s: decode: %v", p.name, err)
+		}
+		out[p.name] = m
+	}
+	return out
+}
+
+// TestModelShapes checks invariants every published shape satisfies.
+func TestModelShapes(t *testing.T) {
+	for name, m := range decodeModels(t) {
+		if m.FFNHidden == nil {
+			t.Errorf("%s: ffn_hidden is not spelt out", name)
+		}
+		if m.MaxPositionEmbeddings == nil {
+			t.Errorf("%s: max_position_embeddings is not spelt out", name)
+		}
+		if m.QueryGroups != nil && m.Heads%*m.QueryGroups != 0 {
+			t.Errorf("%s: heads %d not a multiple of query groups %d", name, m.Heads, *m.QueryGroups)
+		}
+		if m.KVChannels == nil && m.Hidden%m.Heads != 0 {
+			t.Errorf("%s: hidden %d not divisible by heads %d and kv_channels unset", name, m.Hidden, m.Heads)
+		}
+		if m.MLA != nil && m.QueryGroups != nil {
+			t.Errorf("%s: MLA and GQA are exclusive in Megatron", name)
+		}
+		if mo := m.MoE; mo != nil {
+			if mo.FFNHidden == nil {
+				t.Errorf("%s: moe.ffn_hidden is not spelt out", name)
+			}
+			if mo.TopK > mo.Experts {
+				t.Errorf("%s: topk %d > experts %d", name, mo.TopK, mo.Experts)
+			}
+			if mo.ExpertBias && mo.ScoreFunction != "sigmoid" {
+				t.Errorf("%s: expert bias needs sigmoid scores", name)
+			}
+			if m.Bias {
+				t.Errorf("%s: MoE preset with linear biases cannot use etp > 1", name)
+			}
+		}
+		if m.Name == "model" {
+			t.Errorf("%s: name left at the schema default", name)
+		}
+	}
+}
+
+// TestParameterCounts recomputes each model's parameter count from its shape
+// and compares it with the count its authors publish. A wrong layer count,
+// width, head layout, vocabulary or tying shows up here.
+func TestParameterCounts(t *testing.T) {
+	published := []struct {
+		preset        string
+		total, active float64 // active = 0 for dense models
+		source        string
+	}{
+		{"gpt3_175b", 175.0e9, 0, "Brown et al. 2020, Table 2.1: 175.0B"},
+		{"llama2_7b", 6.74e9, 0, "meta-llama/Llama-2-7b-hf model page: 6.74B params"},
+		{"llama2_70b", 69.0e9, 0, "meta-llama/Llama-2-70b-hf model page: 69B params"},
+		{"llama3_8b", 8.03e9, 0, "meta-llama/Llama-3.1-8B model page: 8.03B params"},
+		{"llama3_70b", 70.6e9, 0, "meta-llama/Llama-3.1-70B model page: 70.6B params"},
+		{"llama3_405b", 406e9, 0, "meta-llama/Llama-3.1-405B model page: 406B params"},
+		{"mixtral_8x7b", 46.7e9, 12.9e9, "Mistral AI, \"Mixtral of experts\" announcement: 46.7B total, 12.9B per token"},
+		{"mixtral_8x22b", 141e9, 39e9, "Mistral AI, Mixtral 8x22B announcement: 141B total, 39B active"},
+		{"qwen2_5_72b", 72.7e9, 0, "Qwen/Qwen2.5-72B model card: 72.7B"},
+		{"deepseek_v3", 671e9, 36.7e9, "DeepSeek-V3 README: 671B main model, 36.7B activated incl. the 0.9B output head"},
+	}
+	models := decodeModels(t)
+	if len(published) != len(models) {
+		t.Errorf("%d presets, %d published counts: add the new preset's count", len(models), len(published))
+	}
+	for _, p := range published {
+		m, ok := models[p.preset]
+		if !ok {
+			t.Errorf("no preset %s", p.preset)
+			continue
+		}
+		total, active := paramCount(m)
+		t.Logf("%s: %.2fB parameters, %.2fB active", p.preset, total/1e9, active/1e9)
+		if rel := math.Abs(total-p.total) / p.total; rel > 0.01 {
+			t.Errorf("%s: %.4gB parameters from the shape, published %.4gB (%s): off by %.1f%%",
+				p.preset, total/1e9, p.total/1e9, p.source, 100*rel)
+		}
+		if p.active > 0 {
+			if rel := math.Abs(active-p.active) / p.active; rel > 0.025 {
+				t.Errorf("%s: %.4gB active parameters from the shape, published %.4gB (%s): off by %.1f%%",
+					p.preset, active/1e9, p.active/1e9, p.source, 100*rel)
+			}
+		}
+	}
+}
+
+// TestParameterCountExact pins the formula on a shape whose count is known to
+// the parameter: Llama-2-7b-hf holds 6,738,415,616 parameters.
+func TestParameterCountExact(t *testing.T) {
+	if total, _ := paramCount(decodeModels(t)["llama2_7b"]); total != 6738415616 {
+		t.Errorf("llama2_7b: %d parameters, want 6738415616", int64(total))
+	}
+}
+
+// paramCount counts the parameters of the decoder stack, the embeddings and
+// the final norm (MTP layers excluded, as the published counts exclude them).
+// active counts what one token passes through: routed experts only topk of
+// them, and no input embedding table.
+func paramCount(m spec.Model) (total, active float64) {
+	h := float64(m.Hidden)
+	a := float64(m.Heads)
+	g := a
+	if m.QueryGroups != nil {
+		g = float64(*m.QueryGroups)
+	}
+	kv := h / a
+	if m.KVChannels != nil {
+		kv = float64(*m.KVChannels)
+	}
+	norm := h
+	if m.Normalization == "layernorm" {
+		norm = 2 * h // weight and bias
+	}
+	var attn float64
+	if mla := m.MLA; mla != nil {
+		qk := float64(mla.QKHeadDim + mla.QKPosEmbHeadDim)
+		if mla.QLoraRank != nil {
+			r := float64(*mla.QLoraRank)
+			attn += h*r + r*a*qk
+			if m.QKLayernorm {
+				attn += r
+			}
+		} else {
+			attn += h * a * qk
+		}
+		r := float64(mla.KVLoraRank)
+		attn += h*(r+float64(mla.QKPosEmbHeadDim)) + r*a*float64(mla.QKHeadDim+mla.VHeadDim)
+		if m.QKLayernorm {
+			attn += r
+		}
+		attn += a * float64(mla.VHeadDim) * h
+	} else {
+		qkv := (a + 2*g) * kv
+		attn = h*qkv + a*kv*h
+		if m.Bias || m.QKVBias {
+			attn += qkv
+		}
+		if m.Bias {
+			attn += h
+		}
+	}
+	mlp := func(ffn float64) float64 {
+		if m.Activation == "swiglu" {
+			p := 3 * h * ffn
+			if m.Bias {
+				p += 2*ffn + h
+			}
+			return p
+		}
+		p := 2 * h * ffn
+		if m.Bias {
+			p += ffn + h
+		}
+		return p
+	}
+	ffn := float64(4 * m.Hidden)
+	if m.FFNHidden != nil {
+		ffn = float64(*m.FFNHidden)
+	}
+	for i := 0; i < m.Layers; i++ {
+		layer := attn + 2*norm
+		layerActive := layer
+		moeLayer := m.MoE != nil && i >= m.MoE.DenseLayers && i%m.MoE.LayerFreq == 0
+		if !moeLayer {
+			layer += mlp(ffn)
+			layerActive += mlp(ffn)
+		} else {
+			mo := m.MoE
+			eff := ffn
+			if mo.FFNHidden != nil {
+				eff = float64(*mo.FFNHidden)
+			}
+			shared := 0.0
+			if mo.SharedFFNHidden > 0 {
+				shared = mlp(float64(mo.SharedFFNHidden))
+			}
+			router := h * float64(mo.Experts)
+			layer += router + shared + float64(mo.Experts)*mlp(eff)
+			layerActive += router + shared + float64(mo.TopK)*mlp(eff)
+		}
+		total += layer
+		active += layerActive
+	}
+	embed := float64(m.Vocab) * h
+	total += embed + norm // input embedding, final norm
+	active += norm
+	if !m.TieEmbeddings {
+		total += embed
+		active += embed // output layer
+	} else {
+		active += embed // the tied table is the output layer too
+	}
+	if m.PositionEmbedding == "learned_absolute" && m.MaxPositionEmbeddings != nil {
+		total += float64(*m.MaxPositionEmbeddings) * h
+	}
+	return total, active
+}
+
+// TestClusterPresets checks invariants of every cluster preset.
+func TestClusterPresets(t *testing.T) {
+	ctx := cuecontext.New()
+	d := schemaDef(t, ctx, "#Cluster")
+	for _, p := range loadPresets(t, ctx, "clusters") {
+		var c spec.Cluster
+		if err := p.value.FillPath(cue.ParsePath("nodes"), 1).Unify(d).Decode(&c); err != nil {
+			t.Fatalf("%s: decode: %v", p.name, err)
+		}
+		if c.NVLinkDomain%c.GPUsPerNode != 0 {
+			t.Errorf("%s: nvlink_domain %d is not whole nodes of %d GPUs", p.name, c.NVLinkDomain, c.GPUsPerNode)
+		}
+		switch c.GPU.ComputeCapability {
+		case 8.0, 9.0, 10.0:
+		default:
+			t.Errorf("%s: compute capability %v is none of 8.0, 9.0, 10.0", p.name, c.GPU.ComputeCapability)
+		}
+		if c.NetworkGBps >= c.NVLinkGBps {
+			t.Errorf("%s: network %v GB/s not below NVLink %v GB/s", p.name, c.NetworkGBps, c.NVLinkGBps)
+		}
+		if c.CPUsPerNode != nil && *c.CPUsPerNode < c.GPUsPerNode {
+			t.Errorf("%s: fewer CPUs (%d) than GPUs (%d) per node", p.name, *c.CPUsPerNode, c.GPUsPerNode)
+		}
+		for k := range c.Env {
+			if !strings.HasPrefix(k, "NCCL_") {
+				t.Errorf("%s: env %s is not an NCCL setting", p.name, k)
+			}
+		}
+		// A site may replace the NCCL settings: they are defaults.
+		over := p.value.FillPath(cue.ParsePath("nodes"), 1).
+			FillPath(cue.ParsePath("env.NCCL_SOCKET_IFNAME"), "=ib0").Unify(d)
+		if err := over.Validate(cue.Concrete(true)); err != nil {
+			t.Errorf("%s: env is not overridable: %s", p.name, errors.Details(err, nil))
+		}
+	}
+}
