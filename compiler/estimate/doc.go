@@ -1,0 +1,41 @@
+// Package estimate is the estimate stage of the compiler: from a checked spec,
+// its derived values and the link each process-group family crosses, it
+// computes what one training step costs on every GPU.
+//
+//   - parameters, total and per GPU on each pipeline stage (dense parts sharded
+//     by tp·pp, routed experts by etp·ep·pp, embeddings on the first stage and
+//     the output layer on the last);
+//   - peak memory per GPU on the most loaded stage: weights, gradients, Adam
+//     state (sharded over dp·cp by the distributed optimizer, or everything
+//     sharded with full sharding) and activations after Korthikanti et al.
+//     2022, with sequence parallelism, selective and full recompute, context
+//     parallelism, MoE and the 1F1B / interleaved in-flight microbatches;
+//   - Megatron-Core's own theoretical memory (theoretical_memory_usage.py) and
+//     FLOPs (training.py::num_floating_point_operations), implemented term by
+//     term so parc reports the same numbers Megatron prints;
+//   - the pipeline bubble, the bytes each parallel axis moves per step, the
+//     link it crosses and the time it takes there, step time, tokens/s and MFU.
+//
+// Problems are diagnostics: memory-exceeds-gpu (error), memory-near-limit,
+// pipeline-bubble and comms-exceed-compute (warnings).
+//
+// Differences from Megatron's theoretical memory, on purpose:
+//   - parc evaluates every pipeline stage (the last stage holds the logits and
+//     the output layer) and reports the most loaded one; Megatron evaluates the
+//     first stage only.
+//   - parc counts biases, learned position embeddings and the tied output copy
+//     on the last stage; Megatron ignores them.
+//   - Activations: parc sizes the Q/K/V tensors with the real query groups and
+//     head dimension and the MLP with the real FFN width (SwiGLU's fc1 is 2f
+//     wide); it divides the sequence by cp, models MoE layers (router, routed
+//     tokens, shared expert), full recompute (checkpointed layer inputs plus
+//     one recomputed group), fp8 GEMM inputs and the sequence-parallel split
+//     whatever the recompute setting. Megatron uses sbh(18+4f/h) per layer with
+//     SP and selective recompute, and sbh(10+24/t)·1.05 in every other case.
+//   - parc shards the optimizer over dp·cp (the group Megatron's distributed
+//     optimizer really uses); Megatron's formula divides by dp.
+//   - Attention is assumed fused (flash/cuDNN attention, Megatron-Core's
+//     default with Transformer Engine): the 5as²b score term of Korthikanti's
+//     formula is replaced by the fp32 softmax statistics. Options.FusedAttention
+//     = false restores it.
+package estimate
