@@ -1,0 +1,192 @@
+package template
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+)
+
+// Ext is the file extension of a template: the template of megatron.args is
+// megatron.args.tmpl, in the built-ins and in an override directory.
+const Ext = ".tmpl"
+
+// FuncMap returns the functions every template gets: sprig's hermetic text
+// functions, and shq, shqJoin and sbatchq.
+func FuncMap() template.FuncMap {
+	m := sprig.HermeticTxtFuncMap()
+	m["shq"] = ShellQuote
+	m["shqJoin"] = shqJoin
+	m["sbatchq"] = SbatchQuote
+	return m
+}
+
+// shqJoin is ShellJoin for templates, where lists may be []any (sprig's list).
+func shqJoin(list any) (string, error) {
+	switch l := list.(type) {
+	case []string:
+		return ShellJoin(l), nil
+	case []any:
+		words := make([]string, len(l))
+		for i, w := range l {
+			s, ok := w.(string)
+			if !ok {
+				return "", fmt.Errorf("shqJoin: element %d is a %T, not a string", i, w)
+			}
+			words[i] = s
+		}
+		return ShellJoin(words), nil
+	}
+	return "", fmt.Errorf("shqJoin: %T is not a list of strings", list)
+}
+
+// Set renders targets from their built-in templates, or from the user's
+// overrides: a file NAME.tmpl in the override directory replaces the
+// built-in template of NAME.
+type Set struct {
+	fsys fs.FS
+	dir  string
+}
+
+// Builtin is the Set without overrides.
+func Builtin() *Set { return &Set{} }
+
+// New returns a Set whose overrides are the *.tmpl files at the top of fsys.
+// dir is how error messages name that directory (the path the user gave);
+// a nil fsys means no overrides.
+func New(fsys fs.FS, dir string) *Set { return &Set{fsys: fsys, dir: dir} }
+
+// Overrides lists the names of the targets the override directory replaces
+// (file names without .tmpl), sorted.
+func (s *Set) Overrides() ([]string, error) {
+	if s == nil || s.fsys == nil {
+		return nil, nil
+	}
+	entries, err := fs.ReadDir(s.fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("template directory %s: %w", s.dir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), Ext) {
+			names = append(names, strings.TrimSuffix(e.Name(), Ext))
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// CheckOverrides reports override files that replace none of the known
+// targets (a misspelt name would otherwise be ignored in silence).
+func (s *Set) CheckOverrides(known ...string) error {
+	names, err := s.Overrides()
+	if err != nil {
+		return err
+	}
+	var unknown []string
+	for _, n := range names {
+		if !slices.Contains(known, n) {
+			unknown = append(unknown, path.Join(s.dir, n+Ext))
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	want := make([]string, len(known))
+	for i, k := range known {
+		want[i] = k + Ext
+	}
+	slices.Sort(want)
+	return fmt.Errorf("template directory %s: %s replace(s) no target; the templates are %s",
+		s.dir, strings.Join(unknown, ", "), strings.Join(want, ", "))
+}
+
+// Render executes the template of the target name (e.g. "submit.sbatch") on
+// data: the override when the directory has one, else builtin. Errors are
+// *Error values.
+func (s *Set) Render(name, builtin string, data any) ([]byte, error) {
+	file := "builtin/" + name + Ext
+	text := builtin
+	if s != nil && s.fsys != nil {
+		b, err := fs.ReadFile(s.fsys, name+Ext)
+		switch {
+		case err == nil:
+			file = path.Join(s.dir, name+Ext)
+			text = string(b)
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, &Error{File: path.Join(s.dir, name+Ext), Err: err}
+		}
+	}
+	return Execute(file, text, data)
+}
+
+// Execute parses text as the template named file and executes it on data.
+func Execute(file, text string, data any) ([]byte, error) {
+	t, err := template.New(file).Option("missingkey=error").Funcs(FuncMap()).Parse(text)
+	if err != nil {
+		return nil, wrap(file, err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return nil, wrap(file, err)
+	}
+	return b.Bytes(), nil
+}
+
+// Error is a template that failed to parse or execute, with the position in
+// the template file when text/template gave one.
+type Error struct {
+	File   string
+	Line   int // 0 = unknown
+	Column int // 0 = unknown
+	// Msg is text/template's message without its "template: FILE:LINE:COL: " prefix.
+	Msg string
+	Err error
+}
+
+func (e *Error) Error() string {
+	pos := e.File
+	if e.Line > 0 {
+		pos += ":" + strconv.Itoa(e.Line)
+		if e.Column > 0 {
+			pos += ":" + strconv.Itoa(e.Column)
+		}
+	}
+	return pos + ": " + e.Msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// wrap turns an error of text/template for the template named file into an
+// *Error, taking the line and column out of "template: FILE:LINE[:COL]: ".
+func wrap(file string, err error) error {
+	e := &Error{File: file, Err: err, Msg: err.Error()}
+	rest, ok := strings.CutPrefix(e.Msg, "template: "+file+":")
+	if !ok {
+		e.Msg = strings.TrimPrefix(e.Msg, "template: "+file+": ")
+		return e
+	}
+	for i, n := range []*int{&e.Line, &e.Column} {
+		j := 0
+		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+			j++
+		}
+		if j == 0 || j == len(rest) || rest[j] != ':' {
+			if i == 0 {
+				return e
+			}
+			break
+		}
+		*n, _ = strconv.Atoi(rest[:j])
+		rest = rest[j+1:]
+	}
+	e.Msg = strings.TrimPrefix(rest, " ")
+	return e
+}
