@@ -1,7 +1,10 @@
 package compiler
 
 import (
+	"parc.dev/parc/compiler/check"
 	"parc.dev/parc/compiler/diag"
+	"parc.dev/parc/compiler/estimate"
+	"parc.dev/parc/compiler/layout"
 	"parc.dev/parc/compiler/load"
 	"parc.dev/parc/compiler/plan"
 	"parc.dev/parc/compiler/spec"
@@ -10,8 +13,10 @@ import (
 // Source is one spec file (Data nil = read Path).
 type Source = load.Source
 
-// Vet loads a spec and runs every check. The plan is nil when the spec has
-// errors; diagnostics are sorted by position.
+// Vet loads a spec and runs every check: the schema, Megatron-Core's rules,
+// the topology rules on the rank layout, and the estimates (memory fit,
+// bubble). The plan is nil when the spec has errors; diagnostics are sorted
+// by position.
 func Vet(src Source) (*plan.Plan, diag.List) {
 	res, diags := load.Load(src)
 	if res == nil {
@@ -22,7 +27,7 @@ func Vet(src Source) (*plan.Plan, diag.List) {
 	if s == nil {
 		return nil, diags.Sort()
 	}
-	p, ds := resolve(src.Path, s, res.Locator())
+	p, ds := Resolve(src.Path, s, res.Locator())
 	diags = append(diags, ds...)
 	if diags.HasErrors() {
 		return nil, diags.Sort()
@@ -30,10 +35,50 @@ func Vet(src Source) (*plan.Plan, diag.List) {
 	return p, diags.Sort()
 }
 
-// resolve runs the stages after load on a concrete spec.
-func resolve(source string, s *spec.Spec, at diag.Locator) (*plan.Plan, diag.List) {
+// Resolve runs the stages after load on a concrete spec: derive, check,
+// layout, topology checks, estimate. It returns the plan even when there are
+// errors, as far as it could be built (Layout or Estimate may be nil).
+func Resolve(source string, s *spec.Spec, at diag.Locator) (*plan.Plan, diag.List) {
 	var diags diag.List
 	d := spec.Derive(s)
-	diags = append(diags, runChecks(s, d, at)...)
-	return &plan.Plan{Source: source, Spec: *s, Derived: d}, diags
+	p := &plan.Plan{Source: source, Spec: *s, Derived: d}
+	diags = append(diags, check.Run(s, d, at)...)
+	if diags.HasErrors() {
+		// The layout and the estimates assume a grid that tiles the world
+		// and layers that split; with broken rules they would only repeat
+		// the same mistakes in other words.
+		return p, diags
+	}
+	l, ds := layout.Build(s, d, at)
+	diags = append(diags, ds...)
+	if l == nil {
+		return p, diags
+	}
+	p.Layout = l
+	diags = append(diags, check.Topology(s, familyLinks(l), at)...)
+	e, ds := estimate.Run(s, d, links(l), at)
+	diags = append(diags, ds...)
+	p.Estimate = e
+	return p, diags
+}
+
+// familyLinks adapts the layout's family summaries to the topology checks.
+func familyLinks(l *layout.Layout) []check.FamilyLink {
+	out := make([]check.FamilyLink, 0, len(l.Summaries))
+	for _, f := range l.Summaries {
+		out = append(out, check.FamilyLink{
+			Family: f.Name, Size: f.Size, Count: f.Count,
+			GroupsLeavingNode: f.GroupsLeavingNode, GroupsLeavingDomain: f.GroupsLeavingDomain,
+		})
+	}
+	return out
+}
+
+// links maps each group family to the link its groups cross.
+func links(l *layout.Layout) map[string]string {
+	out := make(map[string]string, len(l.Summaries))
+	for _, f := range l.Summaries {
+		out[f.Name] = f.Link
+	}
+	return out
 }

@@ -2,7 +2,11 @@
 // plan. It is the only input of the targets.
 package plan
 
-import "parc.dev/parc/compiler/spec"
+import (
+	"parc.dev/parc/compiler/estimate"
+	"parc.dev/parc/compiler/layout"
+	"parc.dev/parc/compiler/spec"
+)
 
 // Plan is a checked, fully resolved plan.
 type Plan struct {
@@ -10,4 +14,19 @@ type Plan struct {
 	Source  string       `json:"source"`
 	Spec    spec.Spec    `json:"spec"`
 	Derived spec.Derived `json:"derived"`
+	// Layout places every rank and lists every process group.
+	Layout *layout.Layout `json:"layout"`
+	// Estimate is the cost model's view: memory, bubble, comms, time.
+	Estimate *estimate.Estimate `json:"estimate"`
+	// Choice is set when parc solve chose degrees the spec left open.
+	Choice *Choice `json:"choice,omitempty"`
+}
+
+// Choice records what the solver chose and what came second.
+type Choice struct {
+	Open      []string `json:"open"`
+	Chosen    string   `json:"chosen"`
+	RunnerUp  string   `json:"runner_up,omitempty"`
+	MarginPct float64  `json:"margin_pct,omitempty"`
+	Evaluated int      `json:"evaluated"`
 }
