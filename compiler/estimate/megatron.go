@@ -192,10 +192,10 @@ func (a megatronArgs) weightAndOptimizerMemory() float64 {
 		}
 	}
 	tpShardedBlock := (attention+denseMLP)*numDense + (attention+sharedExpert)*numMoE
-	replicatedBlock := layernorm*numDense + layernorm*numMoE + finalLayernorm
+	replicatedBlock := layernorm*numDense + (layernorm+router)*numMoE + finalLayernorm
 	expertBlock := routedExpert * numMoE
 	tpShardedMTP := (attention+denseMLP)*mtpDense + (attention+sharedExpert)*mtpMoE
-	replicatedMTP := layernorm*mtpDense + layernorm*mtpMoE
+	replicatedMTP := layernorm*mtpDense + (layernorm+router)*mtpMoE
 	expertMTP := routedExpert * mtpMoE
 
 	tpSharded := ((tpShardedBlock / a.pp) + tpShardedMTP + embeddingSize) / a.tp
