@@ -1,0 +1,120 @@
+package launcher
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"parc.dev/parc/targets/launchplan"
+)
+
+// LoadPlan reads launch.json and checks that it describes a consistent world.
+func LoadPlan(path string) (*launchplan.File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the launch plan: %w", err)
+	}
+	var f launchplan.File
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("%s is not a valid launch plan: %w", path, err)
+	}
+	if err := CheckPlan(&f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &f, nil
+}
+
+// CheckPlan reports every inconsistency of a launch plan at once: the format
+// version, world size against the workers listed, ranks that are missing or
+// repeated, local ranks and GPUs out of range, group members outside the
+// world, and environment entries that would override the launcher's own.
+func CheckPlan(f *launchplan.File) error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if f.Version != launchplan.Version {
+		add("version is %d, this parc reads version %d", f.Version, launchplan.Version)
+	}
+	if f.WorldSize < 1 {
+		add("world_size is %d, it must be at least 1", f.WorldSize)
+	}
+	if f.GPUsPerNode < 1 {
+		add("gpus_per_node is %d, it must be at least 1", f.GPUsPerNode)
+	}
+	if f.MasterPort < 0 || f.MasterPort > 65535 {
+		add("master_port is %d, it must be in 1..65535 (0 means %d)", f.MasterPort, DefaultMasterPort)
+	}
+	if len(f.Nodes) == 0 {
+		add("the plan lists no nodes")
+	}
+	seenNode := map[int]bool{}
+	seenRank := map[int]int{} // rank -> node index
+	workers := 0
+	for _, n := range f.Nodes {
+		if n.Index < 0 {
+			add("node index %d is negative", n.Index)
+		}
+		if seenNode[n.Index] {
+			add("node index %d is listed twice", n.Index)
+		}
+		seenNode[n.Index] = true
+		if len(n.Workers) == 0 {
+			add("node %d has no workers", n.Index)
+		}
+		if f.GPUsPerNode > 0 && len(n.Workers) > f.GPUsPerNode {
+			add("node %d has %d workers but gpus_per_node is %d", n.Index, len(n.Workers), f.GPUsPerNode)
+		}
+		local := map[int]bool{}
+		gpu := map[int]bool{}
+		for _, w := range n.Workers {
+			workers++
+			if w.Rank < 0 || (f.WorldSize > 0 && w.Rank >= f.WorldSize) {
+				add("node %d: rank %d is outside 0..%d (world_size %d)", n.Index, w.Rank, f.WorldSize-1, f.WorldSize)
+			}
+			if other, dup := seenRank[w.Rank]; dup {
+				add("rank %d is listed on node %d and on node %d", w.Rank, other, n.Index)
+			}
+			seenRank[w.Rank] = n.Index
+			if w.LocalRank < 0 || w.LocalRank >= len(n.Workers) {
+				add("node %d: rank %d has local_rank %d, outside 0..%d", n.Index, w.Rank, w.LocalRank, len(n.Workers)-1)
+			} else if local[w.LocalRank] {
+				add("node %d: local_rank %d is used twice", n.Index, w.LocalRank)
+			}
+			local[w.LocalRank] = true
+			if w.GPU < 0 || (f.GPUsPerNode > 0 && w.GPU >= f.GPUsPerNode) {
+				add("node %d: rank %d uses gpu %d, outside 0..%d (gpus_per_node %d)", n.Index, w.Rank, w.GPU, f.GPUsPerNode-1, f.GPUsPerNode)
+			} else if gpu[w.GPU] {
+				add("node %d: gpu %d is given to two workers", n.Index, w.GPU)
+			}
+			gpu[w.GPU] = true
+		}
+	}
+	if f.WorldSize > 0 && workers != f.WorldSize {
+		add("world_size is %d but the nodes list %d workers", f.WorldSize, workers)
+	}
+	for _, name := range sortedKeys(f.Groups) {
+		for i, g := range f.Groups[name] {
+			for _, r := range g {
+				if r < 0 || r >= f.WorldSize {
+					add("group %s[%d] holds rank %d, outside the world of %d", name, i, r, f.WorldSize)
+				}
+			}
+		}
+	}
+	for _, k := range sortedKeys(f.Env) {
+		if slices.Contains(launcherVars, k) {
+			add("env sets %s, which the launcher sets for every worker", k)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
