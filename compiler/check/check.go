@@ -29,6 +29,7 @@ func Run(s *spec.Spec, d spec.Derived, at diag.Locator) diag.List {
 	c.recompute()
 	c.optimizer()
 	c.training()
+	c.fsdpOptions()
 	c.launchEnv()
 	c.slurm()
 	return c.list.Sort()
@@ -123,12 +124,14 @@ func (c *checker) ranges() bool {
 
 // The effective values used by several rules.
 
-func (c *checker) world() int   { return c.s.Cluster.Nodes * c.s.Cluster.GPUsPerNode }
-func (c *checker) etp() int     { return c.d.ETP }
-func (c *checker) groups() int  { return c.d.QueryGroups }
-func (c *checker) isMoE() bool  { return c.s.Model.MoE != nil }
-func (c *checker) vppOn() bool  { return c.s.Parallel.VPP > 1 }
-func (c *checker) gridOK() bool { return c.world()%(c.s.Parallel.TP*c.s.Parallel.PP*c.s.Parallel.CP) == 0 }
+func (c *checker) world() int  { return c.s.Cluster.Nodes * c.s.Cluster.GPUsPerNode }
+func (c *checker) etp() int    { return c.d.ETP }
+func (c *checker) groups() int { return c.d.QueryGroups }
+func (c *checker) isMoE() bool { return c.s.Model.MoE != nil }
+func (c *checker) vppOn() bool { return c.s.Parallel.VPP > 1 }
+func (c *checker) gridOK() bool {
+	return c.world()%(c.s.Parallel.TP*c.s.Parallel.PP*c.s.Parallel.CP) == 0
+}
 
 // accountedLayers is L' = L + E + Lo (Megatron's layer count with the
 // embedding and loss counted as layers).

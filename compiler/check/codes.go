@@ -97,6 +97,7 @@ var Codes = []CodeInfo{
 
 	// Checkpoint and data.
 	{"checkpoint-format", diag.Error, "", "The checkpoint format needs an FSDP mode that the plan does not use (fsdp_dtensor: Megatron-FSDP; torch_dcp: torch FSDP2 with tp = pp = 1).", "Use checkpoint.format \"torch_dist\"."},
+	{"fsdp-options", diag.Error, "O4/O5", "FSDP was turned on in launch.extra_args with options it does not support (torch FSDP2: pp, ep, the distributed optimizer, gradient-accumulation fusion, tied embeddings, fp16; Megatron-FSDP: any checkpoint format but fsdp_dtensor).", "Change the listed options, or drop the FSDP flag."},
 	{"tokenizer-files", diag.Error, "", "The tokenizer type needs files the spec does not give (GPT2BPETokenizer: vocab_file and merge_file; SentencePiece, HuggingFace, Llama2, TikToken: model).", "Set data.tokenizer.model / vocab_file / merge_file, or use NullTokenizer."},
 
 	// Launch environment.

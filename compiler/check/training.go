@@ -103,3 +103,48 @@ func (c *checker) training() {
 			"tokenizer %s needs %s", tk.Type, joinStrings(missing))
 	}
 }
+
+// fsdpOptions checks what torch FSDP2 and Megatron-FSDP (turned on through
+// launch.extra_args) need from the rest of the plan (O4/O5).
+func (c *checker) fsdpOptions() {
+	s, p := c.s, c.s.Parallel
+	format := "torch_dist" // Megatron's default --ckpt-format
+	if s.Checkpoint != nil {
+		format = s.Checkpoint.Format
+	}
+	var bad []string
+	path := "launch.extra_args"
+	switch c.fsdp() {
+	case "torch-fsdp2":
+		if p.PP > 1 {
+			bad = append(bad, fmt.Sprintf("pipeline parallelism (pp=%d)", p.PP))
+		}
+		if p.EP > 1 {
+			bad = append(bad, fmt.Sprintf("expert parallelism (ep=%d)", p.EP))
+		}
+		if s.Train.DistributedOptimizer {
+			bad = append(bad, "the distributed optimizer (train.distributed_optimizer)")
+		}
+		if !hasArg(s.Launch.ExtraArgs, "--no-gradient-accumulation-fusion") {
+			bad = append(bad, "gradient accumulation fusion (add --no-gradient-accumulation-fusion)")
+		}
+		if format != "torch_dist" && format != "torch_dcp" {
+			bad = append(bad, fmt.Sprintf("checkpoint format %s (use torch_dist or torch_dcp)", format))
+		}
+		if s.Model.TieEmbeddings {
+			bad = append(bad, "tied embeddings (set model.tie_embeddings: false)")
+		}
+		if s.Train.Precision == "fp16" {
+			bad = append(bad, "fp16")
+		}
+		if len(bad) > 0 {
+			c.report("fsdp-options", path, "fix each item, or remove --use-torch-fsdp2",
+				"--use-torch-fsdp2 does not support %s", joinStrings(bad))
+		}
+	case "megatron-fsdp":
+		if format != "fsdp_dtensor" {
+			c.report("fsdp-options", "checkpoint.format", `set checkpoint.format: "fsdp_dtensor"`,
+				"Megatron-FSDP (--use-megatron-fsdp) requires the fsdp_dtensor checkpoint format, not %s", format)
+		}
+	}
+}
