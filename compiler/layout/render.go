@@ -42,7 +42,7 @@ func Summary(l *Layout) string {
 		rows = append(rows, []string{s.Name, s.Grid, itoa(s.Size), itoa(s.Count), s.Link,
 			itoa(s.GroupsLeavingNode), itoa(s.GroupsLeavingDomain), itoa(s.MaxNodesPerGroup)})
 	}
-	writeTable(&b, rows, 2)
+	writeTable(&b, rows, func(col int) bool { return col < 2 || col == 4 })
 	return b.String()
 }
 
@@ -94,7 +94,7 @@ func NodeMap(l *Layout, maxNodes int) string {
 		}
 	}
 	var b strings.Builder
-	writeTable(&b, table, 1)
+	writeTable(&b, table, func(col int) bool { return col < 1 })
 	if l.Nodes > n {
 		fmt.Fprintf(&b, "… %d more nodes\n", l.Nodes-n)
 	}
@@ -116,9 +116,9 @@ func seq(n int) []string {
 	return out
 }
 
-// writeTable aligns columns: the first `left` columns to the left, the others
-// (numbers) to the right.
-func writeTable(b *strings.Builder, rows [][]string, left int) {
+// writeTable aligns columns: those left says are text to the left, the
+// others (numbers) to the right.
+func writeTable(b *strings.Builder, rows [][]string, left func(col int) bool) {
 	var width []int
 	for _, r := range rows {
 		for i, c := range r {
@@ -135,7 +135,7 @@ func writeTable(b *strings.Builder, rows [][]string, left int) {
 				line.WriteString("  ")
 			}
 			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
-			if i < left {
+			if left(i) {
 				line.WriteString(c + pad)
 			} else {
 				line.WriteString(pad + c)
