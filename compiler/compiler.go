@@ -25,6 +25,12 @@ func Vet(src Source) (*plan.Plan, diag.List) {
 	s, ds := res.Decode()
 	diags = append(diags, ds...)
 	if s == nil {
+		// Schema errors: still run Megatron's rules on what is well-formed,
+		// so every mistake shows up in one run.
+		if r := res.Recover(); r != nil {
+			d := spec.Derive(r)
+			diags = append(diags, check.Run(r, d, res.Locator())...)
+		}
 		return nil, diags.Sort()
 	}
 	p, ds := Resolve(src.Path, s, res.Locator())

@@ -1,0 +1,50 @@
+package compiler
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestEveryExampleVetsClean(t *testing.T) {
+	files, err := filepath.Glob("../examples/*")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(files), 6)
+	for _, f := range files {
+		p, diags := Vet(Source{Path: f})
+		require.False(t, diags.HasErrors(), "%s: %v", f, diags)
+		require.NotNil(t, p, f)
+		assert.NotNil(t, p.Layout, "%s: layout", f)
+		assert.NotNil(t, p.Estimate, "%s: estimate", f)
+		assert.Equal(t, p.Derived.World, p.Layout.World, f)
+	}
+}
+
+// Five independent mistakes, one run, five diagnostics.
+func TestFiveMistakesAtOnce(t *testing.T) {
+	src := Source{Path: filepath.Join(t.TempDir(), "plan.cue"), Data: []byte(`
+model: {layers: 30, hidden: 4096, heads: 32, vocab: 32000}
+cluster: {
+	nodes: 2
+	gpus_per_node: 8
+	gpu: {name: "H100", memory_gib: 80, bf16_tflops: 989}
+	nvlink_gbps: 450
+	network_gbps: 50
+	slurm: {time: "4 hours"}
+}
+parallel: {tp: 3, pp: 4}
+train: {seq_length: 4096, max_pos: 1, micro_batch: 1, global_batch: 64, iters: 10}
+`)}
+	_, diags := Vet(src)
+	codes := diags.Codes()
+	// A schema mistake (unknown key) does not hide Megatron's rules.
+	for _, c := range []string{"unknown-field", "slurm-time", "tp-heads", "world-not-divisible", "pp-layers"} {
+		assert.Contains(t, codes, c, "%v", diags)
+	}
+	for _, d := range diags {
+		assert.Equal(t, src.Path, d.File, "%v", d)
+		assert.Positive(t, d.Line, "%v", d)
+	}
+}
