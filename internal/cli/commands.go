@@ -7,5 +7,6 @@ func commands() []*cobra.Command {
 	return []*cobra.Command{
 		newVetCmd(),
 		newExportCmd(),
+		newExplainCmd(),
 	}
 }

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"parc.dev/parc/compiler"
+	"parc.dev/parc/compiler/layout"
+	"parc.dev/parc/compiler/plan"
+)
+
+// explainReport is `parc explain --format json`: the estimate's fields at the
+// top level (the contract: params, memory, pipeline, comms, flops_per_step,
+// step_time_s), plus the layout's family table.
+type explainReport struct {
+	Estimate json.RawMessage `json:"-"`
+	Layout   *layout.Layout  `json:"layout"`
+}
+
+func newExplainCmd() *cobra.Command {
+	var format string
+	var nodes int
+	cmd := &cobra.Command{
+		Use:   "explain FILE",
+		Short: "Explain a plan: memory per GPU, pipeline bubble, comms per axis and link, rank layout",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			p, diags := compiler.Vet(compiler.Source{Path: args[0]})
+			diags = relDiags(diags)
+			printDiags(cmd.ErrOrStderr(), diags)
+			if p == nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "parc explain: %s\n", summary(diags))
+				return exitError{ExitSpec}
+			}
+			if format == "json" {
+				b, err := explainJSON(p)
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(b)
+				return err
+			}
+			_, err := fmt.Fprint(cmd.OutOrStdout(), compiler.Explain(p, nodes))
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().IntVar(&nodes, "nodes", 2, "how many nodes the node × GPU map shows")
+	return cmd
+}
+
+// explainJSON merges the estimate's fields with the layout and the derived
+// values into one object.
+func explainJSON(p *plan.Plan) ([]byte, error) {
+	est, err := json.Marshal(p.Estimate)
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(est, &obj); err != nil {
+		return nil, err
+	}
+	for k, v := range map[string]any{"layout": p.Layout, "derived": p.Derived, "source": p.Source} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		obj[k] = b
+	}
+	out, err := json.MarshalIndent(obj, "", "  ")
+	return append(out, '\n'), err
+}
