@@ -1,0 +1,47 @@
+"""Runs megatron.args files through Megatron-LM's own argument parser and
+validation: parse_args, validate_args (with pretrain_gpt.py's defaults) and
+core_transformer_config_from_args (TransformerConfig.__post_init__).
+
+usage: MEGATRON_LM=/path/to/Megatron-LM python3 megatron_check.py WORLD_SIZE FILE...
+
+The heavy modules Megatron imports (torch, Transformer Engine, ...) are
+replaced by permissive stand-ins (megatron_stub.py), so this runs on a machine
+without a GPU stack; only argument handling is exercised. Prints one line per
+file, "ok FILE" or "FAIL FILE: error", and exits 1 if any failed.
+"""
+import io, os, sys, traceback, typing, contextlib
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+sys.path.insert(0, os.environ['MEGATRON_LM'])
+import megatron_stub
+typing.override = getattr(typing, 'override', lambda f: f)  # Python < 3.12
+megatron_stub.STUBS += ['torch', 'transformer_engine', 'triton', 'apex', 'einops', 'numpy',
+    'flash_attn', 'nvidia_resiliency_ext', 'tensorstore', 'zarr', 'wandb', 'onelogger',
+    'mamba_ssm', 'causal_conv1d', 'flashinfer', 'nvtx', 'modelopt', 'multistorageclient',
+    'safetensors', 'yaml', 'tqdm']
+
+import warnings
+warnings.simplefilter('ignore')
+from megatron.training import arguments
+
+world = sys.argv[1]
+failed = 0
+for path in sys.argv[2:]:
+    with open(path) as f:
+        args = f.read().split('\n')[:-1]
+    os.environ.update(WORLD_SIZE=world, RANK='0', LOCAL_RANK='0', CUDA_DEVICE_MAX_CONNECTIONS='1')
+    sys.argv = ['pretrain_gpt.py'] + args
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            a = arguments.parse_args()
+            arguments.validate_args(a, {'tokenizer_type': 'GPT2BPETokenizer'})
+            arguments.core_transformer_config_from_args(a)
+        print('ok', path)
+    except BaseException as e:  # argparse exits with SystemExit
+        failed += 1
+        msg = traceback.format_exc().strip().splitlines()[-1]
+        tail = out.getvalue().strip().splitlines()[-3:]
+        print('FAIL', path + ':', msg, '|', ' / '.join(tail))
+sys.exit(1 if failed else 0)
