@@ -259,10 +259,12 @@ func (c *costModel) megatronTotalParams() int64 {
 		attn = 2 * sh.h * sh.d * (sh.a + sh.g)
 	}
 	norms := 2 * sh.h * sh.norm
-	dense := attn + 2*sh.h*sh.f*sh.gated + norms
+	// 2·h·f·γ with γ = 3/2 for SwiGLU: h·f·(gated+1), gated being 2 or 1.
+	mlp := func(f int64) int64 { return sh.h * f * (sh.gated + 1) }
+	dense := attn + mlp(sh.f) + norms
 	moe := attn + norms
 	if sh.experts > 0 {
-		moe += sh.gated*2*sh.h*sh.fs + sh.gated*2*sh.h*sh.fe*sh.experts + sh.h*sh.experts
+		moe += mlp(sh.fs) + mlp(sh.fe)*sh.experts + sh.h*sh.experts
 		if sh.routerBias {
 			moe += sh.experts
 		}
