@@ -440,7 +440,11 @@ func TestOddSpecsDoNotPanic(t *testing.T) {
 		func(s *spec.Spec) { s.Parallel.VPP = 3 },
 		func(s *spec.Spec) { s.Cluster.GPU.MemoryGiB = 0 },
 		func(s *spec.Spec) { s.Parallel.CP = 3; s.Parallel.CPCommType = "a2a" },
-		func(s *spec.Spec) { s.Model.MoE.Dispatcher = "allgather"; s.Train.Recompute = "full"; s.Train.Precision = "fp8" },
+		func(s *spec.Spec) {
+			s.Model.MoE.Dispatcher = "allgather"
+			s.Train.Recompute = "full"
+			s.Train.Precision = "fp8"
+		},
 		func(s *spec.Spec) { s.Train.DistributedOptimizer = false },
 	} {
 		s := mixtral()
