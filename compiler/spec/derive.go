@@ -123,8 +123,12 @@ func StageLayers(layers int, p Parallel) [][]LayerRange {
 			last = *p.LastStageLayers
 			middleStages--
 		}
+		// TransformerConfig's uneven-PP checks: middle layers and middle
+		// stages are both zero or both not. With pp = 1 and both counts given
+		// there are -1 middle stages; Megatron then builds last_stage_layers
+		// layers on the only rank, which the count check below rejects.
 		middle := layers - first - last
-		if middle < 0 || (middleStages == 0) != (middle == 0) {
+		if (middleStages == 0) != (middle == 0) || (middle < 0 && middleStages > 0) {
 			return nil
 		}
 		per := 0
@@ -141,9 +145,6 @@ func StageLayers(layers int, p Parallel) [][]LayerRange {
 			}
 			if r == pp-1 && p.LastStageLayers != nil {
 				n = last
-			}
-			if pp == 1 {
-				n = layers
 			}
 			if n%vpp != 0 {
 				return nil
