@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"parc.dev/parc/targets/launchplan"
 )
@@ -21,7 +22,8 @@ func LoadPlan(path string) (*launchplan.File, error) {
 		return nil, fmt.Errorf("%s is not a valid launch plan: %w", path, err)
 	}
 	if err := CheckPlan(&f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s is not a consistent launch plan:\n  %w", path,
+			indented{err})
 	}
 	return &f, nil
 }
@@ -93,6 +95,17 @@ func CheckPlan(f *launchplan.File) error {
 	if f.WorldSize > 0 && workers != f.WorldSize {
 		add("world_size is %d but the nodes list %d workers", f.WorldSize, workers)
 	}
+	missing := 0
+	for r := 0; r < f.WorldSize && len(seenRank) > 0; r++ {
+		if _, ok := seenRank[r]; !ok {
+			if missing++; missing <= 3 {
+				add("rank %d is on no node", r)
+			}
+		}
+	}
+	if missing > 3 {
+		add("%d ranks in all are on no node", missing)
+	}
 	for _, name := range sortedKeys(f.Groups) {
 		for i, g := range f.Groups[name] {
 			for _, r := range g {
@@ -118,3 +131,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// indented shows a joined error one problem per indented line.
+type indented struct{ error }
+
+func (e indented) Error() string { return strings.ReplaceAll(e.error.Error(), "\n", "\n  ") }
+func (e indented) Unwrap() error { return e.error }
