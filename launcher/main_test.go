@@ -28,11 +28,12 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if b := os.Getenv(workerVar); b != "" {
-		os.Exit(worker(b))
-	}
+	// A launcher process also carries PARC_TEST_WORKER, for its workers.
 	if o := os.Getenv(launcherVar); o != "" {
 		os.Exit(launcherProcess(o))
+	}
+	if b := os.Getenv(workerVar); b != "" {
+		os.Exit(worker(b))
 	}
 	os.Exit(m.Run())
 }

@@ -1,0 +1,123 @@
+//go:build linux
+
+package launcher
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// startLauncherProcess runs Run in a separate process (this test binary in
+// launcher mode), as `parc launch` runs, so that real signals can be sent.
+func startLauncherProcess(t *testing.T, o childOptions, env []string) (*exec.Cmd, *syncBuffer, *syncBuffer) {
+	t.Helper()
+	spec, err := json.Marshal(o)
+	require.NoError(t, err)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(env, launcherVar+"="+string(spec))
+	var out, errb syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd, &out, &errb
+}
+
+// The launcher killed with SIGKILL can do nothing, yet leaves no orphan: the
+// workers get the parent-death signal, and the guard kills the workers'
+// process groups, which holds their children too.
+func TestLauncherSIGKILLLeavesNoOrphan(t *testing.T) {
+	pids := t.TempDir()
+	path := writePlan(t, blockPlan(1, 2))
+	cmd, _, errb := startLauncherProcess(t, childOptions{Plan: path, NodeRank: intp(0)},
+		cleanEnv(workerVar+"=sleep-with-child", "PARC_TEST_PIDDIR="+pids, "CUDA_VISIBLE_DEVICES=0,1"))
+	require.True(t, waitFor(20*time.Second, func() bool { return len(readPids(t, pids)) == 4 }), errb.String())
+	got := readPids(t, pids)
+	for name, pid := range got {
+		require.True(t, pidAlive(pid), "%s not running before the kill", name)
+	}
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	for name, pid := range got {
+		assert.True(t, waitFor(5*time.Second, func() bool { return !pidAlive(pid) }),
+			"%s (pid %d) outlived the SIGKILLed launcher", name, pid)
+	}
+}
+
+// Real SIGUSR2 and SIGINT sent to the launcher process reach every worker.
+func TestRealSignalsReachEveryWorker(t *testing.T) {
+	path := writePlan(t, blockPlan(1, 3))
+	cmd, out, errb := startLauncherProcess(t, childOptions{Plan: path, NodeRank: intp(0), GraceMS: 5000},
+		cleanEnv(workerVar+"=signals", "CUDA_VISIBLE_DEVICES=0,1,2"))
+	require.True(t, waitFor(20*time.Second, func() bool { return strings.Count(out.String(), "ready") == 3 }), errb.String())
+	require.NoError(t, cmd.Process.Signal(syscall.SIGUSR2))
+	require.True(t, waitFor(10*time.Second, func() bool { return strings.Count(out.String(), "got SIGUSR2") == 3 }), out.String())
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err := cmd.Wait()
+	require.NoError(t, err, errb.String())
+	assert.Equal(t, 3, strings.Count(out.String(), "got SIGINT"), out.String())
+}
+
+// SIGTERM to the launcher: workers that do not handle it die of it, their
+// children are killed with their process group, and the launcher reports
+// 128+15.
+func TestLauncherSIGTERMStopsWorkerTrees(t *testing.T) {
+	pids := t.TempDir()
+	path := writePlan(t, blockPlan(1, 2))
+	cmd, _, errb := startLauncherProcess(t, childOptions{Plan: path, NodeRank: intp(0), GraceMS: 5000},
+		cleanEnv(workerVar+"=sleep-with-child", "PARC_TEST_PIDDIR="+pids, "CUDA_VISIBLE_DEVICES=0,1"))
+	require.True(t, waitFor(20*time.Second, func() bool { return len(readPids(t, pids)) == 4 }), errb.String())
+	got := readPids(t, pids)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 143, ee.ExitCode(), errb.String())
+	assert.Contains(t, errb.String(), "stopped (SIGTERM)")
+	// The launcher has returned: everything it started is already gone.
+	for name, pid := range got {
+		assert.False(t, pidAlive(pid), "%s (pid %d) outlived the launcher", name, pid)
+	}
+}
+
+// Two launcher processes, one per "node", start exactly the plan's ranks.
+func TestTwoNodesTwoLaunchers(t *testing.T) {
+	path := writePlan(t, blockPlan(2, 3))
+	var outs [2]*syncBuffer
+	var cmds [2]*exec.Cmd
+	for n := range 2 {
+		cmds[n], outs[n], _ = startLauncherProcess(t, childOptions{Plan: path, NodeRank: intp(n), MasterAddr: "127.0.0.1"},
+			cleanEnv(workerVar+"=env", "PARC_TEST_SHOW=RANK LOCAL_RANK NODE_RANK", "CUDA_VISIBLE_DEVICES=0,1,2"))
+	}
+	for n := range 2 {
+		require.NoError(t, cmds[n].Wait())
+	}
+	var b bytes.Buffer
+	for n := range 2 {
+		for _, l := range sortedLines(outs[n].String()) {
+			if strings.Contains(l, "RANK=") {
+				fmt.Fprintln(&b, l)
+			}
+		}
+	}
+	assert.Equal(t, `0: RANK=0 LOCAL_RANK=0 NODE_RANK=0
+1: RANK=1 LOCAL_RANK=1 NODE_RANK=0
+2: RANK=2 LOCAL_RANK=2 NODE_RANK=0
+3: RANK=3 LOCAL_RANK=0 NODE_RANK=1
+4: RANK=4 LOCAL_RANK=1 NODE_RANK=1
+5: RANK=5 LOCAL_RANK=2 NODE_RANK=1
+`, b.String())
+}
