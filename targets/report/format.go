@@ -1,0 +1,101 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Units: memory and bytes moved in binary units (GiB, MiB), counts in
+// decimal (B = 10⁹), FLOPs in decimal (PFLOP = 10¹⁵).
+
+// Bytes formats a byte count in binary units.
+func Bytes(b int64) string {
+	x := float64(b)
+	switch {
+	case math.Abs(x) >= 1<<40:
+		return fmt.Sprintf("%.2f TiB", x/(1<<40))
+	case math.Abs(x) >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", x/(1<<30))
+	case math.Abs(x) >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", x/(1<<20))
+	case math.Abs(x) >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", x/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+// Count formats a large count: 70.57 B, 340.2 M, 12,345.
+func Count(n int64) string {
+	x := float64(n)
+	switch {
+	case math.Abs(x) >= 1e12:
+		return fmt.Sprintf("%.2f T", x/1e12)
+	case math.Abs(x) >= 1e9:
+		return fmt.Sprintf("%.2f B", x/1e9)
+	case math.Abs(x) >= 1e6:
+		return fmt.Sprintf("%.1f M", x/1e6)
+	}
+	return Thousands(n)
+}
+
+// Thousands writes n with thousands separators.
+func Thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// FLOPs formats a FLOP count.
+func FLOPs(f float64) string {
+	switch {
+	case f >= 1e18:
+		return fmt.Sprintf("%.2f EFLOP", f/1e18)
+	case f >= 1e15:
+		return fmt.Sprintf("%.1f PFLOP", f/1e15)
+	case f >= 1e12:
+		return fmt.Sprintf("%.1f TFLOP", f/1e12)
+	case f >= 1e9:
+		return fmt.Sprintf("%.1f GFLOP", f/1e9)
+	}
+	return fmt.Sprintf("%.0f FLOP", f)
+}
+
+// Seconds formats a duration in seconds.
+func Seconds(s float64) string {
+	switch {
+	case s == 0:
+		return "0"
+	case s >= 1:
+		return fmt.Sprintf("%.2f s", s)
+	case s >= 1e-3:
+		return fmt.Sprintf("%.1f ms", s*1e3)
+	}
+	return fmt.Sprintf("%.0f µs", s*1e6)
+}
+
+// Percent formats a fraction as a percentage.
+func Percent(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
+
+// Rate formats tokens per second.
+func Rate(r float64) string {
+	switch {
+	case r >= 1e6:
+		return fmt.Sprintf("%.2f M", r/1e6)
+	case r >= 1e3:
+		return fmt.Sprintf("%.1f k", r/1e3)
+	}
+	return fmt.Sprintf("%.0f", r)
+}
