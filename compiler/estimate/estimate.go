@@ -167,10 +167,13 @@ func RunWith(s *spec.Spec, d spec.Derived, links map[string]string, at diag.Loca
 			o.Sharding = ShardOptimizer
 		}
 	}
-	def := DefaultLinks(s, d)
+	var def map[string]string // computed only when links lacks a family
 	link := func(fam string) string {
 		if l, ok := links[fam]; ok && (l == LinkNVLink || l == LinkNetwork) {
 			return l
+		}
+		if def == nil {
+			def = DefaultLinks(s, d)
 		}
 		if l, ok := def[fam]; ok {
 			return l
