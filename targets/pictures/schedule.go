@@ -171,6 +171,9 @@ func Simulate(p, v, m, g int, fwd, bwd float64) (Schedule, error) {
 // saying so; the bubble shown in the title is the whole step's.
 const MaxDrawnMicrobatches = 48
 
+// maxDrawnPasses bounds the forward boxes of a chart (as many backward).
+const maxDrawnPasses = 8192
+
 var (
 	forwardFill  = []string{"#2f6fad", "#5b8fc7", "#86aedb", "#b0cdec"}
 	backwardFill = []string{"#d9711c", "#e8914a", "#f0b07d", "#f6ceab"}
@@ -190,8 +193,11 @@ func PipelineSchedule(p, v, m, g int, bubble float64) []byte {
 		g = p
 	}
 	drawn := m
-	if m > MaxDrawnMicrobatches {
-		drawn = MaxDrawnMicrobatches
+	// At most MaxDrawnMicrobatches, and at most maxDrawnPasses boxes per
+	// direction, but never fewer than one interleaving group.
+	limit := max(min(MaxDrawnMicrobatches, maxDrawnPasses/(p*v)), 1)
+	if m > limit {
+		drawn = limit
 		if v > 1 {
 			drawn = (drawn + g - 1) / g * g
 		}
