@@ -378,55 +378,29 @@ func TestParamsPublished(t *testing.T) {
 	}
 }
 
-// DefaultGroups reproduces the worked examples of notes/megatron-rankgen.md.
-func TestDefaultGroups(t *testing.T) {
+// DefaultLinks takes the layout's view: tp inside a node is NVLink; dp and
+// pp groups spread over nodes cross the network; with the pp-dp order and a
+// replica per node it is the other way round.
+func TestDefaultLinks(t *testing.T) {
 	s := baseSpec()
 	s.Cluster.Nodes, s.Cluster.GPUsPerNode, s.Cluster.NVLinkDomain = 2, 8, 8
 	s.Parallel.TP, s.Parallel.PP = 2, 4
-	g := DefaultGroups(s, spec.Derive(s))
-	want := map[string][][]int{
-		"tp":   {{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}},
-		"dp":   {{0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}},
-		"pp":   {{0, 4, 8, 12}, {1, 5, 9, 13}, {2, 6, 10, 14}, {3, 7, 11, 15}},
-		"embd": {{0, 12}, {1, 13}, {2, 14}, {3, 15}},
-	}
-	for fam, w := range want {
-		if !reflect.DeepEqual(g[fam], w) {
-			t.Errorf("example A %s = %v, want %v", fam, g[fam], w)
+	l := DefaultLinks(s, spec.Derive(s))
+	for fam, want := range map[string]string{"tp": LinkNVLink, "dp": LinkNVLink, "pp": LinkNetwork, "embd": LinkNetwork} {
+		if l[fam] != want {
+			t.Errorf("%s crosses %q, want %q", fam, l[fam], want)
 		}
 	}
-	// Example B: tp=2, cp=2, pp=2, ep=4, etp=1.
-	s.Parallel.TP, s.Parallel.CP, s.Parallel.PP, s.Parallel.EP, s.Parallel.ETP = 2, 2, 2, 4, intp(1)
-	g = DefaultGroups(s, spec.Derive(s))
-	wantB := map[string][][]int{
-		"cp":    {{0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}},
-		"dp":    {{0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15}},
-		"dp-cp": {{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}},
-		"ep":    {{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}},
-		"edp":   {{0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15}},
-		"pp":    {{0, 8}, {1, 9}, {2, 10}, {3, 11}, {4, 12}, {5, 13}, {6, 14}, {7, 15}},
+	s.Parallel.Order, s.Parallel.PP = "tp-cp-ep-pp-dp", 2
+	s.Cluster.GPUsPerNode, s.Cluster.NVLinkDomain, s.Cluster.Nodes = 4, 4, 2
+	l = DefaultLinks(s, spec.Derive(s))
+	if l["pp"] != LinkNVLink || l["dp"] != LinkNetwork {
+		t.Errorf("pp-dp order: %v", l)
 	}
-	for fam, w := range wantB {
-		if !reflect.DeepEqual(g[fam], w) {
-			t.Errorf("example B %s = %v, want %v", fam, g[fam], w)
-		}
-	}
-	links := LinksOf(g, 8)
-	for fam, l := range map[string]string{"tp": LinkNVLink, "cp": LinkNVLink, "ep": LinkNVLink, "dp-cp": LinkNVLink, "pp": LinkNetwork} {
-		if links[fam] != l {
-			t.Errorf("example B: %s crosses %s, want %s", fam, links[fam], l)
-		}
-	}
-	// The pp-dp order puts a replica's pipeline inside a node instead.
-	s.Parallel.CP, s.Parallel.EP, s.Parallel.ETP, s.Parallel.Order = 1, 1, nil, "tp-cp-ep-pp-dp"
-	s.Cluster.Nodes, s.Cluster.GPUsPerNode, s.Cluster.NVLinkDomain = 2, 4, 4
-	s.Parallel.PP = 2
-	g = DefaultGroups(s, spec.Derive(s))
-	if !reflect.DeepEqual(g["pp"], [][]int{{0, 2}, {1, 3}, {4, 6}, {5, 7}}) {
-		t.Errorf("example C pp = %v", g["pp"])
-	}
-	if l := LinksOf(g, 4); l["pp"] != LinkNVLink || l["dp"] != LinkNetwork {
-		t.Errorf("example C links %v", l)
+	// Degrees that do not tile the cluster: no links, every family on the network.
+	s.Parallel.TP = 3
+	if l := DefaultLinks(s, spec.Derive(s)); len(l) != 0 {
+		t.Errorf("untileable degrees: %v", l)
 	}
 }
 
