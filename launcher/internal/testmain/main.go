@@ -1,0 +1,44 @@
+// Command testmain is `parc launch` without the rest of parc: the launcher
+// runtime behind the same flags, built by the launcher's tests and benchmark
+// (a stand-in for the parc binary under Slurm, and the binary whose memory
+// is measured). It is not installed.
+//
+//	testmain launch --plan launch.json [--node-rank N] [--master-addr A]
+//	         [--log-dir D] [--max-restarts N] [--grace 10s] [-- CMD ARGS...]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"parc.dev/parc/launcher"
+)
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "launch" {
+		fmt.Fprintln(os.Stderr, "usage: testmain launch --plan launch.json [flags] [-- CMD ARGS...]")
+		os.Exit(launcher.ExitUsage)
+	}
+	fs := flag.NewFlagSet("launch", flag.ContinueOnError)
+	var opts launcher.Options
+	nodeRank := fs.Int("node-rank", -1, "this node's index (default $SLURM_NODEID)")
+	fs.StringVar(&opts.PlanPath, "plan", "", "launch.json")
+	fs.StringVar(&opts.MasterAddr, "master-addr", "", "rank 0's address")
+	fs.StringVar(&opts.LogDir, "log-dir", "", "per-rank log directory")
+	fs.IntVar(&opts.MaxRestarts, "max-restarts", 0, "restarts after a failure")
+	fs.DurationVar(&opts.Grace, "grace", launcher.DefaultGrace, "SIGTERM to SIGKILL")
+	if err := fs.Parse(os.Args[2:]); err != nil {
+		os.Exit(launcher.ExitUsage)
+	}
+	if *nodeRank >= 0 {
+		opts.NodeRank = nodeRank
+	}
+	opts.Command = fs.Args()
+	code, err := launcher.Run(context.Background(), opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "parc launch:", err)
+	}
+	os.Exit(code)
+}
