@@ -8,6 +8,8 @@ import (
 	"parc.dev/parc/compiler/load"
 	"parc.dev/parc/compiler/plan"
 	"parc.dev/parc/compiler/spec"
+	"parc.dev/parc/targets/megatron"
+	"parc.dev/parc/targets/slurm"
 )
 
 // Source is one spec file (Data nil = read Path).
@@ -18,10 +20,21 @@ type Source = load.Source
 // bubble). The plan is nil when the spec has errors; diagnostics are sorted
 // by position.
 func Vet(src Source) (*plan.Plan, diag.List) {
-	res, diags := load.Load(src)
-	if res == nil {
+	p, _, diags := vet(src)
+	if diags.HasErrors() {
 		return nil, diags.Sort()
 	}
+	return p, diags.Sort()
+}
+
+// vet is Vet, also returning the locator of the loaded spec.
+func vet(src Source) (*plan.Plan, diag.Locator, diag.List) {
+	at := diag.NoPos
+	res, diags := load.Load(src)
+	if res == nil {
+		return nil, at, diags
+	}
+	at = res.Locator()
 	s, ds := res.Decode()
 	diags = append(diags, ds...)
 	if s == nil {
@@ -29,16 +42,16 @@ func Vet(src Source) (*plan.Plan, diag.List) {
 		// so every mistake shows up in one run.
 		if r := res.Recover(); r != nil {
 			d := spec.Derive(r)
-			diags = append(diags, check.Run(r, d, res.Locator())...)
+			diags = append(diags, check.Run(r, d, at)...)
 		}
-		return nil, diags.Sort()
+		return nil, at, diags
 	}
-	p, ds := Resolve(src.Path, s, res.Locator())
+	p, ds := Resolve(src.Path, s, at)
 	diags = append(diags, ds...)
 	if diags.HasErrors() {
-		return nil, diags.Sort()
+		return nil, at, diags
 	}
-	return p, diags.Sort()
+	return p, at, diags
 }
 
 // Resolve runs the stages after load on a concrete spec: derive, check,
@@ -65,6 +78,11 @@ func Resolve(source string, s *spec.Spec, at diag.Locator) (*plan.Plan, diag.Lis
 	e, ds := estimate.Run(s, d, links(l), at)
 	diags = append(diags, ds...)
 	p.Estimate = e
+	// What the targets cannot express is a spec error too: vet reports it
+	// before compile would.
+	_, ds = megatron.Args(p, at)
+	diags = append(diags, ds...)
+	diags = append(diags, slurm.Check(p, at)...)
 	return p, diags
 }
 

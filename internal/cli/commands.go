@@ -8,5 +8,7 @@ func commands() []*cobra.Command {
 		newVetCmd(),
 		newExportCmd(),
 		newExplainCmd(),
+		newCompileCmd(),
+		newLaunchCmd(),
 	}
 }

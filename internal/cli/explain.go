@@ -7,21 +7,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"parc.dev/parc/compiler"
-	"parc.dev/parc/compiler/layout"
 	"parc.dev/parc/compiler/plan"
+	"parc.dev/parc/targets/report"
 )
-
-// explainReport is `parc explain --format json`: the estimate's fields at the
-// top level (the contract: params, memory, pipeline, comms, flops_per_step,
-// step_time_s), plus the layout's family table.
-type explainReport struct {
-	Estimate json.RawMessage `json:"-"`
-	Layout   *layout.Layout  `json:"layout"`
-}
 
 func newExplainCmd() *cobra.Command {
 	var format string
-	var nodes int
 	cmd := &cobra.Command{
 		Use:   "explain FILE",
 		Short: "Explain a plan: memory per GPU, pipeline bubble, comms per axis and link, rank layout",
@@ -45,12 +36,11 @@ func newExplainCmd() *cobra.Command {
 				_, err = cmd.OutOrStdout().Write(b)
 				return err
 			}
-			_, err := fmt.Fprint(cmd.OutOrStdout(), compiler.Explain(p, nodes))
+			_, err := fmt.Fprint(cmd.OutOrStdout(), report.Explain(p))
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
-	cmd.Flags().IntVar(&nodes, "nodes", 2, "how many nodes the node × GPU map shows")
 	return cmd
 }
 

@@ -1,0 +1,134 @@
+package compiler
+
+import (
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"parc.dev/parc/compiler/diag"
+	"parc.dev/parc/compiler/plan"
+	"parc.dev/parc/targets/launchplan"
+	"parc.dev/parc/targets/megatron"
+	"parc.dev/parc/targets/report"
+	"parc.dev/parc/targets/slurm"
+	"parc.dev/parc/targets/template"
+	"parc.dev/parc/targets/torchrun"
+)
+
+// Artifact names in the output directory (design.md).
+const (
+	ArgsFile    = megatron.ArgsFile
+	SbatchFile  = "submit.sbatch"
+	TorchrunSh  = "torchrun.sh"
+	LaunchJSON  = "launch.json"
+	ReportFile  = report.FileName
+	PipelineSVG = report.PipelineSVG
+	LayoutSVG   = report.LayoutSVG
+)
+
+// Files maps an artifact's name to its bytes.
+type Files map[string][]byte
+
+// Names lists the artifacts in a stable order.
+func (f Files) Names() []string { return slices.Sorted(maps.Keys(f)) }
+
+// Executable reports whether an artifact is a script.
+func Executable(name string) bool { return name == SbatchFile || name == TorchrunSh }
+
+// Options tune Compile.
+type Options struct {
+	// Templates is a directory of NAME.tmpl files that override the built-in
+	// templates; empty means launch.templates of the spec (relative to the
+	// spec's folder), or none.
+	Templates string
+}
+
+// Compile vets a spec and renders every artifact. On any error it returns no
+// files, so the CLI writes nothing.
+func Compile(src Source, o Options) (*plan.Plan, Files, diag.List) {
+	p, at, diags := vet(src)
+	if p == nil || diags.HasErrors() {
+		return nil, nil, diags.Sort()
+	}
+	set, ds := templateSet(src, p, o, at)
+	diags = append(diags, ds...)
+	if set == nil {
+		return nil, nil, diags.Sort()
+	}
+	files, ds := render(p, set, diags, at)
+	diags = append(diags, ds...)
+	if diags.HasErrors() {
+		return nil, nil, diags.Sort()
+	}
+	return p, files, diags.Sort()
+}
+
+// render runs every target on a vetted plan.
+func render(p *plan.Plan, set *template.Set, warnings diag.List, at diag.Locator) (Files, diag.List) {
+	var diags diag.List
+	files := Files{}
+	fail := func(name string, err error) {
+		diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "template", Path: "launch.templates",
+			Pos: at("launch.templates"), Message: err.Error(),
+			Hint: "fix the template named in the message (text/template syntax, missingkey=error)"})
+	}
+	args, ds := megatron.Args(p, at)
+	diags = append(diags, ds...)
+	if b, err := megatron.Render(p, args, set); err != nil {
+		fail(ArgsFile, err)
+	} else {
+		files[ArgsFile] = b
+	}
+	if b, err := slurm.Render(p, set); err != nil {
+		fail(SbatchFile, err)
+	} else {
+		files[SbatchFile] = b
+	}
+	if b, err := torchrun.Render(p, set); err != nil {
+		fail(TorchrunSh, err)
+	} else {
+		files[TorchrunSh] = b
+	}
+	lf := launchplan.Build(p.Layout, megatron.Env(p), megatron.Command(p, args), p.Spec.Launch.MasterPort)
+	files[LaunchJSON] = launchplan.Encode(lf)
+	rep, err := report.Files(p, warnings, set)
+	if err != nil {
+		fail(ReportFile, err)
+	}
+	maps.Copy(files, rep)
+	return files, diags
+}
+
+// templateSet is the built-in templates, overridden from a directory.
+func templateSet(src Source, p *plan.Plan, o Options, at diag.Locator) (*template.Set, diag.List) {
+	var diags diag.List
+	dir, path := o.Templates, ""
+	if dir == "" && p.Spec.Launch.Templates != nil {
+		dir, path = *p.Spec.Launch.Templates, "launch.templates"
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(filepath.Dir(src.Path), dir)
+		}
+	}
+	if dir == "" {
+		return template.Builtin(), nil
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		pos := diag.Pos{File: dir}
+		if path != "" {
+			pos = at(path)
+		}
+		diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "templates-dir", Path: path, Pos: pos,
+			Message: "template directory " + dir + " does not exist",
+			Hint:    "give a directory of NAME.tmpl files (megatron.args.tmpl, submit.sbatch.tmpl, torchrun.sh.tmpl, report.md.tmpl)"})
+		return nil, diags
+	}
+	var fsys fs.FS = os.DirFS(dir)
+	set := template.New(fsys, dir)
+	if _, err := set.Overrides(); err != nil {
+		diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "template", Path: path, Pos: diag.Pos{File: dir}, Message: err.Error()})
+		return nil, diags
+	}
+	return set, nil
+}
