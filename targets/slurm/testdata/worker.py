@@ -5,11 +5,13 @@ launcher gave it (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; env://), checks
 the group with an all_reduce, and prints one line
 "PARC-WORKER {json}" with what it received: its ranks, the master address,
 the Slurm node, the all_reduce sum, its arguments and the variables named in
-PARC_TEST_ENV (comma separated).
+PARC_TEST_ENV (comma separated). With PARC_TEST_OUT set, the record is also
+written to $PARC_TEST_OUT/worker-RANK.json (the output of several tasks may
+interleave in the job's log; files do not).
 
 With PARC_TEST_MODE=preempt (and SLURM_RESTART_COUNT unset or 0) it instead
 waits for SIGTERM, as Megatron's --exit-signal-handler does, prints
-"PARC-CHECKPOINT {json}" and exits 0.
+"PARC-CHECKPOINT {json}" (and checkpoint-RANK.json) and exits 0.
 """
 import datetime
 import json
@@ -20,8 +22,14 @@ import time
 
 
 def emit(tag, record):
-    # One write per line: ranks share the job's output file.
-    os.write(1, (tag + " " + json.dumps(record, sort_keys=True) + "\n").encode())
+    line = json.dumps(record, sort_keys=True)
+    out = os.environ.get("PARC_TEST_OUT")
+    if out:
+        name = os.path.join(out, "%s-%d.json" % (tag.split("-")[1].lower(), record["rank"]))
+        with open(name + ".tmp", "w") as f:
+            f.write(line)
+        os.rename(name + ".tmp", name)
+    os.write(1, (tag + " " + line + "\n").encode())
 
 
 env = os.environ
