@@ -91,7 +91,9 @@ func TestSbatchTestOnly(t *testing.T) {
 		"too-many-gpus":     func(s *spec.Spec) { s.Cluster.GPUsPerNode = 16; s.Cluster.CPUsPerNode = ptr(16) },
 		"no-such-partition": func(s *spec.Spec) { s.Cluster.Slurm.Partition = ptr("nosuch") },
 		"debug-too-small":   func(s *spec.Spec) { s.Cluster.Nodes = 4; s.Cluster.Slurm.Partition = ptr("debug") },
-		"too-many-cpus":     func(s *spec.Spec) { s.Cluster.CPUsPerNode, s.Cluster.Slurm.CPUsPerTask, s.Launch.Launcher = nil, ptr(2), "srun" },
+		"too-many-cpus": func(s *spec.Spec) {
+			s.Cluster.CPUsPerNode, s.Cluster.Slurm.CPUsPerTask, s.Launch.Launcher = nil, ptr(2), "srun"
+		},
 	}
 	for name, edit := range mismatch {
 		p := tiny(t, edit)
