@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"parc.dev/parc/launcher"
 )
@@ -40,5 +41,24 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "parc launch:", err)
 	}
+	if path := os.Getenv("PARC_TESTMAIN_VMHWM"); path != "" {
+		writeVmHWM(path)
+	}
 	os.Exit(code)
+}
+
+// writeVmHWM copies this process's peak resident set since exec (the
+// VmHWM line of /proc/self/status) to path, for the benchmark. getrusage
+// would not do: Linux carries the pre-exec peak of the parent's memory (a
+// vfork child shares it) into ru_maxrss.
+func writeVmHWM(path string) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			_ = os.WriteFile(path, []byte(strings.TrimSpace(v)), 0o644)
+		}
+	}
 }
