@@ -66,7 +66,7 @@ func TestPlanEnvOverridesLauncherEnv(t *testing.T) {
 	path := writePlan(t, blockPlan(1, 1))
 	r := runLauncher(t, context.Background(), Options{
 		PlanPath: path, NodeRank: intp(0),
-		Env:      cleanEnv(workerVar+"=env", "PARC_TEST_SHOW=PARC_TEST_PLAN_VAR", "PARC_TEST_PLAN_VAR=from-shell", "CUDA_VISIBLE_DEVICES=0"),
+		Env: cleanEnv(workerVar+"=env", "PARC_TEST_SHOW=PARC_TEST_PLAN_VAR", "PARC_TEST_PLAN_VAR=from-shell", "CUDA_VISIBLE_DEVICES=0"),
 	})
 	require.NoError(t, r.err)
 	assert.Contains(t, r.stdout, "0: PARC_TEST_PLAN_VAR=from-plan\n")

@@ -11,21 +11,35 @@ import (
 	"parc.dev/parc/targets/launchplan"
 )
 
-// LoadPlan reads launch.json and checks that it describes a consistent world.
+// maxWorld bounds world_size before the launcher allocates per-rank state
+// (compiler/layout lays out at most layout.MaxWorld = 2^22 GPUs).
+const maxWorld = 1 << 22
+
+// planOnDisk is launch.json as the launcher reads it: the groups are checked
+// while they are decoded, not kept (see groupSummary).
+type planOnDisk struct {
+	launchplan.File
+	Groups groupSummary `json:"groups"`
+}
+
+// LoadPlan reads launch.json and checks that it describes a consistent
+// world. The returned File has no Groups: the launcher does not need them,
+// and at 131,072 ranks they are most of the file (their members are still
+// checked). Use launchplan.Decode to read them.
 func LoadPlan(path string) (*launchplan.File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the launch plan: %w", err)
 	}
-	var f launchplan.File
-	if err := json.Unmarshal(data, &f); err != nil {
+	var p planOnDisk
+	if err := json.Unmarshal(data, &p); err != nil {
 		return nil, fmt.Errorf("%s is not a valid launch plan: %w", path, err)
 	}
-	if err := CheckPlan(&f); err != nil {
+	if err := checkPlan(&p.File, p.Groups); err != nil {
 		return nil, fmt.Errorf("%s is not a consistent launch plan:\n  %w", path,
 			indented{err})
 	}
-	return &f, nil
+	return &p.File, nil
 }
 
 // CheckPlan reports every inconsistency of a launch plan at once: the format
@@ -33,13 +47,18 @@ func LoadPlan(path string) (*launchplan.File, error) {
 // repeated, local ranks and GPUs out of range, group members outside the
 // world, and environment entries that would override the launcher's own.
 func CheckPlan(f *launchplan.File) error {
+	return checkPlan(f, summarize(f.Groups))
+}
+
+func checkPlan(f *launchplan.File, groups groupSummary) error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if f.Version != launchplan.Version {
 		add("version is %d, this parc reads version %d", f.Version, launchplan.Version)
 	}
-	if f.WorldSize < 1 {
-		add("world_size is %d, it must be at least 1", f.WorldSize)
+	if f.WorldSize < 1 || f.WorldSize > maxWorld {
+		add("world_size is %d, it must be in 1..%d", f.WorldSize, maxWorld)
+		return errors.Join(errs...)
 	}
 	if f.GPUsPerNode < 1 {
 		add("gpus_per_node is %d, it must be at least 1", f.GPUsPerNode)
@@ -51,7 +70,7 @@ func CheckPlan(f *launchplan.File) error {
 		add("the plan lists no nodes")
 	}
 	seenNode := map[int]bool{}
-	seenRank := map[int]int{} // rank -> node index
+	nodeOf := make([]int32, f.WorldSize) // rank -> node index + 1; 0 = not seen
 	workers := 0
 	for _, n := range f.Nodes {
 		if n.Index < 0 {
@@ -71,13 +90,13 @@ func CheckPlan(f *launchplan.File) error {
 		gpu := map[int]bool{}
 		for _, w := range n.Workers {
 			workers++
-			if w.Rank < 0 || (f.WorldSize > 0 && w.Rank >= f.WorldSize) {
+			if w.Rank < 0 || w.Rank >= f.WorldSize {
 				add("node %d: rank %d is outside 0..%d (world_size %d)", n.Index, w.Rank, f.WorldSize-1, f.WorldSize)
+			} else if other := nodeOf[w.Rank]; other != 0 {
+				add("rank %d is listed on node %d and on node %d", w.Rank, other-1, n.Index)
+			} else {
+				nodeOf[w.Rank] = int32(n.Index) + 1
 			}
-			if other, dup := seenRank[w.Rank]; dup {
-				add("rank %d is listed on node %d and on node %d", w.Rank, other, n.Index)
-			}
-			seenRank[w.Rank] = n.Index
 			if w.LocalRank < 0 || w.LocalRank >= len(n.Workers) {
 				add("node %d: rank %d has local_rank %d, outside 0..%d", n.Index, w.Rank, w.LocalRank, len(n.Workers)-1)
 			} else if local[w.LocalRank] {
@@ -92,12 +111,12 @@ func CheckPlan(f *launchplan.File) error {
 			gpu[w.GPU] = true
 		}
 	}
-	if f.WorldSize > 0 && workers != f.WorldSize {
+	if workers != f.WorldSize {
 		add("world_size is %d but the nodes list %d workers", f.WorldSize, workers)
 	}
 	missing := 0
-	for r := 0; r < f.WorldSize && len(seenRank) > 0; r++ {
-		if _, ok := seenRank[r]; !ok {
+	for r := 0; r < f.WorldSize && workers > 0; r++ {
+		if nodeOf[r] == 0 {
 			if missing++; missing <= 3 {
 				add("rank %d is on no node", r)
 			}
@@ -106,15 +125,7 @@ func CheckPlan(f *launchplan.File) error {
 	if missing > 3 {
 		add("%d ranks in all are on no node", missing)
 	}
-	for _, name := range sortedKeys(f.Groups) {
-		for i, g := range f.Groups[name] {
-			for _, r := range g {
-				if r < 0 || r >= f.WorldSize {
-					add("group %s[%d] holds rank %d, outside the world of %d", name, i, r, f.WorldSize)
-				}
-			}
-		}
-	}
+	groups.check(f.WorldSize, add)
 	for _, k := range sortedKeys(f.Env) {
 		if slices.Contains(launcherVars, k) {
 			add("env sets %s, which the launcher sets for every worker", k)

@@ -5,6 +5,7 @@ package launcher
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -24,14 +25,24 @@ import (
 // and writes it to a temporary directory.
 func fixtureWithPort(t *testing.T, name string) (string, *launchplan.File) {
 	t.Helper()
-	f, err := LoadPlan(filepath.Join("testdata", name))
-	require.NoError(t, err)
+	f := decodeFixture(t, name)
 	f.MasterPort = freePort(t)
 	return writePlan(t, f), f
 }
 
 // expectedOK is, per rank, the line gloo_worker.py prints when every group
 // of the plan checked out: the number of groups the rank belongs to.
+// decodeFixture reads a fixture with its groups (LoadPlan drops them).
+func decodeFixture(t *testing.T, name string) *launchplan.File {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	f, err := launchplan.Decode(data)
+	require.NoError(t, err)
+	require.NoError(t, CheckPlan(f))
+	return f
+}
+
 func expectedOK(f *launchplan.File) map[int]string {
 	want := map[int]string{}
 	for _, n := range f.Nodes {
@@ -107,8 +118,7 @@ func TestTorchGlooGroupsMatchPlan(t *testing.T) {
 func TestFixturesMatchLayout(t *testing.T) {
 	for name, cfg := range fixtureLayouts {
 		t.Run(name, func(t *testing.T) {
-			f, err := LoadPlan(filepath.Join("testdata", name))
-			require.NoError(t, err)
+			f := decodeFixture(t, name)
 			built, err := buildFixture(cfg)
 			require.NoError(t, err)
 			got, _ := json.Marshal(f.Groups)

@@ -1,0 +1,257 @@
+package launcher
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"parc.dev/parc/targets/launchplan"
+)
+
+// groupSummary is what the launcher keeps of launch.json's "groups": the
+// launcher itself needs no group (the workers build them), only the check
+// that every member is a rank of the world. At 131,072 ranks the groups are
+// most of the file, so LoadPlan reads them into this summary instead of
+// [][]int (it decodes straight from the file's bytes, keeping nothing).
+type groupSummary struct {
+	families, groups int
+	// lowest and highest member, and where they are (family[index]).
+	min, max     int
+	minAt, maxAt where
+	hasAnyMember bool
+}
+
+// where is a group's position: family[index].
+type where struct {
+	family string
+	index  int
+}
+
+func (w where) String() string { return fmt.Sprintf("%s[%d]", w.family, w.index) }
+
+func (s *groupSummary) add(family string, index, rank int) {
+	if !s.hasAnyMember || rank < s.min {
+		s.min, s.minAt = rank, where{family, index}
+	}
+	if !s.hasAnyMember || rank > s.max {
+		s.max, s.maxAt = rank, where{family, index}
+	}
+	s.hasAnyMember = true
+}
+
+// summarize is the summary of groups held in memory.
+func summarize(g launchplan.Groups) groupSummary {
+	var s groupSummary
+	for _, family := range sortedKeys(g) {
+		s.families++
+		for i, group := range g[family] {
+			s.groups++
+			for _, r := range group {
+				s.add(family, i, r)
+			}
+		}
+	}
+	return s
+}
+
+// check reports members outside 0..world-1.
+func (s groupSummary) check(world int, add func(string, ...any)) {
+	if !s.hasAnyMember {
+		return
+	}
+	if s.min < 0 {
+		add("group %s holds rank %d, outside the world of %d", s.minAt, s.min, world)
+	}
+	if s.max >= world {
+		add("group %s holds rank %d, outside the world of %d", s.maxAt, s.max, world)
+	}
+}
+
+// UnmarshalJSON scans {"family": [[rank, ...], ...], ...} without building
+// it. encoding/json has already checked that data is valid JSON; this checks
+// the shape. Families are visited in file order, so a summary's positions
+// may differ from summarize's (which sorts) when several groups share the
+// extreme rank; the extremes themselves are the same.
+func (s *groupSummary) UnmarshalJSON(data []byte) error {
+	*s = groupSummary{}
+	sc := scanner{data: data}
+	if sc.literal("null") {
+		return sc.end()
+	}
+	if !sc.byte('{') {
+		return fmt.Errorf("groups: want an object of group families")
+	}
+	if sc.byte('}') {
+		return sc.end()
+	}
+	for {
+		family, err := sc.str()
+		if err != nil {
+			return err
+		}
+		s.families++
+		if !sc.byte(':') {
+			return fmt.Errorf("groups: want ':' after %q", family)
+		}
+		if err := s.scanFamily(&sc, family); err != nil {
+			return err
+		}
+		if sc.byte('}') {
+			return sc.end()
+		}
+		if !sc.byte(',') {
+			return fmt.Errorf("groups: want ',' or '}' after %q", family)
+		}
+	}
+}
+
+// scanFamily reads one family's list of groups: [[r, ...], ...] or null.
+func (s *groupSummary) scanFamily(sc *scanner, family string) error {
+	if sc.literal("null") {
+		return nil
+	}
+	if !sc.byte('[') {
+		return fmt.Errorf("groups.%s: want a list of groups", family)
+	}
+	if sc.byte(']') {
+		return nil
+	}
+	for i := 0; ; i++ {
+		s.groups++
+		if err := s.scanGroup(sc, family, i); err != nil {
+			return err
+		}
+		if sc.byte(']') {
+			return nil
+		}
+		if !sc.byte(',') {
+			return fmt.Errorf("groups.%s: want ',' or ']'", family)
+		}
+	}
+}
+
+// scanGroup reads one group's ranks: [r, ...] or null.
+func (s *groupSummary) scanGroup(sc *scanner, family string, i int) error {
+	if sc.literal("null") {
+		return nil
+	}
+	if !sc.byte('[') {
+		return fmt.Errorf("groups.%s[%d]: want a list of ranks", family, i)
+	}
+	if sc.byte(']') {
+		return nil
+	}
+	for {
+		r, ok := sc.integer()
+		if !ok {
+			return fmt.Errorf("groups.%s[%d]: a member is not a whole number", family, i)
+		}
+		s.add(family, i, r)
+		if sc.byte(']') {
+			return nil
+		}
+		if !sc.byte(',') {
+			return fmt.Errorf("groups.%s[%d]: want ',' or ']'", family, i)
+		}
+	}
+}
+
+// scanner reads JSON tokens from valid JSON, skipping white space.
+type scanner struct {
+	data []byte
+	i    int
+}
+
+func (sc *scanner) skip() {
+	for sc.i < len(sc.data) {
+		switch sc.data[sc.i] {
+		case ' ', '\t', '\n', '\r':
+			sc.i++
+		default:
+			return
+		}
+	}
+}
+
+func (sc *scanner) byte(c byte) bool {
+	sc.skip()
+	if sc.i < len(sc.data) && sc.data[sc.i] == c {
+		sc.i++
+		return true
+	}
+	return false
+}
+
+func (sc *scanner) literal(lit string) bool {
+	sc.skip()
+	if len(sc.data)-sc.i >= len(lit) && string(sc.data[sc.i:sc.i+len(lit)]) == lit {
+		sc.i += len(lit)
+		return true
+	}
+	return false
+}
+
+func (sc *scanner) end() error {
+	sc.skip()
+	if sc.i != len(sc.data) {
+		return fmt.Errorf("groups: unexpected text after the object")
+	}
+	return nil
+}
+
+// str reads a JSON string (escapes decoded by encoding/json).
+func (sc *scanner) str() (string, error) {
+	sc.skip()
+	if sc.i >= len(sc.data) || sc.data[sc.i] != '"' {
+		return "", fmt.Errorf("groups: want a family name")
+	}
+	start := sc.i
+	sc.i++
+	for sc.i < len(sc.data) && sc.data[sc.i] != '"' {
+		if sc.data[sc.i] == '\\' {
+			sc.i++
+		}
+		sc.i++
+	}
+	sc.i++ // the closing quote
+	if sc.i > len(sc.data) {
+		return "", fmt.Errorf("groups: unterminated family name")
+	}
+	var name string
+	if err := json.Unmarshal(sc.data[start:sc.i], &name); err != nil {
+		return "", fmt.Errorf("groups: family name: %w", err)
+	}
+	return name, nil
+}
+
+// integer reads a whole number (no fraction or exponent) that fits an int32.
+func (sc *scanner) integer() (int, bool) {
+	sc.skip()
+	neg := false
+	if sc.i < len(sc.data) && sc.data[sc.i] == '-' {
+		neg = true
+		sc.i++
+	}
+	limit := math.MaxInt32
+	if neg {
+		limit++ // math.MinInt32
+	}
+	start, v := sc.i, 0
+	for sc.i < len(sc.data) && sc.data[sc.i] >= '0' && sc.data[sc.i] <= '9' {
+		v = v*10 + int(sc.data[sc.i]-'0')
+		if v > limit {
+			return 0, false
+		}
+		sc.i++
+	}
+	if sc.i == start {
+		return 0, false
+	}
+	if sc.i < len(sc.data) && (sc.data[sc.i] == '.' || sc.data[sc.i] == 'e' || sc.data[sc.i] == 'E') {
+		return 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
