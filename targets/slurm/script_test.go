@@ -128,6 +128,10 @@ func TestShellcheck(t *testing.T) {
 					s.Cluster.Slurm = &sl
 					s.Launch.Container = &spec.Container{Image: "img", Mounts: []string{"/a b:/c"}}
 					s.Launch.Workdir = ptr("/work dir")
+					// Values that need every kind of quoting.
+					sl.JobName = ptr(`x"; rm -rf ~; " $(id) 'q' \`)
+					s.Cluster.Env = map[string]string{"ODD": "a'b\"c $d `e` \\"}
+					s.Launch.Program = `/p a/t"h 'x' $y.py`
 				}
 				q := *p
 				q.Spec = s

@@ -25,13 +25,40 @@ func shellSafe(s string) bool {
 }
 
 // ShellQuote returns s as a single POSIX shell word that expands to exactly
-// s: bare when it holds only safe characters, else single-quoted (a single
-// quote inside becomes '\”). The empty string becomes ”.
+// s: bare when it holds only safe characters, else single-quoted. A single
+// quote, $ or ` is written outside the quotes, backslash-escaped ('a'\”b',
+// 'cost '\$'5'), so that linters such as shellcheck see no expansion meant
+// inside single quotes. The empty string becomes ”.
 func ShellQuote(s string) string {
 	if shellSafe(s) {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	if s == "" {
+		return "''"
+	}
+	var b strings.Builder
+	open := false
+	for i := 0; i < len(s); i++ { // bytes: s need not be UTF-8
+		switch c := s[i]; c {
+		case '\'', '$', '`', '\\':
+			if open {
+				b.WriteByte('\'')
+				open = false
+			}
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			if !open {
+				b.WriteByte('\'')
+				open = true
+			}
+			b.WriteByte(c)
+		}
+	}
+	if open {
+		b.WriteByte('\'')
+	}
+	return b.String()
 }
 
 // ShellJoin quotes each word and joins them with spaces.

@@ -2,6 +2,7 @@ package template_test
 
 import (
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"parc.dev/parc/internal/testenv"
 	"parc.dev/parc/targets/template"
 )
 
@@ -92,7 +94,7 @@ func TestCheckOverrides(t *testing.T) {
 
 var quoteSeeds = []string{
 	"", "plain", "with space", "it's", `x"; rm -rf ~; "`, "$HOME", "`id`", "$(id)", "a\nb", "tab\there",
-	"back\\slash", "*", "~", "A=b", "--flag=v", "!bang", "{a,b}", "#hash", "'", "''", "\"", "é ü", "a;b|c&d",
+	"back\\slash", "trailing\\", "*", "~", "A=b", "--flag=v", "!bang", "{a,b}", "#hash", "'", "''", "\"", "é ü", "a;b|c&d",
 }
 
 // shellEcho runs bash on "printf %s WORD" and returns what the shell made of the word.
@@ -110,6 +112,8 @@ func TestShellQuoteRoundTrip(t *testing.T) {
 	assert.Equal(t, "plain", template.ShellQuote("plain"), "safe words stay bare")
 	assert.Equal(t, "''", template.ShellQuote(""))
 	assert.Equal(t, "'A=b'", template.ShellQuote("A=b"), "an assignment-looking word is quoted")
+	assert.Equal(t, `'it'\''s '\$'HOME'`, template.ShellQuote("it's $HOME"))
+	assert.Equal(t, "\\`'id'\\`", template.ShellQuote("`id`"))
 }
 
 func FuzzShellQuote(f *testing.F) {
@@ -144,4 +148,21 @@ func TestSbatchQuote(t *testing.T) {
 	}
 	_, err := template.SbatchQuote("a\nb")
 	assert.Error(t, err)
+}
+
+// TestShellQuoteShellcheck checks that quoted values give shellcheck nothing
+// to say (the generated scripts must pass it whatever the spec holds).
+func TestShellQuoteShellcheck(t *testing.T) {
+	testenv.NeedCommand(t, "shellcheck")
+	var b strings.Builder
+	b.WriteString("#!/bin/bash\n")
+	for i, s := range quoteSeeds {
+		// The two ways the scripts use values: exported, and in a variable
+		// expanded in double quotes.
+		fmt.Fprintf(&b, "export e%d=%s\nv%d=%s\nprintf '%%s\\n' \"$v%d\"\n", i, template.ShellQuote(s), i, template.ShellQuote(s), i)
+	}
+	cmd := exec.Command("shellcheck", "--severity=style", "-")
+	cmd.Stdin = strings.NewReader(b.String())
+	out, err := cmd.CombinedOutput()
+	assert.NoError(t, err, "%s\n%s", out, b.String())
 }
