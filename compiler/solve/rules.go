@@ -102,7 +102,9 @@ func (sv *solver) enumerate() {
 				}
 				dp := W / model
 				if p.DP != nil && *p.DP != dp {
-					sv.prune("dp-mismatch", w, func() string { return fmt.Sprintf("parallel.dp = %d but tp=%d cp=%d pp=%d give dp=%d", *p.DP, tp, cp, pp, dp) })
+					sv.prune("dp-mismatch", w, func() string {
+						return fmt.Sprintf("parallel.dp = %d but tp=%d cp=%d pp=%d give dp=%d", *p.DP, tp, cp, pp, dp)
+					})
 					continue
 				}
 				if code, msg := pipelineRule(L, Lp, pp, p, uneven); code != "" {

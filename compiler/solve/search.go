@@ -35,8 +35,8 @@ type search struct {
 	pruned       int64
 	// boundEstimates counts the one-stage estimates of the second bound.
 	boundEstimates int
-	rejected  map[string]int64
-	examples  map[string]string
+	rejected       map[string]int64
+	examples       map[string]string
 	// common counts each check error (code, path, message) over the leaves
 	// check.Run saw; an error every leaf has does not depend on the open
 	// fields and is reported as it is.
