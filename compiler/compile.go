@@ -20,9 +20,9 @@ import (
 // Artifact names in the output directory (design.md).
 const (
 	ArgsFile    = megatron.ArgsFile
-	SbatchFile  = "submit.sbatch"
-	TorchrunSh  = "torchrun.sh"
-	LaunchJSON  = "launch.json"
+	SbatchFile  = slurm.ScriptName
+	TorchrunSh  = torchrun.ScriptName
+	LaunchJSON  = slurm.LaunchFile
 	ReportFile  = report.FileName
 	PipelineSVG = report.PipelineSVG
 	LayoutSVG   = report.LayoutSVG
@@ -126,7 +126,7 @@ func templateSet(src Source, p *plan.Plan, o Options, at diag.Locator) (*templat
 	}
 	var fsys fs.FS = os.DirFS(dir)
 	set := template.New(fsys, dir)
-	if _, err := set.Overrides(); err != nil {
+	if err := set.CheckOverrides(megatron.TemplateName, slurm.TemplateName, torchrun.TemplateName, report.TemplateName); err != nil {
 		diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "template", Path: path, Pos: diag.Pos{File: dir}, Message: err.Error()})
 		return nil, diags
 	}
