@@ -37,9 +37,7 @@
 //     result. A candidate that fails (a cross-field CUE constraint, say) is
 //     dropped and the search resumes.
 //
-// The estimates during the search run with Derived.World = 1 and the links
-// passed explicitly: estimate.Run then skips enumerating every rank's groups
-// (its DefaultLinks fallback), and World only feeds MFU and Megatron's own
-// theoretical-memory report, neither of which the ranking uses
-// (TestFastEstimateMatchesReal guards this).
+// During the search the estimate gets every family's link from the closed
+// form, so it never builds a layout (TestFastEstimateMatchesReal checks the
+// numbers are the ones estimate.Run gives with the layout's links).
 package solve

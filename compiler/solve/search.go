@@ -2,6 +2,7 @@ package solve
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sort"
 
@@ -75,11 +76,9 @@ func (sv *solver) leafSpec(lf *leaf) spec.Spec {
 	return s
 }
 
-// fastEstimate runs the estimate with every link given and World = 1 (see
-// the package comment): the same step time and memory, without
-// enumerating every rank's groups.
+// fastEstimate runs the estimate with every family's link given, so that
+// it never falls back to building the layout (estimate.DefaultLinks).
 func fastEstimate(s *spec.Spec, d spec.Derived, links map[string]string, at diag.Locator) (*estimate.Estimate, diag.List) {
-	d.World = 1
 	return estimate.Run(s, d, links, at)
 }
 
@@ -263,7 +262,7 @@ func (sv *solver) evaluate(i int32) {
 	}
 	e, eds := fastEstimate(&s, d, sv.grids[lf.grid].links.links, diag.NoPos)
 	sv.evaluated++
-	fp := foundPlan{leaf: i, step: e.StepTimeS, peak: e.Memory.PerGPUPeakBytes, frac: e.Memory.FractionOfGPU}
+	fp := foundPlan{leaf: i, step: stable(e.StepTimeS), peak: e.Memory.PerGPUPeakBytes, frac: e.Memory.FractionOfGPU}
 	if eds.HasErrors() {
 		for _, x := range eds {
 			if x.Severity == diag.Error {
@@ -321,4 +320,18 @@ func (sv *solver) sortFound() {
 	sort.SliceStable(sv.found, func(a, b int) bool {
 		return sv.orderOf(sv.found[a]).compare(sv.orderOf(sv.found[b])) < 0
 	})
+}
+
+// stable rounds x down to 12 significant digits. estimate.Run sums the
+// exposed time of each axis in map order, so its step time can differ in
+// the last bit from one run to the next; ranking and printing the rounded
+// value keeps parc solve's output the same every run (and never above the
+// value parc explain prints by more than that last bit).
+func stable(x float64) float64 {
+	if x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return x
+	}
+	e := math.Floor(math.Log10(math.Abs(x)))
+	scale := math.Pow(10, 11-e)
+	return math.Floor(x*scale) / scale
 }

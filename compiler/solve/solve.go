@@ -83,6 +83,8 @@ type Candidate struct {
 	Memory    Memory   `json:"memory"`
 	// TokensPerS is global_batch × seq_length / step time.
 	TokensPerS float64 `json:"tokens_per_s"`
+	// MFU is the model FLOPs utilization the estimate gives.
+	MFU float64 `json:"mfu"`
 	// VsBestPct is how much slower than the first candidate, in percent.
 	VsBestPct float64 `json:"vs_best_pct"`
 	// Why says what makes this candidate slower than the first one.

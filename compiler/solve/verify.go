@@ -172,18 +172,19 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 			EP: s.Parallel.EP, ETP: d.ETP, DP: d.DP, SP: d.SP,
 		},
 		Train:      Train{MicroBatch: s.Train.MicroBatch, Recompute: s.Train.Recompute},
-		StepTimeS:  e.StepTimeS,
-		TokensPerS: e.TokensPerS,
+		StepTimeS:  stable(e.StepTimeS),
+		TokensPerS: stable(e.TokensPerS),
+		MFU:        stable(e.MFU),
 		Memory:     Memory{PerGPUPeakBytes: e.Memory.PerGPUPeakBytes, FractionOfGPU: e.Memory.FractionOfGPU, PeakStage: e.Memory.PeakStage},
 		Breakdown: Breakdown{
-			ComputeS: e.Compute.TimeS, BubbleS: e.Pipeline.BubbleTimeS, BubbleFraction: e.Pipeline.BubbleFraction,
+			ComputeS: stable(e.Compute.TimeS), BubbleS: stable(e.Pipeline.BubbleTimeS), BubbleFraction: e.Pipeline.BubbleFraction,
 			Microbatches: e.Pipeline.Microbatches, ExposedCommS: map[string]float64{}, Links: map[string]string{},
 		},
 		Spec: s,
 	}
 	for _, ax := range e.Axes() {
 		ac := e.Comms[ax]
-		c.Breakdown.ExposedCommS[ax] = ac.ExposedS
+		c.Breakdown.ExposedCommS[ax] = stable(ac.ExposedS)
 		c.Breakdown.Links[ax] = ac.Link
 	}
 	for _, x := range ds {
