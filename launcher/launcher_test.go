@@ -403,3 +403,31 @@ func TestPrefixedOutput(t *testing.T) {
 	o.copyLines(&out, []byte(" 7: "), r, &wg.WaitGroup)
 	assert.Equal(t, " 7: one\n 7: two\n 7: "+long+"\n 7: last\n", out.String())
 }
+
+// A signal during the teardown after a failure kills at once and prevents
+// the restart.
+func TestSignalDuringTeardownPreventsRestart(t *testing.T) {
+	path := writePlan(t, blockPlan(1, 2))
+	sigs := make(chan os.Signal, 1)
+	var errb syncBuffer
+	done := make(chan result, 1)
+	go func() {
+		code, err := Run(context.Background(), Options{
+			PlanPath: path, NodeRank: intp(0), Signals: sigs, Stdout: &syncBuffer{}, Stderr: &errb,
+			Grace: time.Minute, MaxRestarts: 3,
+			Env: cleanEnv(workerVar+"=ignore-term", "PARC_TEST_FAIL_RANK=0", "CUDA_VISIBLE_DEVICES=0,1"),
+		})
+		done <- result{code: code, err: err}
+	}()
+	require.True(t, waitFor(20*time.Second, func() bool { return strings.Contains(errb.String(), "stopping the other 1 worker of") }), errb.String())
+	sigs <- sysTERM
+	select {
+	case r := <-done:
+		assert.Equal(t, 3, r.code)
+		assert.EqualError(t, r.err, "rank 0 exited with code 3 (attempt 1 of 4)")
+		assert.Contains(t, errb.String(), "SIGTERM while stopping: killing every worker now")
+		assert.NotContains(t, errb.String(), "restarting")
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the launcher waited for the grace period:\n%s", errb.String())
+	}
+}

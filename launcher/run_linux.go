@@ -130,11 +130,34 @@ func (sup *supervisor) run(ctx context.Context, sigs <-chan os.Signal) (int, err
 
 	for attempt := 0; ; attempt++ {
 		res := sup.attempt(ctx, sigs, attempt)
-		if res.failed != nil && attempt < sup.opts.MaxRestarts {
+		if res.failed != nil && attempt < sup.opts.MaxRestarts && !res.interrupted() {
+			if sig := pendingStop(sigs); sig != nil {
+				sup.out.logf("%s: not restarting", sigName(sig.(syscall.Signal)))
+				return res.code, res.err
+			}
+			if ctx.Err() != nil {
+				return res.code, res.err
+			}
 			sup.out.logf("restarting this node's workers (restart %d of %d)", attempt+1, sup.opts.MaxRestarts)
 			continue
 		}
 		return res.code, res.err
+	}
+}
+
+// pendingStop takes the signals that arrived while an attempt was ending and
+// returns the first terminating one (the others are dropped: no worker is
+// running to receive them).
+func pendingStop(sigs <-chan os.Signal) os.Signal {
+	for {
+		select {
+		case sig := <-sigs:
+			if isTerminating(sig) {
+				return sig
+			}
+		default:
+			return nil
+		}
 	}
 }
 
@@ -201,8 +224,8 @@ func (sup *supervisor) attempt(ctx context.Context, sigs <-chan os.Signal, attem
 			}
 			if !stopping {
 				res.failed = p
-				sup.out.logf("rank %d (pid %d) %s; stopping the other %d workers of this node (SIGTERM, SIGKILL after %s)",
-					p.w.Rank, p.pid, p.status, running, sup.opts.Grace)
+				sup.out.logf("rank %d (pid %d) %s; stopping the other %s of this node (SIGTERM, SIGKILL after %s)",
+					p.w.Rank, p.pid, p.status, countWorkers(running), sup.opts.Grace)
 				stop(syscall.SIGTERM)
 			}
 		case sig := <-sigs:
@@ -212,7 +235,10 @@ func (sup *supervisor) attempt(ctx context.Context, sigs <-chan os.Signal, attem
 				continue
 			}
 			if stopping {
-				sup.out.logf("%s again: killing every worker now", sigName(ss))
+				if res.signal == nil {
+					res.signal = sig // no restart after this attempt
+				}
+				sup.out.logf("%s while stopping: killing every worker now", sigName(ss))
 				signalAll(syscall.SIGKILL)
 				continue
 			}
@@ -221,14 +247,14 @@ func (sup *supervisor) attempt(ctx context.Context, sigs <-chan os.Signal, attem
 			stop(ss)
 		case <-ctxDone:
 			ctxDone = nil
+			res.cause = context.Cause(ctx).Error()
 			if !stopping {
-				res.cause = context.Cause(ctx).Error()
 				sup.out.logf("stopping: %s", res.cause)
 				stop(syscall.SIGTERM)
 			}
 		case <-grace:
 			grace = nil
-			sup.out.logf("%d workers still running after %s: SIGKILL", running, sup.opts.Grace)
+			sup.out.logf("%s still running after %s: SIGKILL", countWorkers(running), sup.opts.Grace)
 			signalAll(syscall.SIGKILL)
 		}
 	}
@@ -262,11 +288,22 @@ func (sup *supervisor) attempt(ctx context.Context, sigs <-chan os.Signal, attem
 	return res
 }
 
+// interrupted reports whether a signal or the context stopped the attempt;
+// then it is not restarted.
+func (r attemptResult) interrupted() bool { return r.signal != nil || r.cause != "" }
+
 func (r attemptResult) stopReason() string {
 	if r.signal != nil {
 		return sigName(r.signal.(syscall.Signal))
 	}
 	return r.cause
+}
+
+func countWorkers(n int) string {
+	if n == 1 {
+		return "1 worker"
+	}
+	return strconv.Itoa(n) + " workers"
 }
 
 func isTerminating(sig os.Signal) bool {
