@@ -2,6 +2,7 @@ package solve
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
 	"testing"
@@ -191,11 +192,13 @@ func TestStateBoundIgnoresBatchAndRecompute(t *testing.T) {
 func TestStable(t *testing.T) {
 	assert.Equal(t, 5.32370621823, stable(5.323706218232092))
 	assert.Equal(t, stable(35.544647274591156), stable(35.54464727459116))
+	assert.Equal(t, stable(0.00157145190399999995), stable(0.001571451904000000001))
 	assert.Equal(t, 0.0, stable(0))
-	assert.Equal(t, 1234567.89012, stable(1234567.890129))
-	for _, x := range []float64{1e-9, 0.5, 3, 1e6, 123.456} {
-		assert.LessOrEqual(t, stable(x), x)
-		assert.InEpsilon(t, x, stable(x), 1e-11)
+	assert.Equal(t, 1234567.89013, stable(1234567.890129))
+	for _, x := range []float64{1e-9, 0.5, 3, 1e6, 123.456, 0.001571451904} {
+		assert.Equal(t, x, stable(x))
+		assert.Equal(t, x, stable(math.Nextafter(x, 0)))
+		assert.Equal(t, x, stable(math.Nextafter(x, 10*x)))
 	}
 }
 
@@ -211,5 +214,18 @@ func TestDivisors(t *testing.T) {
 			}
 		}
 		require.Equal(t, want, divisors(n))
+	}
+}
+
+// TestAccounting: every assignment of the domains is either pruned by a
+// rule (counted with all its completions) or becomes a leaf.
+func TestAccounting(t *testing.T) {
+	for _, f := range []string{"testdata/bench-deepseek-2k.cue", "testdata/mixtral-64.cue", "testdata/llama3-70b-64.cue"} {
+		sv := leavesOf(t, f)
+		space := int64(1)
+		for _, d := range sv.dom {
+			space *= int64(len(d))
+		}
+		assert.Equal(t, space, sv.pruned+int64(len(sv.leaves)), f)
 	}
 }
