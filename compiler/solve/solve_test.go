@@ -245,7 +245,7 @@ func TestBoundChangesNothing(t *testing.T) {
 	mixtral16, err := os.ReadFile("testdata/mixtral-64.cue")
 	require.NoError(t, err)
 	for f, data := range map[string][]byte{
-		"testdata/mixtral-16.cue":     []byte(strings.Replace(string(mixtral16), "nodes: 8", "nodes: 2", 1)),
+		"testdata/mixtral-16.cue":    []byte(strings.Replace(string(mixtral16), "nodes: 8", "nodes: 2", 1)),
 		"testdata/llama3-70b-64.cue": nil,
 	} {
 		res, ds := load.Load(load.Source{Path: f, Data: data})
