@@ -138,6 +138,11 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 		sv.rejectVerified(ds)
 		return nil, ds
 	}
+	if sv.open[fETP] && s.Model.MoE == nil {
+		// etp only shapes the unused expert grid of a dense model: leave it
+		// unset (= tp) rather than draw etp-without-moe.
+		s.Parallel.ETP = nil
+	}
 	d := spec.Derive(s)
 	ds = append(ds, check.Run(s, d, sv.at)...)
 	if ds.HasErrors() {
