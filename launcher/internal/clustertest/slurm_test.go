@@ -1,7 +1,6 @@
 package clustertest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -9,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,25 +48,24 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// The tiny GPT example on 2 nodes × 4 (fake) GPUs, tp 2 · pp 2 · dp 2,
-// compiled in `parc launch` mode and submitted with its own submit.sbatch:
-// srun starts one launcher per node, each starts its 4 gloo workers, and
-// every worker creates every group of launch.json and all-reduces in it.
-func TestGlooThroughSubmitSbatch(t *testing.T) {
-	testenv.NeedSlurm(t)
-	testenv.NeedTorch(t)
-	t0 := time.Now()
-	bin := launchBinary(t)
-	t.Logf("binary built in %s", time.Since(t0))
-	worker, err := filepath.Abs("../../testdata/gloo_worker.py")
-	require.NoError(t, err)
+// job is a compiled plan in a directory, ready for sbatch.
+type job struct {
+	dir  string
+	port int
+}
 
+// compileJob compiles the tiny GPT example on 2 nodes × 4 (fake) GPUs,
+// tp 2 · pp 2 · dp 2, in `parc launch` mode with the given worker, and
+// writes megatron.args, submit.sbatch and launch.json as parc compile does.
+func compileJob(t *testing.T, python, program string) job {
+	t.Helper()
+	bin := launchBinary(t)
 	p, diags := compiler.Vet(compiler.Source{Path: "../../../examples/tiny-gpt-local.cue"})
 	require.False(t, diags.HasErrors(), "%v", diags)
 	s := p.Spec
 	s.Cluster.GPUsPerNode = 4
 	s.Launch.Launcher, s.Launch.ParcBinary = "parc", bin
-	s.Launch.Python, s.Launch.Program = "python3", worker
+	s.Launch.Python, s.Launch.Program = python, program
 	s.Launch.MasterPort = freePort(t)
 	p, diags = compiler.Resolve(p.Source, &s, diag.NoPos)
 	require.False(t, diags.HasErrors(), "%v", diags)
@@ -76,35 +75,53 @@ func TestGlooThroughSubmitSbatch(t *testing.T) {
 	require.Empty(t, ds)
 	script, err := slurm.Render(p, template.Builtin())
 	require.NoError(t, err)
+	require.Contains(t, string(script), `"$PARC" launch --plan`)
 	lp := launchplan.Build(p.Layout, megatron.Env(p), megatron.Command(p, args), p.Spec.Launch.MasterPort)
 	for name, data := range map[string][]byte{
 		megatron.ArgsFile: megatron.File(args), slurm.ScriptName: script, slurm.LaunchFile: launchplan.Encode(lp),
 	} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o644))
 	}
-	require.Contains(t, string(script), `"$PARC" launch --plan`)
+	return job{dir: dir, port: s.Launch.MasterPort}
+}
 
-	logFile := filepath.Join(dir, "job.out")
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
-	sb := exec.CommandContext(ctx, "sbatch", "--parsable", "--wait", "--output="+logFile, slurm.ScriptName)
-	sb.Dir = dir
-	t1 := time.Now()
+// run submits the job and waits for it; it returns the final state, the
+// exit code Slurm recorded ("3:0") and the job's output.
+func (j job) run(t *testing.T) (state, exit, log string) {
+	t.Helper()
+	logFile := filepath.Join(j.dir, "job.out")
+	sb := exec.Command("sbatch", "--parsable", "--output="+logFile, slurm.ScriptName)
+	sb.Dir = j.dir
 	out, err := sb.CombinedOutput()
-	t.Logf("sbatch --wait took %s", time.Since(t1))
-	log, _ := os.ReadFile(logFile)
-	if ctx.Err() != nil {
-		_ = exec.Command("scancel", "--name="+p.Spec.Model.Name).Run()
-	}
-	require.NoError(t, err, "sbatch: %s\njob log:\n%s", out, log)
+	require.NoError(t, err, "sbatch: %s", out)
+	id := strings.TrimSpace(strings.Split(string(out), ";")[0])
+	t.Cleanup(func() { _ = exec.Command("scancel", id).Run() })
+	start := time.Now()
+	state, exit = waitDone(t, id, 150*time.Second)
+	t.Logf("job %s %s (exit %s) after %s", id, state, exit, time.Since(start).Round(100*time.Millisecond))
+	data, _ := os.ReadFile(logFile)
+	return state, exit, string(data)
+}
+
+// Real PyTorch through the emitted submit.sbatch: srun starts one launcher
+// per node, each starts its 4 gloo workers, and every worker creates every
+// group of launch.json and all-reduces in it.
+func TestGlooThroughSubmitSbatch(t *testing.T) {
+	testenv.NeedSlurm(t)
+	testenv.NeedTorch(t)
+	worker, err := filepath.Abs("../../testdata/gloo_worker.py")
+	require.NoError(t, err)
+	j := compileJob(t, "python3", worker)
+	state, _, log := j.run(t)
+	require.Equal(t, "COMPLETED", state, "job log:\n%s", log)
 
 	// Each launcher checked the node before starting: Slurm's node count,
 	// and 4 GPUs from the allocation.
 	for n := range 2 {
-		assert.Contains(t, string(log), fmt.Sprintf("parc launch: node %d of 2: ranks %s of 8, master n1:%d, 4 GPUs",
-			n, []string{"0,1,2,3", "4,5,6,7"}[n], p.Spec.Launch.MasterPort))
+		assert.Contains(t, log, fmt.Sprintf("parc launch: node %d of 2: ranks %s of 8, master n1:%d, 4 GPUs",
+			n, []string{"0,1,2,3", "4,5,6,7"}[n], j.port))
 	}
-	plan, err := launchplan.Decode(mustRead(t, filepath.Join(dir, slurm.LaunchFile)))
+	plan, err := launchplan.Decode(mustRead(t, filepath.Join(j.dir, slurm.LaunchFile)))
 	require.NoError(t, err)
 	for _, n := range plan.Nodes {
 		for _, w := range n.Workers {
@@ -116,14 +133,70 @@ func TestGlooThroughSubmitSbatch(t *testing.T) {
 					}
 				}
 			}
-			assert.Contains(t, string(log), fmt.Sprintf("%d: OK rank=%d node=%d local=%d groups=%d\n",
+			assert.Contains(t, log, fmt.Sprintf("%d: OK rank=%d node=%d local=%d groups=%d\n",
 				w.Rank, w.Rank, n.Index, w.LocalRank, groups))
 		}
 	}
-	assert.NotContains(t, string(log), "FAIL")
+	assert.NotContains(t, log, "FAIL")
 	if t.Failed() {
 		js, _ := json.Marshal(plan.Groups)
 		t.Logf("groups %s\njob log:\n%s", js, log)
+	}
+}
+
+// Fault injection across nodes: rank 5 (node 1) exits 3. Its launcher stops
+// node 1's other workers and exits 3; srun (--kill-on-bad-exit) then stops
+// the step on node 0, whose launcher stops its workers. The job fails in
+// seconds, and no worker is left on any node. (srun reports the highest task
+// exit code, here node 0's 143 = SIGTERM, as the job's.)
+func TestFailFastThroughSubmitSbatch(t *testing.T) {
+	testenv.NeedSlurm(t)
+	marker := fmt.Sprintf("%d", 600+time.Now().Nanosecond()%300) // sleep N: unique enough to find leftovers
+	program := filepath.Join(t.TempDir(), "worker.sh")
+	require.NoError(t, os.WriteFile(program, []byte(`if [ "$RANK" = 5 ]; then sleep 1; echo "rank 5 fails"; exit 3; fi
+echo "rank $RANK waiting"
+exec sleep `+marker+"\n"), 0o755))
+	j := compileJob(t, "/bin/sh", program)
+	start := time.Now()
+	state, exit, log := j.run(t)
+	assert.Equal(t, "FAILED", state, log)
+	assert.NotEqual(t, "0:0", exit, log)
+	assert.Less(t, time.Since(start), 60*time.Second)
+	assert.Contains(t, log, "parc launch: rank 5 (pid")
+	assert.Contains(t, log, "exited with code 3; stopping the other 3 workers of this node")
+	assert.Contains(t, log, "parc launch: rank 5 exited with code 3 (attempt 1 of 1)")
+	assert.Contains(t, log, "n2: task 1: Exited with exit code 3")
+	out, _ := exec.Command("pgrep", "-f", "^sleep "+marker+"$").Output()
+	assert.Empty(t, strings.TrimSpace(string(out)), "workers left running after the job:\n%s", log)
+}
+
+// waitDone polls the job every 200 ms (sbatch --wait polls every 2 to 32 s)
+// and returns its final state (COMPLETED, FAILED, CANCELLED, TIMEOUT, ...)
+// and exit code ("3:0").
+func waitDone(t *testing.T, id string, timeout time.Duration) (state, exit string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		out, _ := exec.Command("scontrol", "-o", "show", "job", id).Output()
+		state, exit = "", ""
+		for _, f := range strings.Fields(string(out)) {
+			if v, ok := strings.CutPrefix(f, "JobState="); ok {
+				state = v
+			}
+			if v, ok := strings.CutPrefix(f, "ExitCode="); ok {
+				exit = v
+			}
+		}
+		switch state {
+		case "", "PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED":
+		default:
+			return state, exit
+		}
+		if time.Now().After(deadline) {
+			_ = exec.Command("scancel", id).Run()
+			t.Fatalf("job %s still running after %s", id, timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
