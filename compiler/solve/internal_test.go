@@ -90,6 +90,7 @@ func leavesOf(t *testing.T, path string) *solver {
 	sv, ds := newSolver(res, Options{Top: 5})
 	require.NotNil(t, sv, "%v", ds)
 	sv.rejected, sv.examples, sv.common = map[string]int64{}, map[string]string{}, map[diagKey]int{}
+	sv.leafRejected = map[string]int64{}
 	sv.stageBound, sv.stateTooLarge = map[stageKey]float64{}, map[[2]int32]bool{}
 	sv.prepareBounds()
 	sv.enumerate()

@@ -335,3 +335,9 @@ func (sv *solver) prune(code string, n int64, example func() string) {
 	sv.pruned += n
 	sv.reject(code, n, example)
 }
+
+// rejectLeaf counts one complete assignment rejected after the rules.
+func (sv *solver) rejectLeaf(code string, example func() string) {
+	sv.leafRejected[code]++
+	sv.reject(code, 1, example)
+}

@@ -37,6 +37,9 @@ type search struct {
 	// boundEstimates counts the one-stage estimates of the second bound.
 	boundEstimates int
 	rejected       map[string]int64
+	// leafRejected counts, per code, the complete assignments that passed
+	// the rules and failed check.Run or the estimate.
+	leafRejected map[string]int64
 	examples       map[string]string
 	// common counts each check error (code, path, message) over the leaves
 	// check.Run saw; an error every leaf has does not depend on the open
@@ -221,7 +224,7 @@ func (sv *solver) searchTo(k int) {
 		}
 		sv.pop()
 		if sv.stateTooLarge[[2]int32{lf.grid, lf.vpp}] {
-			sv.reject(estimate.CodeMemoryExceedsGPU, 1, nil)
+			sv.rejectLeaf(estimate.CodeMemoryExceedsGPU, nil)
 			continue
 		}
 		if lf.stage == 0 && !sv.opts.Exhaustive {
@@ -255,7 +258,7 @@ func (sv *solver) evaluate(i int32) {
 			sv.common[diagKey{x.Code, x.Path, x.Message}]++
 			if !seen[x.Code] {
 				seen[x.Code] = true
-				sv.reject(x.Code, 1, func() string { return x.Message })
+				sv.rejectLeaf(x.Code, func() string { return x.Message })
 			}
 		}
 		return
@@ -266,7 +269,7 @@ func (sv *solver) evaluate(i int32) {
 	if eds.HasErrors() {
 		for _, x := range eds {
 			if x.Severity == diag.Error {
-				sv.reject(x.Code, 1, func() string { return x.Message })
+				sv.rejectLeaf(x.Code, func() string { return x.Message })
 			}
 		}
 		if !sv.hasSmallest || fp.peak < sv.smallest.peak {

@@ -365,7 +365,8 @@ func TestNoFeasiblePlanMemory(t *testing.T) {
 	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code)
 	assert.Equal(t, "parallel.tp", d.Path)
 	assert.Contains(t, d.Message, "memory-exceeds-gpu rejects")
-	assert.Contains(t, d.Hint, "the least memory found was")
+	assert.Contains(t, d.Message, "the least memory among the plans estimated is")
+	assert.Contains(t, d.Hint, "add nodes")
 	assert.Equal(t, 10, d.Line, "at the user's parallel.tp")
 }
 

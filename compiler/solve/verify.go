@@ -26,6 +26,7 @@ func (sv *solver) run() *Result {
 	sort.Slice(r.Open, func(a, b int) bool { return pathRank(r.Open[a]) < pathRank(r.Open[b]) })
 	sv.rejected = r.Rejected
 	sv.examples = map[string]string{}
+	sv.leafRejected = map[string]int64{}
 	sv.common = map[diagKey]int{}
 	sv.stageBound = map[stageKey]float64{}
 	sv.stateTooLarge = map[[2]int32]bool{}
@@ -236,24 +237,19 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			}
 		}
 	}
-	type count struct {
-		code string
-		n    int64
+	// The assignments that satisfy the rules failed for the reasons that
+	// matter; when there are none, the rules themselves are the reason.
+	if sv.hasSmallest {
+		lf := sv.leaves[sv.smallest.leaf]
+		sv.examples[estimate.CodeMemoryExceedsGPU] = fmt.Sprintf("the least memory among the plans estimated is %s per GPU (%.0f%% of the GPU), with %s",
+			estimate.GiB(sv.smallest.peak), 100*sv.smallest.frac, sv.leafLabel(&lf))
 	}
-	var counts []count
-	var total int64
-	for c, n := range r.Rejected {
-		if n > 0 {
-			counts = append(counts, count{c, n})
-			total += n
-		}
+	counts, total := topCounts(sv.leafRejected)
+	what := fmt.Sprintf("none of the %d assignments that satisfy Megatron's rules passes every check", len(sv.leaves))
+	if len(sv.leaves) == 0 {
+		counts, total = topCounts(r.Rejected)
+		what = fmt.Sprintf("no assignment of the open fields satisfies Megatron's rules (%d tried)", r.Space)
 	}
-	slices.SortFunc(counts, func(a, b count) int {
-		if a.n != b.n {
-			return int(b.n - a.n)
-		}
-		return strings.Compare(a.code, b.code)
-	})
 	var parts []string
 	for i, c := range counts {
 		if i == 3 {
@@ -265,10 +261,9 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 		}
 		parts = append(parts, part)
 	}
-	msg := fmt.Sprintf("no assignment of the open fields (%s) passes every check: of %d assignments, %s",
-		strings.Join(r.Open, ", "), r.Space, strings.Join(parts, "; "))
-	if len(parts) == 0 {
-		msg = fmt.Sprintf("no assignment of the open fields (%s) passes every check", strings.Join(r.Open, ", "))
+	msg := fmt.Sprintf("%s (open: %s)", what, strings.Join(r.Open, ", "))
+	if len(parts) > 0 {
+		msg += ": " + strings.Join(parts, "; ")
 	}
 	hint := "widen the constraints on the open fields, or change the cluster or the training shape"
 	if len(counts) > 0 {
@@ -276,12 +271,17 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			hint = info.Fix
 		}
 		if counts[0].code == estimate.CodeMemoryExceedsGPU {
-			hint = "add nodes, use GPUs with more memory, leave train.recompute open (or set it to \"full\"), or set train.distributed_optimizer: true"
-			if sv.hasSmallest {
-				lf := sv.leaves[sv.smallest.leaf]
-				hint += fmt.Sprintf("; the least memory found was %s per GPU (%.0f%% of the GPU) with %s",
-					estimate.GiB(sv.smallest.peak), 100*sv.smallest.frac, sv.leafLabel(&lf))
+			fixes := []string{"add nodes", "use GPUs with more memory"}
+			if !sv.open[fRC] && sv.base.Train.Recompute != "full" {
+				fixes = append(fixes, `leave train.recompute open (or set it to "full")`)
 			}
+			if !sv.base.Train.DistributedOptimizer {
+				fixes = append(fixes, "set train.distributed_optimizer: true")
+			}
+			if !sv.open[fTP] || !sv.open[fPP] {
+				fixes = append(fixes, "leave parallel.tp and parallel.pp open")
+			}
+			hint = strings.Join(fixes[:len(fixes)-1], ", ") + " or " + fixes[len(fixes)-1]
 		}
 	}
 	path := r.Open[0]
@@ -295,4 +295,31 @@ func (sv *solver) leafLabel(lf *leaf) string {
 	}
 	return fmt.Sprintf("tp=%d pp=%d vpp=%d cp=%d ep=%d etp=%d micro_batch=%d recompute=%s",
 		lf.tp, lf.pp, lf.vpp, lf.cp, lf.ep, etp, lf.mb, recomputeModes[lf.rc])
+}
+
+type codeCount struct {
+	code string
+	n    int64
+}
+
+// topCounts sorts the codes by count, most first.
+func topCounts(m map[string]int64) ([]codeCount, int64) {
+	var out []codeCount
+	var total int64
+	for c, n := range m {
+		if n > 0 {
+			out = append(out, codeCount{c, n})
+			total += n
+		}
+	}
+	slices.SortFunc(out, func(a, b codeCount) int {
+		if a.n != b.n {
+			if a.n > b.n {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.code, b.code)
+	})
+	return out, total
 }
