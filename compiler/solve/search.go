@@ -40,7 +40,7 @@ type search struct {
 	// leafRejected counts, per code, the complete assignments that passed
 	// the rules and failed check.Run or the estimate.
 	leafRejected map[string]int64
-	examples       map[string]string
+	examples     map[string]string
 	// common counts each check error (code, path, message) over the leaves
 	// check.Run saw; an error every leaf has does not depend on the open
 	// fields and is reported as it is.

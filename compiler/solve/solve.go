@@ -146,9 +146,6 @@ func Solve(res *load.Result, opts Options) (*Result, diag.List) {
 	}
 	r := sv.run()
 	ds = append(ds, sv.diags...)
-	if len(r.Candidates) == 0 {
-		return r, ds.Sort()
-	}
 	return r, ds.Sort()
 }
 
@@ -173,8 +170,9 @@ func Best(res *load.Result) (*spec.Spec, *plan.Choice, diag.List) {
 	return c0.Spec, ch, ds
 }
 
-// Summary is one line on what a search did: "96 assignments of 3 open
-// fields: 60 rejected by the rules, 24 estimated, 12 bounded".
+// Summary is one line on what a search did: "96 assignments of the open
+// fields (parallel.tp, parallel.pp): 60 rejected by the rules, 24
+// estimated, 12 skipped by the bound".
 func (r *Result) Summary() string {
 	return fmt.Sprintf("%d assignments of the open fields (%s): %d rejected by the rules, %d estimated, %d skipped by the bound",
 		r.Space, strings.Join(r.Open, ", "), r.Pruned, r.Evaluated, r.Bounded)

@@ -10,5 +10,6 @@ func commands() []*cobra.Command {
 		newExplainCmd(),
 		newCompileCmd(),
 		newLaunchCmd(),
+		newSolveCmd(),
 	}
 }

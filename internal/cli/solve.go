@@ -63,9 +63,7 @@ below the first.`,
 func writeSolveText(w io.Writer, file string, r *solve.Result) error {
 	var b strings.Builder
 	if len(r.Open) > 0 {
-		fmt.Fprintf(&b, "%s: open %s\n", file, strings.Join(r.Open, ", "))
-		fmt.Fprintf(&b, "%d assignments: %d rejected by the rules, %d estimated, %d skipped by the bound\n\n",
-			r.Space, r.Pruned, r.Evaluated, r.Bounded)
+		fmt.Fprintf(&b, "%s: %s\n\n", file, r.Summary())
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note: %s\n\n", n)
