@@ -41,3 +41,13 @@ func BenchmarkLoadAndSolve405B16k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLoadAndSolveDeepSeek2k includes loading the spec.
+func BenchmarkLoadAndSolveDeepSeek2k(b *testing.B) {
+	for b.Loop() {
+		res := loadFile(b, "testdata/bench-deepseek-2k.cue")
+		if r, ds := Solve(res, Options{}); len(r.Candidates) == 0 {
+			b.Fatalf("no candidate: %v", ds)
+		}
+	}
+}
