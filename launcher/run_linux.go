@@ -49,13 +49,6 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	if opts.MaxRestarts < 0 {
 		return ExitUsage, fmt.Errorf("--max-restarts is %d, it must be 0 or more", opts.MaxRestarts)
 	}
-	sigs := opts.Signals
-	if sigs == nil {
-		ch := make(chan os.Signal, 8)
-		signal.Notify(ch, append(append([]os.Signal{}, terminating...), forwardOnly...)...)
-		defer signal.Stop(ch)
-		sigs = ch
-	}
 	s, err := prepare(ctx, opts)
 	if err != nil {
 		return ExitUsage, err
@@ -64,6 +57,15 @@ func Run(ctx context.Context, opts Options) (int, error) {
 		if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
 			return ExitUsage, fmt.Errorf("cannot create the log directory: %w", err)
 		}
+	}
+	// Subscribe only now: during the preflight, nothing runs and a signal
+	// may simply end the launcher.
+	sigs := opts.Signals
+	if sigs == nil {
+		ch := make(chan os.Signal, 8)
+		signal.Notify(ch, append(append([]os.Signal{}, terminating...), forwardOnly...)...)
+		defer signal.Stop(ch)
+		sigs = ch
 	}
 	sup := &supervisor{s: s, opts: opts, out: &output{stdout: opts.Stdout, stderr: opts.Stderr}}
 	for _, w := range s.warnings {
@@ -98,7 +100,6 @@ type proc struct {
 	w       launchplan.Worker
 	cmd     *exec.Cmd
 	pid     int // also its process group id
-	done    bool
 	status  exitStatus
 	logPath string
 }
@@ -214,7 +215,7 @@ func (sup *supervisor) attempt(ctx context.Context, sigs <-chan os.Signal, attem
 		select {
 		case ev := <-events:
 			p := procs[ev.i]
-			p.done, p.status = true, ev.status
+			p.status = ev.status
 			running--
 			if !ev.status.failed() {
 				continue
