@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"parc.dev/parc/compiler/diag"
 	"parc.dev/parc/compiler/load"
 	"parc.dev/parc/compiler/solve"
 )
@@ -34,28 +35,55 @@ below the first.`,
 			}
 			stderr := cmd.ErrOrStderr()
 			res, diags := load.Load(load.Source{Path: args[0]})
-			if res == nil || diags.HasErrors() {
-				diags = relDiags(diags.Sort())
-				printDiags(stderr, diags)
-				fmt.Fprintf(stderr, "parc solve: %s\n", summary(diags))
-				return exitError{ExitSpec}
+			var r *solve.Result
+			if res != nil && !diags.HasErrors() {
+				var ds diag.List
+				r, ds = solve.Solve(res, solve.Options{Top: top})
+				diags = append(diags, ds...)
 			}
-			r, ds := solve.Solve(res, solve.Options{Top: top})
-			diags = relDiags(append(diags, ds...).Sort())
+			diags = relDiags(diags.Sort())
 			printDiags(stderr, diags)
-			if r == nil || len(r.Candidates) == 0 {
+			failed := r == nil || len(r.Candidates) == 0
+			if failed {
 				fmt.Fprintf(stderr, "parc solve: %s\n", summary(diags))
+			}
+			switch {
+			case format == "json":
+				rep := solveReport{Result: r, Diagnostics: diags}
+				if r == nil {
+					rep.Result = &solve.Result{}
+				}
+				if rep.Candidates == nil {
+					rep.Candidates = []solve.Candidate{}
+				}
+				if rep.Diagnostics == nil {
+					rep.Diagnostics = diag.List{}
+				}
+				if err := writeJSON(cmd.OutOrStdout(), rep); err != nil {
+					return err
+				}
+			case !failed:
+				if err := writeSolveText(cmd.OutOrStdout(), args[0], r); err != nil {
+					return err
+				}
+			}
+			if failed {
 				return exitError{ExitSpec}
 			}
-			if format == "json" {
-				return writeJSON(cmd.OutOrStdout(), r)
-			}
-			return writeSolveText(cmd.OutOrStdout(), args[0], r)
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	cmd.Flags().IntVar(&top, "top", solve.DefaultTop, "how many plans to print, best first")
 	return cmd
+}
+
+// solveReport is `parc solve --format json`: the result (candidates best
+// first, the contract's fields and more) and the diagnostics also printed on
+// stderr.
+type solveReport struct {
+	*solve.Result
+	Diagnostics diag.List `json:"diagnostics"`
 }
 
 // writeSolveText prints the ranking as a table, then why each plan ranks
