@@ -1,7 +1,9 @@
 package estimate
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -223,7 +225,10 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 		comp := (st.flops + st.recompute) / perGPU / rate
 		compTime[r] = comp
 		t := comp
-		for ax, b := range st.bytes {
+		// Sum the axes in a fixed order: float addition is not associative,
+		// and map order would make step times differ in the last bit.
+		for _, ax := range slices.Sorted(maps.Keys(st.bytes)) {
+			b := st.bytes[ax]
 			if sizeOf[ax] <= 1 || b == 0 {
 				continue
 			}
