@@ -7,6 +7,7 @@ import (
 	"parc.dev/parc/compiler/layout"
 	"parc.dev/parc/compiler/load"
 	"parc.dev/parc/compiler/plan"
+	"parc.dev/parc/compiler/solve"
 	"parc.dev/parc/compiler/spec"
 	"parc.dev/parc/targets/megatron"
 	"parc.dev/parc/targets/slurm"
@@ -35,6 +36,22 @@ func vet(src Source) (*plan.Plan, diag.Locator, diag.List) {
 		return nil, at, diags
 	}
 	at = res.Locator()
+	if open := res.Open(); len(open) > 0 {
+		// Degrees left open: the solver picks the best plan that passes
+		// every check, and the rest of the pipeline runs on it.
+		s, choice, ds := solve.Best(res)
+		diags = append(diags, ds...)
+		if s == nil {
+			return nil, at, diags
+		}
+		p, ds := Resolve(src.Path, s, at)
+		diags = append(diags, ds...)
+		p.Choice = choice
+		if diags.HasErrors() {
+			return nil, at, diags
+		}
+		return p, at, diags
+	}
 	s, ds := res.Decode()
 	diags = append(diags, ds...)
 	if s == nil {
