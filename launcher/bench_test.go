@@ -22,12 +22,19 @@ import (
 //	          which is `parc launch` without the compiler): what a job pays.
 //	          It also reports the launcher process's peak resident memory
 //	          (VmHWM-MB, from /proc/self/status as the process ends).
+//	parc      `parc launch` itself (cmd/parc, which also links the compiler),
+//	          when it builds.
 //
-// The overhead is binary minus direct (ns/op).
+// The overhead is binary (or parc) minus direct (ns/op).
 func BenchmarkLaunchOverhead(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "parc-launch")
 	if out, err := exec.Command("go", "build", "-o", bin, "parc.dev/parc/launcher/internal/testmain").CombinedOutput(); err != nil {
 		b.Fatalf("build testmain: %v\n%s", err, out)
+	}
+	parc := filepath.Join(b.TempDir(), "parc")
+	if exec.Command("go", "build", "-o", parc, "parc.dev/parc/cmd/parc").Run() != nil ||
+		exec.Command(parc, "launch", "--help").Run() != nil {
+		parc = ""
 	}
 	for _, n := range []int{8, 64} {
 		plan := blockPlan(1, n)
@@ -79,6 +86,18 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 				peakKB = max(peakKB, kb)
 			}
 			b.ReportMetric(float64(peakKB)/1024, "VmHWM-MB")
+		})
+		b.Run(fmt.Sprintf("parc/workers=%d", n), func(b *testing.B) {
+			if parc == "" {
+				b.Skip("cmd/parc does not build or has no launch command")
+			}
+			for b.Loop() {
+				cmd := exec.Command(parc, "launch", "--plan", path, "--node-rank", "0")
+				cmd.Env = env
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%v\n%s", err, out)
+				}
+			}
 		})
 	}
 }

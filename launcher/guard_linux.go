@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 )
 
@@ -49,7 +50,7 @@ func startGuard(spawn chan<- spawnRequest) (*guard, error) {
 		Stdin:       r,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	err = startOn(spawn, cmd)
+	_, err = startOn(spawn, []*exec.Cmd{cmd})
 	r.Close()
 	if err != nil {
 		w.Close()
@@ -58,10 +59,17 @@ func startGuard(spawn chan<- spawnRequest) (*guard, error) {
 	return &guard{cmd: cmd, w: w}, nil
 }
 
-func (g *guard) add(pgid int) {
-	if g != nil {
-		fmt.Fprintf(g.w, "%d\n", pgid)
+// add tells the guard about new worker process groups, in one write.
+func (g *guard) add(pgids []int) {
+	if g == nil || len(pgids) == 0 {
+		return
 	}
+	var b []byte
+	for _, p := range pgids {
+		b = strconv.AppendInt(b, int64(p), 10)
+		b = append(b, '\n')
+	}
+	_, _ = g.w.Write(b)
 }
 
 // clear forgets the groups of an attempt whose workers have all been reaped.
@@ -71,11 +79,13 @@ func (g *guard) clear() {
 	}
 }
 
+// close tells the guard to exit without killing anything. It does not wait
+// for the shell to be scheduled: a goroutine reaps it.
 func (g *guard) close() {
 	if g == nil {
 		return
 	}
 	fmt.Fprintln(g.w, "exit")
 	g.w.Close()
-	_ = g.cmd.Wait()
+	go func() { _ = g.cmd.Wait() }()
 }

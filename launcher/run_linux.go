@@ -169,21 +169,43 @@ func (sup *supervisor) attempt(ctx context.Context, sigs <-chan os.Signal, attem
 	var readers sync.WaitGroup
 	width := len(strconv.Itoa(sup.s.plan.WorldSize - 1))
 
-	for i, w := range workers {
-		p, err := sup.start(w, attempt, width, &readers)
+	// Everything is prepared first, then all workers are started in one
+	// batch on the spawner's thread.
+	var parentEnds []*os.File // the child's ends of pipes and log files
+	for _, w := range workers {
+		p, ends, err := sup.prepare(w, attempt, width, &readers)
+		parentEnds = append(parentEnds, ends...)
 		if err != nil {
-			// Nothing may keep running: stop what did start.
-			for _, q := range procs {
-				_ = syscall.Kill(-q.pid, syscall.SIGKILL)
-			}
-			for _, q := range procs {
-				_ = q.cmd.Wait()
-			}
-			sup.guard.clear()
+			closeAll(parentEnds)
 			return attemptResult{code: ExitUsage, err: fmt.Errorf("cannot start rank %d: %w", w.Rank, err)}
 		}
 		procs = append(procs, p)
-		sup.guard.add(p.pid)
+	}
+	cmds := make([]*exec.Cmd, len(procs))
+	for i, p := range procs {
+		cmds[i] = p.cmd
+	}
+	started, err := startOn(sup.spawn, cmds)
+	closeAll(parentEnds)
+	procs = procs[:started]
+	pgids := make([]int, started)
+	for i, p := range procs {
+		p.pid = p.cmd.Process.Pid
+		pgids[i] = p.pid
+	}
+	sup.guard.add(pgids)
+	if err != nil {
+		// Nothing may keep running: stop what did start.
+		for _, q := range procs {
+			_ = syscall.Kill(-q.pid, syscall.SIGKILL)
+		}
+		for _, q := range procs {
+			_ = q.cmd.Wait()
+		}
+		sup.guard.clear()
+		return attemptResult{code: ExitUsage, err: fmt.Errorf("cannot start rank %d: %w", workers[started].Rank, err)}
+	}
+	for i, p := range procs {
 		go func(i, pid int) {
 			st, err := waitExited(pid)
 			if err != nil {
@@ -316,9 +338,11 @@ func isTerminating(sig os.Signal) bool {
 	return false
 }
 
-// start starts one worker in its own process group, with SIGKILL as its
-// parent-death signal, and its output prefixed or written to its log file.
-func (sup *supervisor) start(w launchplan.Worker, attempt, width int, readers *sync.WaitGroup) (*proc, error) {
+// prepare builds one worker's command: its own process group, SIGKILL as its
+// parent-death signal, and its output prefixed by rank or written to its log
+// file. It returns the files the child inherits, which the launcher closes
+// once the child has started.
+func (sup *supervisor) prepare(w launchplan.Worker, attempt, width int, readers *sync.WaitGroup) (*proc, []*os.File, error) {
 	cmd := &exec.Cmd{
 		Path: sup.s.command[0],
 		Args: sup.s.command,
@@ -329,53 +353,53 @@ func (sup *supervisor) start(w launchplan.Worker, attempt, width int, readers *s
 		},
 	}
 	p := &proc{w: w, cmd: cmd}
-	var parentEnds []*os.File // closed once the child has them
-	defer func() {
-		for _, f := range parentEnds {
-			f.Close()
-		}
-	}()
 	if sup.opts.LogDir != "" {
 		dir := filepath.Join(sup.opts.LogDir, fmt.Sprintf("attempt-%d", attempt))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		p.logPath = filepath.Join(dir, fmt.Sprintf("rank-%d.log", w.Rank))
 		f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		parentEnds = append(parentEnds, f)
 		cmd.Stdout, cmd.Stderr = f, f
-	} else {
-		prefix := []byte(fmt.Sprintf("%*d: ", width, w.Rank))
-		outR, outW, err := os.Pipe()
-		if err != nil {
-			return nil, err
-		}
-		errR, errW, err := os.Pipe()
-		if err != nil {
-			outR.Close()
-			outW.Close()
-			return nil, err
-		}
-		parentEnds = append(parentEnds, outW, errW)
-		cmd.Stdout, cmd.Stderr = outW, errW
-		readers.Add(2)
-		go sup.out.copyLines(sup.out.stdout, prefix, outR, readers)
-		go sup.out.copyLines(sup.out.stderr, prefix, errR, readers)
+		return p, []*os.File{f}, nil
 	}
-	if err := startOn(sup.spawn, cmd); err != nil {
-		return nil, err
+	prefix := []byte(fmt.Sprintf("%*d: ", width, w.Rank))
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
 	}
-	p.pid = cmd.Process.Pid
-	return p, nil
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, nil, err
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	readers.Add(2)
+	go sup.out.copyLines(sup.out.stdout, prefix, outR, readers)
+	go sup.out.copyLines(sup.out.stderr, prefix, errR, readers)
+	return p, []*os.File{outW, errW}, nil
 }
 
-// spawnRequest asks the spawner to start a command.
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// spawnRequest asks the spawner to start commands, in order, stopping at
+// the first that fails.
 type spawnRequest struct {
-	cmd  *exec.Cmd
-	done chan error
+	cmds []*exec.Cmd
+	done chan spawnResult
+}
+
+type spawnResult struct {
+	started int
+	err     error
 }
 
 // spawner starts every process from one locked OS thread that lives as long
@@ -385,14 +409,23 @@ func spawner(reqs <-chan spawnRequest) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for r := range reqs {
-		r.done <- r.cmd.Start()
+		var res spawnResult
+		for _, c := range r.cmds {
+			if res.err = c.Start(); res.err != nil {
+				break
+			}
+			res.started++
+		}
+		r.done <- res
 	}
 }
 
-func startOn(spawn chan<- spawnRequest, cmd *exec.Cmd) error {
-	done := make(chan error, 1)
-	spawn <- spawnRequest{cmd: cmd, done: done}
-	return <-done
+// startOn starts cmds on the spawner and returns how many started.
+func startOn(spawn chan<- spawnRequest, cmds []*exec.Cmd) (int, error) {
+	done := make(chan spawnResult, 1)
+	spawn <- spawnRequest{cmds: cmds, done: done}
+	r := <-done
+	return r.started, r.err
 }
 
 // tail returns the last lines of a file, for the failure report.

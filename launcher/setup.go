@@ -100,6 +100,7 @@ type nodeSetup struct {
 	gpus       string   // "2 GPUs (CUDA_VISIBLE_DEVICES)" for the start-up line
 	warnings   []string
 	baseEnv    []string
+	env        environ // baseEnv as a map
 }
 
 // prepare resolves the node rank, master address, GPU count and command,
@@ -121,7 +122,7 @@ func prepare(ctx context.Context, opts Options) (*nodeSetup, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &nodeSetup{plan: plan, planPath: planPath, baseEnv: base}
+	s := &nodeSetup{plan: plan, planPath: planPath, baseEnv: base, env: env}
 
 	rank, err := nodeRank(opts.NodeRank, env)
 	if err != nil {
@@ -387,7 +388,7 @@ func (s *nodeSetup) workerEnv(w launchplan.Worker, attempt, maxRestarts int) []s
 	}
 	// torchrun: OMP_NUM_THREADS=1 when several workers share a node and the
 	// user has not chosen.
-	if _, set := newEnviron(s.baseEnv)["OMP_NUM_THREADS"]; !set && len(s.node.Workers) > 1 {
+	if _, set := s.env["OMP_NUM_THREADS"]; !set && len(s.node.Workers) > 1 {
 		if _, planSet := over["OMP_NUM_THREADS"]; !planSet {
 			over["OMP_NUM_THREADS"] = "1"
 		}
