@@ -431,3 +431,16 @@ func TestSignalDuringTeardownPreventsRestart(t *testing.T) {
 		t.Fatalf("the launcher waited for the grace period:\n%s", errb.String())
 	}
 }
+
+// A command that passes the preflight but cannot be executed: exit 2 and
+// nothing left running.
+func TestStartFailure(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "not-a-program")
+	require.NoError(t, os.WriteFile(bad, []byte{0x7f, 'E', 'L', 'F', 0, 1, 2}, 0o755))
+	path := writePlan(t, blockPlan(1, 2))
+	r := runLauncher(t, context.Background(), Options{
+		PlanPath: path, NodeRank: intp(0), Command: []string{bad}, Env: cleanEnv("CUDA_VISIBLE_DEVICES=0,1"),
+	})
+	assert.Equal(t, ExitUsage, r.code)
+	assert.ErrorContains(t, r.err, "cannot start rank 0: fork/exec "+bad+": exec format error")
+}
