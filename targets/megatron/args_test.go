@@ -1,7 +1,7 @@
 package megatron_test
 
 import (
-	"path/filepath"
+	exampleplans "parc.dev/parc/internal/examples"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,28 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"parc.dev/parc/compiler"
 	"parc.dev/parc/compiler/plan"
 	"parc.dev/parc/targets/megatron"
 )
 
-// examples loads every spec in examples/ through the real front end.
-func examples(t *testing.T) map[string]*plan.Plan {
-	t.Helper()
-	files, err := filepath.Glob("../../examples/*")
-	require.NoError(t, err)
-	out := map[string]*plan.Plan{}
-	for _, f := range files {
-		if ext := filepath.Ext(f); ext != ".cue" && ext != ".hcl" {
-			continue
-		}
-		p, diags := compiler.Vet(compiler.Source{Path: f})
-		require.False(t, diags.HasErrors(), "%s: %v", f, diags)
-		out[filepath.Base(f)] = p
-	}
-	require.NotEmpty(t, out)
-	return out
-}
+func examples(t *testing.T) map[string]*plan.Plan { return exampleplans.Plans(t) }
 
 // parseArgs checks an argument vector the way Megatron's argparse parser
 // would, from the option table dumped from that parser: every option known,

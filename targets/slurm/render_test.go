@@ -1,7 +1,7 @@
 package slurm_test
 
 import (
-	"path/filepath"
+	exampleplans "parc.dev/parc/internal/examples"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,23 +14,7 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-// examples loads every spec in examples/ through the real front end.
-func examples(t *testing.T) map[string]*plan.Plan {
-	t.Helper()
-	files, err := filepath.Glob("../../examples/*")
-	require.NoError(t, err)
-	out := map[string]*plan.Plan{}
-	for _, f := range files {
-		if ext := filepath.Ext(f); ext != ".cue" && ext != ".hcl" {
-			continue
-		}
-		p, diags := compiler.Vet(compiler.Source{Path: f})
-		require.False(t, diags.HasErrors(), "%s: %v", f, diags)
-		out[filepath.Base(f)] = p
-	}
-	require.NotEmpty(t, out)
-	return out
-}
+func examples(t *testing.T) map[string]*plan.Plan { return exampleplans.Plans(t) }
 
 // tiny returns the local test example with edit applied, resolved again
 // through every check (so the edited plan is one parc would compile).

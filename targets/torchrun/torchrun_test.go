@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	exampleplans "parc.dev/parc/internal/examples"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -27,21 +28,7 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-func examples(t *testing.T) map[string]*plan.Plan {
-	t.Helper()
-	files, err := filepath.Glob("../../examples/*")
-	require.NoError(t, err)
-	out := map[string]*plan.Plan{}
-	for _, f := range files {
-		if ext := filepath.Ext(f); ext != ".cue" && ext != ".hcl" {
-			continue
-		}
-		p, diags := compiler.Vet(compiler.Source{Path: f})
-		require.False(t, diags.HasErrors(), "%s: %v", f, diags)
-		out[filepath.Base(f)] = p
-	}
-	return out
-}
+func examples(t *testing.T) map[string]*plan.Plan { return exampleplans.Plans(t) }
 
 func tiny(t *testing.T, edit func(s *spec.Spec)) *plan.Plan {
 	t.Helper()
