@@ -6,8 +6,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
+	"parc.dev/parc/internal/testenv"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -149,13 +149,7 @@ func waitFor(d time.Duration, cond func() bool) bool {
 	return cond()
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t testing.TB) int { return testenv.FreePort(t) }
 
 func sortedLines(s string) []string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")

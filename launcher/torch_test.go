@@ -81,7 +81,7 @@ func gpuList(n int) string {
 // process each: every group of launch.json is created with new_group and
 // all-reduced in, so membership and rank placement must match the plan.
 func TestTorchGlooGroupsMatchPlan(t *testing.T) {
-	testenv.NeedTorch(t)
+	python := testenv.Python(t)
 	worker, err := filepath.Abs("testdata/gloo_worker.py")
 	require.NoError(t, err)
 	for _, fixture := range []string{"plan-2x2-tp2-dp2.json", "plan-2x2-tp2-pp2.json"} {
@@ -93,7 +93,7 @@ func TestTorchGlooGroupsMatchPlan(t *testing.T) {
 			for _, n := range plan.Nodes {
 				cmd, out, errb := startLauncherProcess(t, childOptions{
 					Plan: path, NodeRank: intp(n.Index), MasterAddr: "127.0.0.1", GraceMS: 3000,
-					Command: []string{"python3", worker},
+					Command: []string{python, worker},
 				}, env)
 				cmds, outs, errs = append(cmds, cmd), append(outs, out), append(errs, errb)
 			}

@@ -6,6 +6,7 @@
 package testenv
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"testing"
@@ -35,12 +36,35 @@ func NeedCommand(t testing.TB, names ...string) {
 }
 
 // NeedTorch requires python3 with a torch that has gloo.
-func NeedTorch(t testing.TB) {
+func NeedTorch(t testing.TB) { t.Helper(); Python(t) }
+
+// Python returns the absolute path of a python3 whose torch has gloo:
+// Debian's /usr/bin/python3 first (a pyenv python3 on PATH has no torch).
+func Python(t testing.TB) string {
 	t.Helper()
-	NeedCommand(t, "python3")
-	if err := exec.Command("python3", "-c", "import torch.distributed as d; assert d.is_gloo_available()").Run(); err != nil {
-		missing(t, "python3-torch (gloo)")
+	for _, py := range []string{"/usr/bin/python3", "python3"} {
+		abs, err := exec.LookPath(py)
+		if err != nil {
+			continue
+		}
+		if exec.Command(abs, "-c", "import torch.distributed as d; assert d.is_gloo_available()").Run() == nil {
+			return abs
+		}
 	}
+	missing(t, "python3-torch (gloo)")
+	return ""
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that nobody listens on now, for a
+// rendezvous (several jobs on one host must not share a master port).
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("no free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // NeedSlurm requires a running local Slurm cluster with idle nodes.

@@ -3,7 +3,6 @@ package slurm_test
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,28 +116,9 @@ func TestSbatchTestOnly(t *testing.T) {
 
 // --- real jobs ---------------------------------------------------------------
 
-// python finds a python3 with torch (gloo).
-func python(t *testing.T) string {
-	testenv.NeedTorch(t)
-	for _, py := range []string{"/usr/bin/python3", "python3"} {
-		if exec.Command(py, "-c", "import torch.distributed as d; assert d.is_gloo_available()").Run() == nil {
-			abs, err := exec.LookPath(py)
-			require.NoError(t, err)
-			return abs
-		}
-	}
-	t.Fatal("no python3 with torch")
-	return ""
-}
+func python(t *testing.T) string { return testenv.Python(t) }
 
-// freePort returns a TCP port nobody listens on now: concurrent jobs on the
-// one host of the local cluster must not share a master port.
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return testenv.FreePort(t) }
 
 // hostileName is a job name and directory name that breaks naive quoting.
 const hostileName = `x"; rm -rf ~; " $(touch PWNED) 'q' \ ` + "`id`"

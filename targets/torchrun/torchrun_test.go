@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	exampleplans "parc.dev/parc/internal/examples"
@@ -74,26 +73,9 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-// pythonWithTorch finds a python3 with torch (gloo).
-func pythonWithTorch(t *testing.T) string {
-	testenv.NeedTorch(t)
-	for _, py := range []string{"/usr/bin/python3", "python3"} {
-		if exec.Command(py, "-c", "import torch.distributed as d; assert d.is_gloo_available()").Run() == nil {
-			abs, err := exec.LookPath(py)
-			require.NoError(t, err)
-			return abs
-		}
-	}
-	t.Fatal("no python3 with torch")
-	return ""
-}
+func pythonWithTorch(t *testing.T) string { return testenv.Python(t) }
 
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return testenv.FreePort(t) }
 
 type record struct {
 	Rank       int               `json:"rank"`

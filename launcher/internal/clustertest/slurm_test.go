@@ -3,7 +3,6 @@ package clustertest
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,12 +40,7 @@ func launchBinary(t *testing.T) string {
 	return stand
 }
 
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return testenv.FreePort(t) }
 
 // job is a compiled plan in a directory, ready for sbatch.
 type job struct {
@@ -108,10 +102,10 @@ func (j job) run(t *testing.T) (state, exit, log string) {
 // group of launch.json and all-reduces in it.
 func TestGlooThroughSubmitSbatch(t *testing.T) {
 	testenv.NeedSlurm(t)
-	testenv.NeedTorch(t)
+	python := testenv.Python(t)
 	worker, err := filepath.Abs("../../testdata/gloo_worker.py")
 	require.NoError(t, err)
-	j := compileJob(t, "python3", worker)
+	j := compileJob(t, python, worker)
 	state, _, log := j.run(t)
 	require.Equal(t, "COMPLETED", state, "job log:\n%s", log)
 
