@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"parc.dev/parc/compiler/diag"
 	"parc.dev/parc/compiler/spec"
@@ -188,3 +189,14 @@ func (c *checker) fsdp() string {
 }
 
 func hasArg(args []string, name string) bool { return slices.Contains(args, name) }
+
+// hasFlag reports whether launch.extra_args passes a Megatron flag, as
+// "--flag", "--flag=value" or "--flag value".
+func (c *checker) hasFlag(name string) bool {
+	for _, a := range c.s.Launch.ExtraArgs {
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
+}

@@ -93,6 +93,8 @@ var Codes = []CodeInfo{
 	// Training length and schedule.
 	{"train-iters-samples", diag.Error, "T1/T2", "Iteration-based and sample-based options are mixed (iters with samples, or samples with lr_decay_iters / lr_warmup_iters).", "Use train.iters with the *_iters options, or train.samples without them."},
 	{"train-length-missing", diag.Error, "T9", "Neither train.iters nor train.samples is given; Megatron stops before the first step.", "Set train.iters (or train.samples)."},
+	{"lr-warmup", diag.Error, "", "lr_warmup_iters is not below the LR decay length (lr_decay_iters, default train.iters); Megatron's LR scheduler asserts warmup < decay when it is built.", "Use fewer warmup iterations, or a longer decay."},
+	{"lr-wsd-decay", diag.Error, "", "The WSD LR schedule needs the length of its decay phase, which only --lr-wsd-decay-iters (or -samples) gives; the scheduler asserts it when built.", "Add --lr-wsd-decay-iters=N to launch.extra_args, or use another lr_decay_style."},
 	{"lr-min", diag.Error, "T4", "min_lr is larger than lr.", "Set train.min_lr ≤ train.lr."},
 
 	// Checkpoint and data.

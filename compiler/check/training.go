@@ -66,6 +66,20 @@ func (c *checker) training() {
 		c.report("train-length-missing", "train", "set train.iters (or train.samples)",
 			"neither train.iters nor train.samples is set")
 	}
+	if t.Iters != nil && t.Samples == nil {
+		decay, what := *t.Iters, "train.iters"
+		if t.LRDecayIters != nil {
+			decay, what = *t.LRDecayIters, "lr_decay_iters"
+		}
+		if t.LRWarmupIters >= decay {
+			c.report("lr-warmup", "train.lr_warmup_iters", fmt.Sprintf("use lr_warmup_iters < %d", decay),
+				"lr_warmup_iters=%d is not below the decay length %s=%d (Megatron's scheduler asserts warmup < decay)", t.LRWarmupIters, what, decay)
+		}
+	}
+	if t.LRDecayStyle == "WSD" && !c.hasFlag("--lr-wsd-decay-iters") && !c.hasFlag("--lr-wsd-decay-samples") {
+		c.report("lr-wsd-decay", "train.lr_decay_style", "add --lr-wsd-decay-iters=N (or --lr-wsd-decay-samples) to launch.extra_args, or use another lr_decay_style",
+			"lr_decay_style WSD needs the length of its decay phase (--lr-wsd-decay-iters), which the plan does not give")
+	}
 	if t.MinLR > t.LR {
 		c.report("lr-min", "train.min_lr", fmt.Sprintf("use min_lr ≤ lr=%g", t.LR),
 			"min_lr=%g is larger than lr=%g", t.MinLR, t.LR)
