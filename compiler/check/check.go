@@ -176,17 +176,7 @@ func (c *checker) env(name string) (value, path string, ok bool) {
 }
 
 // fsdp reports which FSDP mode the raw extra arguments turn on ("" for none).
-func (c *checker) fsdp() string {
-	for _, a := range c.s.Launch.ExtraArgs {
-		switch a {
-		case "--use-torch-fsdp2":
-			return "torch-fsdp2"
-		case "--use-megatron-fsdp":
-			return "megatron-fsdp"
-		}
-	}
-	return ""
-}
+func (c *checker) fsdp() string { return c.s.FSDP() }
 
 func hasArg(args []string, name string) bool { return slices.Contains(args, name) }
 

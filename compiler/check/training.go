@@ -64,7 +64,7 @@ func (c *checker) training() {
 		}
 	case t.Iters == nil:
 		c.report("train-length-missing", "train", "set train.iters (or train.samples)",
-			"neither train.iters nor train.samples is set")
+			"neither train.iters nor train.samples is set: Megatron accepts the arguments but stops when training starts")
 	}
 	if t.Iters != nil && t.Samples == nil {
 		decay, what := *t.Iters, "train.iters"

@@ -370,10 +370,11 @@ func TestNoFeasiblePlanMemory(t *testing.T) {
 	assert.Equal(t, 10, d.Line, "at the user's parallel.tp")
 }
 
-// TestSharedErrorReportedAsIs: an error no open field can fix (no training
-// length) is reported where the user can fix it, not as no-feasible-plan only.
+// TestSharedErrorReportedAsIs: an error no open field can fix (a warm-up
+// longer than training) is reported where the user can fix it, not as
+// no-feasible-plan only.
 func TestSharedErrorReportedAsIs(t *testing.T) {
-	text := strings.Replace(fmt.Sprintf(tiny, "80", "tp: int", "1", `"none"`), "iters: 10, ", "", 1)
+	text := strings.Replace(fmt.Sprintf(tiny, "80", "tp: int", "1", `"none"`), "iters: 10, ", "iters: 10, lr_warmup_iters: 20, ", 1)
 	res := loadText(t, "plan.cue", text)
 	r, ds := solve.Solve(res, solve.Options{})
 	require.NotNil(t, r)
@@ -382,7 +383,7 @@ func TestSharedErrorReportedAsIs(t *testing.T) {
 	for _, d := range ds {
 		got = append(got, d.Code)
 	}
-	assert.Contains(t, got, "train-length-missing")
+	assert.Contains(t, got, "lr-warmup")
 	assert.Contains(t, got, solve.CodeNoFeasiblePlan)
 }
 

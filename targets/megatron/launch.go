@@ -43,12 +43,13 @@ func Render(p *plan.Plan, args []string, set *template.Set) ([]byte, error) {
 }
 
 // Env is the environment every worker starts with: what Megatron-Core needs
-// for the plan (CUDA_DEVICE_MAX_CONNECTIONS=1 when tp > 1 or cp > 1, which
-// validate_args requires before Blackwell, C5), then cluster.env (NCCL and
-// network settings), then launch.env; a later source overrides an earlier one.
+// for the plan (CUDA_DEVICE_MAX_CONNECTIONS=1 when tp > 1 or cp > 1 before
+// Blackwell and without FSDP, which validate_args requires, C5), then
+// cluster.env (NCCL and network settings), then launch.env; a later source
+// overrides an earlier one (compiler/check reports an override that breaks C5).
 func Env(p *plan.Plan) map[string]string {
 	env := map[string]string{}
-	if p.Spec.Parallel.TP > 1 || p.Spec.Parallel.CP > 1 {
+	if p.Spec.NeedsSerialCUDAConnections() {
 		env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
 	}
 	maps.Copy(env, p.Spec.Cluster.Env)

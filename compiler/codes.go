@@ -1,0 +1,28 @@
+package compiler
+
+import (
+	"parc.dev/parc/compiler/check"
+	"parc.dev/parc/compiler/diag"
+	"parc.dev/parc/compiler/estimate"
+	"parc.dev/parc/compiler/layout"
+	"parc.dev/parc/compiler/load"
+	"parc.dev/parc/compiler/solve"
+	"parc.dev/parc/targets/megatron"
+	"parc.dev/parc/targets/slurm"
+)
+
+// compileCodes are the codes Compile itself emits.
+var compileCodes = []diag.CodeInfo{
+	{Code: "template", Severity: diag.Error, Meaning: "A user template (launch.templates or --templates) fails to parse or execute, or a file there overrides no target; the message names the template's file and line.", Fix: "Fix the template (text/template, missingkey=error) or rename the file to NAME.tmpl of a target."},
+	{Code: "templates-dir", Severity: diag.Error, Meaning: "The template directory does not exist.", Fix: "Give a directory of NAME.tmpl files."},
+}
+
+// Codes lists every diagnostic code parc emits, stage by stage in pipeline
+// order. README.md's table is generated from it.
+func Codes() []diag.CodeInfo {
+	var out []diag.CodeInfo
+	for _, stage := range [][]diag.CodeInfo{load.Codes, check.Codes, solve.Codes, layout.Codes, estimate.Codes, megatron.Codes, slurm.Codes, compileCodes} {
+		out = append(out, stage...)
+	}
+	return out
+}

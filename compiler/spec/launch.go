@@ -1,0 +1,23 @@
+package spec
+
+// FSDP reports which fully-sharded data parallelism launch.extra_args turn on:
+// "torch-fsdp2", "megatron-fsdp", or "" for none.
+func (s *Spec) FSDP() string {
+	for _, a := range s.Launch.ExtraArgs {
+		switch a {
+		case "--use-torch-fsdp2":
+			return "torch-fsdp2"
+		case "--use-megatron-fsdp":
+			return "megatron-fsdp"
+		}
+	}
+	return ""
+}
+
+// NeedsSerialCUDAConnections reports whether Megatron-Core requires
+// CUDA_DEVICE_MAX_CONNECTIONS=1 for this plan: tensor or context parallelism
+// on a GPU before Blackwell (compute capability < 10), without FSDP, which
+// requires the opposite (validate_args, rule C5; O4/O5).
+func (s *Spec) NeedsSerialCUDAConnections() bool {
+	return (s.Parallel.TP > 1 || s.Parallel.CP > 1) && s.Cluster.GPU.ComputeCapability < 10 && s.FSDP() == ""
+}
