@@ -1,6 +1,7 @@
 package load
 
 import (
+	"cuelang.org/go/cue/ast"
 	"os"
 	"path/filepath"
 	"testing"
@@ -47,4 +48,29 @@ func FuzzHCL(f *testing.F) {
 	seeds(f, ".hcl")
 	f.Add([]byte(goodHCL))
 	f.Fuzz(func(t *testing.T, data []byte) { check(t, "fuzz.hcl", data) })
+}
+
+// FuzzHCLConvert fuzzes the HCL → CUE syntax conversion alone (fast enough
+// for the fuzzer to explore): it must not panic, and every node it positions
+// lies inside the input.
+func FuzzHCLConvert(f *testing.F) {
+	seeds(f, ".hcl")
+	f.Add([]byte(goodHCL))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, diags := convertHCL("fuzz.hcl", "/fuzz.hcl", data)
+		for _, d := range diags {
+			if d.Code == "" {
+				t.Fatalf("diagnostic without a code: %+v", d)
+			}
+		}
+		if st == nil {
+			return
+		}
+		ast.Walk(st, func(n ast.Node) bool {
+			if p := n.Pos(); p.IsValid() && (p.Offset() < 0 || p.Offset() > len(data)) {
+				t.Fatalf("node at offset %d outside the %d-byte input", p.Offset(), len(data))
+			}
+			return true
+		}, nil)
+	})
 }

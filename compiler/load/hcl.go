@@ -22,6 +22,20 @@ import (
 // exactly as they cite a CUE file. Blocks become structs (`model { ... }`),
 // attributes become fields; an object attribute (`env = { ... }`) is a struct.
 func fromHCL(ctx *cue.Context, display, abs string, src []byte) (*cue.Value, diag.List) {
+	st, diags := convertHCL(display, abs, src)
+	if st == nil || diags.HasErrors() {
+		return nil, diags
+	}
+	v := ctx.BuildExpr(st, cue.Filename(abs))
+	if err := v.Err(); err != nil {
+		return nil, diags
+	}
+	return &v, diags
+}
+
+// convertHCL parses HCL and converts it to a CUE struct literal whose nodes
+// carry positions in a token.File named abs. It returns nil on a syntax error.
+func convertHCL(display, abs string, src []byte) (*ast.StructLit, diag.List) {
 	var diags diag.List
 	f, hdiags := hclsyntax.ParseConfig(src, display, hcl.InitialPos)
 	diags = append(diags, fromHCLDiags(hdiags)...)
@@ -37,15 +51,7 @@ func fromHCL(ctx *cue.Context, display, abs string, src []byte) (*cue.Value, dia
 	tf.SetLinesForContent(src)
 	c := &hclConverter{file: tf, display: display}
 	st := c.body(body, "")
-	diags = append(diags, c.diags...)
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	v := ctx.BuildExpr(st, cue.Filename(abs))
-	if err := v.Err(); err != nil {
-		return nil, diags
-	}
-	return &v, diags
+	return st, append(diags, c.diags...)
 }
 
 type hclConverter struct {
