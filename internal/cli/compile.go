@@ -25,11 +25,8 @@ naming the stale files, when DIR differs from what would be written.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, files, diags := compiler.Compile(compiler.Source{Path: args[0]}, compiler.Options{Templates: templates})
-			diags = relDiags(diags)
-			printDiags(cmd.ErrOrStderr(), diags)
-			if p == nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "parc compile: %s; nothing written\n", summary(diags))
-				return exitError{ExitSpec}
+			if err := reportDiags(cmd, relDiags(diags), p == nil, "; nothing written"); err != nil {
+				return err
 			}
 			if check {
 				stale := staleFiles(outDir, files)

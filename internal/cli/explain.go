@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"parc.dev/parc/compiler"
 	"parc.dev/parc/compiler/plan"
 	"parc.dev/parc/targets/report"
 )
@@ -21,12 +20,9 @@ func newExplainCmd() *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			p, diags := compiler.Vet(compiler.Source{Path: args[0]})
-			diags = relDiags(diags)
-			printDiags(cmd.ErrOrStderr(), diags)
-			if p == nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "parc explain: %s\n", summary(diags))
-				return exitError{ExitSpec}
+			p, err := vetPlan(cmd, args[0])
+			if err != nil {
+				return err
 			}
 			if format == "json" {
 				b, err := explainJSON(p)
@@ -36,7 +32,7 @@ func newExplainCmd() *cobra.Command {
 				_, err = cmd.OutOrStdout().Write(b)
 				return err
 			}
-			_, err := fmt.Fprint(cmd.OutOrStdout(), report.Explain(p))
+			_, err = fmt.Fprint(cmd.OutOrStdout(), report.Explain(p))
 			return err
 		},
 	}

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"parc.dev/parc/compiler"
@@ -18,12 +16,9 @@ func newExportCmd() *cobra.Command {
 			if format != "json" && format != "text" {
 				return checkFormat(format)
 			}
-			p, diags := compiler.Vet(compiler.Source{Path: args[0]})
-			diags = relDiags(diags)
-			printDiags(cmd.ErrOrStderr(), diags)
-			if p == nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "parc export: %s\n", summary(diags))
-				return exitError{ExitSpec}
+			p, err := vetPlan(cmd, args[0])
+			if err != nil {
+				return err
 			}
 			return writeJSON(cmd.OutOrStdout(), compiler.Export(p))
 		},

@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"github.com/spf13/cobra"
+
 	"encoding/json"
 	"fmt"
 	"io"
+	"parc.dev/parc/compiler"
+	"parc.dev/parc/compiler/plan"
 	"path/filepath"
 	"strings"
 
@@ -68,4 +72,22 @@ func checkFormat(f string) error {
 		return usageError{fmt.Errorf("--format must be text or json, got %q", f)}
 	}
 	return nil
+}
+
+// reportDiags prints diagnostics to the command's stderr and, when the spec
+// failed (failed true), a summary line; it returns the exit error then.
+func reportDiags(cmd *cobra.Command, diags diag.List, failed bool, tail string) error {
+	printDiags(cmd.ErrOrStderr(), diags)
+	if !failed {
+		return nil
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "parc %s: %s%s\n", cmd.Name(), summary(diags), tail)
+	return exitError{ExitSpec}
+}
+
+// vetPlan vets one spec for a command that needs its plan, printing the
+// diagnostics; it returns the exit error when the spec has errors.
+func vetPlan(cmd *cobra.Command, file string) (*plan.Plan, error) {
+	p, diags := compiler.Vet(compiler.Source{Path: file})
+	return p, reportDiags(cmd, relDiags(diags), p == nil, "")
 }
