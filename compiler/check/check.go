@@ -21,6 +21,7 @@ func Run(s *spec.Spec, d spec.Derived, at diag.Locator) diag.List {
 		return c.list.Sort()
 	}
 	c.grid()
+	c.tensorParallelFitsDomain()
 	c.attention()
 	c.pipeline()
 	c.batch()

@@ -49,8 +49,14 @@ func (c *checker) evenSplit() {
 	}
 	if Lp%pp != 0 {
 		okPP := valuesIn(1, Lp, func(q int) bool { return Lp%q == 0 && (!c.gridOK() || c.world()%(p.TP*q*p.CP) == 0) })
+		which := fmt.Sprintf("pp values dividing %d that fit the world size", Lp)
+		if !c.gridOK() {
+			// The grid itself is broken (reported on its own): list the
+			// divisors of the layers without claiming they fit.
+			which = fmt.Sprintf("pp values dividing %d", Lp)
+		}
 		c.report("pp-layers", "parallel.pp",
-			fmt.Sprintf("pp values dividing %d that fit the world size: %s; or split unevenly with first_stage_layers/last_stage_layers", Lp, ints(okPP)),
+			fmt.Sprintf("%s: %s; or split unevenly with first_stage_layers/last_stage_layers", which, ints(okPP)),
 			"%s is not divisible by pp=%d", what, pp)
 		return
 	}

@@ -68,3 +68,25 @@ func (c *checker) etpPath() string {
 	}
 	return "parallel.tp"
 }
+
+// tensorParallelFitsDomain is the part of the topology rule that needs no
+// layout: a tensor-parallel group larger than the NVLink domain crosses it
+// whatever the order. Run checks it so the user hears it even when another
+// error keeps the layout (and so Topology) from running.
+func (c *checker) tensorParallelFitsDomain() {
+	domain := c.s.Cluster.NVLinkDomain
+	if domain < 1 {
+		return
+	}
+	fit := ints(divisors(domain))
+	if tp := c.s.Parallel.TP; tp > domain {
+		c.report("tp-crosses-nvlink", "parallel.tp", fmt.Sprintf("tp values dividing nvlink_domain=%d: %s", domain, fit),
+			"tp=%d is larger than the NVLink domain of %d GPUs: every tensor-parallel all-reduce would cross the network, on every layer", tp, domain)
+	}
+	if c.isMoE() {
+		if etp := c.etp(); etp > domain {
+			c.report("etp-crosses-nvlink", c.etpPath(), fmt.Sprintf("etp values dividing nvlink_domain=%d: %s", domain, fit),
+				"etp=%d is larger than the NVLink domain of %d GPUs: expert-tensor-parallel collectives would cross the network", etp, domain)
+		}
+	}
+}
