@@ -123,3 +123,15 @@ func links(l *layout.Layout) map[string]string {
 	}
 	return out
 }
+
+// Solve loads a spec and ranks the plans for the degrees it leaves open
+// (parc solve): the best top plans that pass every check, by estimated step
+// time. With nothing open, the one plan is the only candidate.
+func Solve(src Source, top int) (*solve.Result, diag.List) {
+	res, diags := load.Load(src)
+	if res == nil || diags.HasErrors() {
+		return nil, diags.Sort()
+	}
+	r, ds := solve.Solve(res, solve.Options{Top: top})
+	return r, append(diags, ds...).Sort()
+}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"parc.dev/parc/compiler"
 	"parc.dev/parc/compiler/diag"
-	"parc.dev/parc/compiler/load"
 	"parc.dev/parc/compiler/solve"
 )
 
@@ -34,14 +34,8 @@ below the first.`,
 				return usageError{fmt.Errorf("--top must be at least 1, got %d", top)}
 			}
 			stderr := cmd.ErrOrStderr()
-			res, diags := load.Load(load.Source{Path: args[0]})
-			var r *solve.Result
-			if res != nil && !diags.HasErrors() {
-				var ds diag.List
-				r, ds = solve.Solve(res, solve.Options{Top: top})
-				diags = append(diags, ds...)
-			}
-			diags = relDiags(diags.Sort())
+			r, diags := compiler.Solve(compiler.Source{Path: args[0]}, top)
+			diags = relDiags(diags)
 			printDiags(stderr, diags)
 			failed := r == nil || len(r.Candidates) == 0
 			if failed {
