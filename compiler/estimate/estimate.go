@@ -386,9 +386,16 @@ func (c *costModel) assumptions(o Options) Assumptions {
 	return a
 }
 
+// round converts a byte or parameter count to int64, saturating: an absurd
+// spec must read as "too large", never wrap around to a negative number.
 func round(x float64) int64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
+	switch {
+	case math.IsNaN(x):
 		return 0
+	case x >= math.MaxInt64:
+		return math.MaxInt64
+	case x <= math.MinInt64:
+		return math.MinInt64
 	}
 	return int64(math.Round(x))
 }

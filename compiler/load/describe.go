@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -49,10 +50,15 @@ func formatSchemaConstraint(v cue.Value) string {
 	return describeBound(fmt.Sprint(v))
 }
 
+var intRange = regexp.MustCompile(`^u?int & >=(\d+) & <=(\d+)$`)
+
 func describeBound(s string) string {
 	s = strings.ReplaceAll(s, "*", "")
+	if m := intRange.FindStringSubmatch(s); m != nil {
+		return fmt.Sprintf("an integer from %s to %s", m[1], m[2])
+	}
 	switch s {
-	case "int & >=1":
+	case "int & >=1", "uint & >=1":
 		return "a positive integer (>= 1)"
 	case "int & >=0":
 		return "a non-negative integer"
