@@ -49,11 +49,22 @@ type Memory struct {
 	GPUBytes        int64   `json:"gpu_bytes"`
 	FractionOfGPU   float64 `json:"fraction_of_gpu"`
 	// Megatron-LM's own theoretical memory for the same plan (first stage).
-	MegatronTheoreticalBytes      int64         `json:"megatron_theoretical_bytes"`
-	MegatronWeightsOptimizerBytes int64         `json:"megatron_weights_optimizer_bytes"`
-	MegatronActivationsBytes      int64         `json:"megatron_activations_bytes"`
-	MegatronFormula               string        `json:"megatron_formula"`
-	Stages                        []StageMemory `json:"stages"`
+	MegatronTheoreticalBytes      int64  `json:"megatron_theoretical_bytes"`
+	MegatronWeightsOptimizerBytes int64  `json:"megatron_weights_optimizer_bytes"`
+	MegatronActivationsBytes      int64  `json:"megatron_activations_bytes"`
+	MegatronFormula               string `json:"megatron_formula"`
+	// Model says how the first stage was estimated: "megatron" where
+	// Megatron-LM's theoretical_memory_usage.py applies (a dense model, no
+	// context parallelism, no full recompute, bf16/fp16, and either sequence
+	// parallelism with selective recompute or no sequence parallelism) —
+	// parc then reports exactly Megatron's figure — and "parc" elsewhere,
+	// where parc's own activation model covers what Megatron's does not.
+	Model string `json:"model"`
+	// RefinedFirstStageBytes is parc's own estimate of the first stage, with
+	// the model's real attention and MLP widths, biases and the real
+	// schedule, also where Model is "megatron".
+	RefinedFirstStageBytes int64         `json:"refined_first_stage_bytes"`
+	Stages                 []StageMemory `json:"stages"`
 }
 
 // StageMemory is one pipeline rank's memory per GPU.
@@ -138,6 +149,9 @@ type Options struct {
 	FusedAttention bool
 	// Sharding overrides what train.distributed_optimizer implies.
 	Sharding Sharding
+	// RefinedMemoryOnly uses parc's own activation model for every stage,
+	// also where Megatron's theoretical memory applies (see Memory.Model).
+	RefinedMemoryOnly bool
 }
 
 // DefaultOptions are parc's stated assumptions.
@@ -203,6 +217,7 @@ type costModel struct {
 	sharding                 Sharding
 	state                    BytesPerParam
 	megatron                 MegatronMemory
+	o                        Options
 	stageParams              []ParamSplit
 	inFlight                 [][]int
 	efficiency               float64
@@ -211,7 +226,7 @@ type costModel struct {
 func newCostModel(s *spec.Spec, d spec.Derived, o Options) *costModel {
 	p := s.Parallel
 	c := &costModel{
-		s: s, d: d, sh: newModelShape(s, d),
+		s: s, d: d, o: o, sh: newModelShape(s, d),
 		tp: max(p.TP, 1), pp: max(p.PP, 1), vpp: max(d.VPP, p.VPP, 1), cp: max(p.CP, 1), ep: max(p.EP, 1),
 		etp: max(d.ETP, 1), dp: max(d.DP, 1), edp: max(d.EDP, 1), m: max(d.Microbatches, 1),
 		g: max(d.MicrobatchGroup, 1), world: max(d.World, 1), sharding: o.Sharding,
@@ -321,7 +336,17 @@ func (c *costModel) memory(e *Estimate) {
 			Total: round(total),
 		}
 		e.Memory.Stages = append(e.Memory.Stages, sm)
-		if total > peak {
+	}
+	e.Memory.Model = "parc"
+	if len(e.Memory.Stages) > 0 {
+		e.Memory.RefinedFirstStageBytes = e.Memory.Stages[0].Total
+		if !c.o.RefinedMemoryOnly && c.megatronApplies() {
+			e.Memory.Model = "megatron"
+			e.Memory.Stages[0] = c.megatronFirstStage(e.Memory.Stages[0])
+		}
+	}
+	for r, sm := range e.Memory.Stages {
+		if total := float64(sm.Total); total > peak {
 			peak = total
 			e.Memory.PeakStage = r
 			e.Memory.PerGPUPeakBytes = sm.Total
@@ -398,4 +423,32 @@ func round(x float64) int64 {
 		return math.MinInt64
 	}
 	return int64(math.Round(x))
+}
+
+// megatronApplies reports whether Megatron-LM's theoretical memory formula
+// covers the plan: it models dense layers only, ignores context parallelism,
+// full recompute and fp8/fp32 state, and its "without-sp" branch badly
+// overestimates sequence parallelism without selective recompute.
+func (c *costModel) megatronApplies() bool {
+	t := c.s.Train
+	return c.sh.experts == 0 && c.cp == 1 && t.Recompute != "full" &&
+		(t.Precision == "bf16" || t.Precision == "fp16") && c.sharding != ShardFull &&
+		(!c.d.SP || t.Recompute == "selective")
+}
+
+// megatronFirstStage replaces the first stage's figures by Megatron's own:
+// weights and optimizer split in parc's proportions (the same bytes per
+// parameter), activations as Megatron computes them.
+func (c *costModel) megatronFirstStage(st StageMemory) StageMemory {
+	wo := c.megatron.WeightsAndOptimizer
+	state := float64(st.Weights + st.Gradients + st.Optimizer)
+	if state > 0 {
+		st.Weights = round(wo * float64(st.Weights) / state)
+		st.Gradients = round(wo * float64(st.Gradients) / state)
+		st.Optimizer = round(wo) - st.Weights - st.Gradients
+	}
+	st.Activations = round(c.megatron.Activations)
+	st.ActivationsLayers, st.ActivationsEmbedding, st.ActivationsLogits, st.ActivationsRecompute = st.Activations, 0, 0, 0
+	st.Total = round(c.megatron.Total)
+	return st
 }

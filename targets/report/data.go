@@ -160,12 +160,17 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 			e.Memory.MegatronFormula, Bytes(e.Memory.MegatronTheoreticalBytes),
 			Bytes(e.Memory.MegatronWeightsOptimizerBytes), Bytes(e.Memory.MegatronActivationsBytes)),
 	}
-	if len(e.Memory.Stages) > 0 {
-		first := e.Memory.Stages[0].Total
-		if m := e.Memory.MegatronTheoreticalBytes; m > 0 {
+	if m := e.Memory.MegatronTheoreticalBytes; m > 0 {
+		refined := e.Memory.RefinedFirstStageBytes
+		delta := 100 * (float64(refined) - float64(m)) / float64(m)
+		if e.Memory.Model == "megatron" {
 			data.MemoryNotes = append(data.MemoryNotes, fmt.Sprintf(
-				"parc's first stage: %s (%+.1f%%); parc also counts biases, position embeddings, MoE and CP activations, full recompute and the real Q/K/V and MLP widths.",
-				Bytes(first), 100*(float64(first)-float64(m))/float64(m)))
+				"Megatron's formula applies to this plan, so the first stage above is Megatron's figure; parc's refined estimate (real Q/K/V and MLP widths, biases, position embeddings, the real schedule) is %s (%+.1f%%).",
+				Bytes(refined), delta))
+		} else {
+			data.MemoryNotes = append(data.MemoryNotes, fmt.Sprintf(
+				"Megatron's formula does not cover this plan (MoE, context parallelism, full recompute, fp8/fp32, or sequence parallelism without selective recompute), so the stages above are parc's own model: first stage %s (%+.1f%%).",
+				Bytes(refined), delta))
 		}
 	}
 
