@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -111,12 +112,21 @@ func describe(expr ast.Expr, v cue.Value) (typ, def string) {
 				b, _ := format.Node(u.X)
 				def = string(b)
 			}
-			return // the default is its own column
+			// A default string is one of an enum's values; a default number
+			// is already inside the bounds beside it.
+			if lit, ok := u.X.(*ast.BasicLit); !ok || lit.Kind.String() != "STRING" {
+				return
+			}
+			e = u.X
 		}
 		b, _ := format.Node(e)
 		alts = append(alts, string(b))
 	}
 	walk(expr)
+	if slices.Contains(alts, "string") {
+		// `string | *"model"`: the default is not an enum value.
+		alts = slices.DeleteFunc(alts, func(a string) bool { return strings.HasPrefix(a, `"`) })
+	}
 	typ = strings.Join(alts, " \\| ")
 	typ = strings.ReplaceAll(typ, "#Count", "int & >=1")
 	return typ, def

@@ -42,6 +42,8 @@ func TestREADMESpecReference(t *testing.T) {
 	for _, f := range fields {
 		def := f.Default
 		switch {
+		case def == "" && strings.HasPrefix(f.Type, "[..."):
+			def = "`[]`"
 		case def != "":
 			def = "`" + def + "`"
 		case f.Optional:

@@ -90,7 +90,7 @@ var Codes = []CodeInfo{
 
 	// Checkpoint and data.
 	{Code: "checkpoint-format", Severity: diag.Error, Rule: "", Meaning: "The checkpoint format needs an FSDP mode that the plan does not use (fsdp_dtensor: Megatron-FSDP; torch_dcp: torch FSDP2 with tp = pp = 1).", Fix: "Use checkpoint.format \"torch_dist\"."},
-	{Code: "fsdp-options", Severity: diag.Error, Rule: "O4/O5", Meaning: "FSDP was turned on in launch.extra_args with options it does not support (torch FSDP2: pp, ep, the distributed optimizer, gradient-accumulation fusion, tied embeddings, fp16; Megatron-FSDP: any checkpoint format but fsdp_dtensor).", Fix: "Change the listed options, or drop the FSDP flag."},
+	{Code: "fsdp-options", Severity: diag.Error, Rule: "O4/O5", Meaning: "FSDP (train.fsdp, or --use-megatron-fsdp / --use-torch-fsdp2 in launch.extra_args) is on with options it does not support (torch FSDP2: pp, ep, the distributed optimizer, gradient-accumulation fusion, tied embeddings, fp16; Megatron-FSDP: any checkpoint format but fsdp_dtensor).", Fix: "Change the listed options, or drop the FSDP flag."},
 	{Code: "tokenizer-files", Severity: diag.Error, Rule: "", Meaning: "The tokenizer type needs files the spec does not give (GPT2BPETokenizer: vocab_file and merge_file; SentencePiece, HuggingFace, Llama2, TikToken: model).", Fix: "Set data.tokenizer.model / vocab_file / merge_file, or use NullTokenizer."},
 
 	// Launch environment.

@@ -89,7 +89,7 @@ func (c *checker) training() {
 		p := c.s.Parallel
 		switch {
 		case ck.Format == "fsdp_dtensor" && c.fsdp() != "megatron-fsdp":
-			c.report("checkpoint-format", "checkpoint.format", `use checkpoint.format "torch_dist", or add --use-megatron-fsdp to launch.extra_args`,
+			c.report("checkpoint-format", "checkpoint.format", `use checkpoint.format "torch_dist", or set train.fsdp: true`,
 				"checkpoint format fsdp_dtensor needs Megatron-FSDP (--use-megatron-fsdp)")
 		case ck.Format == "torch_dcp" && (c.fsdp() != "torch-fsdp2" || p.TP > 1 || p.PP > 1):
 			c.report("checkpoint-format", "checkpoint.format", `use checkpoint.format "torch_dist"`,
@@ -123,8 +123,15 @@ func (c *checker) training() {
 func (c *checker) fsdpOptions() {
 	s, p := c.s, c.s.Parallel
 	format := "torch_dist" // Megatron's default --ckpt-format
+	if s.Train.FSDP {
+		format = "fsdp_dtensor" // what the Megatron target passes without a checkpoint block
+	}
 	if s.Checkpoint != nil {
 		format = s.Checkpoint.Format
+	}
+	if s.Train.FSDP && hasArg(s.Launch.ExtraArgs, "--use-torch-fsdp2") {
+		c.report("fsdp-options", "train.fsdp", "use one FSDP: train.fsdp (Megatron-FSDP) or --use-torch-fsdp2, not both",
+			"train.fsdp turns on Megatron-FSDP, but launch.extra_args also passes --use-torch-fsdp2")
 	}
 	var bad []string
 	path := "launch.extra_args"

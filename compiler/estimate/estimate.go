@@ -177,7 +177,10 @@ func RunWith(s *spec.Spec, d spec.Derived, links map[string]string, at diag.Loca
 	}
 	if o.Sharding == "" {
 		o.Sharding = ShardNone
-		if s.Train.DistributedOptimizer {
+		switch {
+		case s.Train.FSDP:
+			o.Sharding = ShardFull
+		case s.Train.DistributedOptimizer:
 			o.Sharding = ShardOptimizer
 		}
 	}

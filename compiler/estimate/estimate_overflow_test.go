@@ -18,3 +18,24 @@ func TestRoundSaturates(t *testing.T) {
 		}
 	}
 }
+
+// train.fsdp shards the weights and gradients too: less state per GPU than
+// the distributed optimizer, which shards only the optimizer state.
+func TestFSDPShardsEverything(t *testing.T) {
+	s := llama70B()
+	s.Train.DistributedOptimizer = true
+	opt := run(t, s)
+	s.Train.FSDP = true
+	full := run(t, s)
+	if full.Assumptions.Sharding != ShardFull || opt.Assumptions.Sharding != ShardOptimizer {
+		t.Fatalf("sharding: fsdp %q, distributed optimizer %q", full.Assumptions.Sharding, opt.Assumptions.Sharding)
+	}
+	a, b := full.Memory.Stages[1], opt.Memory.Stages[1]
+	if a.Gradients >= b.Gradients || a.Optimizer > b.Optimizer {
+		t.Errorf("fsdp state %d+%d+%d not below distributed optimizer %d+%d+%d",
+			a.Weights, a.Gradients, a.Optimizer, b.Weights, b.Gradients, b.Optimizer)
+	}
+	if full.Memory.Model != "parc" {
+		t.Errorf("Megatron's formula does not model FSDP, got model %q", full.Memory.Model)
+	}
+}

@@ -1,8 +1,12 @@
 package spec
 
-// FSDP reports which fully-sharded data parallelism launch.extra_args turn on:
-// "torch-fsdp2", "megatron-fsdp", or "" for none.
+// FSDP reports which fully-sharded data parallelism the plan uses:
+// "megatron-fsdp" (train.fsdp, or --use-megatron-fsdp in launch.extra_args),
+// "torch-fsdp2" (--use-torch-fsdp2 in launch.extra_args), or "" for none.
 func (s *Spec) FSDP() string {
+	if s.Train.FSDP {
+		return "megatron-fsdp"
+	}
 	for _, a := range s.Launch.ExtraArgs {
 		switch a {
 		case "--use-torch-fsdp2":

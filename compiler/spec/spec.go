@@ -140,6 +140,7 @@ type Train struct {
 	RecomputeMethod      string  `json:"recompute_method"`
 	RecomputeLayers      *int    `json:"recompute_layers,omitempty"`
 	DistributedOptimizer bool    `json:"distributed_optimizer"`
+	FSDP                 bool    `json:"fsdp"`
 	OverlapGradReduce    bool    `json:"overlap_grad_reduce"`
 	OverlapParamGather   bool    `json:"overlap_param_gather"`
 	Iters                *int    `json:"iters,omitempty"`

@@ -249,9 +249,16 @@ func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 		a.int("--recompute-num-layers", n)
 	}
 
-	// Optimizer and its communication overlap.
-	if tr.DistributedOptimizer {
+	// Optimizer and its communication overlap. Megatron-FSDP (v1, the
+	// default) runs on the distributed optimizer and switches it on itself;
+	// passing it says so. optim_grads_params is also Megatron's default
+	// sharding strategy, written out so the plan reads as what it is.
+	if tr.DistributedOptimizer || tr.FSDP {
 		a.flag("--use-distributed-optimizer")
+	}
+	if tr.FSDP {
+		a.flag("--use-megatron-fsdp")
+		a.add("", "--data-parallel-sharding-strategy", "optim_grads_params")
 	}
 	if tr.OverlapGradReduce {
 		a.flag("--overlap-grad-reduce")
@@ -315,6 +322,10 @@ func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 	// it gets SIGTERM (--exit-signal-handler) and the requeued job resumes
 	// from it.
 	preempt := s.Cluster.Slurm != nil && s.Cluster.Slurm.PreemptSignalSeconds != nil
+	if tr.FSDP && s.Checkpoint == nil {
+		// Megatron-FSDP asserts this format even when nothing is saved.
+		a.add("", "--ckpt-format", "fsdp_dtensor")
+	}
 	if ck := s.Checkpoint; ck != nil {
 		if ck.Save != nil {
 			a.str("checkpoint.save", "--save", *ck.Save)
