@@ -119,7 +119,7 @@ func TestFastEstimateMatchesReal(t *testing.T) {
 			s := sv.leafSpec(lf)
 			d := spec.Derive(&s)
 			real, rds := estimate.Run(&s, d, nil, diag.NoPos) // links from the layout
-			fast, fds := fastEstimate(&s, d, sv.grids[lf.grid].links.links, diag.NoPos)
+			fast, fds := estimate.Run(&s, d, sv.grids[lf.grid].links.links, diag.NoPos)
 			label := sv.leafLabel(lf)
 			// The estimate's own sums vary in the last bit (map order).
 			assert.InEpsilon(t, real.StepTimeS, fast.StepTimeS, 1e-14, label)
@@ -154,7 +154,7 @@ func TestBoundsBelowStepTime(t *testing.T) {
 			lf := &sv.leaves[i]
 			s := sv.leafSpec(lf)
 			d := spec.Derive(&s)
-			e, _ := fastEstimate(&s, d, sv.grids[lf.grid].links.links, diag.NoPos)
+			e, _ := estimate.Run(&s, d, sv.grids[lf.grid].links.links, diag.NoPos)
 			b1 := lf.key
 			b2 := sv.stageBoundOf(lf)
 			label := fmt.Sprintf("%s %s", f, sv.leafLabel(lf))
@@ -176,7 +176,7 @@ func TestStateBoundIgnoresBatchAndRecompute(t *testing.T) {
 	for _, i := range sample(sv, 3000) {
 		lf := &sv.leaves[i]
 		s := sv.leafSpec(lf)
-		e, _ := fastEstimate(&s, spec.Derive(&s), sv.grids[lf.grid].links.links, diag.NoPos)
+		e, _ := estimate.Run(&s, spec.Derive(&s), sv.grids[lf.grid].links.links, diag.NoPos)
 		var got []int64
 		for _, st := range e.Memory.Stages {
 			got = append(got, st.Weights+st.Gradients+st.Optimizer)

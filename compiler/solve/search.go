@@ -79,12 +79,6 @@ func (sv *solver) leafSpec(lf *leaf) spec.Spec {
 	return s
 }
 
-// fastEstimate runs the estimate with every family's link given, so that
-// it never falls back to building the layout (estimate.DefaultLinks).
-func fastEstimate(s *spec.Spec, d spec.Derived, links map[string]string, at diag.Locator) (*estimate.Estimate, diag.List) {
-	return estimate.Run(s, d, links, at)
-}
-
 // prepareBounds computes one sample's compute time through the whole model
 // per recompute mode: the same spec on one GPU (tp = cp = pp = 1, whose
 // padded vocabulary is the smallest), one microbatch of one sample.
@@ -100,7 +94,7 @@ func (sv *solver) prepareBounds() {
 		s.Train.MicroBatch, s.Train.GlobalBatch = 1, 1
 		s.Train.Recompute = recomputeModes[rc]
 		d := spec.Derive(&s)
-		e, _ := fastEstimate(&s, d, allNVLink, diag.NoPos)
+		e, _ := estimate.Run(&s, d, allNVLink, diag.NoPos)
 		sv.sampleCompute[rc] = e.Compute.TimeS
 	}
 }
@@ -137,7 +131,7 @@ func (sv *solver) stageBoundOf(lf *leaf) float64 {
 		p.AccountForEmbedding, p.AccountForLoss = false, false
 		p.MicrobatchGroupSize, p.DP = nil, nil
 		d := spec.Derive(&s)
-		e, _ := fastEstimate(&s, d, g.links.links, diag.NoPos)
+		e, _ := estimate.Run(&s, d, g.links.links, diag.NoPos)
 		T = e.Compute.MicrobatchTimeS
 		sv.stageBound[k] = T
 		sv.boundEstimates++
@@ -263,7 +257,7 @@ func (sv *solver) evaluate(i int32) {
 		}
 		return
 	}
-	e, eds := fastEstimate(&s, d, sv.grids[lf.grid].links.links, diag.NoPos)
+	e, eds := estimate.Run(&s, d, sv.grids[lf.grid].links.links, diag.NoPos)
 	sv.evaluated++
 	fp := foundPlan{leaf: i, step: stable(e.StepTimeS), peak: e.Memory.PerGPUPeakBytes, frac: e.Memory.FractionOfGPU}
 	if eds.HasErrors() {

@@ -2,6 +2,7 @@ package solve
 
 import (
 	"fmt"
+	"parc.dev/parc/compiler/resolve"
 	"slices"
 	"sort"
 	"strings"
@@ -11,7 +12,6 @@ import (
 	"parc.dev/parc/compiler/check"
 	"parc.dev/parc/compiler/diag"
 	"parc.dev/parc/compiler/estimate"
-	"parc.dev/parc/compiler/layout"
 	"parc.dev/parc/compiler/spec"
 )
 
@@ -123,8 +123,8 @@ func (sv *solver) baseLeaf() leaf {
 }
 
 // verify builds leaf i the way parc vet builds a plan: the open fields
-// filled into the user's CUE value and decoded, then check, layout, the
-// topology checks and the estimate. It returns nil and the diagnostics when
+// filled into the user's CUE value and decoded, then resolve.Resolve (check,
+// layout, the topology checks, the estimate, the targets' checks). It returns nil and the diagnostics when
 // the plan has errors.
 func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 	lf := &sv.leaves[i]
@@ -144,34 +144,14 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 		// unset (= tp) rather than draw etp-without-moe.
 		s.Parallel.ETP = nil
 	}
-	d := spec.Derive(s)
-	ds = append(ds, check.Run(s, d, sv.at)...)
-	if ds.HasErrors() {
+	// The rest exactly as parc vet resolves a plan.
+	p, rds := resolve.Resolve("", s, sv.at)
+	ds = append(ds, rds...)
+	if ds.HasErrors() || p.Estimate == nil {
 		sv.rejectVerified(ds)
 		return nil, ds.Sort()
 	}
-	l, lds := layout.Build(s, d, sv.at)
-	ds = append(ds, lds...)
-	if l == nil {
-		sv.rejectVerified(ds)
-		return nil, ds.Sort()
-	}
-	fams := make([]check.FamilyLink, 0, len(l.Summaries))
-	links := make(map[string]string, len(l.Summaries))
-	for _, f := range l.Summaries {
-		fams = append(fams, check.FamilyLink{
-			Family: f.Name, Size: f.Size, Count: f.Count,
-			GroupsLeavingNode: f.GroupsLeavingNode, GroupsLeavingDomain: f.GroupsLeavingDomain,
-		})
-		links[f.Name] = f.Link
-	}
-	ds = append(ds, check.Topology(s, fams, sv.at)...)
-	e, eds := fastEstimate(s, d, links, sv.at)
-	ds = append(ds, eds...)
-	if ds.HasErrors() {
-		sv.rejectVerified(ds)
-		return nil, ds.Sort()
-	}
+	d, e := p.Derived, p.Estimate
 	c := &Candidate{
 		Parallel: Parallel{
 			TP: s.Parallel.TP, PP: s.Parallel.PP, VPP: s.Parallel.VPP, CP: s.Parallel.CP,
