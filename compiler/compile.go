@@ -74,8 +74,9 @@ func render(p *plan.Plan, set *template.Set, warnings diag.List, at diag.Locator
 			Pos: at("launch.templates"), Message: err.Error(),
 			Hint: "fix the template named in the message (text/template syntax, missingkey=error)"})
 	}
-	args, ds := megatron.Args(p, at)
-	diags = append(diags, ds...)
+	// Vet already reported the arguments' diagnostics (resolve runs
+	// megatron.Args); here only the list is needed.
+	args, _ := megatron.Args(p, at)
 	if b, err := megatron.Render(p, args, set); err != nil {
 		fail(ArgsFile, err)
 	} else {

@@ -176,9 +176,6 @@ func (c *checker) env(name string) (value, path string, ok bool) {
 	return "", "", false
 }
 
-// fsdp reports which FSDP mode the raw extra arguments turn on ("" for none).
-func (c *checker) fsdp() string { return c.s.FSDP() }
-
 func hasArg(args []string, name string) bool { return slices.Contains(args, name) }
 
 // hasFlag reports whether launch.extra_args passes a Megatron flag, as

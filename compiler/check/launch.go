@@ -17,13 +17,13 @@ func (c *checker) launchEnv() {
 	if !set {
 		return
 	}
-	switch fsdp := c.fsdp(); {
+	switch fsdp := c.s.FSDP(); {
 	case fsdp != "":
 		if v == "1" {
 			c.report("cuda-max-connections", path, "unset it (or set it above 1) when using FSDP",
 				"%s=1 but %s needs more than one connection (Megatron asserts CUDA_DEVICE_MAX_CONNECTIONS != 1)", name, fsdp)
 		}
-	case (p.TP > 1 || p.CP > 1) && cc < 10 && !hasArg(c.s.Launch.ExtraArgs, "--overlap-moe-expert-parallel-comm"):
+	case c.s.NeedsSerialCUDAConnections():
 		if v != "1" {
 			c.report("cuda-max-connections", path, "set it to \"1\" (or remove it: parc exports 1)",
 				"%s=%q but tp=%d, cp=%d on compute capability %.1f (before Blackwell) needs %s=1", name, v, p.TP, p.CP, cc, name)

@@ -33,7 +33,7 @@ func (c *checker) optimizer() {
 		return
 	}
 	var missing []string
-	if !t.DistributedOptimizer && c.fsdp() != "megatron-fsdp" {
+	if !t.DistributedOptimizer && c.s.FSDP() != "megatron-fsdp" {
 		missing = append(missing, "train.distributed_optimizer")
 	}
 	if !t.OverlapGradReduce {
@@ -88,10 +88,10 @@ func (c *checker) training() {
 	if ck := c.s.Checkpoint; ck != nil {
 		p := c.s.Parallel
 		switch {
-		case ck.Format == "fsdp_dtensor" && c.fsdp() != "megatron-fsdp":
+		case ck.Format == "fsdp_dtensor" && c.s.FSDP() != "megatron-fsdp":
 			c.report("checkpoint-format", "checkpoint.format", `use checkpoint.format "torch_dist", or set train.fsdp: true`,
 				"checkpoint format fsdp_dtensor needs Megatron-FSDP (--use-megatron-fsdp)")
-		case ck.Format == "torch_dcp" && (c.fsdp() != "torch-fsdp2" || p.TP > 1 || p.PP > 1):
+		case ck.Format == "torch_dcp" && (c.s.FSDP() != "torch-fsdp2" || p.TP > 1 || p.PP > 1):
 			c.report("checkpoint-format", "checkpoint.format", `use checkpoint.format "torch_dist"`,
 				"checkpoint format torch_dcp needs torch FSDP2 (--use-torch-fsdp2) with tp=1 and pp=1 (tp=%d, pp=%d)", p.TP, p.PP)
 		}
@@ -135,7 +135,7 @@ func (c *checker) fsdpOptions() {
 	}
 	var bad []string
 	path := "launch.extra_args"
-	switch c.fsdp() {
+	switch c.s.FSDP() {
 	case "torch-fsdp2":
 		if p.PP > 1 {
 			bad = append(bad, fmt.Sprintf("pipeline parallelism (pp=%d)", p.PP))

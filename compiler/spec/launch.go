@@ -1,5 +1,7 @@
 package spec
 
+import "slices"
+
 // FSDP reports which fully-sharded data parallelism the plan uses:
 // "megatron-fsdp" (train.fsdp, or --use-megatron-fsdp in launch.extra_args),
 // "torch-fsdp2" (--use-torch-fsdp2 in launch.extra_args), or "" for none.
@@ -20,8 +22,10 @@ func (s *Spec) FSDP() string {
 
 // NeedsSerialCUDAConnections reports whether Megatron-Core requires
 // CUDA_DEVICE_MAX_CONNECTIONS=1 for this plan: tensor or context parallelism
-// on a GPU before Blackwell (compute capability < 10), without FSDP, which
-// requires the opposite (validate_args, rule C5; O4/O5).
+// on a GPU before Blackwell (compute capability < 10), unless FSDP (which
+// requires the opposite) or --overlap-moe-expert-parallel-comm (which only
+// warns) is on (validate_args, rule C5; O4/O5).
 func (s *Spec) NeedsSerialCUDAConnections() bool {
-	return (s.Parallel.TP > 1 || s.Parallel.CP > 1) && s.Cluster.GPU.ComputeCapability < 10 && s.FSDP() == ""
+	return (s.Parallel.TP > 1 || s.Parallel.CP > 1) && s.Cluster.GPU.ComputeCapability < 10 &&
+		s.FSDP() == "" && !slices.Contains(s.Launch.ExtraArgs, "--overlap-moe-expert-parallel-comm")
 }

@@ -209,5 +209,13 @@ func TestEnvAndCommand(t *testing.T) {
 	assert.Equal(t, []megatron.EnvVar{{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}, {"NCCL_IB_HCA", "mlx5"}, {"X", "launch"}}, megatron.SortedEnv(p))
 	p1 := tiny(t, func(s *spec.Spec) { s.Parallel.TP = 1 })
 	assert.NotContains(t, megatron.Env(p1), "CUDA_DEVICE_MAX_CONNECTIONS", "tp = cp = 1 does not need it")
+	for name, edit := range map[string]func(s *spec.Spec){
+		"Blackwell":             func(s *spec.Spec) { s.Cluster.GPU.ComputeCapability = 10 },
+		"Megatron-FSDP":         func(s *spec.Spec) { s.Train.FSDP = true },
+		"torch FSDP2":           func(s *spec.Spec) { s.Launch.ExtraArgs = []string{"--use-torch-fsdp2"} },
+		"EP all-to-all overlap": func(s *spec.Spec) { s.Launch.ExtraArgs = []string{"--overlap-moe-expert-parallel-comm"} },
+	} {
+		assert.NotContains(t, megatron.Env(tiny(t, edit)), "CUDA_DEVICE_MAX_CONNECTIONS", "%s: Megatron does not require it", name)
+	}
 	assert.Equal(t, []string{"python3", "pretrain_gpt.py", "--a"}, megatron.Command(p, []string{"--a"}))
 }
