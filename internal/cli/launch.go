@@ -42,7 +42,8 @@ Exit status: 0 when every worker exits 0; 2 for a usage or preflight error
 (nothing was started); otherwise the exit code of the first worker that
 failed, 128+N when it was killed by signal N.`,
 		Example: `  parc launch --plan out/launch.json --node-rank 0 --master-addr 10.0.0.1
-  srun --ntasks-per-node=1 parc launch --plan out/launch.json -- python pretrain_gpt.py @out/megatron.args`,
+  srun --ntasks-per-node=1 parc launch --plan out/launch.json    # the workers run launch.json's command
+  parc launch --plan out/launch.json --node-rank 1 -- python3 my_worker.py`,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
