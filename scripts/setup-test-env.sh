@@ -19,6 +19,8 @@ die() { printf 'setup-test-env: error: %s\n' "$*" >&2; exit 1; }
 need_root() { [ "$(id -u)" -eq 0 ] || die "must run as root to $1"; }
 
 # One run at a time: parallel test runs must not restart the cluster together.
+# Every daemon started below gets `9>&-`: a daemon that inherited fd 9 would
+# hold the lock for as long as it runs, and the next run would wait for it.
 exec 9>>/tmp/parc-setup-test-env.lock
 flock -w 600 9 || die "another setup-test-env.sh held /tmp/parc-setup-test-env.lock for 600 s"
 
@@ -117,7 +119,7 @@ if ! munge_ok; then
   fi
   mkdir -p /run/munge
   chown munge:munge /run/munge
-  runuser -u munge -- /usr/sbin/munged --force </dev/null >/dev/null 2>&1
+  runuser -u munge -- /usr/sbin/munged --force </dev/null >/dev/null 2>&1 9>&-
   for _ in $(seq 50); do munge_ok && break; sleep 0.2; done
   munge_ok || die "munged does not answer (see /var/log/munge/munged.log)"
   say "started munged"
@@ -170,10 +172,10 @@ stop_slurm() {
   kill -9 "${left[@]}" 2>/dev/null || true
 }
 start_slurm() {
-  slurmctld -c </dev/null >>"$DIR/log/slurmctld.out" 2>&1 || die "slurmctld did not start (see $DIR/log/slurmctld.log)"
+  slurmctld -c </dev/null >>"$DIR/log/slurmctld.out" 2>&1 9>&- || die "slurmctld did not start (see $DIR/log/slurmctld.log)"
   for _ in $(seq 50); do timeout 5 scontrol ping >/dev/null 2>&1 && break; sleep 0.2; done
   for n in "${NODES[@]}"; do
-    slurmd -N "$n" </dev/null >>"$DIR/log/slurmd-$n.out" 2>&1 || die "slurmd $n did not start (see $DIR/log/slurmd-$n.log)"
+    slurmd -N "$n" </dev/null >>"$DIR/log/slurmd-$n.out" 2>&1 9>&- || die "slurmd $n did not start (see $DIR/log/slurmd-$n.log)"
   done
 }
 
