@@ -1,14 +1,14 @@
 package compiler
 
 import (
-	"parc.dev/parc/compiler/check"
-	"parc.dev/parc/compiler/diag"
-	"parc.dev/parc/compiler/estimate"
-	"parc.dev/parc/compiler/layout"
-	"parc.dev/parc/compiler/load"
-	"parc.dev/parc/compiler/solve"
-	"parc.dev/parc/targets/megatron"
-	"parc.dev/parc/targets/slurm"
+	"parc.dev/parc/internal/check"
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/estimate"
+	"parc.dev/parc/internal/layout"
+	"parc.dev/parc/internal/load"
+	"parc.dev/parc/internal/solve"
+	"parc.dev/parc/internal/targets/megatron"
+	"parc.dev/parc/internal/targets/slurm"
 )
 
 // compileCodes are the codes Compile itself emits.

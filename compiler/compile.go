@@ -7,14 +7,15 @@ import (
 	"path/filepath"
 	"slices"
 
-	"parc.dev/parc/compiler/diag"
-	"parc.dev/parc/compiler/plan"
-	"parc.dev/parc/targets/launchplan"
-	"parc.dev/parc/targets/megatron"
-	"parc.dev/parc/targets/report"
-	"parc.dev/parc/targets/slurm"
-	"parc.dev/parc/targets/template"
-	"parc.dev/parc/targets/torchrun"
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/plan"
+	"parc.dev/parc/internal/targets/launchjson"
+	"parc.dev/parc/internal/targets/megatron"
+	"parc.dev/parc/internal/targets/report"
+	"parc.dev/parc/internal/targets/slurm"
+	"parc.dev/parc/internal/targets/template"
+	"parc.dev/parc/internal/targets/torchrun"
+	"parc.dev/parc/launchplan"
 )
 
 // Artifact names in the output directory (design.md).
@@ -92,7 +93,7 @@ func render(p *plan.Plan, set *template.Set, warnings diag.List, at diag.Locator
 	} else {
 		files[TorchrunSh] = b
 	}
-	lf := launchplan.Build(p.Layout, megatron.Env(p), megatron.Command(p, args), p.Spec.Launch.MasterPort)
+	lf := launchjson.Build(p.Layout, megatron.Env(p), megatron.Command(p, args), p.Spec.Launch.MasterPort)
 	files[LaunchJSON] = launchplan.Encode(lf)
 	rep, err := report.Files(p, warnings, set)
 	if err != nil {

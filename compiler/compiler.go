@@ -1,13 +1,13 @@
 package compiler
 
 import (
-	"parc.dev/parc/compiler/check"
-	"parc.dev/parc/compiler/diag"
-	"parc.dev/parc/compiler/load"
-	"parc.dev/parc/compiler/plan"
-	"parc.dev/parc/compiler/resolve"
-	"parc.dev/parc/compiler/solve"
-	"parc.dev/parc/compiler/spec"
+	"parc.dev/parc/internal/check"
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/load"
+	"parc.dev/parc/internal/plan"
+	"parc.dev/parc/internal/resolve"
+	"parc.dev/parc/internal/solve"
+	"parc.dev/parc/internal/spec"
 )
 
 // Source is one spec file (Data nil = read Path).

@@ -1,8 +1,8 @@
 package compiler
 
 import (
-	"parc.dev/parc/compiler/plan"
-	"parc.dev/parc/compiler/spec"
+	"parc.dev/parc/internal/plan"
+	"parc.dev/parc/internal/spec"
 )
 
 // Exported is the resolved plan as `parc export` prints it: the spec with

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"parc.dev/parc/targets/launchplan"
+	"parc.dev/parc/launchplan"
 )
 
 // groupSummary is what the launcher keeps of launch.json's "groups": the

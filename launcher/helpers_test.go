@@ -18,7 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"parc.dev/parc/targets/launchplan"
+	"parc.dev/parc/launchplan"
 )
 
 // blockPlan is a plan of nodes × gpus workers, rank = node·gpus + local rank,

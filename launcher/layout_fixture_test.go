@@ -5,9 +5,10 @@ package launcher
 import (
 	"fmt"
 
-	"parc.dev/parc/compiler/diag"
-	"parc.dev/parc/compiler/layout"
-	"parc.dev/parc/targets/launchplan"
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/layout"
+	"parc.dev/parc/internal/targets/launchjson"
+	"parc.dev/parc/launchplan"
 )
 
 // fixtureLayouts are the degrees each hand-written fixture encodes.
@@ -22,5 +23,5 @@ func buildFixture(c layout.Config) (*launchplan.File, error) {
 	if ds.HasErrors() {
 		return nil, fmt.Errorf("%v", ds)
 	}
-	return launchplan.Build(l, nil, nil, 0), nil
+	return launchjson.Build(l, nil, nil, 0), nil
 }

@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strings"
 
-	"parc.dev/parc/targets/launchplan"
+	"parc.dev/parc/launchplan"
 )
 
 // maxWorld bounds world_size before the launcher allocates per-rank state
-// (compiler/layout lays out at most layout.MaxWorld = 2^22 GPUs).
+// (internal/layout lays out at most layout.MaxWorld = 2^22 GPUs).
 const maxWorld = 1 << 22
 
 // planOnDisk is launch.json as the launcher reads it: the groups are checked

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"parc.dev/parc/targets/launchplan"
+	"parc.dev/parc/launchplan"
 )
 
 // FuzzPlan feeds arbitrary bytes to the launch.json reader the launcher uses:

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"parc.dev/parc/targets/launchplan"
+	"parc.dev/parc/launchplan"
 )
 
 // terminating signals stop the workers (forwarded, then SIGKILL after the

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"parc.dev/parc/launcher/hostlist"
-	"parc.dev/parc/targets/launchplan"
+	"parc.dev/parc/launchplan"
 )
 
 // ExitUsage is the exit code for a usage or preflight error: the plan cannot

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"parc.dev/parc/internal/testenv"
-	"parc.dev/parc/targets/launchplan"
+	"parc.dev/parc/launchplan"
 )
 
 // fixtureWithPort loads a launch.json fixture, gives it a free master port

@@ -1,5 +1,5 @@
 // Package schema embeds the CUE schema #Plan that every spec is unified with.
-// It is the first half of the load stage; compiler/load does the unification.
+// It is the first half of the load stage; internal/load does the unification.
 package schema
 
 import _ "embed"

@@ -1,7 +1,7 @@
 // Package stdlib is the embedded preset library of the load stage: CUE presets
 // for published model shapes (package models, imported as
 // "parc.dev/stdlib/models") and GPU systems (package clusters, imported as
-// "parc.dev/stdlib/clusters"). compiler/load copies every embedded file into the
+// "parc.dev/stdlib/clusters"). internal/load copies every embedded file into the
 // user's CUE module under cue.mod/pkg/parc.dev/stdlib/..., so a spec can write
 //
 //	import "parc.dev/stdlib/models"

@@ -15,13 +15,13 @@ import (
 	"cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/parser"
 
-	"parc.dev/parc/compiler/spec"
+	"parc.dev/parc/internal/spec"
 	"parc.dev/parc/schema"
 	"parc.dev/parc/stdlib"
 )
 
 // languageVersion is the oldest CUE language version a user module may
-// declare and still load the presets (compiler/load.MinLanguageVersion).
+// declare and still load the presets (internal/load.MinLanguageVersion).
 const languageVersion = "v0.9.0"
 
 // packages maps each preset directory to its CUE package name and the schema

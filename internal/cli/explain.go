@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"parc.dev/parc/compiler/plan"
-	"parc.dev/parc/targets/report"
+	"parc.dev/parc/internal/plan"
+	"parc.dev/parc/internal/targets/report"
 )
 
 func newExplainCmd() *cobra.Command {

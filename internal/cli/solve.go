@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"parc.dev/parc/compiler"
-	"parc.dev/parc/compiler/diag"
-	"parc.dev/parc/compiler/solve"
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/solve"
 )
 
 func newSolveCmd() *cobra.Command {

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"parc.dev/parc/compiler"
-	"parc.dev/parc/compiler/diag"
+	"parc.dev/parc/internal/diag"
 )
 
 // vetReport is the contract JSON of `parc vet --format json`.

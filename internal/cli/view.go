@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"parc.dev/parc/compiler"
-	"parc.dev/parc/compiler/plan"
+	"parc.dev/parc/internal/plan"
 	"path/filepath"
 	"strings"
 
-	"parc.dev/parc/compiler/diag"
+	"parc.dev/parc/internal/diag"
 )
 
 // relPath shows a file relative to the working directory when it is inside it.

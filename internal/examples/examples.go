@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"parc.dev/parc/compiler"
-	"parc.dev/parc/compiler/plan"
+	"parc.dev/parc/internal/plan"
 )
 
 // Dir is the examples/ folder of the repository.

@@ -15,12 +15,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"parc.dev/parc/compiler"
-	"parc.dev/parc/compiler/diag"
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/targets/launchjson"
+	"parc.dev/parc/internal/targets/megatron"
+	"parc.dev/parc/internal/targets/slurm"
+	"parc.dev/parc/internal/targets/template"
 	"parc.dev/parc/internal/testenv"
-	"parc.dev/parc/targets/launchplan"
-	"parc.dev/parc/targets/megatron"
-	"parc.dev/parc/targets/slurm"
-	"parc.dev/parc/targets/template"
+	"parc.dev/parc/launchplan"
 )
 
 // launchBinary builds the parc CLI when it has the launch command, else the
@@ -70,7 +71,7 @@ func compileJob(t *testing.T, python, program string) job {
 	script, err := slurm.Render(p, template.Builtin())
 	require.NoError(t, err)
 	require.Contains(t, string(script), `"$PARC" launch --plan`)
-	lp := launchplan.Build(p.Layout, megatron.Env(p), megatron.Command(p, args), p.Spec.Launch.MasterPort)
+	lp := launchjson.Build(p.Layout, megatron.Env(p), megatron.Command(p, args), p.Spec.Launch.MasterPort)
 	for name, data := range map[string][]byte{
 		megatron.ArgsFile: megatron.File(args), slurm.ScriptName: script, slurm.LaunchFile: launchplan.Encode(lp),
 	} {

@@ -1,9 +1,0 @@
-package solve
-
-import "parc.dev/parc/compiler/diag"
-
-// Codes lists every code the solve stage emits.
-var Codes = []diag.CodeInfo{
-	{Code: CodeNoFeasiblePlan, Severity: diag.Error, Meaning: "No assignment of the open degrees passes every check; the message names the rule that rejected most of them.", Fix: "Widen the open fields' constraints, add nodes, or change the batch."},
-	{Code: CodeOpenNoValue, Severity: diag.Error, Meaning: "An open field's constraint admits no value parc can try.", Fix: "Write it as a concrete value, a disjunction (1 | 2 | 4 | 8) or bounds (>=2)."},
-}

@@ -1,0 +1,190 @@
+package check
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/spec"
+)
+
+// Run checks every rule that needs only the spec and the values Derive
+// computed from it, and returns all the diagnostics, sorted. at finds the
+// user's position of a spec field.
+func Run(s *spec.Spec, d spec.Derived, at diag.Locator) diag.List {
+	if at == nil {
+		at = diag.NoPos
+	}
+	c := &checker{s: s, d: d, at: at}
+	if !c.ranges() {
+		return c.list.Sort()
+	}
+	c.grid()
+	c.tensorParallelFitsDomain()
+	c.attention()
+	c.pipeline()
+	c.batch()
+	c.sequence()
+	c.moe()
+	c.precision()
+	c.recompute()
+	c.optimizer()
+	c.training()
+	c.fsdpOptions()
+	c.launchEnv()
+	c.slurm()
+	return c.list.Sort()
+}
+
+type checker struct {
+	s    *spec.Spec
+	d    spec.Derived
+	at   diag.Locator
+	list diag.List
+}
+
+// report adds a diagnostic with the severity the registry gives code.
+func (c *checker) report(code, path, hint, format string, args ...any) {
+	info, ok := codeIndex[code]
+	if !ok {
+		panic("check: unregistered diagnostic code " + code)
+	}
+	c.list.Add(diag.Diagnostic{
+		Severity: info.Severity,
+		Code:     code,
+		Message:  fmt.Sprintf(format, args...),
+		Hint:     hint,
+		Path:     path,
+		Pos:      c.at(path),
+	})
+}
+
+// ranges reports counts below 1 (the schema forbids them, but specs built in
+// Go may carry zeros) and says whether the rest of the rules can run without
+// dividing by zero.
+func (c *checker) ranges() bool {
+	s := c.s
+	fields := []struct {
+		path string
+		v    int
+	}{
+		{"model.layers", s.Model.Layers}, {"model.hidden", s.Model.Hidden}, {"model.heads", s.Model.Heads},
+		{"model.vocab", s.Model.Vocab}, {"model.make_vocab_divisible_by", s.Model.MakeVocabDivisibleBy},
+		{"cluster.nodes", s.Cluster.Nodes}, {"cluster.gpus_per_node", s.Cluster.GPUsPerNode},
+		{"cluster.nvlink_domain", s.Cluster.NVLinkDomain},
+		{"parallel.tp", s.Parallel.TP}, {"parallel.pp", s.Parallel.PP}, {"parallel.vpp", s.Parallel.VPP},
+		{"parallel.cp", s.Parallel.CP}, {"parallel.ep", s.Parallel.EP},
+		{"parallel.distributed_optimizer_instances", s.Parallel.DistributedOptimizerInstances},
+		{"train.seq_length", s.Train.SeqLength}, {"train.micro_batch", s.Train.MicroBatch},
+		{"train.global_batch", s.Train.GlobalBatch},
+	}
+	opt := func(path string, p *int) {
+		if p != nil {
+			fields = append(fields, struct {
+				path string
+				v    int
+			}{path, *p})
+		}
+	}
+	opt("model.ffn_hidden", s.Model.FFNHidden)
+	opt("model.query_groups", s.Model.QueryGroups)
+	opt("model.kv_channels", s.Model.KVChannels)
+	opt("model.max_position_embeddings", s.Model.MaxPositionEmbeddings)
+	opt("parallel.etp", s.Parallel.ETP)
+	opt("parallel.dp", s.Parallel.DP)
+	opt("parallel.microbatch_group_size", s.Parallel.MicrobatchGroupSize)
+	opt("train.recompute_layers", s.Train.RecomputeLayers)
+	if m := s.Model.MoE; m != nil {
+		fields = append(fields, struct {
+			path string
+			v    int
+		}{"model.moe.experts", m.Experts}, struct {
+			path string
+			v    int
+		}{"model.moe.topk", m.TopK}, struct {
+			path string
+			v    int
+		}{"model.moe.layer_freq", m.LayerFreq})
+		opt("model.moe.ffn_hidden", m.FFNHidden)
+	}
+	ok := true
+	for _, f := range fields {
+		if f.v < 1 {
+			c.report("value-range", f.path, "", "%s is %d; it must be at least 1", f.path, f.v)
+			ok = false
+		}
+	}
+	for i, h := range s.Parallel.HierarchicalCP {
+		if h < 1 {
+			c.report("value-range", "parallel.hierarchical_cp", "", "parallel.hierarchical_cp[%d] is %d; it must be at least 1", i, h)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// The effective values used by several rules.
+
+func (c *checker) world() int  { return c.s.Cluster.Nodes * c.s.Cluster.GPUsPerNode }
+func (c *checker) etp() int    { return c.d.ETP }
+func (c *checker) groups() int { return c.d.QueryGroups }
+func (c *checker) isMoE() bool { return c.s.Model.MoE != nil }
+func (c *checker) vppOn() bool { return c.s.Parallel.VPP > 1 }
+func (c *checker) gridOK() bool {
+	return c.world()%(c.s.Parallel.TP*c.s.Parallel.PP*c.s.Parallel.CP) == 0
+}
+
+// accountedLayers is L' = L + E + Lo (Megatron's layer count with the
+// embedding and loss counted as layers).
+func (c *checker) accountedLayers() int {
+	n := c.s.Model.Layers
+	if c.s.Parallel.AccountForEmbedding {
+		n++
+	}
+	if c.s.Parallel.AccountForLoss {
+		n++
+	}
+	return n
+}
+
+func (c *checker) uneven() bool {
+	return c.s.Parallel.FirstStageLayers != nil || c.s.Parallel.LastStageLayers != nil
+}
+
+// validTP lists the tp values (up to the world size) that satisfy every rule
+// that depends on tp alone: heads, query groups, FFN split, and the dense
+// grid with the current pp and cp.
+func (c *checker) validTP() []int {
+	s := c.s
+	a, g := s.Model.Heads, c.groups()
+	return valuesIn(1, c.world(), func(t int) bool {
+		return a%t == 0 && (g%t == 0 || t%g == 0) && c.d.FFNHidden%t == 0 &&
+			c.world()%(t*s.Parallel.PP*s.Parallel.CP) == 0
+	})
+}
+
+// env returns the launch environment the workers see: cluster.env overlaid by
+// launch.env, with the path of the field that set each variable.
+func (c *checker) env(name string) (value, path string, ok bool) {
+	if v, ok := c.s.Launch.Env[name]; ok {
+		return v, "launch.env." + name, true
+	}
+	if v, ok := c.s.Cluster.Env[name]; ok {
+		return v, "cluster.env." + name, true
+	}
+	return "", "", false
+}
+
+func hasArg(args []string, name string) bool { return slices.Contains(args, name) }
+
+// hasFlag reports whether launch.extra_args passes a Megatron flag, as
+// "--flag", "--flag=value" or "--flag value".
+func (c *checker) hasFlag(name string) bool {
+	for _, a := range c.s.Launch.ExtraArgs {
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,174 @@
+package check
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/spec"
+)
+
+// Five independent mistakes give five diagnostics in one run.
+func TestFiveMistakesFiveDiagnostics(t *testing.T) {
+	s := specFrom(t, parse(t, `{
+		"model": {"heads": 24, "hidden": 3072, "query_groups": 6, "max_position_embeddings": 1024},
+		"parallel": {"tp": 4},
+		"train": {"global_batch": 9, "min_lr": 0.01},
+		"cluster": {"slurm": {"time": "4 hours"}}
+	}`))
+	l := runSpec(s)
+	want := []string{"global-batch", "lr-min", "max-positions", "slurm-time", "tp-query-groups"}
+	if got := codesOf(l); !slices.Equal(got, want) || len(l) != 5 {
+		t.Fatalf("got %d diagnostics %v, want exactly %v\n%v", len(l), got, want, l)
+	}
+	if l.Errors() != 5 {
+		t.Fatalf("want 5 errors, got %d", l.Errors())
+	}
+}
+
+// Every diagnostic carries the blamed path, its position from the locator,
+// numbers in the message and a hint.
+func TestDiagnosticShape(t *testing.T) {
+	s := specFrom(t, parse(t, `{"model": {"heads": 24, "hidden": 3072, "query_groups": 6}, "parallel": {"tp": 4}}`))
+	locate := func(path string) diag.Pos { return diag.Pos{File: "plan.cue", Line: len(path), Column: 3} }
+	l := Run(s, spec.Derive(s), locate)
+	if len(l) != 1 {
+		t.Fatalf("want one diagnostic, got %v", l)
+	}
+	d := l[0]
+	if d.Path != "parallel.tp" || d.Pos != locate("parallel.tp") || d.Severity != diag.Error {
+		t.Fatalf("bad blame: %+v", d)
+	}
+	if !strings.Contains(d.Message, "query_groups=6") || !strings.Contains(d.Message, "tp=4") {
+		t.Errorf("message lacks the numbers: %q", d.Message)
+	}
+	// valid tp: divides 24, divides or is a multiple of 6, divides ffn 12288,
+	// and tp·pp(2)·cp(1) divides 16: 1, 2, 3? no (16 % 6), 6? no → 1, 2.
+	if !strings.HasSuffix(d.Hint, "valid tp here: 1, 2") {
+		t.Errorf("hint: %q", d.Hint)
+	}
+}
+
+func TestHints(t *testing.T) {
+	cases := []struct {
+		override, code, hint string
+	}{
+		// The issue's example: heads=64, query_groups=8 on 8 GPUs, pp=1.
+		{`{"model": {"heads": 64, "hidden": 4096, "query_groups": 8}, "cluster": {"nodes": 1}, "parallel": {"tp": 3, "pp": 1}}`,
+			"tp-heads", "valid tp here: 1, 2, 4, 8"},
+		// Nearest global batch below and above a multiple of mbs·dp = 4.
+		{`{"train": {"global_batch": 63}}`, "global-batch", "nearest valid global_batch: 60 or 64"},
+		{`{"train": {"global_batch": 2}}`, "global-batch", "nearest valid global_batch: 4"},
+		// pp values dividing the layers that fit the world (tp 2, cp 1, world 16).
+		{`{"model": {"layers": 12}, "parallel": {"pp": 8}}`, "pp-layers", "pp values dividing 12 that fit the world size: 1, 2, 4;"},
+		{`{"parallel": {"vpp": 3}}`, "vpp-layers", "vpp values dividing 8: 1, 2, 4, 8"},
+		{`{"parallel": {"vpp": 2}, "train": {"global_batch": 12}}`, "interleave-microbatches", "nearest valid global_batch: 8 or 16"},
+		{`{"parallel": {"pp": 4, "first_stage_layers": 3, "last_stage_layers": 2}}`, "uneven-middle",
+			"with first_stage_layers and last_stage_layers both set to the same value, valid values are 1, 2, 3, 4"},
+		{`{"model": {"moe": {"experts": 6}}, "parallel": {"ep": 4, "etp": 1}}`, "ep-experts", "ep values dividing experts=6 that fit the world size: 1, 2"},
+		{`{"parallel": {"tp": 1, "cp": 2}, "train": {"seq_length": 2046}}`, "cp-seq-length", "nearest valid seq_length: 2044 or 2048"},
+		{`{"parallel": {"distributed_optimizer_instances": 3}}`, "distopt-instances", "valid instance counts here: 1, 2, 4"},
+		{`{"train": {"precision": "fp8", "fp8_recipe": "mxfp8"}}`, "precision-fp8-gpu", "fp8 recipes this GPU supports: delayed, tensorwise, blockwise"},
+	}
+	for _, tc := range cases {
+		l := runSpec(specFrom(t, parse(t, tc.override)))
+		i := slices.IndexFunc(l, func(d diag.Diagnostic) bool { return d.Code == tc.code })
+		if i < 0 {
+			t.Errorf("%s: no %s in %v", tc.override, tc.code, l)
+			continue
+		}
+		if !strings.Contains(l[i].Hint, tc.hint) {
+			t.Errorf("%s: %s hint\n got: %q\nwant: …%q…", tc.override, tc.code, l[i].Hint, tc.hint)
+		}
+	}
+}
+
+func TestTopology(t *testing.T) {
+	s := specFrom(t, nil)
+	fams := []FamilyLink{
+		{Family: "tp", Size: 2, Count: 8},
+		{Family: "dp", Size: 4, Count: 4, GroupsLeavingNode: 4, GroupsLeavingDomain: 4}, // dp across nodes is fine
+		{Family: "pp", Size: 2, Count: 8, GroupsLeavingNode: 8, GroupsLeavingDomain: 8},
+	}
+	if l := Topology(s, fams, diag.NoPos); len(l) != 0 {
+		t.Fatalf("a layout with TP inside nodes was flagged: %v", l)
+	}
+	fams = []FamilyLink{
+		{Family: "tp", Size: 16, Count: 1, GroupsLeavingNode: 1, GroupsLeavingDomain: 1},
+		{Family: "etp", Size: 16, Count: 1, GroupsLeavingNode: 1, GroupsLeavingDomain: 1},
+		{Family: "cp", Size: 4, Count: 4, GroupsLeavingNode: 2},
+		{Family: "ep", Size: 8, Count: 2, GroupsLeavingNode: 2},
+		{Family: "cp", Size: 1, Count: 16, GroupsLeavingNode: 0},
+	}
+	l := Topology(s, fams, diag.NoPos)
+	want := []string{"cp-crosses-node", "ep-crosses-node", "etp-crosses-nvlink", "tp-crosses-nvlink"}
+	if got := codesOf(l); !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v\n%v", got, want, l)
+	}
+	for _, d := range l {
+		info, _ := Lookup(d.Code)
+		if d.Severity != info.Severity {
+			t.Errorf("%s: severity %v, registry says %v", d.Code, d.Severity, info.Severity)
+		}
+	}
+	if l.Errors() != 2 {
+		t.Errorf("TP/ETP across NVLink are errors, CP/EP across nodes warnings: %v", l)
+	}
+	// An NVL72 rack: TP 8 leaves the 4-GPU node but not the NVLink domain.
+	s.Cluster.GPUsPerNode, s.Cluster.NVLinkDomain = 4, 72
+	l = Topology(s, []FamilyLink{{Family: "tp", Size: 8, Count: 2, GroupsLeavingNode: 2}}, diag.NoPos)
+	if len(l) != 0 {
+		t.Fatalf("TP inside an NVL72 domain was flagged: %v", l)
+	}
+}
+
+func TestSlurmTime(t *testing.T) {
+	good := map[string]int{"30": 1800, "30:15": 1815, "04:00:00": 14400, "1-0": 86400, "1-12": 129600,
+		"2-00:30": 174600, "1-00:00:01": 86401, "infinite": -1, "UNLIMITED": -1, "0": 0}
+	for in, want := range good {
+		got, err := SlurmTime(in)
+		if err != nil || got != want {
+			t.Errorf("SlurmTime(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "4h", "1:2:3:4", "-5", "1-", "a-10", "1-2:3:4:5", "1.5", " 10", "10:"} {
+		if _, err := SlurmTime(in); err == nil {
+			t.Errorf("SlurmTime(%q) accepted", in)
+		}
+	}
+}
+
+func FuzzSlurmTime(f *testing.F) {
+	for _, s := range []string{"30", "04:00:00", "2-00:00:00", "1-12", "infinite", "4h", "1:2:3:4", "-"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sec, err := SlurmTime(s)
+		if err == nil && sec < -1 {
+			t.Fatalf("SlurmTime(%q) = %d", s, sec)
+		}
+	})
+}
+
+// Every code the registry lists has a meaning and a fix; codes are kebab-case
+// and unique; every diagnostic Run or Topology can emit is registered (report
+// panics otherwise, which the corpus exercises).
+func TestRegistry(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range Codes {
+		if seen[c.Code] {
+			t.Errorf("duplicate code %s", c.Code)
+		}
+		seen[c.Code] = true
+		if c.Meaning == "" || c.Fix == "" {
+			t.Errorf("%s: missing meaning or fix", c.Code)
+		}
+		for _, r := range c.Code {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+				t.Errorf("%s is not kebab-case", c.Code)
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package check
+
+import "parc.dev/parc/internal/diag"
+
+// CodeInfo is diag.CodeInfo (kept under this name for the check stage).
+type CodeInfo = diag.CodeInfo
+
+// Codes lists every code the check stage emits, grouped by topic.
+var Codes = []CodeInfo{
+	// Ranges.
+	{Code: "value-range", Severity: diag.Error, Rule: "", Meaning: "A count that must be at least 1 is 0 or negative (only possible for specs built in Go, the schema rejects it).", Fix: "Set the field to a positive integer."},
+
+	// World size and the parallel grids.
+	{Code: "world-size", Severity: diag.Error, Rule: "W1", Meaning: "The cluster has fewer GPUs (nodes × gpus_per_node) than one model replica needs (tp·pp·cp).", Fix: "Add nodes, or lower tp, pp or cp; the hint lists what fits."},
+	{Code: "world-not-divisible", Severity: diag.Error, Rule: "W1/W2", Meaning: "The world size is not a multiple of tp·pp·cp, so Megatron cannot derive an integer data-parallel size.", Fix: "Pick tp, pp and cp whose product divides nodes × gpus_per_node (the hint lists valid values), or change the node count."},
+	{Code: "expert-grid-not-divisible", Severity: diag.Error, Rule: "W3", Meaning: "The world size is not a multiple of etp·ep·pp, the expert grid Megatron builds beside the dense one.", Fix: "Pick ep and etp whose product with pp divides the world size."},
+	{Code: "order-unsupported", Severity: diag.Error, Rule: "W6", Meaning: "parallel.order is neither of the two rank orders Megatron's training entry point can build.", Fix: "Use \"tp-cp-ep-dp-pp\" (default) or \"tp-cp-ep-pp-dp\" (--use-tp-pp-dp-mapping)."},
+	{Code: "order-pp-last", Severity: diag.Error, Rule: "W4/W5", Meaning: "With the tp-cp-ep-pp-dp order and pp > 1, the dense and expert data-parallel sizes must be equal (etp·ep = tp·cp).", Fix: "Use the default order tp-cp-ep-dp-pp, or choose ep and etp with etp·ep = tp·cp."},
+	{Code: "dp-mismatch", Severity: diag.Error, Rule: "", Meaning: "parallel.dp was given but differs from the data-parallel size the grid implies (world / (tp·pp·cp)).", Fix: "Drop parallel.dp (it is derived) or change the node count to match it."},
+	{Code: "distopt-instances", Severity: diag.Error, Rule: "W8/W9", Meaning: "dp·cp or the expert data-parallel size is not a multiple of distributed_optimizer_instances.", Fix: "Choose a number of optimizer instances that divides both dp·cp and the expert dp."},
+	{Code: "nvlink-domain", Severity: diag.Error, Rule: "", Meaning: "cluster.nvlink_domain is neither a divisor nor a multiple of gpus_per_node, which no real machine has.", Fix: "Set nvlink_domain to the GPUs that share NVLink: gpus_per_node for a DGX/HGX, 72 for NVL72."},
+
+	// Attention heads, hidden size, FFN.
+	{Code: "tp-heads", Severity: diag.Error, Rule: "S1", Meaning: "tp does not divide the number of attention heads.", Fix: "Use a tp that divides model.heads (the hint lists them)."},
+	{Code: "tp-query-groups", Severity: diag.Error, Rule: "S2", Meaning: "The number of query groups is neither a multiple nor a divisor of tp.", Fix: "Use a tp that divides query_groups or is a multiple of it."},
+	{Code: "query-groups-heads", Severity: diag.Error, Rule: "S7/S10", Meaning: "The number of query groups does not divide the number of heads (Transformer Engine and the attention split need heads / groups to be whole).", Fix: "Use a query_groups value that divides model.heads."},
+	{Code: "hidden-heads", Severity: diag.Error, Rule: "S3", Meaning: "hidden is not divisible by heads and kv_channels is not given, so Megatron cannot derive the head dimension.", Fix: "Make heads divide hidden, or set model.kv_channels explicitly."},
+	{Code: "max-positions", Severity: diag.Error, Rule: "S6", Meaning: "max_position_embeddings is smaller than the sequence length.", Fix: "Raise model.max_position_embeddings to at least train.seq_length (or drop it: it defaults to seq_length)."},
+	{Code: "mla-query-groups", Severity: diag.Error, Rule: "S11", Meaning: "Multi-latent attention and grouped-query attention (query_groups) are mutually exclusive.", Fix: "Remove model.query_groups or model.mla."},
+	{Code: "ffn-tp", Severity: diag.Error, Rule: "S8", Meaning: "The FFN hidden size is not divisible by tp, so the column/row-parallel MLP split fails when the model is built.", Fix: "Choose a tp that divides ffn_hidden, or set model.ffn_hidden to a multiple of tp."},
+	{Code: "mtp-position-embedding", Severity: diag.Error, Rule: "", Meaning: "Multi-token prediction needs rope or no position embedding; Megatron rejects it with learned_absolute.", Fix: "Set model.position_embedding to \"rope\" or \"none\", or mtp_layers to 0."},
+
+	// Pipeline split.
+	{Code: "pp-layers", Severity: diag.Error, Rule: "P6/P9/P16/P17", Meaning: "The decoder layers (plus one each for account_for_embedding / account_for_loss) do not split evenly over pp stages.", Fix: "Use a pp that divides the layer count (the hint lists them), or an uneven split with first_stage_layers / last_stage_layers."},
+	{Code: "vpp-layers", Severity: diag.Error, Rule: "P8/P17", Meaning: "The layers of one pipeline rank do not split evenly over vpp virtual stages.", Fix: "Use a vpp that divides the layers per pipeline rank."},
+	{Code: "vpp-pp", Severity: diag.Error, Rule: "P7a/P7b/W10", Meaning: "The interleaved schedule (vpp > 1) needs pp > 1, and pp > 2 when overlap_p2p is off.", Fix: "Set vpp to 1, or raise pp."},
+	{Code: "uneven-account-for", Severity: diag.Error, Rule: "P15", Meaning: "An uneven pipeline (first_stage_layers / last_stage_layers) cannot be combined with account_for_embedding / account_for_loss.", Fix: "Use one or the other."},
+	{Code: "uneven-stage-layers", Severity: diag.Error, Rule: "P10", Meaning: "first_stage_layers or last_stage_layers is not positive.", Fix: "Give the first/last stage at least one layer."},
+	{Code: "uneven-vpp", Severity: diag.Error, Rule: "P11/P14", Meaning: "With an uneven pipeline and vpp > 1, the first, last and each middle stage's layer count must be divisible by vpp.", Fix: "Choose stage layer counts that are multiples of vpp, or set vpp to 1."},
+	{Code: "uneven-middle", Severity: diag.Error, Rule: "P12/P13/P24", Meaning: "The layers left for the middle stages (layers − first − last) do not split evenly over the middle stages, or there are middle layers but no middle stage (or the reverse).", Fix: "Choose first/last stage layers so the rest divides by the number of middle stages."},
+	{Code: "uneven-middle-negative", Severity: diag.Warning, Rule: "", Meaning: "first_stage_layers + last_stage_layers exceed the layer count; Megatron accepts this but the stages do not hold the layers you asked for.", Fix: "Lower first_stage_layers / last_stage_layers."},
+	{Code: "uneven-single-stage", Severity: diag.Warning, Rule: "", Meaning: "first_stage_layers / last_stage_layers with pp = 1: Megatron accepts it, but the single stage builds last_stage_layers (or first_stage_layers) layers, not the model's layer count.", Fix: "Remove first_stage_layers / last_stage_layers when pp = 1."},
+	{Code: "interleave-microbatches", Severity: diag.Error, Rule: "P25/P26", Meaning: "The interleaved schedule needs the number of microbatches M ≥ the microbatch group N (default pp) ≥ pp, and M mod N either 0 or ≥ pp.", Fix: "Change the global batch (the hint gives the nearest valid ones) or microbatch_group_size."},
+	{Code: "microbatch-group-unused", Severity: diag.Warning, Rule: "", Meaning: "microbatch_group_size only matters for the interleaved schedule (vpp > 1); it is ignored here.", Fix: "Remove parallel.microbatch_group_size, or use vpp > 1."},
+
+	// Batch.
+	{Code: "global-batch", Severity: diag.Error, Rule: "B4/B5", Meaning: "The global batch is not a positive multiple of micro_batch × dp.", Fix: "Use a global batch that is a multiple of micro_batch·dp (the hint gives the nearest)."},
+
+	// Context and sequence parallelism.
+	{Code: "cp-seq-length", Severity: diag.Error, Rule: "C1", Meaning: "With cp > 1 the sequence length must be a multiple of 2·cp (load-balanced causal chunks).", Fix: "Use a seq_length that is a multiple of 2·cp, or another cp."},
+	{Code: "cp-hierarchical", Severity: diag.Error, Rule: "C2/W13", Meaning: "The product of hierarchical_cp sizes is not cp.", Fix: "Make the hierarchical sizes multiply to parallel.cp."},
+	{Code: "cp-a2a-p2p", Severity: diag.Error, Rule: "C3", Meaning: "cp_comm_type a2a+p2p needs hierarchical_cp sizes.", Fix: "Set parallel.hierarchical_cp (e.g. [a2a size, p2p size]) or use another cp_comm_type."},
+	{Code: "sp-seq-length", Severity: diag.Error, Rule: "", Meaning: "With sequence parallelism the sequence chunk of each CP rank (seq_length / cp) must split evenly over tp ranks; the first scatter fails otherwise.", Fix: "Use a seq_length that is a multiple of tp·cp."},
+	{Code: "sp-without-tp", Severity: diag.Warning, Rule: "Q1", Meaning: "Sequence parallelism was asked for with tp = 1; Megatron switches it off.", Fix: "Remove parallel.sp or raise tp."},
+	{Code: "moe-sp-required", Severity: diag.Error, Rule: "Q4", Meaning: "An MoE model with tp > 1 must use sequence parallelism; Megatron raises at the first training step otherwise.", Fix: "Set parallel.sp to true (the default when tp > 1)."},
+
+	// Mixture of experts.
+	{Code: "ep-without-moe", Severity: diag.Error, Rule: "M2", Meaning: "ep > 1 but the model has no experts.", Fix: "Set ep to 1 or add model.moe."},
+	{Code: "etp-without-moe", Severity: diag.Warning, Rule: "", Meaning: "etp was given for a dense model; it only shapes the (unused) expert grid.", Fix: "Remove parallel.etp."},
+	{Code: "ep-experts", Severity: diag.Error, Rule: "M3", Meaning: "The number of experts is not a multiple of ep.", Fix: "Use an ep that divides model.moe.experts (the hint lists them)."},
+	{Code: "moe-bias-etp", Severity: diag.Error, Rule: "M4", Meaning: "MoE with linear biases (model.bias, on by default as in Megatron) needs etp = 1.", Fix: "Set model.bias to false (--disable-bias-linear) or parallel.etp to 1."},
+	{Code: "moe-topk-pre-softmax", Severity: diag.Error, Rule: "M5", Meaning: "topk = 1 with the softmax score function needs router_pre_softmax (softmax over one value has zero gradient).", Fix: "Set model.moe.router_pre_softmax to true, or use topk ≥ 2 or sinkhorn."},
+	{Code: "moe-capacity-balancing", Severity: diag.Error, Rule: "M6", Meaning: "capacity_factor only works with aux_loss, seq_aux_loss, global_aux_loss or none load balancing.", Fix: "Remove capacity_factor or change router_load_balancing."},
+	{Code: "moe-expert-bias-score", Severity: diag.Error, Rule: "M10", Meaning: "expert_bias (aux-loss-free balancing) needs the sigmoid score function.", Fix: "Set model.moe.score_function to \"sigmoid\" or expert_bias to false."},
+	{Code: "moe-sinkhorn-aux-loss", Severity: diag.Error, Rule: "M19", Meaning: "Sinkhorn load balancing does not support an auxiliary loss; the router asserts aux_loss_coeff == 0.", Fix: "Set model.moe.aux_loss_coeff to 0, or use another load balancing."},
+	{Code: "moe-topk-experts", Severity: diag.Error, Rule: "M20", Meaning: "topk is larger than the number of experts; torch.topk fails at the first step.", Fix: "Use topk ≤ experts."},
+	{Code: "moe-ffn-etp", Severity: diag.Error, Rule: "S9", Meaning: "The expert FFN hidden size is not divisible by etp, so the expert linears cannot be split.", Fix: "Choose an etp that divides moe.ffn_hidden."},
+	{Code: "moe-shared-ffn-tp", Severity: diag.Error, Rule: "S8", Meaning: "The shared-expert FFN size is not divisible by tp (the shared expert is split over the tensor-parallel group).", Fix: "Make moe.shared_ffn_hidden a multiple of tp."},
+	{Code: "moe-grouped-gemm-gpu", Severity: diag.Error, Rule: "M16", Meaning: "Grouped GEMM needs compute capability 8.0 or higher.", Fix: "Set model.moe.grouped_gemm to false on this GPU."},
+	{Code: "moe-no-layers", Severity: diag.Warning, Rule: "", Meaning: "dense_layers and layer_freq leave no MoE layer in the model.", Fix: "Lower model.moe.dense_layers or layer_freq."},
+
+	// Precision.
+	{Code: "precision-fp8-gpu", Severity: diag.Error, Rule: "", Meaning: "The FP8 recipe is not supported by this GPU (Transformer Engine: fp8 needs compute capability ≥ 8.9, blockwise ≥ 9.0, mxfp8 10.x–11.x).", Fix: "Choose a recipe the GPU supports (the hint lists them) or train.precision \"bf16\"."},
+	{Code: "precision-bf16-gpu", Severity: diag.Warning, Rule: "", Meaning: "bf16 needs compute capability 8.0 or higher (A100 and later).", Fix: "Use train.precision \"fp16\" on this GPU."},
+
+	// Recomputation.
+	{Code: "recompute-layers-range", Severity: diag.Warning, Rule: "R3", Meaning: "recompute_layers exceeds the layers per pipeline rank; Megatron accepts it and recomputes every layer.", Fix: "Use a value between 1 and layers/pp."},
+	{Code: "recompute-mtp-uniform", Severity: diag.Error, Rule: "", Meaning: "Full uniform recomputation with MTP layers needs recompute_layers = 1 (Megatron asserts it in the MTP block).", Fix: "Set train.recompute_layers to 1 or recompute_method to \"block\"."},
+	{Code: "recompute-options-unused", Severity: diag.Warning, Rule: "R4", Meaning: "recompute_layers only applies to full recomputation; it is ignored here.", Fix: "Remove train.recompute_layers, or set train.recompute to \"full\"."},
+
+	// Optimizer and overlap.
+	{Code: "overlap-param-gather", Severity: diag.Error, Rule: "O1/O2", Meaning: "overlap_param_gather needs the distributed optimizer and overlap_grad_reduce.", Fix: "Set train.distributed_optimizer and train.overlap_grad_reduce to true, or overlap_param_gather to false."},
+
+	// Training length and schedule.
+	{Code: "train-iters-samples", Severity: diag.Error, Rule: "T1/T2", Meaning: "Iteration-based and sample-based options are mixed (iters with samples, or samples with lr_decay_iters / lr_warmup_iters).", Fix: "Use train.iters with the *_iters options, or train.samples without them."},
+	{Code: "train-length-missing", Severity: diag.Warning, Rule: "T9", Meaning: "Neither train.iters nor train.samples is given: the spec is complete, but Megatron stops when training starts (\"either train-iters or train-samples should be provided\").", Fix: "Set train.iters (or train.samples) before launching."},
+	{Code: "lr-warmup", Severity: diag.Error, Rule: "", Meaning: "lr_warmup_iters is not below the LR decay length (lr_decay_iters, default train.iters); Megatron's LR scheduler asserts warmup < decay when it is built.", Fix: "Use fewer warmup iterations, or a longer decay."},
+	{Code: "lr-wsd-decay", Severity: diag.Error, Rule: "", Meaning: "The WSD LR schedule needs the length of its decay phase, which only --lr-wsd-decay-iters (or -samples) gives; the scheduler asserts it when built.", Fix: "Add --lr-wsd-decay-iters=N to launch.extra_args, or use another lr_decay_style."},
+	{Code: "lr-min", Severity: diag.Error, Rule: "T4", Meaning: "min_lr is larger than lr.", Fix: "Set train.min_lr ≤ train.lr."},
+
+	// Checkpoint and data.
+	{Code: "checkpoint-format", Severity: diag.Error, Rule: "", Meaning: "The checkpoint format needs an FSDP mode that the plan does not use (fsdp_dtensor: Megatron-FSDP; torch_dcp: torch FSDP2 with tp = pp = 1).", Fix: "Use checkpoint.format \"torch_dist\"."},
+	{Code: "fsdp-options", Severity: diag.Error, Rule: "O4/O5", Meaning: "FSDP (train.fsdp, or --use-megatron-fsdp / --use-torch-fsdp2 in launch.extra_args) is on with options it does not support (torch FSDP2: pp, ep, the distributed optimizer, gradient-accumulation fusion, tied embeddings, fp16; Megatron-FSDP: any checkpoint format but fsdp_dtensor).", Fix: "Change the listed options, or drop the FSDP flag."},
+	{Code: "tokenizer-files", Severity: diag.Error, Rule: "", Meaning: "The tokenizer type needs files the spec does not give (GPT2BPETokenizer: vocab_file and merge_file; SentencePiece, HuggingFace, Llama2, TikToken: model).", Fix: "Set data.tokenizer.model / vocab_file / merge_file, or use NullTokenizer."},
+
+	// Launch environment.
+	{Code: "cuda-max-connections", Severity: diag.Error, Rule: "C5/O4/O5", Meaning: "CUDA_DEVICE_MAX_CONNECTIONS contradicts the plan: tp or cp > 1 before Blackwell needs it to be 1; FSDP needs it not to be 1.", Fix: "Set (or unset) CUDA_DEVICE_MAX_CONNECTIONS in launch.env / cluster.env as the message says."},
+
+	// Slurm.
+	{Code: "slurm-time", Severity: diag.Error, Rule: "", Meaning: "cluster.slurm.time is not a Slurm time limit.", Fix: "Use MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (or \"infinite\")."},
+	{Code: "slurm-mem", Severity: diag.Error, Rule: "", Meaning: "cluster.slurm.mem is not a Slurm memory size.", Fix: "Use an integer with an optional K, M, G or T suffix (\"0\" = all memory)."},
+	{Code: "slurm-option", Severity: diag.Error, Rule: "", Meaning: "An entry of cluster.slurm.extra is not an sbatch option.", Fix: "Write each entry as \"--option=value\"."},
+	{Code: "slurm-nodes", Severity: diag.Error, Rule: "", Meaning: "cluster.slurm.extra sets the node or GPU count differently from the cluster (nodes, gpus_per_node).", Fix: "Remove the option from extra; parc derives it from cluster.nodes and gpus_per_node."},
+	{Code: "slurm-cpus", Severity: diag.Error, Rule: "", Meaning: "cpus_per_task × gpus_per_node (one task per GPU) exceeds cpus_per_node.", Fix: "Lower cluster.slurm.cpus_per_task."},
+	{Code: "slurm-preempt", Severity: diag.Error, Rule: "", Meaning: "preempt_signal_seconds is not below the time limit, or above Slurm's limit of 65535 s.", Fix: "Use a signal lead time shorter than the time limit."},
+
+	// Topology (needs the rank layout).
+	{Code: "tp-crosses-nvlink", Severity: diag.Error, Rule: "", Meaning: "A tensor-parallel group spans more than one NVLink domain; its all-reduces would run over the inter-node network on every layer.", Fix: "Use a tp that divides nvlink_domain (and keep the default order, which places tp innermost)."},
+	{Code: "etp-crosses-nvlink", Severity: diag.Error, Rule: "", Meaning: "An expert-tensor-parallel group spans more than one NVLink domain.", Fix: "Use an etp that divides nvlink_domain."},
+	{Code: "cp-crosses-node", Severity: diag.Warning, Rule: "", Meaning: "Context-parallel groups span nodes; their ring exchanges run over the network.", Fix: "Keep tp·cp within gpus_per_node if the network is slow."},
+	{Code: "ep-crosses-node", Severity: diag.Warning, Rule: "", Meaning: "Expert-parallel groups span nodes; the token all-to-all runs over the network.", Fix: "Keep etp·ep within gpus_per_node if the network is slow."},
+}
+
+var codeIndex = func() map[string]CodeInfo {
+	m := make(map[string]CodeInfo, len(Codes))
+	for _, c := range Codes {
+		m[c.Code] = c
+	}
+	return m
+}()
+
+// Lookup returns the registry entry of a code.
+func Lookup(code string) (CodeInfo, bool) {
+	c, ok := codeIndex[code]
+	return c, ok
+}

@@ -1,0 +1,255 @@
+package check
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/spec"
+)
+
+// randomValid builds a random plan that satisfies every Megatron rule by
+// construction (each degree is picked among the values the rules allow).
+func randomValid(r *rand.Rand) map[string]any {
+	pick := func(v []int) int { return v[r.IntN(len(v))] }
+	gpn := pick([]int{4, 8})
+	nodes := pick([]int{1, 2, 4, 8})
+	world := nodes * gpn
+
+	tp := pick(divisorsUpTo(gpn, 8))
+	rest := world / tp
+	pp := pick(divisorsUpTo(rest, 8))
+	rest /= pp
+	cp := pick(divisorsUpTo(rest, 4))
+	dp := rest / cp
+
+	vpp := 1
+	if pp > 1 && r.IntN(2) == 0 {
+		vpp = pick([]int{2, 3})
+	}
+	layers := pp * vpp * pick([]int{1, 2, 3})
+	groups := tp * pick([]int{1, 2}) // a multiple of tp
+	if r.IntN(3) == 0 {
+		groups = pick(divisorsUpTo(tp, tp)) // or a divisor
+	}
+	heads := lcm(tp, groups) * pick([]int{1, 2, 4})
+	hidden := heads * pick([]int{64, 128})
+	seq := 2 * cp * tp * pick([]int{64, 256, 512})
+	mbs := pick([]int{1, 2})
+	M := pp * pick([]int{1, 2, 3}) // a multiple of pp: valid for the interleaved schedule too
+	gbs := mbs * dp * M
+
+	model := map[string]any{"layers": layers, "hidden": hidden, "heads": heads, "query_groups": groups}
+	par := map[string]any{"tp": tp, "pp": pp, "vpp": vpp, "cp": cp}
+	if r.IntN(2) == 0 {
+		// MoE on the expert grid: etp·ep·pp must divide the world.
+		etp := pick(divisorsUpTo(tp, tp))
+		ep := pick(divisorsUpTo(world/(etp*pp), 16))
+		experts := ep * pick([]int{1, 2, 4})
+		model["moe"] = map[string]any{"experts": experts, "topk": min(2, experts)}
+		if min(2, experts) == 1 {
+			model["moe"].(map[string]any)["router_pre_softmax"] = true
+		}
+		model["bias"] = etp == 1 && r.IntN(2) == 0
+		par["ep"], par["etp"] = ep, etp
+	}
+	if r.IntN(3) == 0 {
+		model["activation"] = "swiglu"
+	}
+	if r.IntN(4) == 0 {
+		par["dp"] = dp
+	}
+	return map[string]any{
+		"model":    model,
+		"cluster":  map[string]any{"nodes": nodes, "gpus_per_node": gpn, "nvlink_domain": gpn},
+		"parallel": par,
+		"train":    map[string]any{"seq_length": seq, "micro_batch": mbs, "global_batch": gbs},
+	}
+}
+
+func divisorsUpTo(n, limit int) []int {
+	var out []int
+	for _, d := range divisors(n) {
+		if d <= limit {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func lcm(a, b int) int {
+	g, x := a, b
+	for x != 0 {
+		g, x = x, g%x
+	}
+	return a / g * b
+}
+
+func TestRandomValidGridsAreAccepted(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 400 {
+		o := randomValid(r)
+		s := specFrom(t, o)
+		if l := runSpec(s); l.HasErrors() {
+			t.Fatalf("case %d: a valid plan was rejected\nspec overrides: %v\n%v", i, o, l)
+		}
+	}
+}
+
+// mutation breaks exactly one rule of a valid plan; apply reports false when
+// the plan has no room for it (e.g. tp = 1 cannot break ffn-tp).
+type mutation struct {
+	code  string
+	apply func(s *spec.Spec, d spec.Derived) bool
+}
+
+var mutations = []mutation{
+	{"world-not-divisible", func(s *spec.Spec, d spec.Derived) bool {
+		m := s.Parallel.TP * s.Parallel.PP * s.Parallel.CP
+		if m == 1 {
+			return false
+		}
+		s.Cluster.Nodes, s.Cluster.GPUsPerNode, s.Cluster.NVLinkDomain = 1, m+1, m+1
+		return true
+	}},
+	{"global-batch", func(s *spec.Spec, d spec.Derived) bool {
+		if s.Train.MicroBatch*d.DP == 1 {
+			return false
+		}
+		s.Train.GlobalBatch++
+		return true
+	}},
+	{"pp-layers", func(s *spec.Spec, d spec.Derived) bool {
+		if s.Parallel.PP == 1 {
+			return false
+		}
+		s.Model.Layers++
+		return true
+	}},
+	{"cp-seq-length", func(s *spec.Spec, d spec.Derived) bool {
+		if s.Parallel.CP == 1 {
+			return false
+		}
+		s.Train.SeqLength += 2
+		return true
+	}},
+	{"ep-experts", func(s *spec.Spec, d spec.Derived) bool {
+		if s.Model.MoE == nil || s.Parallel.EP == 1 {
+			return false
+		}
+		s.Model.MoE.Experts++
+		return true
+	}},
+	{"moe-bias-etp", func(s *spec.Spec, d spec.Derived) bool {
+		if s.Model.MoE == nil || d.ETP == 1 {
+			return false
+		}
+		s.Model.Bias = true
+		return true
+	}},
+	{"moe-sp-required", func(s *spec.Spec, d spec.Derived) bool {
+		if s.Model.MoE == nil || s.Parallel.TP == 1 {
+			return false
+		}
+		off := false
+		s.Parallel.SP = &off
+		return true
+	}},
+	{"max-positions", func(s *spec.Spec, d spec.Derived) bool {
+		v := s.Train.SeqLength - 1
+		s.Model.MaxPositionEmbeddings = &v
+		return true
+	}},
+	{"interleave-microbatches", func(s *spec.Spec, d spec.Derived) bool {
+		if s.Parallel.VPP == 1 || s.Parallel.PP < 2 {
+			return false
+		}
+		s.Train.GlobalBatch = s.Train.MicroBatch * d.DP * (s.Parallel.PP - 1)
+		return true
+	}},
+	{"ffn-tp", func(s *spec.Spec, d spec.Derived) bool {
+		if s.Parallel.TP == 1 {
+			return false
+		}
+		v := s.Parallel.TP*7 + 1
+		s.Model.FFNHidden = &v
+		return true
+	}},
+	{"dp-mismatch", func(s *spec.Spec, d spec.Derived) bool {
+		v := d.DP + 1
+		s.Parallel.DP = &v
+		return true
+	}},
+	{"order-pp-last", func(s *spec.Spec, d spec.Derived) bool {
+		if s.Parallel.PP == 1 || d.EDP == d.DP {
+			return false
+		}
+		s.Parallel.Order = OrderPPDP
+		return true
+	}},
+	{"vpp-pp", func(s *spec.Spec, d spec.Derived) bool {
+		if s.Parallel.PP != 1 {
+			return false
+		}
+		s.Parallel.VPP = 2
+		return true
+	}},
+	{"tp-heads", func(s *spec.Spec, d spec.Derived) bool {
+		if s.Parallel.TP == 1 || s.Model.Heads%2 == 1 {
+			return false
+		}
+		// One head fewer: tp (a power of two) no longer divides it; keep
+		// the head dimension explicit so hidden/heads stays irrelevant.
+		kv := s.Model.Hidden / s.Model.Heads
+		s.Model.KVChannels = &kv
+		s.Model.Heads--
+		s.Model.QueryGroups = &s.Model.Heads
+		return true
+	}},
+	{"lr-min", func(s *spec.Spec, d spec.Derived) bool {
+		s.Train.MinLR = s.Train.LR * 2
+		return true
+	}},
+	{"cuda-max-connections", func(s *spec.Spec, d spec.Derived) bool {
+		if s.Parallel.TP == 1 && s.Parallel.CP == 1 {
+			return false
+		}
+		s.Launch.Env = map[string]string{"CUDA_DEVICE_MAX_CONNECTIONS": "2"}
+		return true
+	}},
+	{"slurm-time", func(s *spec.Spec, d spec.Derived) bool {
+		v := "4h"
+		s.Cluster.Slurm = &spec.Slurm{Exclusive: true, Time: &v}
+		return true
+	}},
+}
+
+func TestSingleRuleMutationsAreReported(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	applied := map[string]int{}
+	for i := range 400 {
+		o := randomValid(r)
+		for _, m := range mutations {
+			s := specFrom(t, o)
+			if !m.apply(s, spec.Derive(s)) {
+				continue
+			}
+			applied[m.code]++
+			l := runSpec(s)
+			if !slices.Contains(l.Codes(), m.code) {
+				t.Fatalf("case %d: mutation %s not reported\noverrides: %v\n%v", i, m.code, o, l)
+			}
+			if info, _ := Lookup(m.code); info.Severity == diag.Error && !l.HasErrors() {
+				t.Fatalf("case %d: mutation %s accepted", i, m.code)
+			}
+		}
+	}
+	for _, m := range mutations {
+		if applied[m.code] == 0 {
+			t.Errorf("mutation %s never applied: the generator never makes room for it", m.code)
+		}
+	}
+	t.Log(fmt.Sprint(applied))
+}

@@ -1,0 +1,123 @@
+package check
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/spec"
+)
+
+// xcase is one plan handed to testdata/megatron-xcheck/xcheck.py, which runs
+// Megatron-LM's own validation on it (see testdata/README.md).
+type xcase struct {
+	Name    string       `json:"name"`
+	Spec    *spec.Spec   `json:"spec"`
+	Derived spec.Derived `json:"derived"`
+	Valid   bool         `json:"valid"`
+	Codes   []string     `json:"codes"`
+}
+
+// TestDumpForMegatron writes the corpus and random plans, with parc's
+// verdicts, for the cross-check against Megatron-LM:
+//
+//	PARC_XCHECK_DIR=/tmp/x go test ./internal/check -run TestDumpForMegatron
+//	CASES=/tmp/x/corpus.json ERRORS=/tmp/x/errors.json python3 testdata/megatron-xcheck/xcheck.py
+func TestDumpForMegatron(t *testing.T) {
+	dir := os.Getenv("PARC_XCHECK_DIR")
+	if dir == "" {
+		t.Skip("set PARC_XCHECK_DIR to dump plans for the Megatron cross-check")
+	}
+	var corpus []xcase
+	for file, cases := range loadCorpus(t) {
+		for _, tc := range cases {
+			s := specFrom(t, tc.Spec)
+			corpus = append(corpus, xcase{strings.TrimSuffix(file, ".json") + "/" + tc.Name, s, spec.Derive(s), tc.Valid, tc.Codes})
+		}
+	}
+	var errs []string
+	for _, c := range Codes {
+		if c.Severity == diag.Error {
+			errs = append(errs, c.Code)
+		}
+	}
+	for name, v := range map[string]any{
+		"corpus.json":  corpus,
+		"random1.json": randomForXcheck(t, 7, 3000),
+		"random2.json": randomForXcheck(t, 9, 3000),
+		"errors.json":  errs,
+	} {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// randomForXcheck makes n random plans, most of them invalid in some way.
+func randomForXcheck(t *testing.T, seed uint64, n int) []xcase {
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	pick := func(v ...int) int { return v[r.IntN(len(v))] }
+	var all []xcase
+	for range n {
+		model := map[string]any{"layers": pick(6, 8, 12, 15, 16, 24, 30, 32), "heads": pick(8, 12, 16, 24, 32), "hidden": pick(1536, 2048, 3072, 4096)}
+		if r.IntN(2) == 0 {
+			model["query_groups"] = pick(1, 2, 3, 4, 6, 8, 16)
+		}
+		par := map[string]any{"tp": pick(1, 2, 4), "pp": pick(1, 2, 4, 4, 3), "cp": pick(1, 1, 1, 2), "vpp": pick(1, 1, 2, 2, 3)}
+		if r.IntN(3) == 0 {
+			model["bias"] = false
+			model["moe"] = map[string]any{"experts": pick(4, 6, 8, 16, 64), "topk": pick(1, 2, 4)}
+			if r.IntN(2) == 0 {
+				model["moe"].(map[string]any)["router_pre_softmax"] = true
+			}
+			par["ep"] = pick(1, 2, 4, 8)
+			if r.IntN(2) == 0 {
+				par["etp"] = pick(1, 2)
+			}
+		}
+		if r.IntN(4) == 0 {
+			par["order"] = "tp-cp-ep-pp-dp"
+		}
+		switch r.IntN(6) {
+		case 0:
+			par["first_stage_layers"] = pick(1, 2, 3, 4, 6, 8)
+		case 1:
+			par["last_stage_layers"] = pick(1, 2, 3, 4, 6, 8)
+		case 2:
+			par["first_stage_layers"], par["last_stage_layers"] = pick(1, 2, 3, 4, 6), pick(1, 2, 3, 4, 6)
+		case 3:
+			par["account_for_embedding"] = r.IntN(2) == 0
+			par["account_for_loss"] = r.IntN(2) == 0
+		}
+		if r.IntN(5) == 0 {
+			par["microbatch_group_size"] = pick(1, 2, 3, 4, 6, 8)
+		}
+		if r.IntN(5) == 0 {
+			par["overlap_p2p"] = false
+		}
+		if r.IntN(6) == 0 {
+			par["distributed_optimizer_instances"] = pick(2, 3, 4)
+		}
+		if r.IntN(8) == 0 {
+			par["hierarchical_cp"] = []int{pick(1, 2), pick(1, 2)}
+		}
+		train := map[string]any{"global_batch": pick(8, 12, 16, 24, 32, 48, 64, 96, 128), "micro_batch": pick(1, 2), "seq_length": pick(2048, 4096, 4096, 2046)}
+		cl := map[string]any{"nodes": pick(2, 4, 4)}
+		o := map[string]any{"model": model, "parallel": par, "train": train, "cluster": cl}
+		data, _ := json.Marshal(o)
+		var m map[string]any
+		json.Unmarshal(data, &m)
+		s := specFrom(t, m)
+		l := runSpec(s)
+		all = append(all, xcase{Name: string(data), Spec: s, Derived: spec.Derive(s), Valid: !l.HasErrors(), Codes: codesOf(l)})
+	}
+	return all
+}

@@ -1,0 +1,64 @@
+package estimate
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"parc.dev/parc/internal/spec"
+)
+
+// BenchmarkRun estimates Llama-3-70B on 128 GPUs with the links given (as
+// the compiler passes the layout's) and without (DefaultLinks builds the
+// groups).
+func BenchmarkRun(b *testing.B) {
+	s := llama70B()
+	d := spec.Derive(s)
+	links := DefaultLinks(s, d)
+	b.Run("links-given", func(b *testing.B) {
+		for b.Loop() {
+			Run(s, d, links, nil)
+		}
+	})
+	b.Run("default-links", func(b *testing.B) {
+		for b.Loop() {
+			Run(s, d, nil, nil)
+		}
+	})
+}
+
+// FuzzRun: whatever degrees and shapes (each at least 1, as the schema
+// guarantees), the estimate neither panics nor produces non-finite numbers,
+// and its peak is the largest stage.
+func FuzzRun(f *testing.F) {
+	f.Add(uint8(8), uint8(4), uint8(5), uint8(1), uint8(1), uint16(80), uint16(64), uint8(1), uint16(128), uint8(0), uint8(1))
+	f.Add(uint8(2), uint8(4), uint8(1), uint8(2), uint8(4), uint16(32), uint16(32), uint8(2), uint16(256), uint8(2), uint8(0))
+	f.Add(uint8(1), uint8(1), uint8(1), uint8(1), uint8(1), uint16(1), uint16(1), uint8(1), uint16(1), uint8(1), uint8(3))
+	f.Fuzz(func(t *testing.T, tp, pp, vpp, cp, ep uint8, layers, heads uint16, mb uint8, gbs uint16, recompute, variant uint8) {
+		s := mixtral()
+		if variant%2 == 0 {
+			s = llama70B()
+		}
+		s.Parallel.TP, s.Parallel.PP, s.Parallel.VPP = int(tp%16)+1, int(pp%16)+1, int(vpp%6)+1
+		s.Parallel.CP, s.Parallel.EP = int(cp%8)+1, int(ep%8)+1
+		s.Parallel.ETP = nil
+		s.Model.Layers, s.Model.Heads = int(layers%200)+1, int(heads%128)+1
+		s.Train.MicroBatch, s.Train.GlobalBatch = int(mb%8)+1, int(gbs)+1
+		s.Train.Recompute = []string{"none", "selective", "full"}[recompute%3]
+		s.Train.Precision = []string{"bf16", "fp8", "fp32", "fp16"}[variant%4]
+		e, _ := Run(s, spec.Derive(s), nil, nil)
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "NaN") || strings.Contains(string(b), "Inf") || math.IsNaN(e.StepTimeS) {
+			t.Fatalf("non-finite: %s", b)
+		}
+		for _, st := range e.Memory.Stages {
+			if st.Total > e.Memory.PerGPUPeakBytes {
+				t.Fatalf("stage %d above the peak", st.Stage)
+			}
+		}
+	})
+}

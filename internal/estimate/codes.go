@@ -1,0 +1,11 @@
+package estimate
+
+import "parc.dev/parc/internal/diag"
+
+// Codes lists every code the estimate stage emits.
+var Codes = []diag.CodeInfo{
+	{Code: CodeMemoryExceedsGPU, Severity: diag.Error, Meaning: "The most loaded GPU's peak memory (weights, gradients, optimizer state, activations) exceeds the GPU's memory; the message shows the breakdown.", Fix: "Use the distributed optimizer, more pp or tp, a smaller micro_batch, or recompute (the hint names what helps most)."},
+	{Code: CodeMemoryNearLimit, Severity: diag.Warning, Meaning: "Peak memory is above 90% of the GPU's memory: allocator fragmentation and NCCL buffers may not fit.", Fix: "Leave headroom: the same levers as memory-exceeds-gpu."},
+	{Code: CodePipelineBubble, Severity: diag.Warning, Meaning: "The pipeline bubble (p−1)/(m+p−1), or (p−1)/(v·m+p−1) interleaved, is above 25% of the step.", Fix: "Raise the number of microbatches (the hint names the count and the global batch), or interleave with vpp."},
+	{Code: CodeCommsExceedCompute, Severity: diag.Warning, Meaning: "An axis's exposed communication on its link takes longer than the compute it goes with.", Fix: "Keep that axis inside the NVLink domain, or lower its degree."},
+}

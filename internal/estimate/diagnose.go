@@ -1,0 +1,183 @@
+package estimate
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"parc.dev/parc/internal/diag"
+)
+
+// Diagnostic codes of the estimate stage.
+const (
+	CodeMemoryExceedsGPU   = "memory-exceeds-gpu"
+	CodeMemoryNearLimit    = "memory-near-limit"
+	CodePipelineBubble     = "pipeline-bubble"
+	CodeCommsExceedCompute = "comms-exceed-compute"
+)
+
+// GiB formats bytes in binary gigabytes.
+func GiB(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
+
+func (c *costModel) diagnose(e *Estimate, at diag.Locator, o Options) diag.List {
+	var out diag.List
+	c.diagnoseMemory(e, at, o, &out)
+	c.diagnoseBubble(e, at, o, &out)
+	c.diagnoseComms(e, at, &out)
+	return out
+}
+
+// memoryBreakdown renders a stage's memory as "weights … + … = total".
+func memoryBreakdown(st StageMemory) string {
+	return fmt.Sprintf("weights %s + gradients %s + optimizer %s + activations %s (layers %s, embedding %s, logits %s, recompute %s) = %s",
+		GiB(st.Weights), GiB(st.Gradients), GiB(st.Optimizer), GiB(st.Activations),
+		GiB(st.ActivationsLayers), GiB(st.ActivationsEmbedding), GiB(st.ActivationsLogits),
+		GiB(st.ActivationsRecompute), GiB(st.Total))
+}
+
+func (c *costModel) diagnoseMemory(e *Estimate, at diag.Locator, o Options, out *diag.List) {
+	if e.Memory.GPUBytes <= 0 || len(e.Memory.Stages) == 0 {
+		return
+	}
+	st := e.Memory.Stages[e.Memory.PeakStage]
+	gpu := c.s.Cluster.GPU
+	near := o.NearLimit
+	if near <= 0 || near >= 1 {
+		near = DefaultOptions().NearLimit
+	}
+	path, hint := c.memoryRemedy(st)
+	where := fmt.Sprintf("pipeline stage %d of %d", st.Stage, c.pp)
+	if c.pp == 1 {
+		where = "each GPU"
+	}
+	switch {
+	case st.Total > e.Memory.GPUBytes:
+		out.Errorf(at(path), path, CodeMemoryExceedsGPU, hint,
+			"%s needs %s per GPU, more than the %s of a %s: %s",
+			where, GiB(st.Total), GiB(e.Memory.GPUBytes), gpuName(gpu.Name), memoryBreakdown(st))
+	case float64(st.Total) > near*float64(e.Memory.GPUBytes):
+		out.Warnf(at(path), path, CodeMemoryNearLimit, hint,
+			"%s needs %s per GPU, %.0f%% of the %s of a %s (above %.0f%%; allocator fragmentation and NCCL buffers need the rest): %s",
+			where, GiB(st.Total), 100*float64(st.Total)/float64(e.Memory.GPUBytes), GiB(e.Memory.GPUBytes),
+			gpuName(gpu.Name), 100*near, memoryBreakdown(st))
+	}
+}
+
+func gpuName(n string) string {
+	if n == "" {
+		return "GPU"
+	}
+	return n
+}
+
+// memoryRemedy blames the field behind the largest part of a stage's memory.
+func (c *costModel) memoryRemedy(st StageMemory) (path, hint string) {
+	tr := c.s.Train
+	parts := map[string]int64{"weights": st.Weights, "gradients": st.Gradients, "optimizer": st.Optimizer, "activations": st.Activations}
+	largest := "activations"
+	for _, k := range []string{"weights", "gradients", "optimizer", "activations"} {
+		if parts[k] > parts[largest] {
+			largest = k
+		}
+	}
+	switch {
+	case largest == "activations":
+		var opts []string
+		if tr.MicroBatch > 1 {
+			opts = append(opts, fmt.Sprintf("lower train.micro_batch (now %d)", tr.MicroBatch))
+		}
+		switch tr.Recompute {
+		case "none":
+			opts = append(opts, `set train.recompute to "selective" or "full"`)
+		case "selective":
+			opts = append(opts, `set train.recompute to "full"`)
+		}
+		if c.tp > 1 && !c.d.SP {
+			opts = append(opts, "turn on parallel.sp")
+		}
+		opts = append(opts, fmt.Sprintf("raise parallel.tp (now %d) or parallel.cp (now %d)", c.tp, c.cp))
+		return "train.micro_batch", strings.Join(opts, ", or ")
+	case largest == "optimizer" && c.sharding == ShardNone:
+		ds, _ := c.dataParallelShards()
+		return "train.distributed_optimizer", fmt.Sprintf(
+			"set train.distributed_optimizer: true to shard the Adam state over the %d data-parallel ranks (dp·cp), or raise parallel.pp (now %d) or parallel.tp (now %d)",
+			ds, c.pp, c.tp)
+	default:
+		h := fmt.Sprintf("raise parallel.pp (now %d) or parallel.tp (now %d) to split the weights over more GPUs", c.pp, c.tp)
+		if c.sh.experts > 0 {
+			h += fmt.Sprintf(", or parallel.ep (now %d) to split the experts", c.ep)
+		}
+		if c.sharding == ShardNone {
+			h += ", or set train.distributed_optimizer: true"
+		}
+		return "parallel.pp", h
+	}
+}
+
+func (c *costModel) diagnoseBubble(e *Estimate, at diag.Locator, o Options, out *diag.List) {
+	limit := o.BubbleWarn
+	if limit <= 0 || c.pp <= 1 {
+		return
+	}
+	b := e.Pipeline.BubbleFraction
+	if b <= limit {
+		return
+	}
+	formula := fmt.Sprintf("(p-1)/(m+p-1) = %d/%d", c.pp-1, c.m+c.pp-1)
+	if c.vpp > 1 {
+		formula = fmt.Sprintf("(p-1)/(v·m+p-1) = %d/%d", c.pp-1, c.vpp*c.m+c.pp-1)
+	}
+	need := MicrobatchesForBubble(c.pp, c.vpp, c.g, limit)
+	tr := c.s.Train
+	hint := fmt.Sprintf("%d microbatches bring it to %.1f%%: train.global_batch = %d (micro_batch %d × dp %d × %d)",
+		need, 100*BubbleFraction(c.pp, c.vpp, need), need*tr.MicroBatch*c.dp, tr.MicroBatch, c.dp, need)
+	if c.vpp == 1 {
+		hint += "; or interleave the pipeline with parallel.vpp"
+	}
+	if tr.MicroBatch > 1 {
+		hint += fmt.Sprintf("; or lower train.micro_batch (now %d) to get more microbatches from the same global batch", tr.MicroBatch)
+	}
+	path := "train.global_batch"
+	out.Warnf(at(path), path, CodePipelineBubble, hint,
+		"the pipeline bubble is %.1f%% of each step (pp=%d, vpp=%d, %d microbatches: %s), above %.0f%%",
+		100*b, c.pp, c.vpp, c.m, formula, 100*limit)
+}
+
+func (c *costModel) diagnoseComms(e *Estimate, at diag.Locator, out *diag.List) {
+	paths := map[string]string{
+		"tp": "parallel.tp", "cp": "parallel.cp", "ep": "parallel.ep", "etp": "parallel.etp",
+		"pp": "parallel.pp", "dp": "parallel.dp", "edp": "parallel.ep", "embd": "parallel.pp",
+	}
+	for _, ax := range e.Axes() {
+		ac := e.Comms[ax]
+		if ac.ExposedS <= 0 || e.Compute.TimeS <= 0 {
+			continue
+		}
+		compute := e.Compute.TimeS
+		if len(e.Memory.Stages) > ac.Stage {
+			// compare with the compute of the stage that moves these bytes
+			compute = c.stageComputeTime(ac.Stage)
+		}
+		if ac.ExposedS <= compute || math.IsInf(ac.ExposedS, 0) {
+			continue
+		}
+		path := paths[ax]
+		hint := fmt.Sprintf("keep %s inside the NVLink domain (cluster.nvlink_domain = %d GPUs) by lowering it or reordering parallel.order (now %q)",
+			ax, c.s.Cluster.NVLinkDomain, c.s.Parallel.Order)
+		if ac.Link == LinkNVLink {
+			hint = fmt.Sprintf("lower %s, or give each GPU more work per step (train.micro_batch, train.seq_length)", path)
+		}
+		if ax == "dp" || ax == "edp" {
+			hint = "set train.overlap_grad_reduce (and overlap_param_gather) to hide it behind the backward pass, or raise train.global_batch so each step computes longer"
+		}
+		out.Warnf(at(path), path, CodeCommsExceedCompute, hint,
+			"%s communication crosses the %s link: %s per step per GPU at %.0f GB/s takes %.3g s, %.3g s of it exposed, more than the %.3g s of compute it goes with (%s)",
+			ax, ac.Link, GiB(ac.BytesPerStep), ac.BandwidthGBps, ac.TimeS, ac.ExposedS, compute, ac.Pattern)
+	}
+}
+
+// stageComputeTime is the busy compute per step of rank r.
+func (c *costModel) stageComputeTime(r int) float64 {
+	st := c.stageCost(r)
+	return float64(c.m) * (st.flops + st.recompute) / float64(c.tp*c.cp) / (c.peakFLOPs() * c.efficiency)
+}

@@ -1,0 +1,150 @@
+package estimate
+
+import "parc.dev/parc/internal/spec"
+
+// Pipeline schedules.
+const (
+	ScheduleNone        = "none"             // pp = 1: microbatches run back to back
+	Schedule1F1B        = "1f1b"             // PipeDream-flush one-forward-one-backward
+	ScheduleInterleaved = "interleaved-1f1b" // Megatron's virtual-stage schedule
+)
+
+// BubbleFraction is the idle fraction of a pipeline step: (p−1)/(m+p−1) for
+// 1F1B (and GPipe), (p−1)/(v·m+p−1) for the interleaved schedule with v
+// virtual stages per rank (Narayanan et al. 2021).
+func BubbleFraction(p, v, m int) float64 {
+	if p <= 1 || m < 1 {
+		return 0
+	}
+	if v < 1 {
+		v = 1
+	}
+	return float64(p-1) / float64(v*m+p-1)
+}
+
+// MicrobatchesForBubble is the smallest microbatch count m that brings the
+// bubble to at most target, for p ranks and v virtual stages. The interleaved
+// schedule needs m ≥ g and m mod g either 0 or ≥ p (g = microbatch group
+// size, default p; Megatron's schedules.py); m is chosen to satisfy that. It
+// returns 0 when no m reaches the target (target ≤ 0).
+func MicrobatchesForBubble(p, v, g int, target float64) int {
+	if p <= 1 {
+		return 1
+	}
+	if target <= 0 {
+		return 0
+	}
+	if v < 1 {
+		v = 1
+	}
+	if g < 1 {
+		g = p
+	}
+	// (p−1)/(v·m+p−1) ≤ target  ⇔  v·m ≥ (p−1)/target − (p−1).
+	need := float64(p-1)/target - float64(p-1)
+	m := max(1, int(need/float64(v)))
+	for float64(p-1) > target*float64(v*m+p-1) {
+		m++
+	}
+	for m > 1 && float64(p-1) <= target*float64(v*(m-1)+p-1) {
+		m--
+	}
+	if v > 1 {
+		for !interleavedMicrobatchesOK(p, g, m) {
+			m++
+		}
+	}
+	return m
+}
+
+// interleavedMicrobatchesOK is Megatron's rule for the interleaved schedule:
+// g ≤ m, and m mod g is 0 or at least p.
+func interleavedMicrobatchesOK(p, g, m int) bool {
+	if g > m {
+		return false
+	}
+	r := m % g
+	return r == 0 || r >= p
+}
+
+// interleavedTable is Megatron's schedule table: microbatches in groups of g,
+// each group running through every model chunk in order. Entry k is the model
+// chunk of the k-th forward pass on every rank.
+func interleavedTable(m, v, g int) []int {
+	var chunks []int
+	for start := 0; start < m; start += g {
+		end := min(start+g, m)
+		for c := range v {
+			for range end - start {
+				chunks = append(chunks, c)
+			}
+		}
+	}
+	return chunks
+}
+
+// InFlight returns, for pipeline rank r of p, how many forward passes of each
+// of its v model chunks hold activations at the peak of the schedule: the
+// warm-up forwards plus the one the steady state starts with (Megatron's
+// schedules.py: 1F1B warms up with p−r−1 forwards, the interleaved schedule
+// with 2(p−r−1) + (v−1)·g).
+func InFlight(p, v, m, g, r int) []int {
+	if v < 1 {
+		v = 1
+	}
+	out := make([]int, v)
+	if m < 1 {
+		return out
+	}
+	if p <= 1 {
+		out[0] = 1
+		return out
+	}
+	if v == 1 {
+		out[0] = min(p-r, m)
+		return out
+	}
+	if g < 1 {
+		g = p
+	}
+	total := m * v
+	warmup := (p-r-1)*2 + (v-1)*g
+	slots := min(warmup+1, total)
+	table := interleavedTable(m, v, g)
+	for k := range slots {
+		out[table[k]]++
+	}
+	return out
+}
+
+// stageLayout returns the layers of every (pipeline rank, virtual stage),
+// from the derived split, or an even split when the spec's split is invalid
+// (check reports that; the estimate still gives numbers).
+func stageLayout(s *spec.Spec, d spec.Derived, pp, vpp int) [][]spec.LayerRange {
+	if len(d.Stages) == pp && pp > 0 && len(d.Stages[0]) == vpp {
+		return d.Stages
+	}
+	layers := s.Model.Layers
+	chunks := pp * vpp
+	out := make([][]spec.LayerRange, pp)
+	for r := range out {
+		out[r] = make([]spec.LayerRange, vpp)
+	}
+	next := 0
+	for v := range vpp {
+		for r := range pp {
+			i := v*pp + r
+			n := layers/chunks + boolInt(i < layers%chunks)
+			out[r][v] = spec.LayerRange{First: next, Count: n}
+			next += n
+		}
+	}
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,21 @@
+package load
+
+import "parc.dev/parc/internal/diag"
+
+// Codes lists every code the load stage emits.
+var Codes = []diag.CodeInfo{
+	{Code: "file-not-found", Severity: diag.Error, Meaning: "The spec file cannot be read.", Fix: "Check the path; parc takes .cue and .hcl files."},
+	{Code: "syntax", Severity: diag.Error, Meaning: "The file is not valid CUE or HCL.", Fix: "Fix the text at the position shown."},
+	{Code: "unknown-field", Severity: diag.Error, Meaning: "A key the schema does not have (every struct is closed), often a typo or a Megatron flag name.", Fix: "Use the suggested name; the hint lists the fields allowed there."},
+	{Code: "type-mismatch", Severity: diag.Error, Meaning: "A value of the wrong type (a string where a number belongs, ...).", Fix: "Write a value of the type the hint names."},
+	{Code: "out-of-range", Severity: diag.Error, Meaning: "A number outside its bounds (a degree of 0, a negative count).", Fix: "Use a value within the bounds the hint names."},
+	{Code: "invalid-value", Severity: diag.Error, Meaning: "A value the schema does not allow (not one of an enum's choices, or conflicting with another value).", Fix: "Use one of the values the hint lists."},
+	{Code: "missing-field", Severity: diag.Error, Meaning: "A required field is missing or not concrete.", Fix: "Set it; the hint says what it must be."},
+	{Code: "unknown-reference", Severity: diag.Error, Meaning: "A reference to something that does not exist, such as an unknown preset (models.llama9).", Fix: "Use one of the presets the hint lists."},
+	{Code: "unknown-import", Severity: diag.Error, Meaning: "An import parc cannot resolve.", Fix: `Presets are imported as "parc.dev/stdlib/models" and "parc.dev/stdlib/clusters".`},
+	{Code: "cue-language-version", Severity: diag.Error, Meaning: "The user's cue.mod/module.cue declares a CUE language version older than parc's presets need; it governs imported packages too.", Fix: "Raise language.version in cue.mod/module.cue to the version the message names."},
+	{Code: "hcl-expression", Severity: diag.Error, Meaning: "An HCL expression parc cannot evaluate to a literal (variables, functions).", Fix: "Write literal strings, numbers, bools, lists and objects."},
+	{Code: "hcl-block-label", Severity: diag.Error, Meaning: "An HCL block with a label (`model \"x\" {`).", Fix: "Write the block without a label."},
+	{Code: "hcl-duplicate-block", Severity: diag.Error, Meaning: "The same HCL block twice, or as both block and attribute.", Fix: "Merge them into one block."},
+	{Code: "load", Severity: diag.Error, Meaning: "The CUE loader did not produce exactly one instance.", Fix: "Vet one file at a time."},
+}

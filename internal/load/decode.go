@@ -1,0 +1,162 @@
+package load
+
+import (
+	"cuelang.org/go/cue/token"
+	"fmt"
+	"strings"
+
+	"cuelang.org/go/cue"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/spec"
+)
+
+// OpenPaths are the spec fields a user may leave open for parc solve.
+var OpenPaths = []string{
+	"parallel.tp", "parallel.pp", "parallel.vpp", "parallel.cp", "parallel.ep", "parallel.etp",
+	"train.micro_batch", "train.recompute",
+}
+
+// Open lists the solver fields the user left open (`tp: int`,
+// `tp: 1 | 2 | 4 | 8`, `pp: >=2`). Openness is decided on the user's own
+// value, before the schema's defaults could make it concrete.
+func (r *Result) Open() []string {
+	var out []string
+	for _, p := range OpenPaths {
+		v := r.User.LookupPath(cue.ParsePath(p))
+		if !v.Exists() {
+			continue
+		}
+		if _, hasDefault := v.Default(); hasDefault {
+			continue // `*4 | 8` is a choice already made
+		}
+		if !v.IsConcrete() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Decode validates the unified plan as concrete and decodes it into a
+// spec.Spec. All schema errors are reported at once.
+func (r *Result) Decode() (*spec.Spec, diag.List) {
+	return r.DecodeValue(r.Plan)
+}
+
+// DecodeValue decodes v, a value derived from r.Plan (the solver fills open
+// fields with FillPath and decodes each candidate).
+func (r *Result) DecodeValue(v cue.Value) (*spec.Spec, diag.List) {
+	var diags diag.List
+	if err := v.Validate(cue.Concrete(true)); err != nil {
+		diags = fromCUEError(err, r)
+	}
+	// CUE leaves out "incomplete" errors when there are others; a user wants
+	// every missing field at once, so walk for them.
+	seen := map[string]bool{}
+	for _, d := range diags {
+		seen[d.Path] = true
+	}
+	// Likewise a closedness error can hide behind another error in the same
+	// struct: check every user field against the schema ourselves.
+	r.unknown(r.User, r.Schema, nil, seen, &diags)
+	r.missing(v, nil, seen, &diags)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	var s spec.Spec
+	if err := v.Decode(&s); err != nil {
+		return nil, fromCUEError(err, r)
+	}
+	return &s, nil
+}
+
+// Locator returns r.Locate as a diag.Locator.
+func (r *Result) Locator() diag.Locator { return r.Locate }
+
+// missing reports every regular field of v that is still not concrete.
+func (r *Result) missing(v cue.Value, path []string, seen map[string]bool, out *diag.List) {
+	it, err := v.Fields()
+	if err != nil {
+		return
+	}
+	for it.Next() {
+		f := it.Value()
+		p := append(append([]string(nil), path...), it.Selector().Unquoted())
+		name := strings.Join(p, ".")
+		if isStruct(f) {
+			r.missing(f, p, seen, out)
+			continue
+		}
+		if seen[name] || f.Err() != nil && !isIncomplete(f) {
+			continue
+		}
+		if f.IsConcrete() {
+			continue
+		}
+		if _, ok := f.Default(); ok {
+			continue
+		}
+		seen[name] = true
+		what := formatSchemaConstraint(r.Schema.LookupPath(cue.ParsePath(name)))
+		msg := fmt.Sprintf("required field %s is missing", name)
+		if uv := r.User.LookupPath(cue.ParsePath(name)); uv.Exists() {
+			msg = fmt.Sprintf("%s is not concrete: it is %v", name, uv)
+		}
+		hint := ""
+		if what != "" {
+			hint = fmt.Sprintf("set %s to %s", name, what)
+		}
+		out.Add(diag.Diagnostic{Severity: diag.Error, Code: "missing-field", Path: name, Pos: r.Locate(name), Message: msg, Hint: hint})
+	}
+}
+
+func isIncomplete(v cue.Value) bool {
+	err := v.Err()
+	return err != nil && strings.Contains(err.Error(), "incomplete")
+}
+
+// isStruct reports whether v is a struct, also when an error inside it made
+// the whole struct an error value.
+func isStruct(v cue.Value) bool {
+	if v.IncompleteKind() == cue.StructKind {
+		return true
+	}
+	if v.Kind() != cue.BottomKind {
+		return false
+	}
+	_, err := v.Fields()
+	return err == nil
+}
+
+// unknown reports every field the user wrote that the schema does not allow.
+func (r *Result) unknown(user, schema cue.Value, path []string, seen map[string]bool, out *diag.List) {
+	it, err := user.Fields(cue.Optional(true))
+	if err != nil {
+		return
+	}
+	for it.Next() {
+		sel := it.Selector()
+		p := append(append([]string(nil), path...), sel.Unquoted())
+		name := strings.Join(p, ".")
+		if !schema.Allows(sel) {
+			if !seen[name] {
+				seen[name] = true
+				parent := strings.Join(path, ".")
+				out.Add(r.unknownField(name, parent, sel.Unquoted(), r.fieldPos(it.Value(), name)))
+			}
+			continue
+		}
+		child := schema.LookupPath(cue.MakePath(sel))
+		if child.Exists() && child.IncompleteKind() == cue.StructKind && it.Value().IncompleteKind() == cue.StructKind {
+			r.unknown(it.Value(), child, p, seen, out)
+		}
+	}
+}
+
+// fieldPos is the position of a user's field, falling back to Locate.
+func (r *Result) fieldPos(v cue.Value, path string) diag.Pos {
+	if p, ok := r.userPos([]token.Pos{v.Pos()}); ok {
+		return p
+	}
+	return r.Locate(path)
+}

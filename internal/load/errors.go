@@ -1,0 +1,281 @@
+package load
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"cuelang.org/go/cue"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/parser"
+	"cuelang.org/go/cue/token"
+	"github.com/agext/levenshtein"
+	"golang.org/x/mod/semver"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/schema"
+)
+
+// isUserFile reports whether a CUE position is in one of the user's files
+// rather than the embedded schema or preset library.
+func (r *Result) isUserFile(name string) bool {
+	if name == "" || name == schema.Filename {
+		return false
+	}
+	return !strings.Contains(filepath.ToSlash(name), "/cue.mod/pkg/"+StdlibImportPath+"/")
+}
+
+func (r *Result) pos(p token.Pos) diag.Pos {
+	if !p.IsValid() {
+		return diag.Pos{}
+	}
+	name := p.Filename()
+	if d, ok := r.Display[name]; ok {
+		name = d
+	}
+	return diag.Pos{File: name, Line: p.Line(), Column: p.Column()}
+}
+
+// userPos picks the first of ps in a user file.
+func (r *Result) userPos(ps []token.Pos) (diag.Pos, bool) {
+	for _, p := range ps {
+		if p.IsValid() && r.isUserFile(p.Filename()) {
+			return r.pos(p), true
+		}
+	}
+	return diag.Pos{}, false
+}
+
+// fromCUEError turns every error in err into a diagnostic at the user's text.
+func fromCUEError(err error, r *Result) diag.List {
+	errs := cueerrors.Errors(err)
+	// A value outside an enum comes as "N errors in empty disjunction"
+	// followed by one conflict per alternative: report it once.
+	disjunction := map[string]bool{}
+	for _, e := range errs {
+		if f, _ := e.Msg(); strings.Contains(f, "empty disjunction") {
+			disjunction[strings.Join(e.Path(), ".")] = true
+		}
+	}
+	var out diag.List
+	for _, e := range errs {
+		path := strings.Join(e.Path(), ".")
+		if disjunction[path] {
+			if f, _ := e.Msg(); !strings.Contains(f, "empty disjunction") {
+				continue
+			}
+			d := r.diagnostic(e)
+			d.Code = "invalid-value"
+			got := "this value"
+			if uv := r.User.LookupPath(cue.ParsePath(path)); uv.Exists() && uv.IsConcrete() {
+				got = fmt.Sprint(uv)
+			}
+			d.Message = fmt.Sprintf("%s = %s is not allowed", path, got)
+			if uv := r.User.LookupPath(cue.ParsePath(path)); uv.Exists() && uv.IsConcrete() &&
+				(uv.Kind() == cue.IntKind || uv.Kind() == cue.FloatKind) {
+				d.Code = "out-of-range"
+				d.Message = fmt.Sprintf("%s = %s is out of range", path, got)
+			}
+			out = append(out, d)
+			continue
+		}
+		out = append(out, r.diagnostic(e))
+	}
+	return out
+}
+
+func (r *Result) diagnostic(e cueerrors.Error) diag.Diagnostic {
+	path := strings.Join(e.Path(), ".")
+	format, args := e.Msg()
+	msg := fmt.Sprintf(format, args...)
+	ps := append([]token.Pos{e.Position()}, e.InputPositions()...)
+	pos, ok := r.userPos(ps)
+	if !ok && path != "" && r.User.Exists() {
+		pos = r.Locate(path)
+	}
+	if !pos.IsValid() && len(r.Files) > 0 {
+		if p, ok := r.userPos(cueerrors.Positions(e)); ok {
+			pos = p
+		} else {
+			pos = diag.Pos{File: r.Display[r.Files[0]]}
+		}
+	}
+	d := diag.Diagnostic{Severity: diag.Error, Path: path, Pos: pos, Message: msg}
+	switch {
+	case strings.Contains(format, "field not allowed"):
+		field := ""
+		if n := len(e.Path()); n > 0 {
+			field = e.Path()[n-1]
+		}
+		parent := strings.Join(e.Path()[:max(0, len(e.Path())-1)], ".")
+		u := r.unknownField(path, parent, field, pos)
+		d.Code, d.Message, d.Hint = u.Code, u.Message, u.Hint
+	case strings.Contains(format, "out of bound"):
+		d.Code = "out-of-range"
+		if len(args) == 2 {
+			d.Message = fmt.Sprintf("%s = %v is out of range: must be %v", lastOr(path, "value"), args[0], args[1])
+		}
+		d.Hint = r.allowedHint(path)
+	case strings.Contains(format, "mismatched types"):
+		d.Code = "type-mismatch"
+		if len(args) >= 4 {
+			d.Message = fmt.Sprintf("%s has type %v, want %v (got %v)", lastOr(path, "value"), args[2], args[3], args[0])
+		}
+		d.Hint = r.allowedHint(path)
+	case strings.Contains(format, "conflicting values"), strings.Contains(format, "empty disjunction"):
+		d.Code = "invalid-value"
+		d.Hint = r.allowedHint(path)
+	case strings.Contains(format, "required but not present"), strings.Contains(format, "incomplete value"),
+		strings.Contains(format, "non-concrete value"):
+		d.Code = "missing-field"
+		if strings.Contains(format, "required") {
+			d.Message = fmt.Sprintf("required field %s is missing", path)
+		} else {
+			d.Message = fmt.Sprintf("%s is not set to a concrete value (%s)", path, msg)
+		}
+		d.Hint = r.allowedHint(path)
+	case strings.Contains(format, "undefined field") || strings.Contains(format, "reference") && strings.Contains(format, "not found"):
+		d.Code = "unknown-reference"
+		d.Hint = r.presetHint(e, args)
+	case strings.Contains(format, "cannot find package") || strings.Contains(format, "import failed") ||
+		strings.Contains(format, "package") && strings.Contains(format, "not found"):
+		d.Code = "unknown-import"
+		d.Hint = `presets are imported as "parc.dev/stdlib/models" and "parc.dev/stdlib/clusters"`
+	case strings.HasPrefix(format, "expected") || strings.Contains(format, "illegal") || strings.Contains(format, "missing ','") ||
+		strings.Contains(format, "string literal not terminated") || strings.Contains(format, "unexpected"):
+		d.Code = "syntax"
+	default:
+		d.Code = "invalid-value"
+	}
+	return d
+}
+
+func lastOr(path, def string) string {
+	if path == "" {
+		return def
+	}
+	return path
+}
+
+// schemaFields lists the field names #Plan allows at a dotted path.
+func (r *Result) schemaFields(parent string) []string {
+	v := r.Schema
+	if parent != "" {
+		v = v.LookupPath(cue.ParsePath(parent))
+	}
+	if !v.Exists() {
+		return nil
+	}
+	it, err := v.Fields(cue.Optional(true))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for it.Next() {
+		out = append(out, it.Selector().Unquoted())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// allowedHint describes what the schema allows at path.
+func (r *Result) allowedHint(path string) string {
+	if path == "" {
+		return ""
+	}
+	v := r.Schema.LookupPath(cue.ParsePath(path))
+	if !v.Exists() {
+		return ""
+	}
+	text := strings.TrimSpace(formatSchemaConstraint(v))
+	if text == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s must be %s", path, text)
+}
+
+// synonyms maps names users bring from Megatron's flags or other tools to
+// parc's field names.
+var synonyms = map[string]string{
+	"tensor_parallel": "tp", "tensor_model_parallel_size": "tp", "tensor_parallel_size": "tp",
+	"pipeline_parallel": "pp", "pipeline_model_parallel_size": "pp", "pipeline_parallel_size": "pp",
+	"context_parallel": "cp", "context_parallel_size": "cp",
+	"expert_parallel": "ep", "expert_model_parallel_size": "ep", "expert_tensor_parallel_size": "etp",
+	"data_parallel": "dp", "data_parallel_size": "dp", "sequence_parallel": "sp",
+	"virtual_pipeline": "vpp", "num_virtual_stages_per_pipeline_rank": "vpp",
+	"num_layers": "layers", "hidden_size": "hidden", "num_attention_heads": "heads",
+	"ffn_hidden_size": "ffn_hidden", "num_query_groups": "query_groups", "vocab_size": "vocab",
+	"micro_batch_size": "micro_batch", "global_batch_size": "global_batch", "seq_len": "seq_length",
+	"num_experts": "experts", "moe_router_topk": "topk", "gpus": "gpus_per_node", "num_nodes": "nodes",
+}
+
+// suggest returns the valid name closest to given, if it is close enough.
+func suggest(given string, valid []string) string {
+	if s, ok := synonyms[strings.ToLower(given)]; ok && slices.Contains(valid, s) {
+		return s
+	}
+	best, bestDist := "", 1<<30
+	for _, v := range valid {
+		d := levenshtein.Distance(given, v, nil)
+		if d < bestDist {
+			best, bestDist = v, d
+		}
+	}
+	if best != "" && bestDist <= max(1, len([]rune(given))/3) {
+		return best
+	}
+	return ""
+}
+
+// checkLanguageVersion reads the user's cue.mod/module.cue: the language
+// version it declares governs the embedded presets too.
+func checkLanguageVersion(file string, data []byte, r *Result) (diag.Diagnostic, bool) {
+	f, err := parser.ParseFile(file, data)
+	if err != nil {
+		return diag.Diagnostic{}, true // let the CUE loader report it
+	}
+	ver, pos := languageVersion(f)
+	if ver == "" {
+		return diag.Diagnostic{}, true
+	}
+	if semver.IsValid(ver) && semver.Compare(ver, MinLanguageVersion) < 0 {
+		return diag.Diagnostic{
+			Severity: diag.Error,
+			Code:     "cue-language-version",
+			Path:     "language.version",
+			Pos:      diag.Pos{File: relDisplay(file), Line: pos.Line(), Column: pos.Column()},
+			Message: fmt.Sprintf("cue.mod/module.cue declares language version %s, but parc's presets (parc.dev/stdlib) need %s or newer: the module's language version governs imported packages too",
+				ver, MinLanguageVersion),
+			Hint: fmt.Sprintf("set language: version: %q (or newer) in %s", MinLanguageVersion, relDisplay(file)),
+		}, false
+	}
+	return diag.Diagnostic{}, true
+}
+
+func relDisplay(file string) string {
+	if wd, err := filepath.Abs("."); err == nil {
+		if rel, err := filepath.Rel(wd, file); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	return file
+}
+
+// unknownField is the diagnostic for a key the schema does not allow.
+func (r *Result) unknownField(path, parent, field string, pos diag.Pos) diag.Diagnostic {
+	d := diag.Diagnostic{Severity: diag.Error, Code: "unknown-field", Path: path, Pos: pos,
+		Message: fmt.Sprintf("unknown field %q", field)}
+	valid := r.schemaFields(parent)
+	if s := suggest(field, valid); s != "" {
+		d.Message += fmt.Sprintf("; did you mean %q?", s)
+	}
+	if len(valid) > 0 {
+		where := parent
+		if where == "" {
+			where = "the top level"
+		}
+		d.Hint = fmt.Sprintf("fields allowed in %s: %s", where, strings.Join(valid, ", "))
+	}
+	return d
+}

@@ -1,0 +1,161 @@
+package load
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+	cueload "cuelang.org/go/cue/load"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/schema"
+	"parc.dev/parc/stdlib"
+)
+
+// StdlibImportPath is the import path prefix of the embedded preset library.
+const StdlibImportPath = "parc.dev/stdlib"
+
+// MinLanguageVersion is the oldest CUE language version the embedded preset
+// library is written for. A user module that declares an older one is reported.
+const MinLanguageVersion = "v0.9.0"
+
+// Source is one spec file. Data may be nil, in which case the file is read
+// from Path; tests build sources in memory by setting Data.
+type Source struct {
+	Path string
+	Data []byte
+}
+
+// Result is a loaded spec.
+type Result struct {
+	// Plan is the user's value unified with #Plan (defaults applied).
+	Plan cue.Value
+	// User is the user's own value, before the schema: it tells which fields
+	// the user left open (a degree written as `int`) and where each field is.
+	User cue.Value
+	// Schema is #Plan.
+	Schema cue.Value
+	// Files are the user's own files (positions in them are the user's).
+	Files []string
+	// Display maps an absolute file name to the name the user gave.
+	Display map[string]string
+}
+
+// Load reads and unifies one spec. It never panics on bad input: every
+// problem becomes a diagnostic. The returned Result is nil when the spec could
+// not be built at all (a syntax error, a missing file, a bad import).
+func Load(src Source) (*Result, diag.List) {
+	var diags diag.List
+	if src.Data == nil {
+		data, err := os.ReadFile(src.Path)
+		if err != nil {
+			msg := err.Error()
+			if pe, ok := err.(*fs.PathError); ok {
+				msg = pe.Err.Error()
+			}
+			diags.Errorf(diag.Pos{File: src.Path}, "", "file-not-found", "check the path; parc vet takes .cue and .hcl files",
+				"cannot read %s: %s", src.Path, msg)
+			return nil, diags
+		}
+		src.Data = data
+	}
+	abs, err := filepath.Abs(src.Path)
+	if err != nil {
+		abs = src.Path
+	}
+	ctx := cuecontext.New()
+	schemaVal := ctx.CompileBytes(schema.Source, cue.Filename(schema.Filename))
+	if err := schemaVal.Err(); err != nil {
+		// The embedded schema is ours; this is an internal error.
+		panic(fmt.Sprintf("parc: embedded schema does not compile: %v", err))
+	}
+	plan := schemaVal.LookupPath(cue.ParsePath("#Plan"))
+	res := &Result{Schema: plan, Files: []string{abs}, Display: map[string]string{abs: src.Path}}
+
+	switch strings.ToLower(filepath.Ext(src.Path)) {
+	case ".hcl":
+		user, ds := fromHCL(ctx, src.Path, abs, src.Data)
+		diags = append(diags, ds...)
+		if user == nil {
+			return nil, diags
+		}
+		res.User = *user
+	default:
+		user, ds := fromCUE(ctx, abs, src.Data, res)
+		diags = append(diags, ds...)
+		if user == nil {
+			return nil, diags
+		}
+		res.User = *user
+	}
+	res.Plan = res.User.Unify(plan)
+	return res, diags
+}
+
+// fromCUE builds the user's CUE file with the stdlib in an overlay.
+func fromCUE(ctx *cue.Context, abs string, data []byte, res *Result) (*cue.Value, diag.List) {
+	var diags diag.List
+	dir := filepath.Dir(abs)
+	root := moduleRoot(dir)
+	overlay := map[string]cueload.Source{abs: cueload.FromBytes(data)}
+	modFile := filepath.Join(root, "cue.mod", "module.cue")
+	if modData, err := os.ReadFile(modFile); err == nil {
+		if d, ok := checkLanguageVersion(modFile, modData, res); !ok {
+			diags.Add(d)
+			return nil, diags
+		}
+	} else {
+		overlay[modFile] = cueload.FromString("module: \"parc.local/spec\"\nlanguage: version: \"" + MinLanguageVersion + "\"\n")
+	}
+	if err := fs.WalkDir(stdlib.FS, ".", func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || path.Ext(p) != ".cue" {
+			return err
+		}
+		b, err := stdlib.FS.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		overlay[filepath.Join(root, "cue.mod", "pkg", StdlibImportPath, filepath.FromSlash(p))] = cueload.FromBytes(b)
+		return nil
+	}); err != nil {
+		panic(fmt.Sprintf("parc: embedded stdlib: %v", err))
+	}
+	insts := cueload.Instances([]string{abs}, &cueload.Config{
+		Dir:     dir,
+		Overlay: overlay,
+		Env:     []string{"CUE_REGISTRY=none"},
+	})
+	if len(insts) != 1 {
+		diags.Errorf(diag.Pos{File: abs}, "", "load", "", "expected one CUE instance, got %d", len(insts))
+		return nil, diags
+	}
+	if err := insts[0].Err; err != nil {
+		diags = append(diags, fromCUEError(err, res)...)
+		return nil, diags
+	}
+	v := ctx.BuildInstance(insts[0])
+	if err := v.Err(); err != nil {
+		diags = append(diags, fromCUEError(err, res)...)
+		return nil, diags
+	}
+	return &v, diags
+}
+
+// moduleRoot is the nearest parent of dir holding a cue.mod, else dir.
+func moduleRoot(dir string) string {
+	for d := dir; ; {
+		if st, err := os.Stat(filepath.Join(d, "cue.mod")); err == nil && st.IsDir() {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return dir
+		}
+		d = parent
+	}
+}

@@ -1,0 +1,206 @@
+package load
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"parc.dev/parc/internal/diag"
+)
+
+const goodCUE = `
+model: {layers: 32, hidden: 4096, heads: 32, vocab: 32000}
+cluster: {
+	nodes: 1
+	gpus_per_node: 8
+	gpu: {name: "H100", memory_gib: 80, bf16_tflops: 989}
+	nvlink_gbps: 450
+	network_gbps: 50
+}
+parallel: {tp: 2}
+train: {seq_length: 4096, micro_batch: 1, global_batch: 64}
+`
+
+const goodHCL = `
+model {
+  layers = 32
+  hidden = 4096
+  heads  = 32
+  vocab  = 32000
+}
+cluster {
+  nodes         = 1
+  gpus_per_node = 8
+  gpu {
+    name        = "H100"
+    memory_gib  = 80
+    bf16_tflops = 989
+  }
+  nvlink_gbps  = 450
+  network_gbps = 50
+  env = { NCCL_DEBUG = "WARN" }
+}
+parallel {
+  tp = 2
+}
+train {
+  seq_length   = 4096
+  micro_batch  = 1
+  global_batch = 64
+}
+`
+
+func mem(name, text string) Source {
+	return Source{Path: filepath.Join(os.TempDir(), "parc-load-test", name), Data: []byte(text)}
+}
+
+func TestLoadCUEAndHCLAgree(t *testing.T) {
+	for _, src := range []Source{mem("plan.cue", goodCUE), mem("plan.hcl", goodHCL)} {
+		res, diags := Load(src)
+		require.Empty(t, diags, "%s", src.Path)
+		require.NotNil(t, res)
+		s, diags := res.Decode()
+		require.Empty(t, diags, "%s", src.Path)
+		assert.Equal(t, 2, s.Parallel.TP)
+		assert.Equal(t, 1, s.Parallel.PP, "schema default")
+		assert.Equal(t, "tp-cp-ep-dp-pp", s.Parallel.Order)
+		assert.Equal(t, 8, s.Cluster.NVLinkDomain, "nvlink_domain defaults to gpus_per_node")
+		assert.Equal(t, 64, s.Train.GlobalBatch)
+	}
+}
+
+// diagsFor loads and decodes, returning every diagnostic.
+func diagsFor(t *testing.T, src Source) diag.List {
+	t.Helper()
+	res, diags := Load(src)
+	if res == nil {
+		return diags
+	}
+	_, ds := res.Decode()
+	return append(diags, ds...)
+}
+
+func find(l diag.List, code string) *diag.Diagnostic {
+	for i := range l {
+		if l[i].Code == code {
+			return &l[i]
+		}
+	}
+	return nil
+}
+
+func TestSameMistakeSameDiagnosticInBothLanguages(t *testing.T) {
+	cue := strings.Replace(goodCUE, "parallel: {tp: 2}", "parallel: {tp: 2, ppp: 2}", 1)
+	hcl := strings.Replace(goodHCL, "  tp = 2\n", "  tp = 2\n  ppp = 2\n", 1)
+	for _, tc := range []struct {
+		src       Source
+		line, col int
+	}{
+		{mem("plan.cue", cue), 10, 19},
+		{mem("plan.hcl", hcl), 22, 3},
+	} {
+		l := diagsFor(t, tc.src)
+		d := find(l, "unknown-field")
+		require.NotNil(t, d, "%s: %v", tc.src.Path, l)
+		assert.Equal(t, "parallel.ppp", d.Path)
+		assert.Contains(t, d.Message, `did you mean "pp"?`)
+		assert.Equal(t, tc.src.Path, d.File)
+		assert.Equal(t, tc.line, d.Line, "%s: %v", tc.src.Path, d)
+		assert.Equal(t, tc.col, d.Column, "%s: %v", tc.src.Path, d)
+	}
+}
+
+func TestEveryMistakeAtOnce(t *testing.T) {
+	bad := strings.NewReplacer(
+		"nodes: 1", "nodes: 0",
+		"global_batch: 64", `global_batch: "64"`,
+		"parallel: {tp: 2}", `parallel: {tp: 2, zz: 1}`,
+		"vocab: 32000", "vocab: 32000, activation: \"relu\"",
+	).Replace(goodCUE)
+	bad = strings.Replace(bad, "heads: 32, ", "", 1)
+	l := diagsFor(t, mem("plan.cue", bad))
+	codes := map[string]string{}
+	for _, d := range l {
+		codes[d.Path] = d.Code
+		assert.True(t, d.IsValid(), "every diagnostic has a position: %v", d)
+		assert.Equal(t, mem("plan.cue", "").Path, d.File, "never the schema's position: %v", d)
+	}
+	assert.Equal(t, "out-of-range", codes["cluster.nodes"], "%v", l)
+	assert.Equal(t, "type-mismatch", codes["train.global_batch"], "%v", l)
+	assert.Equal(t, "unknown-field", codes["parallel.zz"], "%v", l)
+	assert.Equal(t, "invalid-value", codes["model.activation"], "%v", l)
+	assert.Equal(t, "missing-field", codes["model.heads"], "%v", l)
+}
+
+func TestSyntaxErrors(t *testing.T) {
+	for _, src := range []Source{mem("plan.cue", "model: {layers: 32\n"), mem("plan.hcl", "model {\n layers = \n}\n")} {
+		res, l := Load(src)
+		assert.Nil(t, res)
+		require.NotEmpty(t, l, "%s", src.Path)
+		assert.Equal(t, "syntax", l[0].Code, "%v", l)
+		assert.True(t, l[0].IsValid(), "%v", l)
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	res, l := Load(Source{Path: "does/not/exist.cue"})
+	assert.Nil(t, res)
+	require.Len(t, l, 1)
+	assert.Equal(t, "file-not-found", l[0].Code)
+}
+
+func TestUnknownPreset(t *testing.T) {
+	src := mem("plan.cue", "import \"parc.dev/stdlib/models\"\n"+strings.Replace(goodCUE,
+		"model: {layers: 32, hidden: 4096, heads: 32, vocab: 32000}", "model: models.llama3_8bb", 1))
+	l := diagsFor(t, src)
+	require.NotEmpty(t, l)
+	assert.Equal(t, "unknown-reference", l[0].Code, "%v", l)
+	assert.Contains(t, l[0].Hint, "models.llama3_8b", "%v", l)
+	assert.Equal(t, 3, l[0].Line, "%v", l)
+}
+
+func TestPresetImport(t *testing.T) {
+	src := mem("plan.cue", `
+import (
+	"parc.dev/stdlib/models"
+	"parc.dev/stdlib/clusters"
+)
+model:   models.llama3_8b
+cluster: clusters.dgx_h100 & {nodes: 1}
+train: {seq_length: 4096, micro_batch: 1, global_batch: 64}
+`)
+	res, l := Load(src)
+	require.Empty(t, l)
+	s, l := res.Decode()
+	require.Empty(t, l)
+	assert.Equal(t, 32, s.Model.Layers)
+	assert.Equal(t, 8, s.Cluster.GPUsPerNode)
+	// A field that came from a preset is blamed on the user's own line.
+	pos := res.Locate("model.heads")
+	assert.Equal(t, 6, pos.Line)
+}
+
+func TestOldLanguageVersion(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "cue.mod"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cue.mod", "module.cue"),
+		[]byte("module: \"example.com/x\"\nlanguage: version: \"v0.8.0\"\n"), 0o644))
+	file := filepath.Join(dir, "plan.cue")
+	require.NoError(t, os.WriteFile(file, []byte(goodCUE), 0o644))
+	_, l := Load(Source{Path: file})
+	require.Len(t, l, 1, "%v", l)
+	assert.Equal(t, "cue-language-version", l[0].Code)
+	assert.Equal(t, 2, l[0].Line)
+	assert.Contains(t, l[0].Message, "v0.8.0")
+}
+
+func TestOpenDegrees(t *testing.T) {
+	src := mem("plan.cue", strings.Replace(goodCUE, "parallel: {tp: 2}", "parallel: {tp: 1 | 2 | 4 | 8, pp: >=2, cp: *1 | 2}", 1))
+	res, l := Load(src)
+	require.Empty(t, l)
+	assert.Equal(t, []string{"parallel.tp", "parallel.pp"}, res.Open())
+}

@@ -1,0 +1,65 @@
+package resolve
+
+import (
+	"parc.dev/parc/internal/check"
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/estimate"
+	"parc.dev/parc/internal/layout"
+	"parc.dev/parc/internal/plan"
+	"parc.dev/parc/internal/spec"
+	"parc.dev/parc/internal/targets/megatron"
+	"parc.dev/parc/internal/targets/slurm"
+)
+
+// Resolve runs derive, check, layout, topology checks and estimate on s. It
+// returns the plan even when there are errors, as far as it could be built
+// (Layout or Estimate may be nil).
+func Resolve(source string, s *spec.Spec, at diag.Locator) (*plan.Plan, diag.List) {
+	var diags diag.List
+	d := spec.Derive(s)
+	p := &plan.Plan{Source: source, Spec: *s, Derived: d}
+	diags = append(diags, check.Run(s, d, at)...)
+	if diags.HasErrors() {
+		// The layout and the estimates assume a grid that tiles the world
+		// and layers that split; with broken rules they would only repeat
+		// the same mistakes in other words.
+		return p, diags
+	}
+	l, ds := layout.Build(s, d, at)
+	diags = append(diags, ds...)
+	if l == nil {
+		return p, diags
+	}
+	p.Layout = l
+	diags = append(diags, check.Topology(s, familyLinks(l), at)...)
+	e, ds := estimate.Run(s, d, links(l), at)
+	diags = append(diags, ds...)
+	p.Estimate = e
+	// What the targets cannot express is a spec error too: vet reports it
+	// before compile would.
+	_, ds = megatron.Args(p, at)
+	diags = append(diags, ds...)
+	diags = append(diags, slurm.Check(p, at)...)
+	return p, diags
+}
+
+// familyLinks adapts the layout's family summaries to the topology checks.
+func familyLinks(l *layout.Layout) []check.FamilyLink {
+	out := make([]check.FamilyLink, 0, len(l.Summaries))
+	for _, f := range l.Summaries {
+		out = append(out, check.FamilyLink{
+			Family: f.Name, Size: f.Size, Count: f.Count,
+			GroupsLeavingNode: f.GroupsLeavingNode, GroupsLeavingDomain: f.GroupsLeavingDomain,
+		})
+	}
+	return out
+}
+
+// links maps each group family to the link its groups cross.
+func links(l *layout.Layout) map[string]string {
+	out := make(map[string]string, len(l.Summaries))
+	for _, f := range l.Summaries {
+		out[f.Name] = f.Link
+	}
+	return out
+}

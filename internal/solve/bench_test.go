@@ -1,0 +1,53 @@
+package solve
+
+import (
+	"testing"
+
+	"parc.dev/parc/internal/load"
+)
+
+func loadFile(tb testing.TB, path string) *load.Result {
+	tb.Helper()
+	res, ds := load.Load(load.Source{Path: path})
+	if res == nil || ds.HasErrors() {
+		tb.Fatalf("load %s: %v", path, ds)
+	}
+	return res
+}
+
+func benchSolve(b *testing.B, path string) {
+	res := loadFile(b, path)
+	b.ResetTimer()
+	for b.Loop() {
+		r, ds := Solve(res, Options{})
+		if len(r.Candidates) == 0 {
+			b.Fatalf("no candidate: %v", ds)
+		}
+	}
+}
+
+// BenchmarkSolve405B16k: Llama 3.1 405B on 16,384 GPUs, every degree open.
+func BenchmarkSolve405B16k(b *testing.B) { benchSolve(b, "testdata/bench-405b-16k.cue") }
+
+// BenchmarkSolveDeepSeek2k: DeepSeek-V3 on 2,048 GPUs, every degree open.
+func BenchmarkSolveDeepSeek2k(b *testing.B) { benchSolve(b, "testdata/bench-deepseek-2k.cue") }
+
+// BenchmarkLoadAndSolve405B16k includes loading the spec (CUE, stdlib).
+func BenchmarkLoadAndSolve405B16k(b *testing.B) {
+	for b.Loop() {
+		res := loadFile(b, "testdata/bench-405b-16k.cue")
+		if r, ds := Solve(res, Options{}); len(r.Candidates) == 0 {
+			b.Fatalf("no candidate: %v", ds)
+		}
+	}
+}
+
+// BenchmarkLoadAndSolveDeepSeek2k includes loading the spec.
+func BenchmarkLoadAndSolveDeepSeek2k(b *testing.B) {
+	for b.Loop() {
+		res := loadFile(b, "testdata/bench-deepseek-2k.cue")
+		if r, ds := Solve(res, Options{}); len(r.Candidates) == 0 {
+			b.Fatalf("no candidate: %v", ds)
+		}
+	}
+}

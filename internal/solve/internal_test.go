@@ -1,0 +1,232 @@
+package solve
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/estimate"
+	"parc.dev/parc/internal/layout"
+	"parc.dev/parc/internal/spec"
+)
+
+// randomGrid draws degrees that tile a world of nodes × gpn ranks.
+func randomGrid(rng *rand.Rand) layout.Config {
+	pick := func(xs ...int) int { return xs[rng.Intn(len(xs))] }
+	gpn := pick(1, 2, 4, 8)
+	c := layout.Config{GPUsPerNode: gpn, Order: pick2(rng, layout.DefaultOrder, layout.PPDPOrder)}
+	c.NVLinkDomain = pick(gpn, gpn, 2*gpn, 72, max(gpn/2, 1), 3*gpn)
+	for {
+		c.Nodes = pick(1, 2, 3, 4, 6, 8, 9, 18, 36)
+		w := c.Nodes * gpn
+		c.TP, c.CP, c.PP = pick(1, 2, 3, 4, 8), pick(1, 2, 3, 4), pick(1, 2, 3, 4)
+		c.EP, c.ETP = pick(1, 2, 4, 8), pick(1, 2, 4)
+		if w%(c.TP*c.CP*c.PP) == 0 && w%(c.ETP*c.EP*c.PP) == 0 && w <= 4096 {
+			return c
+		}
+	}
+}
+
+func pick2(rng *rand.Rand, a, b string) string {
+	if rng.Intn(2) == 0 {
+		return a
+	}
+	return b
+}
+
+// TestLinksMatchLayout: the closed form agrees with the groups layout.Build
+// enumerates, for every family the estimate and the topology checks use.
+func TestLinksMatchLayout(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for range 3000 {
+		c := randomGrid(rng)
+		l, ds := layout.New(c, diag.NoPos) // errors only for Megatron's order asserts
+		require.NotNil(t, l, "%+v: %v", c, ds)
+		w := c.Nodes * c.GPUsPerNode
+		dp, edp := w/(c.TP*c.CP*c.PP), w/(c.ETP*c.EP*c.PP)
+		gl := linksFor(c.Order, c.NVLinkDomain, c.TP, c.CP, c.PP, dp, c.EP, c.ETP, edp)
+		for _, fam := range []string{"tp", "cp", "dp", "dp-cp", "pp", "ep", "etp", "edp"} {
+			assert.Equal(t, l.SummaryOf(fam).Link, gl.links[fam], "%s in %+v", fam, c)
+		}
+		// Nodes: the warnings' families.
+		dense := newRankGrid(c.Order, map[string]int{"tp": c.TP, "cp": c.CP, "ep": 1, "dp": dp, "pp": c.PP})
+		expert := newRankGrid(c.Order, map[string]int{"tp": c.ETP, "cp": 1, "ep": c.EP, "dp": edp, "pp": c.PP})
+		assert.Equal(t, l.SummaryOf("cp").GroupsLeavingNode > 0, dense.crosses([]string{"cp"}, c.GPUsPerNode), "cp nodes %+v", c)
+		assert.Equal(t, l.SummaryOf("ep").GroupsLeavingNode > 0, expert.crosses([]string{"ep"}, c.GPUsPerNode), "ep nodes %+v", c)
+		assert.Equal(t, l.SummaryOf("tp-pp").Link == estimate.LinkNetwork, dense.crosses([]string{"tp", "pp"}, c.NVLinkDomain), "tp-pp %+v", c)
+	}
+}
+
+// TestLinksMatchEstimate: the same against the estimate's own fallback,
+// for the families the estimate asks about (embd only matters, and only
+// then equals the pp link, with tied embeddings).
+func TestLinksMatchEstimate(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	for range 500 {
+		c := randomGrid(rng)
+		w := c.Nodes * c.GPUsPerNode
+		s := &spec.Spec{Cluster: spec.Cluster{Nodes: c.Nodes, GPUsPerNode: c.GPUsPerNode, NVLinkDomain: c.NVLinkDomain},
+			Model:    spec.Model{Layers: 4, Hidden: 64, Heads: 4, Vocab: 100, MakeVocabDivisibleBy: 128, TieEmbeddings: true},
+			Parallel: spec.Parallel{TP: c.TP, CP: c.CP, PP: c.PP, EP: c.EP, ETP: &c.ETP, Order: c.Order, VPP: 1}}
+		d := spec.Derive(s)
+		want := estimate.DefaultLinks(s, d)
+		gl := linksFor(c.Order, c.NVLinkDomain, c.TP, c.CP, c.PP, w/(c.TP*c.CP*c.PP), c.EP, c.ETP, w/(c.ETP*c.EP*c.PP))
+		for fam, l := range gl.links {
+			assert.Equal(t, want[fam], l, "%s in %+v", fam, c)
+		}
+	}
+}
+
+// leavesOf builds a solver for a test spec and enumerates its leaves.
+func leavesOf(t *testing.T, path string) *solver {
+	t.Helper()
+	res := loadFile(t, path)
+	sv, ds := newSolver(res, Options{Top: 5})
+	require.NotNil(t, sv, "%v", ds)
+	sv.rejected, sv.examples, sv.common = map[string]int64{}, map[string]string{}, map[diagKey]int{}
+	sv.leafRejected = map[string]int64{}
+	sv.stageBound, sv.stateTooLarge = map[stageKey]float64{}, map[[2]int32]bool{}
+	sv.prepareBounds()
+	sv.enumerate()
+	return sv
+}
+
+// sample picks n leaves spread over the enumeration.
+func sample(sv *solver, n int) []int32 {
+	var out []int32
+	step := max(len(sv.leaves)/n, 1)
+	for i := 0; i < len(sv.leaves); i += step {
+		out = append(out, int32(i))
+	}
+	return out
+}
+
+// TestFastEstimateMatchesReal: the search's estimate (every link from the
+// closed form) gives the numbers and diagnostics of estimate.Run with the
+// layout's links.
+func TestFastEstimateMatchesReal(t *testing.T) {
+	for _, f := range []string{"testdata/bench-405b-16k.cue", "testdata/bench-deepseek-2k.cue", "testdata/mixtral-64.cue"} {
+		sv := leavesOf(t, f)
+		n := 0
+		for _, i := range sample(sv, 60) {
+			lf := &sv.leaves[i]
+			s := sv.leafSpec(lf)
+			d := spec.Derive(&s)
+			real, rds := estimate.Run(&s, d, nil, diag.NoPos) // links from the layout
+			fast, fds := estimate.Run(&s, d, sv.grids[lf.grid].links.links, diag.NoPos)
+			label := sv.leafLabel(lf)
+			// The estimate's own sums vary in the last bit (map order).
+			assert.InEpsilon(t, real.StepTimeS, fast.StepTimeS, 1e-14, label)
+			assert.Equal(t, real.Memory, fast.Memory, label)
+			assert.InEpsilon(t, real.MFU, fast.MFU, 1e-14, label)
+			assert.Equal(t, real.Comms, fast.Comms, label)
+			assert.Equal(t, real.Pipeline.Microbatches, fast.Pipeline.Microbatches, label)
+			assert.InEpsilon(t, real.Pipeline.BubbleTimeS+1, fast.Pipeline.BubbleTimeS+1, 1e-14, label)
+			assert.Equal(t, codes(rds), codes(fds), label)
+			n++
+		}
+		assert.Greater(t, n, 30, f)
+	}
+}
+
+func codes(ds diag.List) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Severity.String()+" "+d.Code)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestBoundsBelowStepTime: both bounds of every sampled leaf are at most its
+// estimated step time.
+func TestBoundsBelowStepTime(t *testing.T) {
+	for _, f := range []string{"testdata/bench-405b-16k.cue", "testdata/bench-deepseek-2k.cue", "testdata/mixtral-64.cue"} {
+		sv := leavesOf(t, f)
+		n := 0
+		for _, i := range sample(sv, 400) {
+			lf := &sv.leaves[i]
+			s := sv.leafSpec(lf)
+			d := spec.Derive(&s)
+			e, _ := estimate.Run(&s, d, sv.grids[lf.grid].links.links, diag.NoPos)
+			b1 := lf.key
+			b2 := sv.stageBoundOf(lf)
+			label := fmt.Sprintf("%s %s", f, sv.leafLabel(lf))
+			assert.LessOrEqual(t, b1, e.StepTimeS*(1+1e-12), "compute bound: "+label)
+			assert.LessOrEqual(t, b2, e.StepTimeS*(1+1e-12), "one-stage bound: "+label)
+			n++
+		}
+		assert.Greater(t, n, 200, f)
+	}
+}
+
+// TestStateBoundIgnoresBatchAndRecompute: the memory shortcut assumes the
+// weights, gradients and optimizer state of a stage do not depend on
+// micro_batch or recompute.
+func TestStateBoundIgnoresBatchAndRecompute(t *testing.T) {
+	sv := leavesOf(t, "testdata/bench-deepseek-2k.cue")
+	type key struct{ grid, vpp int32 }
+	state := map[key][]int64{}
+	for _, i := range sample(sv, 3000) {
+		lf := &sv.leaves[i]
+		s := sv.leafSpec(lf)
+		e, _ := estimate.Run(&s, spec.Derive(&s), sv.grids[lf.grid].links.links, diag.NoPos)
+		var got []int64
+		for _, st := range e.Memory.Stages {
+			got = append(got, st.Weights+st.Gradients+st.Optimizer)
+		}
+		k := key{lf.grid, lf.vpp}
+		if want, ok := state[k]; ok {
+			assert.Equal(t, want, got, sv.leafLabel(lf))
+		} else {
+			state[k] = got
+		}
+	}
+}
+
+func TestStable(t *testing.T) {
+	assert.Equal(t, 5.32370621823, stable(5.323706218232092))
+	assert.Equal(t, stable(35.544647274591156), stable(35.54464727459116))
+	assert.Equal(t, stable(0.00157145190399999995), stable(0.001571451904000000001))
+	assert.Equal(t, 0.0, stable(0))
+	assert.Equal(t, 1234567.89013, stable(1234567.890129))
+	for _, x := range []float64{1e-9, 0.5, 3, 1e6, 123.456, 0.001571451904} {
+		assert.Equal(t, x, stable(x))
+		assert.Equal(t, x, stable(math.Nextafter(x, 0)))
+		assert.Equal(t, x, stable(math.Nextafter(x, 10*x)))
+	}
+}
+
+func TestDivisors(t *testing.T) {
+	assert.Equal(t, []int{1, 2, 3, 4, 6, 12}, divisors(12))
+	assert.Equal(t, []int{1}, divisors(1))
+	assert.Equal(t, []int{1, 7, 49}, divisors(49))
+	for n := 1; n < 500; n++ {
+		var want []int
+		for d := 1; d <= n; d++ {
+			if n%d == 0 {
+				want = append(want, d)
+			}
+		}
+		require.Equal(t, want, divisors(n))
+	}
+}
+
+// TestAccounting: every assignment of the domains is either pruned by a
+// rule (counted with all its completions) or becomes a leaf.
+func TestAccounting(t *testing.T) {
+	for _, f := range []string{"testdata/bench-deepseek-2k.cue", "testdata/mixtral-64.cue", "testdata/llama3-70b-64.cue"} {
+		sv := leavesOf(t, f)
+		space := int64(1)
+		for _, d := range sv.dom {
+			space *= int64(len(d))
+		}
+		assert.Equal(t, space, sv.pruned+int64(len(sv.leaves)), f)
+	}
+}

@@ -1,0 +1,334 @@
+package solve
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"sort"
+
+	"parc.dev/parc/internal/check"
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/estimate"
+	"parc.dev/parc/internal/spec"
+)
+
+// search is the state of the branch and bound.
+type search struct {
+	leaves []leaf
+	grids  []gridInfo
+	heap   []int32 // leaf indices, a min-heap on (key, index)
+
+	// sampleCompute[rc] is one sample's compute through the whole model at
+	// tp = cp = 1 (seconds): the first bound's unit.
+	sampleCompute [3]float64
+	// stageBound caches the one-stage estimate's microbatch time.
+	stageBound map[stageKey]float64
+	// stateTooLarge marks (grid, vpp) whose weights, gradients and
+	// optimizer state alone exceed the GPU's memory.
+	stateTooLarge map[[2]int32]bool
+
+	found     []foundPlan // feasible leaves, in the order found
+	bestTimes []float64   // step times of found, ascending
+
+	checked      int
+	firstChecked int32 // a leaf check.Run saw
+	evaluated    int
+	pruned       int64
+	// boundEstimates counts the one-stage estimates of the second bound.
+	boundEstimates int
+	rejected       map[string]int64
+	// leafRejected counts, per code, the complete assignments that passed
+	// the rules and failed check.Run or the estimate.
+	leafRejected map[string]int64
+	examples     map[string]string
+	// common counts each check error (code, path, message) over the leaves
+	// check.Run saw; an error every leaf has does not depend on the open
+	// fields and is reported as it is.
+	common map[diagKey]int
+	// smallest is the least peak memory among plans that did not fit.
+	smallest    foundPlan
+	hasSmallest bool
+}
+
+type foundPlan struct {
+	leaf int32
+	step float64
+	peak int64
+	frac float64
+}
+
+type stageKey struct {
+	tp, cp, ep, etp int32
+	links           string
+}
+
+type diagKey struct{ code, path, message string }
+
+// leafSpec is the base spec with the leaf's values.
+func (sv *solver) leafSpec(lf *leaf) spec.Spec {
+	s := sv.base
+	p := &s.Parallel
+	p.TP, p.CP, p.PP, p.EP, p.VPP = int(lf.tp), int(lf.cp), int(lf.pp), int(lf.ep), int(lf.vpp)
+	p.ETP = nil
+	if lf.etp != etpFollowsTP {
+		v := int(lf.etp)
+		p.ETP = &v
+	}
+	s.Train.MicroBatch = int(lf.mb)
+	s.Train.Recompute = recomputeModes[lf.rc]
+	return s
+}
+
+// prepareBounds computes one sample's compute time through the whole model
+// per recompute mode: the same spec on one GPU (tp = cp = pp = 1, whose
+// padded vocabulary is the smallest), one microbatch of one sample.
+func (sv *solver) prepareBounds() {
+	for _, rc := range sv.dom[fRC] {
+		s := sv.base
+		s.Cluster.Nodes, s.Cluster.GPUsPerNode, s.Cluster.NVLinkDomain = 1, 1, 1
+		p := &s.Parallel
+		p.TP, p.CP, p.PP, p.VPP, p.EP = 1, 1, 1, 1, 1
+		p.ETP, p.DP, p.SP, p.MicrobatchGroupSize = nil, nil, nil, nil
+		p.FirstStageLayers, p.LastStageLayers = nil, nil
+		p.AccountForEmbedding, p.AccountForLoss = false, false
+		s.Train.MicroBatch, s.Train.GlobalBatch = 1, 1
+		s.Train.Recompute = recomputeModes[rc]
+		d := spec.Derive(&s)
+		e, _ := estimate.Run(&s, d, allNVLink, diag.NoPos)
+		sv.sampleCompute[rc] = e.Compute.TimeS
+	}
+}
+
+var allNVLink = map[string]string{
+	"tp": estimate.LinkNVLink, "cp": estimate.LinkNVLink, "dp": estimate.LinkNVLink, "dp-cp": estimate.LinkNVLink,
+	"pp": estimate.LinkNVLink, "embd": estimate.LinkNVLink, "ep": estimate.LinkNVLink, "etp": estimate.LinkNVLink,
+	"edp": estimate.LinkNVLink,
+}
+
+// stageBoundOf is the second bound: the whole model as one pipeline stage
+// (same tp, cp, ep, etp and links) takes T per microbatch, compute plus
+// exposed tp/cp/ep/etp communication. The p stages of the leaf together take
+// at least T per microbatch (the same layers, the same per-layer bytes;
+// context-parallel exposure max(0, comm − attention) summed over stages is
+// at least that of the sums), so the slowest takes at least T/p, and the
+// step at least (m + (p−1)/v)·T/p. T is computed once per key, for one
+// sample and the least recomputation allowed: every term of a stage's
+// microbatch time is proportional to the tokens of the microbatch, and more
+// recomputation only adds time (it adds FLOPs and bytes; the longer
+// attention it hides context-parallel traffic behind is the recomputed
+// attention itself).
+func (sv *solver) stageBoundOf(lf *leaf) float64 {
+	g := &sv.grids[lf.grid]
+	k := stageKey{tp: lf.tp, cp: lf.cp, ep: lf.ep, etp: lf.etp, links: g.links.key}
+	T, ok := sv.stageBound[k]
+	if !ok {
+		one := *lf
+		one.mb, one.rc = 1, int8(sv.dom[fRC][0])
+		s := sv.leafSpec(&one)
+		p := &s.Parallel
+		p.PP, p.VPP = 1, 1
+		p.FirstStageLayers, p.LastStageLayers = nil, nil
+		p.AccountForEmbedding, p.AccountForLoss = false, false
+		p.MicrobatchGroupSize, p.DP = nil, nil
+		d := spec.Derive(&s)
+		e, _ := estimate.Run(&s, d, g.links.links, diag.NoPos)
+		T = e.Compute.MicrobatchTimeS
+		sv.stageBound[k] = T
+		sv.boundEstimates++
+	}
+	m := float64(sv.base.Train.GlobalBatch / (int(lf.mb) * g.dp))
+	return (m + float64(lf.pp-1)/float64(lf.vpp)) / float64(lf.pp) * float64(lf.mb) * T
+}
+
+// Heap on (key, index).
+func (sv *solver) less(a, b int32) bool {
+	ka, kb := sv.leaves[a].key, sv.leaves[b].key
+	if ka != kb {
+		return ka < kb
+	}
+	return a < b
+}
+
+func (sv *solver) heapify() {
+	sv.heap = make([]int32, len(sv.leaves))
+	for i := range sv.heap {
+		sv.heap[i] = int32(i)
+	}
+	for i := len(sv.heap)/2 - 1; i >= 0; i-- {
+		sv.down(i)
+	}
+}
+
+func (sv *solver) down(i int) {
+	h := sv.heap
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		j := l
+		if r := l + 1; r < len(h) && sv.less(h[r], h[l]) {
+			j = r
+		}
+		if !sv.less(h[j], h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}
+
+func (sv *solver) up(i int) {
+	h := sv.heap
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !sv.less(h[i], h[parent]) {
+			return
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func (sv *solver) pop() int32 {
+	h := sv.heap
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	sv.heap = h[:last]
+	if last > 0 {
+		sv.down(0)
+	}
+	return top
+}
+
+func (sv *solver) push(i int32) {
+	sv.heap = append(sv.heap, i)
+	sv.up(len(sv.heap) - 1)
+}
+
+// searchTo estimates leaves in order of their bound until k feasible plans
+// are known and the next bound is above the k-th best step time.
+func (sv *solver) searchTo(k int) {
+	for len(sv.heap) > 0 {
+		i := sv.heap[0]
+		lf := &sv.leaves[i]
+		if !sv.opts.Exhaustive && len(sv.bestTimes) >= k && lf.key > sv.bestTimes[k-1]*(1+1e-9) {
+			return
+		}
+		sv.pop()
+		if sv.stateTooLarge[[2]int32{lf.grid, lf.vpp}] {
+			sv.rejectLeaf(estimate.CodeMemoryExceedsGPU, nil)
+			continue
+		}
+		if lf.stage == 0 && !sv.opts.Exhaustive {
+			lf.stage = 1
+			if b := sv.stageBoundOf(lf); b > lf.key {
+				lf.key = b
+				sv.push(i)
+				continue
+			}
+		}
+		sv.evaluate(i)
+	}
+}
+
+// evaluate runs check.Run and the estimate on one leaf.
+func (sv *solver) evaluate(i int32) {
+	lf := &sv.leaves[i]
+	s := sv.leafSpec(lf)
+	d := spec.Derive(&s)
+	ds := check.Run(&s, d, diag.NoPos)
+	if sv.checked == 0 {
+		sv.firstChecked = i
+	}
+	sv.checked++
+	if ds.HasErrors() {
+		seen := map[string]bool{}
+		for _, x := range ds {
+			if x.Severity != diag.Error {
+				continue
+			}
+			sv.common[diagKey{x.Code, x.Path, x.Message}]++
+			if !seen[x.Code] {
+				seen[x.Code] = true
+				sv.rejectLeaf(x.Code, func() string { return x.Message })
+			}
+		}
+		return
+	}
+	e, eds := estimate.Run(&s, d, sv.grids[lf.grid].links.links, diag.NoPos)
+	sv.evaluated++
+	fp := foundPlan{leaf: i, step: stable(e.StepTimeS), peak: e.Memory.PerGPUPeakBytes, frac: e.Memory.FractionOfGPU}
+	if eds.HasErrors() {
+		for _, x := range eds {
+			if x.Severity == diag.Error {
+				sv.rejectLeaf(x.Code, func() string { return x.Message })
+			}
+		}
+		if !sv.hasSmallest || fp.peak < sv.smallest.peak {
+			sv.smallest, sv.hasSmallest = fp, true
+		}
+		for _, st := range e.Memory.Stages {
+			if st.Weights+st.Gradients+st.Optimizer > e.Memory.GPUBytes {
+				sv.stateTooLarge[[2]int32{lf.grid, lf.vpp}] = true
+				break
+			}
+		}
+		return
+	}
+	sv.found = append(sv.found, fp)
+	j, _ := slices.BinarySearch(sv.bestTimes, fp.step)
+	sv.bestTimes = slices.Insert(sv.bestTimes, j, fp.step)
+}
+
+// order is the ranking: step time, then the smaller model-parallel group
+// (tp·pp·cp), then less memory, then the degrees in field order.
+type order struct {
+	step  float64
+	model int
+	peak  int64
+	tuple [nFields]int
+}
+
+func (a order) compare(b order) int {
+	if c := cmp.Compare(a.step, b.step); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.model, b.model); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.peak, b.peak); c != 0 {
+		return c
+	}
+	return slices.Compare(a.tuple[:], b.tuple[:])
+}
+
+func (sv *solver) orderOf(fp foundPlan) order {
+	lf := &sv.leaves[fp.leaf]
+	return order{
+		step: fp.step, model: int(lf.tp * lf.pp * lf.cp), peak: fp.peak,
+		tuple: [nFields]int{int(lf.tp), int(lf.cp), int(lf.pp), int(lf.ep), int(lf.etp), int(lf.vpp), int(lf.mb), int(lf.rc)},
+	}
+}
+
+// sortFound orders the feasible plans found so far, best first.
+func (sv *solver) sortFound() {
+	sort.SliceStable(sv.found, func(a, b int) bool {
+		return sv.orderOf(sv.found[a]).compare(sv.orderOf(sv.found[b])) < 0
+	})
+}
+
+// stable rounds x to 12 significant digits. estimate.Run sums the exposed
+// time of each axis in map order, so its step time can differ in the last
+// bit from one run to the next; ranking and printing the rounded value keeps
+// parc solve's output the same every run (it differs from the value parc
+// explain prints by at most 5e-13 of it).
+func stable(x float64) float64 {
+	if x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return x
+	}
+	e := math.Floor(math.Log10(math.Abs(x)))
+	scale := math.Pow(10, 11-e)
+	return math.Round(x*scale) / scale
+}

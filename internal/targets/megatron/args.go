@@ -1,0 +1,413 @@
+package megatron
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/plan"
+)
+
+// The rank orders Megatron-Core's training entry point can build
+// (megatron/training/initialize.py): the default, and the one selected by
+// --use-tp-pp-dp-mapping.
+const (
+	OrderDefault  = "tp-cp-ep-dp-pp"
+	OrderTPPPDP   = "tp-cp-ep-pp-dp"
+	orderFlagTPPP = "--use-tp-pp-dp-mapping"
+)
+
+// argList builds the argument vector: flags and their values as separate
+// elements, and for each element the spec field it came from (so a value
+// Megatron cannot take can be blamed on the user's field).
+type argList struct {
+	args  []string
+	paths []string
+}
+
+func (a *argList) flag(name string) { a.add("", name) }
+
+func (a *argList) add(path string, words ...string) {
+	for _, w := range words {
+		a.args = append(a.args, w)
+		a.paths = append(a.paths, path)
+	}
+}
+
+func (a *argList) int(name string, v int) { a.add("", name, strconv.Itoa(v)) }
+
+func (a *argList) float(name string, v float64) { a.add("", name, Float(v)) }
+
+// str adds a flag whose value comes from the spec field at path.
+func (a *argList) str(path, name string, values ...string) {
+	a.add("", name)
+	a.add(path, values...)
+}
+
+// Float formats v the way Python's float() reads back exactly: the shortest
+// representation that round-trips ("0.0003", "1e-05", "8").
+func Float(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// Args returns the pretrain_gpt.py arguments the plan implies: flags and
+// values as separate elements, in a fixed order (parallelism, model, MoE,
+// precision, recomputation, optimizer, batch and schedule, data, checkpoints,
+// logging), followed by launch.extra_args. The diagnostics are errors when the
+// plan cannot be expressed to Megatron-Core (an order it cannot build, a value
+// with a line break, an extra argument that contradicts a generated one).
+// at places diagnostics; nil means diag.NoPos.
+func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
+	if at == nil {
+		at = diag.NoPos
+	}
+	var diags diag.List
+	s, d := &p.Spec, &p.Derived
+	m, par, tr := &s.Model, &s.Parallel, &s.Train
+	var a argList
+
+	// Parallelism.
+	a.int("--tensor-model-parallel-size", par.TP)
+	a.int("--pipeline-model-parallel-size", par.PP)
+	if par.VPP > 1 {
+		a.int("--num-virtual-stages-per-pipeline-rank", par.VPP)
+		if par.MicrobatchGroupSize != nil {
+			a.int("--microbatch-group-size-per-virtual-pipeline-stage", *par.MicrobatchGroupSize)
+		}
+		if !par.OverlapP2P {
+			a.flag("--no-overlap-p2p-communication")
+		}
+	}
+	if par.FirstStageLayers != nil {
+		a.int("--decoder-first-pipeline-num-layers", *par.FirstStageLayers)
+	}
+	if par.LastStageLayers != nil {
+		a.int("--decoder-last-pipeline-num-layers", *par.LastStageLayers)
+	}
+	if par.AccountForEmbedding {
+		a.flag("--account-for-embedding-in-pipeline-split")
+	}
+	if par.AccountForLoss {
+		a.flag("--account-for-loss-in-pipeline-split")
+	}
+	a.int("--context-parallel-size", par.CP)
+	if par.CP > 1 {
+		a.add("", "--cp-comm-type", par.CPCommType)
+		if len(par.HierarchicalCP) > 0 {
+			a.flag("--hierarchical-context-parallel-sizes")
+			for _, n := range par.HierarchicalCP {
+				a.add("", strconv.Itoa(n))
+			}
+		}
+	}
+	if m.MoE != nil || par.EP > 1 {
+		a.int("--expert-model-parallel-size", par.EP)
+		a.int("--expert-tensor-parallel-size", d.ETP)
+	}
+	if d.SP {
+		a.flag("--sequence-parallel")
+	}
+	switch par.Order {
+	case OrderDefault:
+	case OrderTPPPDP:
+		a.flag(orderFlagTPPP)
+	default:
+		diags.Errorf(at("parallel.order"), "parallel.order", "order-not-expressible",
+			fmt.Sprintf("use %q (the default) or %q (%s)", OrderDefault, OrderTPPPDP, orderFlagTPPP),
+			"Megatron-Core can only be told the rank orders %s and %s, not %q", OrderDefault, OrderTPPPDP, par.Order)
+	}
+	a.add("", "--distributed-backend", "nccl")
+	if par.DistributedOptimizerInstances > 1 {
+		a.int("--num-distributed-optimizer-instances", par.DistributedOptimizerInstances)
+	}
+
+	// Model shape.
+	a.int("--num-layers", m.Layers)
+	a.int("--hidden-size", m.Hidden)
+	a.int("--ffn-hidden-size", d.FFNHidden)
+	a.int("--num-attention-heads", m.Heads)
+	if m.MLA == nil && d.QueryGroups != m.Heads {
+		a.flag("--group-query-attention")
+		a.int("--num-query-groups", d.QueryGroups)
+	}
+	a.int("--kv-channels", d.KVChannels)
+	a.int("--seq-length", tr.SeqLength)
+	a.int("--max-position-embeddings", d.MaxPositions)
+	a.add("", "--position-embedding-type", m.PositionEmbedding)
+	if m.PositionEmbedding == "rope" {
+		a.int("--rotary-base", m.RotaryBase)
+		a.float("--rotary-percent", m.RotaryPercent)
+		if f := m.RopeScalingFactor; f != nil {
+			if m.MLA != nil {
+				// MLA uses YaRN RoPE (MLATransformerConfig.rope_type); its
+				// scaling factor is rotary_scaling_factor.
+				a.float("--rotary-scaling-factor", *f)
+			} else {
+				// Llama 3.1-style scaling (apply_rope_scaling in rope_utils).
+				a.flag("--use-rope-scaling")
+				a.float("--rope-scaling-factor", *f)
+			}
+		}
+	}
+	if m.Activation == "swiglu" {
+		a.flag("--swiglu")
+	}
+	switch m.Normalization {
+	case "rmsnorm":
+		a.add("", "--normalization", "RMSNorm")
+	default:
+		a.add("", "--normalization", "LayerNorm")
+	}
+	a.float("--norm-epsilon", m.NormEpsilon)
+	if !m.TieEmbeddings {
+		a.flag("--untie-embeddings-and-output-weights")
+	}
+	if !m.Bias {
+		a.flag("--disable-bias-linear")
+	}
+	if m.QKVBias {
+		a.flag("--add-qkv-bias")
+	}
+	if m.QKLayernorm {
+		a.flag("--qk-layernorm")
+	}
+	if mla := m.MLA; mla != nil {
+		a.flag("--multi-latent-attention")
+		if mla.QLoraRank != nil {
+			a.int("--q-lora-rank", *mla.QLoraRank)
+		}
+		a.int("--kv-lora-rank", mla.KVLoraRank)
+		a.int("--qk-head-dim", mla.QKHeadDim)
+		a.int("--qk-pos-emb-head-dim", mla.QKPosEmbHeadDim)
+		a.int("--v-head-dim", mla.VHeadDim)
+	}
+	if m.MTPLayers > 0 {
+		a.int("--mtp-num-layers", m.MTPLayers)
+	}
+	a.float("--attention-dropout", tr.AttentionDropout)
+	a.float("--hidden-dropout", tr.HiddenDropout)
+	a.float("--init-method-std", tr.InitMethodStd)
+	a.add("", "--transformer-impl", "transformer_engine")
+
+	// Mixture of experts.
+	if moe := m.MoE; moe != nil {
+		a.int("--num-experts", moe.Experts)
+		a.int("--moe-router-topk", moe.TopK)
+		a.int("--moe-ffn-hidden-size", d.MoEFFNHidden)
+		if moe.SharedFFNHidden > 0 {
+			a.int("--moe-shared-expert-intermediate-size", moe.SharedFFNHidden)
+		}
+		a.add("", "--moe-layer-freq", MoELayerFreq(d.MoELayers, moe.LayerFreq, moe.DenseLayers))
+		if moe.GroupedGEMM {
+			a.flag("--moe-grouped-gemm")
+		}
+		a.add("", "--moe-token-dispatcher-type", moe.Dispatcher)
+		a.add("", "--moe-router-load-balancing-type", moe.RouterLoadBalancing)
+		switch moe.RouterLoadBalancing {
+		case "aux_loss", "seq_aux_loss", "global_aux_loss":
+			a.float("--moe-aux-loss-coeff", moe.AuxLossCoeff)
+		}
+		a.add("", "--moe-router-score-function", moe.ScoreFunction)
+		if moe.RouterPreSoftmax {
+			a.flag("--moe-router-pre-softmax")
+		}
+		if moe.ExpertBias {
+			a.flag("--moe-router-enable-expert-bias")
+		}
+		if moe.CapacityFactor != nil {
+			a.float("--moe-expert-capacity-factor", *moe.CapacityFactor)
+		}
+		if moe.RouterDtype != nil {
+			a.add("", "--moe-router-dtype", *moe.RouterDtype)
+		}
+	}
+
+	// Precision.
+	switch tr.Precision {
+	case "bf16":
+		a.flag("--bf16")
+	case "fp16":
+		a.flag("--fp16")
+	case "fp8":
+		// FP8 GEMMs inside a bf16 model (Megatron's FP8 examples).
+		a.flag("--bf16")
+		a.add("", "--fp8-format", tr.FP8Format)
+		a.add("", "--fp8-recipe", tr.FP8Recipe)
+	}
+
+	// Activation recomputation.
+	switch tr.Recompute {
+	case "selective":
+		a.add("", "--recompute-granularity", "selective")
+	case "full":
+		a.add("", "--recompute-granularity", "full")
+		a.add("", "--recompute-method", tr.RecomputeMethod)
+		n := 1
+		if tr.RecomputeLayers != nil {
+			n = *tr.RecomputeLayers
+		}
+		a.int("--recompute-num-layers", n)
+	}
+
+	// Optimizer and its communication overlap. Megatron-FSDP (v1, the
+	// default) runs on the distributed optimizer and switches it on itself;
+	// passing it says so. optim_grads_params is also Megatron's default
+	// sharding strategy, written out so the plan reads as what it is.
+	if tr.DistributedOptimizer || tr.FSDP {
+		a.flag("--use-distributed-optimizer")
+	}
+	if tr.FSDP {
+		a.flag("--use-megatron-fsdp")
+		a.add("", "--data-parallel-sharding-strategy", "optim_grads_params")
+	}
+	if tr.OverlapGradReduce {
+		a.flag("--overlap-grad-reduce")
+	}
+	if tr.OverlapParamGather {
+		a.flag("--overlap-param-gather")
+	}
+	a.float("--lr", tr.LR)
+	a.float("--min-lr", tr.MinLR)
+	a.add("", "--lr-decay-style", tr.LRDecayStyle)
+	a.float("--weight-decay", tr.WeightDecay)
+	a.float("--clip-grad", tr.ClipGrad)
+	a.float("--adam-beta1", tr.AdamBeta1)
+	a.float("--adam-beta2", tr.AdamBeta2)
+	a.int("--seed", tr.Seed)
+
+	// Batch sizes and training length. Iteration-based and sample-based
+	// options cannot be mixed (validate_args, T1/T2).
+	a.int("--micro-batch-size", tr.MicroBatch)
+	a.int("--global-batch-size", tr.GlobalBatch)
+	switch {
+	case tr.Iters != nil:
+		a.int("--train-iters", *tr.Iters)
+		a.int("--lr-warmup-iters", tr.LRWarmupIters)
+		if tr.LRDecayIters != nil {
+			a.int("--lr-decay-iters", *tr.LRDecayIters)
+		}
+	case tr.Samples != nil:
+		a.int("--train-samples", *tr.Samples)
+	}
+
+	// Data and tokenizer: exactly one data source (T6).
+	data := &s.Data
+	if len(data.Paths) > 0 {
+		a.str("data.paths", "--data-path", data.Paths...)
+		a.str("data.split", "--split", data.Split)
+	} else {
+		a.flag("--mock-data")
+	}
+	if data.CachePath != nil {
+		a.str("data.cache_path", "--data-cache-path", *data.CachePath)
+	}
+	a.int("--num-workers", data.NumWorkers)
+	tok := &data.Tokenizer
+	a.add("", "--tokenizer-type", tok.Type)
+	if tok.Model != nil {
+		a.str("data.tokenizer.model", "--tokenizer-model", *tok.Model)
+	}
+	if tok.VocabFile != nil {
+		a.str("data.tokenizer.vocab_file", "--vocab-file", *tok.VocabFile)
+	}
+	if tok.MergeFile != nil {
+		a.str("data.tokenizer.merge_file", "--merge-file", *tok.MergeFile)
+	}
+	if tok.Type == "NullTokenizer" {
+		a.int("--vocab-size", m.Vocab)
+	}
+	a.int("--make-vocab-size-divisible-by", m.MakeVocabDivisibleBy)
+
+	// Checkpoints. With preemption handling, Megatron saves a checkpoint when
+	// it gets SIGTERM (--exit-signal-handler) and the requeued job resumes
+	// from it.
+	preempt := s.Cluster.Slurm != nil && s.Cluster.Slurm.PreemptSignalSeconds != nil
+	if tr.FSDP && s.Checkpoint == nil {
+		// Megatron-FSDP asserts this format even when nothing is saved.
+		a.add("", "--ckpt-format", "fsdp_dtensor")
+	}
+	if ck := s.Checkpoint; ck != nil {
+		if ck.Save != nil {
+			a.str("checkpoint.save", "--save", *ck.Save)
+			a.int("--save-interval", ck.Interval)
+		}
+		switch {
+		case ck.Load != nil:
+			a.str("checkpoint.load", "--load", *ck.Load)
+		case preempt && ck.Save != nil:
+			a.str("checkpoint.save", "--load", *ck.Save)
+		}
+		a.add("", "--ckpt-format", ck.Format)
+		if ck.AsyncSave {
+			a.flag("--async-save")
+			if ck.Format == "torch_dist" {
+				// Without it validate_args switches async saving off.
+				a.flag("--use-persistent-ckpt-worker")
+			}
+		}
+	}
+	if preempt {
+		a.flag("--exit-signal-handler")
+	}
+
+	// Logging and evaluation.
+	lg := &s.Logging
+	a.int("--log-interval", lg.Interval)
+	a.int("--eval-interval", lg.EvalInterval)
+	a.int("--eval-iters", lg.EvalIters)
+	if lg.TensorboardDir != nil {
+		a.str("logging.tensorboard_dir", "--tensorboard-dir", *lg.TensorboardDir)
+	}
+	if lg.WandbProject != nil {
+		a.str("logging.wandb_project", "--wandb-project", *lg.WandbProject)
+	}
+	if lg.WandbExpName != nil {
+		a.str("logging.wandb_exp_name", "--wandb-exp-name", *lg.WandbExpName)
+	}
+	if lg.LogThroughput {
+		a.flag("--log-throughput")
+	}
+
+	diags = append(diags, ExtraArgConflicts(a.args, s.Launch.ExtraArgs, isPretrainGPT(s.Launch.Program), at)...)
+	a.add("launch.extra_args", s.Launch.ExtraArgs...)
+
+	for i, w := range a.args {
+		if strings.ContainsAny(w, "\n\r\x00") {
+			field := a.paths[i]
+			if field == "" {
+				field = "launch.extra_args"
+			}
+			diags.Errorf(at(field), field, "megatron-arg-line-break", "remove the line break",
+				"the value %q cannot be passed to Megatron: megatron.args holds one argument per line", w)
+		}
+	}
+	return a.args, diags
+}
+
+// isPretrainGPT reports whether the workers run Megatron's own GPT entry
+// point, whose options are exactly those of Megatron's parser.
+func isPretrainGPT(program string) bool { return path.Base(program) == "pretrain_gpt.py" }
+
+// MoELayerFreq renders --moe-layer-freq: the integer k when the pattern is
+// "every k-th layer" (no leading dense layers), else a Python list expression
+// such as "([0]*3+[1]*58)" that Megatron evaluates (moe_freq_type), built run
+// by run from the per-layer pattern.
+func MoELayerFreq(pattern []bool, freq, dense int) string {
+	if dense == 0 && freq >= 1 {
+		return strconv.Itoa(freq)
+	}
+	var runs []string
+	for i := 0; i < len(pattern); {
+		j := i
+		for j < len(pattern) && pattern[j] == pattern[i] {
+			j++
+		}
+		v := "0"
+		if pattern[i] {
+			v = "1"
+		}
+		runs = append(runs, fmt.Sprintf("[%s]*%d", v, j-i))
+		i = j
+	}
+	return "(" + strings.Join(runs, "+") + ")"
+}

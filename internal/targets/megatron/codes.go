@@ -1,0 +1,11 @@
+package megatron
+
+import "parc.dev/parc/internal/diag"
+
+// Codes lists every code the Megatron target emits.
+var Codes = []diag.CodeInfo{
+	{Code: "order-not-expressible", Severity: diag.Error, Meaning: "parallel.order builds groups Megatron's training scripts cannot be told to build (only the default order and --use-tp-pp-dp-mapping exist).", Fix: `Use "tp-cp-ep-dp-pp" or "tp-cp-ep-pp-dp".`},
+	{Code: "extra-arg-conflict", Severity: diag.Error, Meaning: "A raw argument in launch.extra_args sets something parc already generates from the spec.", Fix: "Set the spec field instead, or remove the extra argument."},
+	{Code: "extra-arg-unknown", Severity: diag.Warning, Meaning: "A raw argument in launch.extra_args is not one of pretrain_gpt.py's options.", Fix: "Check its spelling against Megatron-LM's arguments."},
+	{Code: "megatron-arg-line-break", Severity: diag.Error, Meaning: "A value with a line break cannot be written to megatron.args (one argument per line).", Fix: "Remove the line break."},
+}

@@ -1,0 +1,108 @@
+package megatron
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"parc.dev/parc/internal/diag"
+)
+
+// exclusive lists dests of which Megatron accepts at most one (validate_args:
+// F1 bf16/fp16, T1/T2 iteration- or sample-based training, T3 warmup, T6 one
+// data source, P1 one way to give the virtual pipeline).
+var exclusive = [][]string{
+	{"bf16", "fp16"},
+	{"train_iters", "train_samples"},
+	{"lr_warmup_iters", "lr_warmup_samples", "lr_warmup_fraction"},
+	{"lr_decay_iters", "lr_decay_samples"},
+	{"mock_data", "data_path", "train_data_path", "valid_data_path", "test_data_path"},
+	{"num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank", "pipeline_model_parallel_layout"},
+}
+
+// optionKey is what an option sets: its argparse dest when Megatron's parser
+// knows it, else its name without dashes and without a no-/disable- prefix
+// (so --no-foo and --foo of an unknown option still collide).
+func optionKey(name string) string {
+	if o, ok := Options[name]; ok {
+		return o.Dest
+	}
+	k := strings.TrimLeft(name, "-")
+	for _, p := range []string{"no-", "disable-"} {
+		k = strings.TrimPrefix(k, p)
+	}
+	return strings.ReplaceAll(k, "-", "_")
+}
+
+// optionNames returns the option names in an argument vector ("--x=v" counts
+// as --x); values are skipped.
+func optionNames(args []string) []string {
+	var names []string
+	for _, w := range args {
+		if !strings.HasPrefix(w, "--") || len(w) == 2 {
+			continue
+		}
+		name, _, _ := strings.Cut(w, "=")
+		names = append(names, name)
+	}
+	return names
+}
+
+// ExtraArgConflicts reports each raw extra argument (launch.extra_args) that
+// sets what a generated argument already sets — the same option, its
+// --no-/--disable- twin or any other spelling of the same argparse dest, or a
+// member of a group Megatron accepts only one of. With strict (the program is
+// Megatron's pretrain_gpt.py), an option Megatron's parser does not know is a
+// warning: argparse would stop with "unrecognized arguments".
+func ExtraArgConflicts(generated, extra []string, strict bool, at diag.Locator) diag.List {
+	if at == nil {
+		at = diag.NoPos
+	}
+	const path = "launch.extra_args"
+	var diags diag.List
+	byKey := map[string]string{} // key -> first generated option name
+	for _, n := range optionNames(generated) {
+		if _, ok := byKey[optionKey(n)]; !ok {
+			byKey[optionKey(n)] = n
+		}
+	}
+	for i, w := range extra {
+		if !strings.HasPrefix(w, "--") || len(w) == 2 {
+			continue
+		}
+		name, _, _ := strings.Cut(w, "=")
+		key := optionKey(name)
+		if g, ok := byKey[key]; ok {
+			diags.Errorf(at(path), path, "extra-arg-conflict",
+				fmt.Sprintf("remove %s from launch.extra_args and set the spec field parc derives %s from", name, g),
+				"extra_args[%d] %s sets what the generated %s sets", i, name, g)
+			continue
+		}
+		if g := exclusiveWith(key, byKey); g != "" {
+			diags.Errorf(at(path), path, "extra-arg-conflict",
+				fmt.Sprintf("remove %s from launch.extra_args, or change the spec so parc does not generate %s", name, g),
+				"extra_args[%d] %s cannot be combined with the generated %s (Megatron accepts only one of them)", i, name, g)
+			continue
+		}
+		if _, ok := Options[name]; strict && !ok {
+			diags.Warnf(at(path), path, "extra-arg-unknown", "check the spelling against Megatron-LM's arguments.py",
+				"extra_args[%d] %s is not an option of Megatron-Core's argument parser", i, name)
+		}
+	}
+	return diags
+}
+
+// exclusiveWith returns the generated option that key may not be combined with.
+func exclusiveWith(key string, generated map[string]string) string {
+	for _, group := range exclusive {
+		if !slices.Contains(group, key) {
+			continue
+		}
+		for _, other := range group {
+			if g, ok := generated[other]; ok && other != key {
+				return g
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,233 @@
+package slurm
+
+import (
+	_ "embed"
+	"fmt"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/plan"
+	"parc.dev/parc/internal/targets/megatron"
+	"parc.dev/parc/internal/targets/template"
+)
+
+// ScriptName is the batch script's file name, and TemplateName its template
+// (submit.sbatch.tmpl).
+const (
+	ScriptName   = "submit.sbatch"
+	TemplateName = ScriptName
+	// LaunchFile is the launch plan `parc launch` reads in parc mode.
+	LaunchFile = "launch.json"
+)
+
+//go:embed submit.sbatch.tmpl
+var builtin string
+
+// Directive is one #SBATCH line: Option, and =Value when HasValue.
+type Directive struct {
+	Option   string
+	Value    string
+	HasValue bool
+}
+
+// Data is what submit.sbatch.tmpl is executed on.
+type Data struct {
+	Plan *plan.Plan
+	// Source is the spec's file name (without directories, so the output
+	// does not depend on where the compiler ran).
+	Source     string
+	ScriptName string
+	ArgsFile   string
+	LaunchFile string
+	Launcher   string // torchrun | srun | parc
+	JobName    string
+	Nodes      int
+	// GPUsPerNode is also the number of workers per node.
+	GPUsPerNode int
+	World       int
+	// TasksPerNode is the Slurm tasks per node: one per GPU with srun, else one.
+	TasksPerNode int
+	// CPUsPerTask is 0 when neither cluster.slurm.cpus_per_task nor
+	// cluster.cpus_per_node is given.
+	CPUsPerTask int
+	Directives  []Directive
+	Env         []megatron.EnvVar
+	Python      string
+	Program     string
+	Workdir     string
+	MasterPort  int
+	// SrunOptions are the options of the srun that starts the workers beyond
+	// the node and task counts: CPUs per task and the pyxis container options.
+	SrunOptions []string
+	// PreemptSeconds is cluster.slurm.preempt_signal_seconds (0 = no preemption handling).
+	PreemptSeconds int
+	ParcBinary     string
+}
+
+// NewData computes the template data of a plan.
+func NewData(p *plan.Plan) *Data {
+	s := &p.Spec
+	cl, l := &s.Cluster, &s.Launch
+	d := &Data{
+		Plan: p, Source: path.Base(strings.ReplaceAll(p.Source, `\`, "/")),
+		ScriptName: ScriptName, ArgsFile: megatron.ArgsFile, LaunchFile: LaunchFile,
+		Launcher: l.Launcher, JobName: s.Model.Name,
+		Nodes: cl.Nodes, GPUsPerNode: cl.GPUsPerNode, World: cl.Nodes * cl.GPUsPerNode, TasksPerNode: 1,
+		Env: megatron.SortedEnv(p), Python: l.Python, Program: l.Program, MasterPort: l.MasterPort,
+		ParcBinary: l.ParcBinary,
+	}
+	if d.Source == "." || d.Source == "/" {
+		d.Source = "a spec given in memory"
+	}
+	if l.Launcher == "srun" {
+		d.TasksPerNode = cl.GPUsPerNode
+	}
+	sl := cl.Slurm
+	if sl == nil {
+		sl = &specSlurm{Exclusive: true}
+	}
+	if sl.JobName != nil {
+		d.JobName = *sl.JobName
+	}
+	switch {
+	case sl.CPUsPerTask != nil:
+		d.CPUsPerTask = *sl.CPUsPerTask
+	case cl.CPUsPerNode != nil:
+		d.CPUsPerTask = max(1, *cl.CPUsPerNode/d.TasksPerNode)
+	}
+	if l.Workdir != nil {
+		d.Workdir = *l.Workdir
+	}
+	if sl.PreemptSignalSeconds != nil {
+		d.PreemptSeconds = *sl.PreemptSignalSeconds
+	}
+
+	add := func(opt, val string) { d.Directives = append(d.Directives, Directive{opt, val, true}) }
+	opt := func(name string, v *string) {
+		if v != nil {
+			add(name, *v)
+		}
+	}
+	add("--job-name", d.JobName)
+	add("--nodes", strconv.Itoa(d.Nodes))
+	add("--ntasks-per-node", strconv.Itoa(d.TasksPerNode))
+	add("--gpus-per-node", strconv.Itoa(d.GPUsPerNode))
+	if d.CPUsPerTask > 0 {
+		add("--cpus-per-task", strconv.Itoa(d.CPUsPerTask))
+	}
+	opt("--mem", sl.Mem)
+	opt("--time", sl.Time)
+	opt("--partition", sl.Partition)
+	opt("--account", sl.Account)
+	opt("--qos", sl.QOS)
+	opt("--constraint", sl.Constraint)
+	opt("--reservation", sl.Reservation)
+	opt("--dependency", sl.Dependency)
+	if sl.Exclusive {
+		d.Directives = append(d.Directives, Directive{Option: "--exclusive"})
+	}
+	opt("--output", sl.Output)
+	opt("--error", sl.Error)
+	if sl.Requeue || d.PreemptSeconds > 0 {
+		d.Directives = append(d.Directives, Directive{Option: "--requeue"})
+		// A requeued job appends to its log instead of truncating it.
+		add("--open-mode", "append")
+	}
+	if d.PreemptSeconds > 0 {
+		// B: signals only this script; it forwards SIGTERM to the workers.
+		add("--signal", fmt.Sprintf("B:USR2@%d", d.PreemptSeconds))
+	}
+	for _, e := range sl.Extra {
+		d.Directives = append(d.Directives, Directive{Option: e})
+	}
+
+	if d.CPUsPerTask > 0 {
+		// srun does not inherit --cpus-per-task from sbatch (Slurm 22.05+).
+		d.SrunOptions = append(d.SrunOptions, "--cpus-per-task="+strconv.Itoa(d.CPUsPerTask))
+	}
+	if c := l.Container; c != nil {
+		d.SrunOptions = append(d.SrunOptions, "--container-image="+c.Image)
+		if len(c.Mounts) > 0 {
+			d.SrunOptions = append(d.SrunOptions, "--container-mounts="+strings.Join(c.Mounts, ","))
+		}
+		switch {
+		case c.Workdir != nil:
+			d.SrunOptions = append(d.SrunOptions, "--container-workdir="+*c.Workdir)
+		case l.Workdir != nil:
+			d.SrunOptions = append(d.SrunOptions, "--container-workdir="+*l.Workdir)
+		}
+	}
+	return d
+}
+
+// Render renders submit.sbatch with the Set's template (the user's override
+// or the built-in one).
+func Render(p *plan.Plan, set *template.Set) ([]byte, error) {
+	return set.Render(TemplateName, builtin, NewData(p))
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// reservedEnv are set by the scripts themselves.
+var reservedEnv = []string{"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "PARC_PLAN_DIR"}
+
+// Check reports what the launch scripts (submit.sbatch, torchrun.sh) cannot
+// express: environment names that are not shell variable names or that the
+// scripts set themselves, and values with a line break or NUL where one
+// cannot be written (#SBATCH directives, the environment). at places the
+// diagnostics; nil means diag.NoPos.
+func Check(p *plan.Plan, at diag.Locator) diag.List {
+	if at == nil {
+		at = diag.NoPos
+	}
+	var diags diag.List
+	s := &p.Spec
+	for _, src := range []struct {
+		path string
+		env  map[string]string
+	}{{"cluster.env", s.Cluster.Env}, {"launch.env", s.Launch.Env}} {
+		for _, k := range sortedKeys(src.env) {
+			switch {
+			case !envNameRE.MatchString(k):
+				diags.Errorf(at(src.path), src.path, "env-name", "use letters, digits and _ (not starting with a digit)",
+					"%q is not an environment variable name a shell can export", k)
+			case contains(reservedEnv, k):
+				diags.Errorf(at(src.path), src.path, "env-reserved", "remove it: the launch scripts set "+strings.Join(reservedEnv, ", "),
+					"%s is set by the launch scripts from the plan", k)
+			case strings.ContainsRune(src.env[k], 0):
+				diags.Errorf(at(src.path), src.path, "env-value", "remove the NUL character",
+					"the value of %s contains a NUL character, which no environment can hold", k)
+			}
+		}
+	}
+	if sl := s.Cluster.Slurm; sl != nil {
+		for _, f := range []struct {
+			path string
+			v    *string
+		}{
+			{"job_name", sl.JobName}, {"partition", sl.Partition}, {"account", sl.Account}, {"qos", sl.QOS},
+			{"time", sl.Time}, {"constraint", sl.Constraint}, {"reservation", sl.Reservation}, {"mem", sl.Mem},
+			{"output", sl.Output}, {"error", sl.Error}, {"dependency", sl.Dependency},
+		} {
+			if f.v != nil && strings.ContainsAny(*f.v, "\n\r\x00") {
+				diags.Errorf(at("cluster.slurm."+f.path), "cluster.slurm."+f.path, "slurm-line-break", "remove the line break",
+					"%q cannot be written in an #SBATCH directive: it contains a line break", *f.v)
+			}
+		}
+	}
+	if s.Cluster.Slurm == nil || s.Cluster.Slurm.JobName == nil {
+		if strings.ContainsAny(s.Model.Name, "\n\r\x00") {
+			diags.Errorf(at("model.name"), "model.name", "slurm-line-break", "remove the line break, or set cluster.slurm.job_name",
+				"the model name %q is the job name and cannot be written in an #SBATCH directive: it contains a line break", s.Model.Name)
+		}
+	}
+	for _, f := range []struct{ path, v string }{{"launch.python", s.Launch.Python}, {"launch.program", s.Launch.Program}, {"launch.parc_binary", s.Launch.ParcBinary}} {
+		if strings.ContainsRune(f.v, 0) || f.v == "" {
+			diags.Errorf(at(f.path), f.path, "launch-command", "give a program name or path", "%s %q cannot be run", f.path, f.v)
+		}
+	}
+	return diags
+}
