@@ -8,7 +8,6 @@ import (
 	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/solve"
 	"parc.dev/parc/internal/targets/megatron"
-	"parc.dev/parc/internal/targets/slurm"
 )
 
 // compileCodes are the codes Compile itself emits.
@@ -21,7 +20,7 @@ var compileCodes = []diag.CodeInfo{
 // order. README.md's table is generated from it.
 func Codes() []diag.CodeInfo {
 	var out []diag.CodeInfo
-	for _, stage := range [][]diag.CodeInfo{load.Codes, check.Codes, solve.Codes, layout.Codes, estimate.Codes, megatron.Codes, slurm.Codes, compileCodes} {
+	for _, stage := range [][]diag.CodeInfo{load.Codes, check.Codes, solve.Codes, layout.Codes, estimate.Codes, megatron.Codes, compileCodes} {
 		out = append(out, stage...)
 	}
 	return out

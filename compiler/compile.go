@@ -75,9 +75,9 @@ func render(p *plan.Plan, set *template.Set, warnings diag.List, at diag.Locator
 			Pos: at("launch.templates"), Message: err.Error(),
 			Hint: "fix the template named in the message (text/template syntax, missingkey=error)"})
 	}
-	// Vet already reported the arguments' diagnostics (resolve runs
-	// megatron.Args); here only the list is needed.
-	args, _ := megatron.Args(p, at)
+	// The argument list was built once, by the megatron target's check
+	// when the plan was resolved.
+	args := p.MegatronArgs
 	if b, err := megatron.Render(p, args, set); err != nil {
 		fail(ArgsFile, err)
 	} else {

@@ -8,6 +8,7 @@ import (
 	"parc.dev/parc/internal/resolve"
 	"parc.dev/parc/internal/solve"
 	"parc.dev/parc/internal/spec"
+	"parc.dev/parc/internal/targets/megatron"
 )
 
 // Source is one spec file (Data nil = read Path).
@@ -39,7 +40,7 @@ func vet(src Source) (*plan.Plan, diag.Locator, diag.List) {
 	if len(res.Open()) > 0 {
 		// Degrees left open: the solver picks the best plan that passes
 		// every check, and the rest of the pipeline runs on it.
-		s, choice, ds = solve.Best(res)
+		s, choice, ds = solve.Best(res, targetChecks)
 	} else if s, ds = res.Decode(); s == nil {
 		// Schema errors: still run Megatron's rules on what is well-formed,
 		// so every mistake shows up in one run.
@@ -63,8 +64,13 @@ func vet(src Source) (*plan.Plan, diag.Locator, diag.List) {
 // Resolve runs the stages after load on a concrete spec (see package
 // resolve): derive, check, layout, topology checks, estimate.
 func Resolve(source string, s *spec.Spec, at diag.Locator) (*plan.Plan, diag.List) {
-	return resolve.Resolve(source, s, at)
+	return resolve.Resolve(source, s, at, targetChecks)
 }
+
+// targetChecks are the targets' own checks of a resolved plan (what a target
+// cannot express is a spec error, reported by vet). The compiler hands them
+// to resolve and to the solver, so no stage imports a target.
+var targetChecks = []resolve.Check{megatron.Check}
 
 // Solve loads a spec and ranks the plans for the degrees it leaves open
 // (parc solve): the best top plans that pass every check, by estimated step
@@ -74,6 +80,6 @@ func Solve(src Source, top int) (*solve.Result, diag.List) {
 	if res == nil || diags.HasErrors() {
 		return nil, diags.Sort()
 	}
-	r, ds := solve.Solve(res, solve.Options{Top: top})
+	r, ds := solve.Solve(res, solve.Options{Top: top, Checks: targetChecks})
 	return r, append(diags, ds...).Sort()
 }

@@ -33,6 +33,7 @@ func Run(s *spec.Spec, d spec.Derived, at diag.Locator) diag.List {
 	c.training()
 	c.fsdpOptions()
 	c.launchEnv()
+	c.launchValues()
 	c.slurm()
 	return c.list.Sort()
 }

@@ -97,6 +97,11 @@ var Codes = []CodeInfo{
 	{Code: "cuda-max-connections", Severity: diag.Error, Rule: "C5/O4/O5", Meaning: "CUDA_DEVICE_MAX_CONNECTIONS contradicts the plan: tp or cp > 1 before Blackwell needs it to be 1; FSDP needs it not to be 1.", Fix: "Set (or unset) CUDA_DEVICE_MAX_CONNECTIONS in launch.env / cluster.env as the message says."},
 
 	// Slurm.
+	{Code: "env-name", Severity: diag.Error, Meaning: "An environment variable name a shell cannot export.", Fix: "Use letters, digits and _ (not starting with a digit)."},
+	{Code: "env-reserved", Severity: diag.Error, Meaning: "An environment variable the launch scripts set from the plan (RANK, MASTER_ADDR, ...).", Fix: "Remove it from cluster.env / launch.env."},
+	{Code: "env-value", Severity: diag.Error, Meaning: "An environment value with a NUL character.", Fix: "Remove the NUL character."},
+	{Code: "launch-command", Severity: diag.Error, Meaning: "launch.python, launch.program or launch.parc_binary is empty or unusable.", Fix: "Give a program name or path."},
+	{Code: "slurm-line-break", Severity: diag.Error, Meaning: "A value with a line break cannot be written in an #SBATCH directive.", Fix: "Remove the line break."},
 	{Code: "slurm-time", Severity: diag.Error, Rule: "", Meaning: "cluster.slurm.time is not a Slurm time limit.", Fix: "Use MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (or \"infinite\")."},
 	{Code: "slurm-mem", Severity: diag.Error, Rule: "", Meaning: "cluster.slurm.mem is not a Slurm memory size.", Fix: "Use an integer with an optional K, M, G or T suffix (\"0\" = all memory)."},
 	{Code: "slurm-option", Severity: diag.Error, Rule: "", Meaning: "An entry of cluster.slurm.extra is not an sbatch option.", Fix: "Write each entry as \"--option=value\"."},

@@ -2,7 +2,9 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -34,7 +36,65 @@ func (c *checker) launchEnv() {
 var (
 	slurmMemRE = regexp.MustCompile(`^[0-9]+[KMGTkmgt]?$`)
 	digitsRE   = regexp.MustCompile(`^[0-9]+$`)
+	envNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
+
+// ReservedEnv are the variables the launch scripts (submit.sbatch,
+// torchrun.sh) set from the plan; the spec's environment may not set them.
+var ReservedEnv = []string{"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "PARC_PLAN_DIR"}
+
+// launchValues reports what the launch scripts cannot express: environment
+// names that are not shell variable names or that the scripts set
+// themselves, values with a NUL (no environment holds one) or a line break
+// where one cannot be written (#SBATCH directives), and an empty or
+// unusable program to run.
+func (c *checker) launchValues() {
+	s := c.s
+	for _, src := range []struct {
+		path string
+		env  map[string]string
+	}{{"cluster.env", s.Cluster.Env}, {"launch.env", s.Launch.Env}} {
+		for _, k := range slices.Sorted(maps.Keys(src.env)) {
+			switch {
+			case !envNameRE.MatchString(k):
+				c.report("env-name", src.path, "use letters, digits and _ (not starting with a digit)",
+					"%q is not an environment variable name a shell can export", k)
+			case slices.Contains(ReservedEnv, k):
+				c.report("env-reserved", src.path, "remove it: the launch scripts set "+strings.Join(ReservedEnv, ", "),
+					"%s is set by the launch scripts from the plan", k)
+			case strings.ContainsRune(src.env[k], 0):
+				c.report("env-value", src.path, "remove the NUL character",
+					"the value of %s contains a NUL character, which no environment can hold", k)
+			}
+		}
+	}
+	if sl := s.Cluster.Slurm; sl != nil {
+		for _, f := range []struct {
+			path string
+			v    *string
+		}{
+			{"job_name", sl.JobName}, {"partition", sl.Partition}, {"account", sl.Account}, {"qos", sl.QOS},
+			{"time", sl.Time}, {"constraint", sl.Constraint}, {"reservation", sl.Reservation}, {"mem", sl.Mem},
+			{"output", sl.Output}, {"error", sl.Error}, {"dependency", sl.Dependency},
+		} {
+			if f.v != nil && strings.ContainsAny(*f.v, "\n\r\x00") {
+				c.report("slurm-line-break", "cluster.slurm."+f.path, "remove the line break",
+					"%q cannot be written in an #SBATCH directive: it contains a line break", *f.v)
+			}
+		}
+	}
+	if s.Cluster.Slurm == nil || s.Cluster.Slurm.JobName == nil {
+		if strings.ContainsAny(s.Model.Name, "\n\r\x00") {
+			c.report("slurm-line-break", "model.name", "remove the line break, or set cluster.slurm.job_name",
+				"the model name %q is the job name and cannot be written in an #SBATCH directive: it contains a line break", s.Model.Name)
+		}
+	}
+	for _, f := range []struct{ path, v string }{{"launch.python", s.Launch.Python}, {"launch.program", s.Launch.Program}, {"launch.parc_binary", s.Launch.ParcBinary}} {
+		if strings.ContainsRune(f.v, 0) || f.v == "" {
+			c.report("launch-command", f.path, "give a program name or path", "%s %q cannot be run", f.path, f.v)
+		}
+	}
+}
 
 // SlurmTime parses a Slurm time limit (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM,
 // D-HH:MM:SS, or infinite/unlimited) into seconds; -1 means no limit.

@@ -20,6 +20,10 @@ type Plan struct {
 	Estimate *estimate.Estimate `json:"estimate"`
 	// Choice is set when parc solve chose degrees the spec left open.
 	Choice *Choice `json:"choice,omitempty"`
+	// MegatronArgs is the argument list the plan implies for Megatron-Core's
+	// entry point, computed once when the plan is resolved (the megatron
+	// target's check fills it) and read by every target that runs it.
+	MegatronArgs []string `json:"-"`
 }
 
 // Choice records what the solver chose and what came second.

@@ -7,14 +7,19 @@ import (
 	"parc.dev/parc/internal/layout"
 	"parc.dev/parc/internal/plan"
 	"parc.dev/parc/internal/spec"
-	"parc.dev/parc/internal/targets/megatron"
-	"parc.dev/parc/internal/targets/slurm"
 )
 
-// Resolve runs derive, check, layout, topology checks and estimate on s. It
-// returns the plan even when there are errors, as far as it could be built
-// (Layout or Estimate may be nil).
-func Resolve(source string, s *spec.Spec, at diag.Locator) (*plan.Plan, diag.List) {
+// A Check is a target's look at a resolved plan: what the target cannot
+// express is a spec error too, so vet reports it before compile would. A
+// check may record on the plan what it computed (the megatron target's
+// check sets Plan.MegatronArgs), so nothing is computed twice. The compiler
+// hands the targets' checks to Resolve; no stage imports a target.
+type Check func(p *plan.Plan, at diag.Locator) diag.List
+
+// Resolve runs derive, check, layout, topology checks and estimate on s, and
+// then the targets' checks. It returns the plan even when there are errors,
+// as far as it could be built (Layout or Estimate may be nil).
+func Resolve(source string, s *spec.Spec, at diag.Locator, checks []Check) (*plan.Plan, diag.List) {
 	var diags diag.List
 	d := spec.Derive(s)
 	p := &plan.Plan{Source: source, Spec: *s, Derived: d}
@@ -35,11 +40,9 @@ func Resolve(source string, s *spec.Spec, at diag.Locator) (*plan.Plan, diag.Lis
 	e, ds := estimate.Run(s, d, links(l), at)
 	diags = append(diags, ds...)
 	p.Estimate = e
-	// What the targets cannot express is a spec error too: vet reports it
-	// before compile would.
-	_, ds = megatron.Args(p, at)
-	diags = append(diags, ds...)
-	diags = append(diags, slurm.Check(p, at)...)
+	for _, c := range checks {
+		diags = append(diags, c(p, at)...)
+	}
 	return p, diags
 }
 

@@ -7,6 +7,7 @@ import (
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/plan"
+	"parc.dev/parc/internal/resolve"
 	"parc.dev/parc/internal/spec"
 )
 
@@ -29,6 +30,9 @@ type Options struct {
 	// stopping once the cost bound proves the rest slower. Tests use it to
 	// check the bound; the result is the same.
 	Exhaustive bool
+	// Checks are the targets' checks (see resolve.Check) every candidate
+	// must pass, as parc vet applies them; the compiler supplies them.
+	Checks []resolve.Check
 }
 
 // Parallel is a candidate's parallel degrees, dp and sp derived as Megatron
@@ -152,8 +156,8 @@ func Solve(res *load.Result, opts Options) (*Result, diag.List) {
 // Best solves with the two best candidates and returns the chosen plan's
 // spec and what was chosen over what (for parc compile's report). With no
 // open field it returns the spec as decoded and a nil Choice.
-func Best(res *load.Result) (*spec.Spec, *plan.Choice, diag.List) {
-	r, ds := Solve(res, Options{Top: 2})
+func Best(res *load.Result, checks []resolve.Check) (*spec.Spec, *plan.Choice, diag.List) {
+	r, ds := Solve(res, Options{Top: 2, Checks: checks})
 	if r == nil || len(r.Candidates) == 0 {
 		return nil, nil, ds
 	}

@@ -333,7 +333,7 @@ func TestNothingOpen(t *testing.T) {
 	require.NotNil(t, p, "%v", ds)
 	assert.Equal(t, round12(p.Estimate.StepTimeS), r.Candidates[0].StepTimeS)
 
-	s, choice, ds := solve.Best(res)
+	s, choice, ds := solve.Best(res, nil)
 	require.NotNil(t, s, "%v", ds)
 	assert.Nil(t, choice)
 	assert.Equal(t, 2, s.Parallel.TP)
@@ -397,7 +397,7 @@ func TestOpenFieldWithoutValue(t *testing.T) {
 
 func TestBest(t *testing.T) {
 	res := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", "tp: int, pp: int", "1", `"none"`))
-	s, choice, ds := solve.Best(res)
+	s, choice, ds := solve.Best(res, nil)
 	require.NotNil(t, s, "%v", ds)
 	require.NotNil(t, choice)
 	r, _ := solve.Solve(res, solve.Options{Top: 2})

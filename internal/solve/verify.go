@@ -145,7 +145,7 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 		s.Parallel.ETP = nil
 	}
 	// The rest exactly as parc vet resolves a plan.
-	p, rds := resolve.Resolve("", s, sv.at)
+	p, rds := resolve.Resolve("", s, sv.at, sv.opts.Checks)
 	ds = append(ds, rds...)
 	if ds.HasErrors() || p.Estimate == nil {
 		sv.rejectVerified(ds)

@@ -4,11 +4,9 @@ import (
 	_ "embed"
 	"fmt"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 
-	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/plan"
 	"parc.dev/parc/internal/targets/megatron"
 	"parc.dev/parc/internal/targets/template"
@@ -167,67 +165,4 @@ func NewData(p *plan.Plan) *Data {
 // or the built-in one).
 func Render(p *plan.Plan, set *template.Set) ([]byte, error) {
 	return set.Render(TemplateName, builtin, NewData(p))
-}
-
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// reservedEnv are set by the scripts themselves.
-var reservedEnv = []string{"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "PARC_PLAN_DIR"}
-
-// Check reports what the launch scripts (submit.sbatch, torchrun.sh) cannot
-// express: environment names that are not shell variable names or that the
-// scripts set themselves, and values with a line break or NUL where one
-// cannot be written (#SBATCH directives, the environment). at places the
-// diagnostics; nil means diag.NoPos.
-func Check(p *plan.Plan, at diag.Locator) diag.List {
-	if at == nil {
-		at = diag.NoPos
-	}
-	var diags diag.List
-	s := &p.Spec
-	for _, src := range []struct {
-		path string
-		env  map[string]string
-	}{{"cluster.env", s.Cluster.Env}, {"launch.env", s.Launch.Env}} {
-		for _, k := range sortedKeys(src.env) {
-			switch {
-			case !envNameRE.MatchString(k):
-				diags.Errorf(at(src.path), src.path, "env-name", "use letters, digits and _ (not starting with a digit)",
-					"%q is not an environment variable name a shell can export", k)
-			case contains(reservedEnv, k):
-				diags.Errorf(at(src.path), src.path, "env-reserved", "remove it: the launch scripts set "+strings.Join(reservedEnv, ", "),
-					"%s is set by the launch scripts from the plan", k)
-			case strings.ContainsRune(src.env[k], 0):
-				diags.Errorf(at(src.path), src.path, "env-value", "remove the NUL character",
-					"the value of %s contains a NUL character, which no environment can hold", k)
-			}
-		}
-	}
-	if sl := s.Cluster.Slurm; sl != nil {
-		for _, f := range []struct {
-			path string
-			v    *string
-		}{
-			{"job_name", sl.JobName}, {"partition", sl.Partition}, {"account", sl.Account}, {"qos", sl.QOS},
-			{"time", sl.Time}, {"constraint", sl.Constraint}, {"reservation", sl.Reservation}, {"mem", sl.Mem},
-			{"output", sl.Output}, {"error", sl.Error}, {"dependency", sl.Dependency},
-		} {
-			if f.v != nil && strings.ContainsAny(*f.v, "\n\r\x00") {
-				diags.Errorf(at("cluster.slurm."+f.path), "cluster.slurm."+f.path, "slurm-line-break", "remove the line break",
-					"%q cannot be written in an #SBATCH directive: it contains a line break", *f.v)
-			}
-		}
-	}
-	if s.Cluster.Slurm == nil || s.Cluster.Slurm.JobName == nil {
-		if strings.ContainsAny(s.Model.Name, "\n\r\x00") {
-			diags.Errorf(at("model.name"), "model.name", "slurm-line-break", "remove the line break, or set cluster.slurm.job_name",
-				"the model name %q is the job name and cannot be written in an #SBATCH directive: it contains a line break", s.Model.Name)
-		}
-	}
-	for _, f := range []struct{ path, v string }{{"launch.python", s.Launch.Python}, {"launch.program", s.Launch.Program}, {"launch.parc_binary", s.Launch.ParcBinary}} {
-		if strings.ContainsRune(f.v, 0) || f.v == "" {
-			diags.Errorf(at(f.path), f.path, "launch-command", "give a program name or path", "%s %q cannot be run", f.path, f.v)
-		}
-	}
-	return diags
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/plan"
 	"parc.dev/parc/internal/spec"
 	"parc.dev/parc/internal/targets/slurm"
@@ -96,16 +95,6 @@ func TestOverrideTemplate(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "tpl/submit.sbatch.tmpl:5:")
 	assert.Contains(t, err.Error(), "Nope")
-}
-
-func TestCheck(t *testing.T) {
-	p := tiny(t, nil)
-	p.Spec.Cluster.Env = map[string]string{"1BAD": "x", "MASTER_PORT": "1", "GOOD": "a\x00b"}
-	p.Spec.Cluster.Slurm.JobName = ptr("a\nb")
-	at := func(path string) diag.Pos { return diag.Pos{File: "plan.cue", Line: 1} }
-	diags := slurm.Check(p, at)
-	assert.ElementsMatch(t, []string{"env-name", "env-value", "env-reserved", "slurm-line-break"}, diags.Codes())
-	assert.Empty(t, slurm.Check(tiny(t, nil), nil))
 }
 
 // TestShellcheck runs shellcheck on the batch script of every example in
