@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +24,7 @@ import (
 const ExitUsage = 2
 
 // DefaultMasterPort is used when the plan's master_port is 0 (torchrun's default).
-const DefaultMasterPort = 29500
+const DefaultMasterPort = launchplan.DefaultMasterPort
 
 // DefaultGrace is how long workers get between SIGTERM and SIGKILL.
 const DefaultGrace = 10 * time.Second
@@ -60,16 +61,6 @@ type Options struct {
 	// Signals, when set, delivers the signals to forward; when nil Run
 	// subscribes to SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 itself.
 	Signals <-chan os.Signal
-}
-
-// launcherVars are set by the launcher for every worker; the plan's env may
-// not set them.
-var launcherVars = []string{
-	"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NODE_RANK",
-	"GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_NAME", "ROLE_WORLD_SIZE",
-	"MASTER_ADDR", "MASTER_PORT",
-	"TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_USE_AGENT_STORE",
-	"PARC_RESTART_ATTEMPT", "PARC_LAUNCH_PLAN", "PARC_GPU",
 }
 
 // environ is a read-only view of an environment list (last entry wins).
@@ -160,6 +151,9 @@ func prepare(ctx context.Context, opts Options) (*nodeSetup, error) {
 	}
 	if len(cmd) == 0 {
 		return nil, errors.New("no worker command: the plan has no command and none was given after --")
+	}
+	if cmd[0] == "" {
+		return nil, errors.New(`the worker command is empty (""): name the program workers run after --`)
 	}
 	path, err := lookPath(cmd[0], env)
 	if err != nil {
@@ -400,7 +394,7 @@ func (s *nodeSetup) workerEnv(w launchplan.Worker, attempt, maxRestarts int) []s
 			out = append(out, kv)
 		}
 	}
-	for _, k := range sortedKeys(over) {
+	for _, k := range slices.Sorted(maps.Keys(over)) {
 		out = append(out, k+"="+over[k])
 	}
 	return out

@@ -39,7 +39,7 @@ func decodeFixture(t *testing.T, name string) *launchplan.File {
 	require.NoError(t, err)
 	f, err := launchplan.Decode(data)
 	require.NoError(t, err)
-	require.NoError(t, CheckPlan(f))
+	require.NoError(t, launchplan.Check(f))
 	return f
 }
 

@@ -8,18 +8,6 @@ import (
 	"strconv"
 )
 
-// Decode reads launch.json written at this Version.
-func Decode(data []byte) (*File, error) {
-	var f File
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("launch.json: %w", err)
-	}
-	if f.Version != Version {
-		return nil, fmt.Errorf("launch.json is version %d; this parc reads version %d", f.Version, Version)
-	}
-	return &f, nil
-}
-
 // Encode returns f as launch.json. The JSON value is exactly the one
 // encoding/json produces for f (same keys, key order and string escaping;
 // map keys sorted), laid out with one node and one group family per line so
@@ -46,6 +34,10 @@ func AppendJSON(dst []byte, f *File) []byte {
 	}
 	b = append(b, ",\n  \"master_port\": "...)
 	b = strconv.AppendInt(b, int64(f.MasterPort), 10)
+	if f.GraceSeconds != nil {
+		b = append(b, ",\n  \"grace_seconds\": "...)
+		b = strconv.AppendInt(b, int64(*f.GraceSeconds), 10)
+	}
 
 	b = append(b, ",\n  \"nodes\": "...)
 	if f.Nodes == nil {

@@ -20,11 +20,17 @@ type File struct {
 	// SLURM_JOB_NODELIST (or its --master-addr flag).
 	MasterAddr string `json:"master_addr,omitempty"`
 	// MasterPort 0 lets the launcher choose its default.
-	MasterPort int      `json:"master_port"`
-	Nodes      []Node   `json:"nodes"`
-	Groups     Groups   `json:"groups"`
-	Env        Env      `json:"env"`
-	Command    []string `json:"command"`
+	MasterPort int `json:"master_port"`
+	// GraceSeconds is how long workers get between the stop signal (SIGTERM,
+	// or the one forwarded) and SIGKILL, in seconds; 0 kills at once. nil
+	// (absent) lets the launcher choose (its --grace flag, else 10 s). The
+	// compiler writes launch.grace_seconds, which covers the preemption
+	// warning (cluster.slurm.preempt_signal_seconds).
+	GraceSeconds *int     `json:"grace_seconds,omitempty"`
+	Nodes        []Node   `json:"nodes"`
+	Groups       Groups   `json:"groups"`
+	Env          Env      `json:"env"`
+	Command      []string `json:"command"`
 }
 
 // Node is one machine of the plan.

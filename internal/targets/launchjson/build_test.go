@@ -70,6 +70,40 @@ func TestBuild(t *testing.T) {
 	if len(f.Groups) != len(layout.FamilyNames) {
 		t.Errorf("%d families", len(f.Groups))
 	}
+	// The format's own check (shared with the launcher) accepts what the
+	// builder writes: every member in the world, no family overlapping itself.
+	if err := launchplan.Check(f); err != nil {
+		t.Fatalf("launchplan.Check rejects the built plan:\n%v", err)
+	}
+}
+
+// Every layout of small clusters builds a plan launchplan.Check accepts:
+// Megatron-Core's groups of one family never share a rank.
+func TestBuildPassesCheck(t *testing.T) {
+	n := 0
+	for _, c := range []struct{ nodes, gpus int }{{1, 8}, {2, 8}, {4, 4}} {
+		world := c.nodes * c.gpus
+		for tp := 1; tp <= c.gpus; tp *= 2 {
+			for pp := 1; tp*pp <= world; pp *= 2 {
+				for cp := 1; tp*pp*cp <= world; cp *= 2 {
+					for ep := 1; ep <= world/(tp*pp*cp); ep *= 2 {
+						l, ds := layout.New(layout.Config{Nodes: c.nodes, GPUsPerNode: c.gpus, TP: tp, PP: pp, CP: cp, EP: ep, ETP: 1,
+							Order: layout.DefaultOrder, TieEmbeddings: pp > 1}, diag.NoPos)
+						if l == nil || ds.HasErrors() {
+							continue
+						}
+						n++
+						if err := launchplan.Check(Build(l, nil, []string{"python3"}, 0)); err != nil {
+							t.Fatalf("%+v: %v", l, err)
+						}
+					}
+				}
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d layouts built", n)
+	}
 }
 
 // TestEncodeMatchesEncodingJSON: Encode's value is byte for byte the one

@@ -18,7 +18,7 @@ import (
 // The JSON Schema keywords launch.schema.json may use: the ones the small
 // validator below implements, plus annotations.
 var (
-	assertionKeywords  = []string{"type", "required", "properties", "additionalProperties", "items", "minItems", "minimum", "maximum", "const", "pattern", "$ref"}
+	assertionKeywords  = []string{"type", "required", "properties", "additionalProperties", "items", "minItems", "minimum", "maximum", "const", "pattern", "$ref", "propertyNames", "uniqueItems"}
 	annotationKeywords = []string{"$schema", "$id", "$defs", "title", "description"}
 )
 
@@ -71,6 +71,16 @@ func (v *schemaValidator) validate(s map[string]any, x any, at string) []string 
 				fail("%d items, fewer than %d", len(arr), mi)
 			}
 		}
+		if u, _ := s["uniqueItems"].(bool); u {
+			seen := map[string]bool{}
+			for _, e := range arr {
+				if k := fmt.Sprint(e); seen[k] {
+					fail("%v appears twice (uniqueItems)", e)
+				} else {
+					seen[k] = true
+				}
+			}
+		}
 		if items, ok := s["items"].(map[string]any); ok {
 			for i, e := range arr {
 				errs = append(errs, v.validate(items, e, at+"/"+strconv.Itoa(i))...)
@@ -81,6 +91,11 @@ func (v *schemaValidator) validate(s map[string]any, x any, at string) []string 
 		for _, r := range asStrings(s["required"]) {
 			if _, ok := obj[r]; !ok {
 				fail("missing required %q", r)
+			}
+		}
+		if pn, ok := s["propertyNames"].(map[string]any); ok {
+			for k := range obj {
+				errs = append(errs, v.validate(pn, k, at+"/"+k+" (name)")...)
 			}
 		}
 		props, _ := s["properties"].(map[string]any)
@@ -181,7 +196,7 @@ func TestSchemaKeywords(t *testing.T) {
 				for name, sub := range e.(map[string]any) {
 					walk(sub.(map[string]any), at+"/"+k+"/"+name)
 				}
-			case "items", "additionalProperties":
+			case "items", "additionalProperties", "propertyNames":
 				if sub, ok := e.(map[string]any); ok {
 					walk(sub, at+"/"+k)
 				}

@@ -1,23 +1,17 @@
-//go:build linux
-
-package launcher
+package launchplan
 
 import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"parc.dev/parc/launchplan"
 )
 
 // holds reports whether the group at family[index] of g contains rank.
-func holds(g launchplan.Groups, at where, rank int) bool {
+func holds(g Groups, at where, rank int) bool {
 	fam, ok := g[at.family]
 	if !ok || at.index >= len(fam) {
 		return false
@@ -34,7 +28,7 @@ func holds(g launchplan.Groups, at where, rank int) bool {
 func TestGroupSummaryMatchesDecoded(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	for iter := 0; iter < 300; iter++ {
-		g := launchplan.Groups{}
+		g := Groups{}
 		for f := range rng.Intn(5) {
 			var fam [][]int
 			for range rng.Intn(4) {
@@ -75,21 +69,6 @@ func TestGroupSummaryShape(t *testing.T) {
 	}
 }
 
-func TestLoadPlanChecksGroups(t *testing.T) {
-	f := blockPlan(2, 2)
-	f.Groups = launchplan.Groups{"tp": {{0, 1}, {2, 3}}, "dp": {{0, 2}, {1, 7}}}
-	data, err := json.Marshal(f)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "launch.json")
-	require.NoError(t, os.WriteFile(path, data, 0o644))
-	_, err = LoadPlan(path)
-	assert.ErrorContains(t, err, "group dp[1] holds rank 7, outside the world of 4")
-
-	require.NoError(t, os.WriteFile(path, []byte(`{"version": 1, "groups": {"tp": [[0, 0.5]]}}`), 0o644))
-	_, err = LoadPlan(path)
-	assert.ErrorContains(t, err, "groups.tp[0]: a member is not a whole number")
-}
-
 // FuzzGroupSummary: on any valid JSON, the streaming summary and
 // encoding/json agree on whether it is a groups object and on its extremes.
 func FuzzGroupSummary(f *testing.F) {
@@ -113,7 +92,7 @@ func FuzzGroupSummary(f *testing.F) {
 		if err != nil || s.families != len(raw) { // duplicate keys: the map keeps the last
 			return
 		}
-		g := launchplan.Groups{}
+		g := Groups{}
 		for k, fam := range m {
 			for _, grp := range fam {
 				var ints []int

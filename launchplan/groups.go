@@ -1,25 +1,46 @@
-package launcher
+package launchplan
 
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
-
-	"parc.dev/parc/launchplan"
+	"slices"
 )
 
-// groupSummary is what the launcher keeps of launch.json's "groups": the
-// launcher itself needs no group (the workers build them), only the check
-// that every member is a rank of the world. At 131,072 ranks the groups are
-// most of the file, so LoadPlan reads them into this summary instead of
-// [][]int (it decodes straight from the file's bytes, keeping nothing).
+// groupSummary is what a reader keeps of launch.json's "groups" when it does
+// not need the groups themselves (the launcher: the workers build them), only
+// their check: every member is a rank of the world, and no rank is in two
+// groups of one family (each family partitions the ranks it covers, as
+// Megatron-Core's process groups do). At 131,072 ranks the groups are most
+// of the file, so DecodeWithoutGroups reads them into this summary instead of
+// [][]int (it decodes straight from the file's bytes).
 type groupSummary struct {
 	families, groups int
 	// lowest and highest member, and where they are (family[index]).
 	min, max     int
 	minAt, maxAt where
 	hasAnyMember bool
+
+	// seen[r] is the family (counted from 1) and group of the last time
+	// rank r was seen, for the duplicate check; it grows to the highest
+	// member in 0..MaxWorld-1.
+	seen    []seenAt
+	repeats []repeat // the first maxRepeats ranks found twice in a family
+	nRepeat int      // every one
 }
+
+type seenAt struct{ family, group int32 }
+
+// repeat is a rank found twice in one family: in groups first and second
+// (the same group when a group lists it twice).
+type repeat struct {
+	family        string
+	first, second int
+	rank          int
+}
+
+const maxRepeats = 3
 
 // where is a group's position: family[index].
 type where struct {
@@ -29,6 +50,7 @@ type where struct {
 
 func (w where) String() string { return fmt.Sprintf("%s[%d]", w.family, w.index) }
 
+// add records that group family[index] (the s.families-th family) holds rank.
 func (s *groupSummary) add(family string, index, rank int) {
 	if !s.hasAnyMember || rank < s.min {
 		s.min, s.minAt = rank, where{family, index}
@@ -37,12 +59,25 @@ func (s *groupSummary) add(family string, index, rank int) {
 		s.max, s.maxAt = rank, where{family, index}
 	}
 	s.hasAnyMember = true
+	if rank < 0 || rank >= MaxWorld {
+		return // reported by check as outside the world
+	}
+	if rank >= len(s.seen) {
+		s.seen = slices.Grow(s.seen, rank+1-len(s.seen))[:rank+1]
+	}
+	fam := int32(s.families)
+	if prev := s.seen[rank]; prev.family == fam {
+		if s.nRepeat++; len(s.repeats) < maxRepeats {
+			s.repeats = append(s.repeats, repeat{family: family, first: int(prev.group), second: index, rank: rank})
+		}
+	}
+	s.seen[rank] = seenAt{family: fam, group: int32(index)}
 }
 
 // summarize is the summary of groups held in memory.
-func summarize(g launchplan.Groups) groupSummary {
+func summarize(g Groups) groupSummary {
 	var s groupSummary
-	for _, family := range sortedKeys(g) {
+	for _, family := range slices.Sorted(maps.Keys(g)) {
 		s.families++
 		for i, group := range g[family] {
 			s.groups++
@@ -54,7 +89,7 @@ func summarize(g launchplan.Groups) groupSummary {
 	return s
 }
 
-// check reports members outside 0..world-1.
+// check reports members outside 0..world-1 and ranks repeated in a family.
 func (s groupSummary) check(world int, add func(string, ...any)) {
 	if !s.hasAnyMember {
 		return
@@ -64,6 +99,17 @@ func (s groupSummary) check(world int, add func(string, ...any)) {
 	}
 	if s.max >= world {
 		add("group %s holds rank %d, outside the world of %d", s.maxAt, s.max, world)
+	}
+	for _, r := range s.repeats {
+		if r.first == r.second {
+			add("group %s lists rank %d twice", where{r.family, r.first}, r.rank)
+		} else {
+			add("rank %d is in two %s groups, %s and %s (a family's groups do not overlap)",
+				r.rank, r.family, where{r.family, r.first}, where{r.family, r.second})
+		}
+	}
+	if s.nRepeat > len(s.repeats) {
+		add("%d repeated group members in all", s.nRepeat)
 	}
 }
 
