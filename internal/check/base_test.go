@@ -31,7 +31,8 @@ const baseJSON = `{
   "parallel": {
     "tp": 2, "pp": 2, "vpp": 1, "cp": 1, "ep": 1, "order": "tp-cp-ep-dp-pp",
     "account_for_embedding": false, "account_for_loss": false, "overlap_p2p": true,
-    "cp_comm_type": "p2p", "distributed_optimizer_instances": 1
+    "cp_comm_type": "p2p", "distributed_optimizer_instances": 1,
+    "tp_comm_overlap": false, "overlap_moe_expert_parallel_comm": false, "delay_wgrad_compute": false
   },
   "train": {
     "seq_length": 2048, "micro_batch": 1, "global_batch": 64, "precision": "bf16",
@@ -40,7 +41,13 @@ const baseJSON = `{
     "overlap_grad_reduce": false, "overlap_param_gather": false, "iters": 100,
     "lr": 3.0e-4, "min_lr": 3.0e-5, "lr_decay_style": "cosine", "lr_warmup_iters": 0,
     "weight_decay": 0.1, "clip_grad": 1.0, "adam_beta1": 0.9, "adam_beta2": 0.95,
-    "init_method_std": 0.02, "attention_dropout": 0.0, "hidden_dropout": 0.0, "seed": 1234
+    "init_method_std": 0.02, "attention_dropout": 0.0, "hidden_dropout": 0.0, "seed": 1234,
+    "fp8_amax_history_len": 1, "fp8_amax_compute_algo": "most_recent", "fp8_margin": 0,
+    "fp8_param_gather": false, "grad_reduce_in_bf16": false, "precision_aware_optimizer": false,
+    "main_grads_dtype": "fp32", "main_params_dtype": "fp32", "exp_avg_dtype": "fp32", "exp_avg_sq_dtype": "fp32",
+    "data_parallel_sharding_strategy": "optim_grads_params", "fsdp_double_buffer": false, "nccl_ub": false,
+    "fsdp_manual_registration": false, "megatron_fsdp_main_params_dtype": "fp32",
+    "megatron_fsdp_main_grads_dtype": "auto", "megatron_fsdp_grad_comm_dtype": "auto"
   },
   "data": {
     "mock": true, "paths": [], "split": "969,30,1", "num_workers": 2,

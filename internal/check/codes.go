@@ -78,7 +78,13 @@ var Codes = []CodeInfo{
 	{Code: "recompute-mtp-uniform", Severity: diag.Error, Rule: "", Meaning: "Full uniform recomputation with MTP layers needs recompute_layers = 1 (Megatron asserts it in the MTP block).", Fix: "Set train.recompute_layers to 1 or recompute_method to \"block\"."},
 	{Code: "recompute-options-unused", Severity: diag.Warning, Rule: "R4", Meaning: "recompute_layers only applies to full recomputation; it is ignored here.", Fix: "Remove train.recompute_layers, or set train.recompute to \"full\"."},
 
+	{Code: "recompute-modules", Severity: diag.Error, Rule: "", Meaning: "A module in train.recompute_modules needs a part of the model or a setting the plan lacks (TransformerConfig.__post_init__: moe_act needs grouped-GEMM experts, mla_up_proj needs MLA, moe_act and layernorm cannot be recomputed with fp8 delayed scaling, ...).", Fix: "Remove the module from the list, or add what it needs."},
+
 	// Optimizer and overlap.
+	{Code: "tp-comm-overlap", Severity: diag.Error, Rule: "", Meaning: "parallel.tp_comm_overlap is on without sequence parallelism (validate_args asserts it; sequence parallelism is off at tp=1).", Fix: "Use tp > 1 with sequence parallelism, or turn tp_comm_overlap off."},
+	{Code: "ep-comm-overlap", Severity: diag.Error, Rule: "", Meaning: "overlap_moe_expert_parallel_comm (or delay_wgrad_compute, which needs it) is on with settings TransformerConfig rejects: ep = 1, pp > 1 without virtual stages, the allgather dispatcher, full recomputation, the moe recompute module, fp32, more than one MTP layer.", Fix: "Change the listed settings, or turn the overlap off."},
+	{Code: "fp8-param-gather", Severity: diag.Error, Rule: "", Meaning: "fp8_param_gather needs the distributed optimizer or FSDP (validate_args).", Fix: "Set train.distributed_optimizer (or train.fsdp), or turn fp8_param_gather off."},
+	{Code: "optimizer-dtypes", Severity: diag.Error, Rule: "", Meaning: "An optimizer dtype other than fp32 without the precision-aware optimizer, or the precision-aware optimizer without the distributed optimizer (OptimizerConfig, get_megatron_optimizer).", Fix: "Set train.precision_aware_optimizer and train.distributed_optimizer, or keep the dtypes fp32."},
 	{Code: "overlap-param-gather", Severity: diag.Error, Rule: "O1/O2", Meaning: "overlap_param_gather needs the distributed optimizer and overlap_grad_reduce.", Fix: "Set train.distributed_optimizer and train.overlap_grad_reduce to true, or overlap_param_gather to false."},
 
 	// Training length and schedule.
@@ -90,6 +96,7 @@ var Codes = []CodeInfo{
 
 	// Checkpoint and data.
 	{Code: "checkpoint-format", Severity: diag.Error, Rule: "", Meaning: "The checkpoint format needs an FSDP mode that the plan does not use (fsdp_dtensor: Megatron-FSDP; torch_dcp: torch FSDP2 with tp = pp = 1).", Fix: "Use checkpoint.format \"torch_dist\"."},
+	{Code: "fsdp-options-unused", Severity: diag.Warning, Rule: "", Meaning: "A Megatron-FSDP option is set while train.fsdp is off; Megatron ignores it.", Fix: "Remove the option, or set train.fsdp: true."},
 	{Code: "fsdp-options", Severity: diag.Error, Rule: "O4/O5", Meaning: "FSDP (train.fsdp, or --use-megatron-fsdp / --use-torch-fsdp2 in launch.extra_args) is on with options it does not support (torch FSDP2: pp, ep, the distributed optimizer, gradient-accumulation fusion, tied embeddings, fp16; Megatron-FSDP: any checkpoint format but fsdp_dtensor).", Fix: "Change the listed options, or drop the FSDP flag."},
 	{Code: "tokenizer-files", Severity: diag.Error, Rule: "", Meaning: "The tokenizer type needs files the spec does not give (GPT2BPETokenizer: vocab_file and merge_file; SentencePiece, HuggingFace, Llama2, TikToken: model).", Fix: "Set data.tokenizer.model / vocab_file / merge_file, or use NullTokenizer."},
 

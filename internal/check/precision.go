@@ -53,3 +53,34 @@ func (c *checker) precision() {
 		}
 	}
 }
+
+// optimizerPrecision checks FP8 parameter gathering and the precision-aware
+// optimizer: --fp8-param-gather needs a sharded optimizer (validate_args),
+// the optimizer dtypes other than fp32 need --use-precision-aware-optimizer
+// (OptimizerConfig.__post_init__), which runs only inside the distributed
+// optimizer (megatron/core/optimizer/__init__.py: get_megatron_optimizer).
+func (c *checker) optimizerPrecision() {
+	s, t := c.s, c.s.Train
+	sharded := t.DistributedOptimizer || s.FSDP() != ""
+	if t.FP8ParamGather && !sharded {
+		c.report("fp8-param-gather", "train.fp8_param_gather", "set train.distributed_optimizer: true (or train.fsdp), or fp8_param_gather: false",
+			"fp8_param_gather keeps only fp8 weights, which needs the distributed optimizer or FSDP to hold the main copy")
+	}
+	dtypes := []struct{ field, v string }{
+		{"train.main_grads_dtype", t.MainGradsDtype}, {"train.main_params_dtype", t.MainParamsDtype},
+		{"train.exp_avg_dtype", t.ExpAvgDtype}, {"train.exp_avg_sq_dtype", t.ExpAvgSqDtype},
+	}
+	if !t.PrecisionAwareOptim {
+		for _, f := range dtypes {
+			if f.v != "" && f.v != "fp32" {
+				c.report("optimizer-dtypes", f.field, fmt.Sprintf("set train.precision_aware_optimizer: true, or %s: \"fp32\"", f.field),
+					"%s=%q needs the precision-aware optimizer; without it Megatron keeps it fp32", f.field, f.v)
+			}
+		}
+		return
+	}
+	if !t.DistributedOptimizer && s.FSDP() != "megatron-fsdp" {
+		c.report("optimizer-dtypes", "train.precision_aware_optimizer", "set train.distributed_optimizer: true, or precision_aware_optimizer: false",
+			"the precision-aware optimizer only runs inside the distributed optimizer")
+	}
+}

@@ -129,6 +129,32 @@ func (c *checker) fsdpOptions() {
 	if s.Checkpoint != nil {
 		format = s.Checkpoint.Format
 	}
+	if t := s.Train; t.FSDPManualRegistration && (!t.FSDP || !t.NCCLUB) {
+		c.report("fsdp-options", "train.fsdp_manual_registration", "set train.fsdp and train.nccl_ub to true, or fsdp_manual_registration: false",
+			"fsdp_manual_registration registers Megatron-FSDP's buffers with NCCL user buffers: it needs train.fsdp and train.nccl_ub")
+	}
+	if t := s.Train; !t.FSDP {
+		var set []string
+		if v := t.DataParallelShardingStrategy; v != "" && v != "optim_grads_params" {
+			set = append(set, "train.data_parallel_sharding_strategy")
+		}
+		if t.FSDPDoubleBuffer {
+			set = append(set, "train.fsdp_double_buffer")
+		}
+		for _, f := range []struct{ path, v, def string }{
+			{"train.megatron_fsdp_main_params_dtype", t.MegatronFSDPMainParamsDtype, "fp32"},
+			{"train.megatron_fsdp_main_grads_dtype", t.MegatronFSDPMainGradsDtype, "auto"},
+			{"train.megatron_fsdp_grad_comm_dtype", t.MegatronFSDPGradCommDtype, "auto"},
+		} {
+			if f.v != "" && f.v != f.def {
+				set = append(set, f.path)
+			}
+		}
+		if len(set) > 0 {
+			c.report("fsdp-options-unused", set[0], "remove them, or set train.fsdp: true",
+				"%s only apply to Megatron-FSDP (train.fsdp), which is off", joinStrings(set))
+		}
+	}
 	if s.Train.FSDP && hasArg(s.Launch.ExtraArgs, "--use-torch-fsdp2") {
 		c.report("fsdp-options", "train.fsdp", "use one FSDP: train.fsdp (Megatron-FSDP) or --use-torch-fsdp2, not both",
 			"train.fsdp turns on Megatron-FSDP, but launch.extra_args also passes --use-torch-fsdp2")

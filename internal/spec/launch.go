@@ -23,9 +23,11 @@ func (s *Spec) FSDP() string {
 // NeedsSerialCUDAConnections reports whether Megatron-Core requires
 // CUDA_DEVICE_MAX_CONNECTIONS=1 for this plan: tensor or context parallelism
 // on a GPU before Blackwell (compute capability < 10), unless FSDP (which
-// requires the opposite) or --overlap-moe-expert-parallel-comm (which only
+// requires the opposite) or parallel.overlap_moe_expert_parallel_comm (or
+// --overlap-moe-expert-parallel-comm in launch.extra_args; it only
 // warns) is on (validate_args, rule C5; O4/O5).
 func (s *Spec) NeedsSerialCUDAConnections() bool {
 	return (s.Parallel.TP > 1 || s.Parallel.CP > 1) && s.Cluster.GPU.ComputeCapability < 10 &&
-		s.FSDP() == "" && !slices.Contains(s.Launch.ExtraArgs, "--overlap-moe-expert-parallel-comm")
+		s.FSDP() == "" && !s.Parallel.OverlapMoEExpertParallelComm &&
+		!slices.Contains(s.Launch.ExtraArgs, "--overlap-moe-expert-parallel-comm")
 }

@@ -123,6 +123,9 @@ type Parallel struct {
 	AccountForEmbedding           bool   `json:"account_for_embedding"`
 	AccountForLoss                bool   `json:"account_for_loss"`
 	MicrobatchGroupSize           *int   `json:"microbatch_group_size,omitempty"`
+	TPCommOverlap                 bool   `json:"tp_comm_overlap"`                  // --tp-comm-overlap
+	OverlapMoEExpertParallelComm  bool   `json:"overlap_moe_expert_parallel_comm"` // --overlap-moe-expert-parallel-comm
+	DelayWgradCompute             bool   `json:"delay_wgrad_compute"`              // --delay-wgrad-compute
 	OverlapP2P                    bool   `json:"overlap_p2p"`
 	CPCommType                    string `json:"cp_comm_type"`
 	HierarchicalCP                []int  `json:"hierarchical_cp,omitempty"`
@@ -130,34 +133,55 @@ type Parallel struct {
 }
 
 type Train struct {
-	SeqLength            int     `json:"seq_length"`
-	MicroBatch           int     `json:"micro_batch"`
-	GlobalBatch          int     `json:"global_batch"`
-	Precision            string  `json:"precision"` // fp32 | bf16 | fp16 | fp8
-	FP8Format            string  `json:"fp8_format"`
-	FP8Recipe            string  `json:"fp8_recipe"`
-	Recompute            string  `json:"recompute"` // none | selective | full
-	RecomputeMethod      string  `json:"recompute_method"`
-	RecomputeLayers      *int    `json:"recompute_layers,omitempty"`
-	DistributedOptimizer bool    `json:"distributed_optimizer"`
-	FSDP                 bool    `json:"fsdp"`
-	OverlapGradReduce    bool    `json:"overlap_grad_reduce"`
-	OverlapParamGather   bool    `json:"overlap_param_gather"`
-	Iters                *int    `json:"iters,omitempty"`
-	Samples              *int    `json:"samples,omitempty"`
-	LR                   float64 `json:"lr"`
-	MinLR                float64 `json:"min_lr"`
-	LRDecayStyle         string  `json:"lr_decay_style"`
-	LRWarmupIters        int     `json:"lr_warmup_iters"`
-	LRDecayIters         *int    `json:"lr_decay_iters,omitempty"`
-	WeightDecay          float64 `json:"weight_decay"`
-	ClipGrad             float64 `json:"clip_grad"`
-	AdamBeta1            float64 `json:"adam_beta1"`
-	AdamBeta2            float64 `json:"adam_beta2"`
-	InitMethodStd        float64 `json:"init_method_std"`
-	AttentionDropout     float64 `json:"attention_dropout"`
-	HiddenDropout        float64 `json:"hidden_dropout"`
-	Seed                 int     `json:"seed"`
+	SeqLength       int    `json:"seq_length"`
+	MicroBatch      int    `json:"micro_batch"`
+	GlobalBatch     int    `json:"global_batch"`
+	Precision       string `json:"precision"` // fp32 | bf16 | fp16 | fp8
+	FP8Format       string `json:"fp8_format"`
+	FP8Recipe       string `json:"fp8_recipe"`
+	Recompute       string `json:"recompute"` // none | selective | full
+	RecomputeMethod string `json:"recompute_method"`
+	RecomputeLayers *int   `json:"recompute_layers,omitempty"`
+	// RecomputeModules is --recompute-modules; nil means Megatron's default
+	// ["core_attn"] (see RecomputeModuleList).
+	RecomputeModules     []string `json:"recompute_modules,omitempty"`
+	FP8AmaxHistoryLen    int      `json:"fp8_amax_history_len"`      // --fp8-amax-history-len
+	FP8AmaxComputeAlgo   string   `json:"fp8_amax_compute_algo"`     // --fp8-amax-compute-algo
+	FP8Margin            int      `json:"fp8_margin"`                // --fp8-margin
+	FP8ParamGather       bool     `json:"fp8_param_gather"`          // --fp8-param-gather
+	GradReduceInBF16     bool     `json:"grad_reduce_in_bf16"`       // --grad-reduce-in-bf16
+	PrecisionAwareOptim  bool     `json:"precision_aware_optimizer"` // --use-precision-aware-optimizer
+	MainGradsDtype       string   `json:"main_grads_dtype"`          // --main-grads-dtype
+	MainParamsDtype      string   `json:"main_params_dtype"`         // --main-params-dtype
+	ExpAvgDtype          string   `json:"exp_avg_dtype"`             // --exp-avg-dtype
+	ExpAvgSqDtype        string   `json:"exp_avg_sq_dtype"`          // --exp-avg-sq-dtype
+	DistributedOptimizer bool     `json:"distributed_optimizer"`
+	FSDP                 bool     `json:"fsdp"`
+	// Megatron-FSDP options.
+	DataParallelShardingStrategy string  `json:"data_parallel_sharding_strategy"` // --data-parallel-sharding-strategy
+	FSDPDoubleBuffer             bool    `json:"fsdp_double_buffer"`              // --fsdp-double-buffer
+	NCCLUB                       bool    `json:"nccl_ub"`                         // --use-nccl-ub
+	FSDPManualRegistration       bool    `json:"fsdp_manual_registration"`        // --fsdp-manual-registration
+	MegatronFSDPMainParamsDtype  string  `json:"megatron_fsdp_main_params_dtype"` // --megatron-fsdp-main-params-dtype
+	MegatronFSDPMainGradsDtype   string  `json:"megatron_fsdp_main_grads_dtype"`  // --megatron-fsdp-main-grads-dtype
+	MegatronFSDPGradCommDtype    string  `json:"megatron_fsdp_grad_comm_dtype"`   // --megatron-fsdp-grad-comm-dtype
+	OverlapGradReduce            bool    `json:"overlap_grad_reduce"`
+	OverlapParamGather           bool    `json:"overlap_param_gather"`
+	Iters                        *int    `json:"iters,omitempty"`
+	Samples                      *int    `json:"samples,omitempty"`
+	LR                           float64 `json:"lr"`
+	MinLR                        float64 `json:"min_lr"`
+	LRDecayStyle                 string  `json:"lr_decay_style"`
+	LRWarmupIters                int     `json:"lr_warmup_iters"`
+	LRDecayIters                 *int    `json:"lr_decay_iters,omitempty"`
+	WeightDecay                  float64 `json:"weight_decay"`
+	ClipGrad                     float64 `json:"clip_grad"`
+	AdamBeta1                    float64 `json:"adam_beta1"`
+	AdamBeta2                    float64 `json:"adam_beta2"`
+	InitMethodStd                float64 `json:"init_method_std"`
+	AttentionDropout             float64 `json:"attention_dropout"`
+	HiddenDropout                float64 `json:"hidden_dropout"`
+	Seed                         int     `json:"seed"`
 }
 
 type Data struct {
@@ -211,4 +235,17 @@ type Container struct {
 	Image   string   `json:"image"`
 	Mounts  []string `json:"mounts"`
 	Workdir *string  `json:"workdir,omitempty"`
+}
+
+// RecomputeModuleList is the list of modules selective recomputation
+// recomputes: train.recompute_modules, or Megatron's default ["core_attn"]
+// (TransformerConfig.__post_init__). Empty unless recompute is "selective".
+func (t *Train) RecomputeModuleList() []string {
+	if t.Recompute != "selective" {
+		return nil
+	}
+	if t.RecomputeModules == nil {
+		return []string{"core_attn"}
+	}
+	return t.RecomputeModules
 }

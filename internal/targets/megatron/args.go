@@ -8,6 +8,7 @@ import (
 
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/plan"
+	"parc.dev/parc/internal/spec"
 )
 
 // The rank orders Megatron-Core's training entry point can build
@@ -57,16 +58,57 @@ func Float(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 // plan cannot be expressed to Megatron-Core (an order it cannot build, a value
 // with a line break, an extra argument that contradicts a generated one).
 // at places diagnostics; nil means diag.NoPos.
+//
+// A field added for issue 13 is emitted only when it differs from Megatron's
+// own default, so the argument list says what the plan changes.
 func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 	if at == nil {
 		at = diag.NoPos
 	}
-	var diags diag.List
-	s, d := &p.Spec, &p.Derived
-	m, par, tr := &s.Model, &s.Parallel, &s.Train
-	var a argList
+	e := &emitter{s: &p.Spec, d: &p.Derived, at: at}
+	e.parallelism()
+	e.modelShape()
+	e.moe()
+	e.precision()
+	e.recompute()
+	e.optimizer()
+	e.schedule()
+	e.data()
+	e.checkpoints()
+	e.logging()
+	e.extraArgs()
+	return e.args, e.diags
+}
 
-	// Parallelism.
+// emitter builds the argument list section by section.
+type emitter struct {
+	argList
+	s     *spec.Spec
+	d     *spec.Derived
+	at    diag.Locator
+	diags diag.List
+}
+
+// boolFlag adds name when v is set.
+func (a *argList) boolFlag(name string, v bool) {
+	if v {
+		a.flag(name)
+	}
+}
+
+// choice adds name with value v unless v is Megatron's default def (or empty:
+// a spec built in Go without the schema's defaults).
+func (a *argList) choice(name, v, def string) {
+	if v != "" && v != def {
+		a.add("", name, v)
+	}
+}
+
+// parallelism emits the parallel degrees, the pipeline split and the rank
+// order.
+func (e *emitter) parallelism() {
+	a, s, d := &e.argList, e.s, e.d
+	m, par := &s.Model, &s.Parallel
 	a.int("--tensor-model-parallel-size", par.TP)
 	a.int("--pipeline-model-parallel-size", par.PP)
 	if par.VPP > 1 {
@@ -112,7 +154,7 @@ func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 	case OrderTPPPDP:
 		a.flag(orderFlagTPPP)
 	default:
-		diags.Errorf(at("parallel.order"), "parallel.order", "order-not-expressible",
+		e.diags.Errorf(e.at("parallel.order"), "parallel.order", "order-not-expressible",
 			fmt.Sprintf("use %q (the default) or %q (%s)", OrderDefault, OrderTPPPDP, orderFlagTPPP),
 			"Megatron-Core can only be told the rank orders %s and %s, not %q", OrderDefault, OrderTPPPDP, par.Order)
 	}
@@ -120,8 +162,15 @@ func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 	if par.DistributedOptimizerInstances > 1 {
 		a.int("--num-distributed-optimizer-instances", par.DistributedOptimizerInstances)
 	}
+	a.boolFlag("--tp-comm-overlap", par.TPCommOverlap)
+	a.boolFlag("--overlap-moe-expert-parallel-comm", par.OverlapMoEExpertParallelComm)
+	a.boolFlag("--delay-wgrad-compute", par.DelayWgradCompute)
+}
 
-	// Model shape.
+// modelShape emits the transformer's shape, attention and embeddings.
+func (e *emitter) modelShape() {
+	a, s, d := &e.argList, e.s, e.d
+	m, tr := &s.Model, &s.Train
 	a.int("--num-layers", m.Layers)
 	a.int("--hidden-size", m.Hidden)
 	a.int("--ffn-hidden-size", d.FFNHidden)
@@ -188,8 +237,11 @@ func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 	a.float("--hidden-dropout", tr.HiddenDropout)
 	a.float("--init-method-std", tr.InitMethodStd)
 	a.add("", "--transformer-impl", "transformer_engine")
+}
 
-	// Mixture of experts.
+// moe emits the mixture-of-experts layers and their router.
+func (e *emitter) moe() {
+	a, m, d := &e.argList, &e.s.Model, e.d
 	if moe := m.MoE; moe != nil {
 		a.int("--num-experts", moe.Experts)
 		a.int("--moe-router-topk", moe.TopK)
@@ -221,8 +273,11 @@ func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 			a.add("", "--moe-router-dtype", *moe.RouterDtype)
 		}
 	}
+}
 
-	// Precision.
+// precision emits the training dtype and the FP8 recipe.
+func (e *emitter) precision() {
+	a, tr := &e.argList, &e.s.Train
 	switch tr.Precision {
 	case "bf16":
 		a.flag("--bf16")
@@ -234,11 +289,27 @@ func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 		a.add("", "--fp8-format", tr.FP8Format)
 		a.add("", "--fp8-recipe", tr.FP8Recipe)
 	}
+	// Megatron parses the delayed-scaling options whatever the precision.
+	if tr.FP8AmaxHistoryLen > 1 {
+		a.int("--fp8-amax-history-len", tr.FP8AmaxHistoryLen)
+	}
+	a.choice("--fp8-amax-compute-algo", tr.FP8AmaxComputeAlgo, "most_recent")
+	if tr.FP8Margin != 0 {
+		a.int("--fp8-margin", tr.FP8Margin)
+	}
+	a.boolFlag("--fp8-param-gather", tr.FP8ParamGather)
+	a.boolFlag("--grad-reduce-in-bf16", tr.GradReduceInBF16)
+}
 
-	// Activation recomputation.
+// recompute emits activation recomputation.
+func (e *emitter) recompute() {
+	a, tr := &e.argList, &e.s.Train
 	switch tr.Recompute {
 	case "selective":
 		a.add("", "--recompute-granularity", "selective")
+		if tr.RecomputeModules != nil {
+			a.str("train.recompute_modules", "--recompute-modules", tr.RecomputeModules...)
+		}
 	case "full":
 		a.add("", "--recompute-granularity", "full")
 		a.add("", "--recompute-method", tr.RecomputeMethod)
@@ -248,7 +319,12 @@ func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 		}
 		a.int("--recompute-num-layers", n)
 	}
+}
 
+// optimizer emits the optimizer, its sharding and its communication
+// overlap.
+func (e *emitter) optimizer() {
+	a, tr := &e.argList, &e.s.Train
 	// Optimizer and its communication overlap. Megatron-FSDP (v1, the
 	// default) runs on the distributed optimizer and switches it on itself;
 	// passing it says so. optim_grads_params is also Megatron's default
@@ -258,8 +334,25 @@ func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 	}
 	if tr.FSDP {
 		a.flag("--use-megatron-fsdp")
-		a.add("", "--data-parallel-sharding-strategy", "optim_grads_params")
+		strategy := tr.DataParallelShardingStrategy
+		if strategy == "" {
+			strategy = "optim_grads_params"
+		}
+		a.add("", "--data-parallel-sharding-strategy", strategy)
+		a.boolFlag("--fsdp-double-buffer", tr.FSDPDoubleBuffer)
+		a.boolFlag("--fsdp-manual-registration", tr.FSDPManualRegistration)
+		a.choice("--megatron-fsdp-main-params-dtype", tr.MegatronFSDPMainParamsDtype, "fp32")
+		a.choice("--megatron-fsdp-main-grads-dtype", tr.MegatronFSDPMainGradsDtype, "auto")
+		a.choice("--megatron-fsdp-grad-comm-dtype", tr.MegatronFSDPGradCommDtype, "auto")
 	}
+	a.boolFlag("--use-nccl-ub", tr.NCCLUB)
+	if tr.PrecisionAwareOptim {
+		a.flag("--use-precision-aware-optimizer")
+	}
+	a.choice("--main-grads-dtype", tr.MainGradsDtype, "fp32")
+	a.choice("--main-params-dtype", tr.MainParamsDtype, "fp32")
+	a.choice("--exp-avg-dtype", tr.ExpAvgDtype, "fp32")
+	a.choice("--exp-avg-sq-dtype", tr.ExpAvgSqDtype, "fp32")
 	if tr.OverlapGradReduce {
 		a.flag("--overlap-grad-reduce")
 	}
@@ -274,7 +367,11 @@ func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 	a.float("--adam-beta1", tr.AdamBeta1)
 	a.float("--adam-beta2", tr.AdamBeta2)
 	a.int("--seed", tr.Seed)
+}
 
+// schedule emits the batch sizes, the training length and the LR schedule.
+func (e *emitter) schedule() {
+	a, tr := &e.argList, &e.s.Train
 	// Batch sizes and training length. Iteration-based and sample-based
 	// options cannot be mixed (validate_args, T1/T2).
 	a.int("--micro-batch-size", tr.MicroBatch)
@@ -289,8 +386,12 @@ func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 	case tr.Samples != nil:
 		a.int("--train-samples", *tr.Samples)
 	}
+}
 
-	// Data and tokenizer: exactly one data source (T6).
+// data emits the data source and the tokenizer: exactly one data source (T6).
+func (e *emitter) data() {
+	a, s := &e.argList, e.s
+	m := &s.Model
 	data := &s.Data
 	if len(data.Paths) > 0 {
 		a.str("data.paths", "--data-path", data.Paths...)
@@ -317,10 +418,13 @@ func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 		a.int("--vocab-size", m.Vocab)
 	}
 	a.int("--make-vocab-size-divisible-by", m.MakeVocabDivisibleBy)
+}
 
-	// Checkpoints. With preemption handling, Megatron saves a checkpoint when
-	// it gets SIGTERM (--exit-signal-handler) and the requeued job resumes
-	// from it.
+// checkpoints emits saving and loading. With preemption handling, Megatron
+// saves a checkpoint when it gets SIGTERM (--exit-signal-handler) and the
+// requeued job resumes from it.
+func (e *emitter) checkpoints() {
+	a, s, tr := &e.argList, e.s, &e.s.Train
 	preempt := s.Cluster.Slurm != nil && s.Cluster.Slurm.PreemptSignalSeconds != nil
 	if tr.FSDP && s.Checkpoint == nil {
 		// Megatron-FSDP asserts this format even when nothing is saved.
@@ -349,9 +453,11 @@ func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 	if preempt {
 		a.flag("--exit-signal-handler")
 	}
+}
 
-	// Logging and evaluation.
-	lg := &s.Logging
+// logging emits logging and evaluation.
+func (e *emitter) logging() {
+	a, lg := &e.argList, &e.s.Logging
 	a.int("--log-interval", lg.Interval)
 	a.int("--eval-interval", lg.EvalInterval)
 	a.int("--eval-iters", lg.EvalIters)
@@ -367,8 +473,13 @@ func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 	if lg.LogThroughput {
 		a.flag("--log-throughput")
 	}
+}
 
-	diags = append(diags, ExtraArgConflicts(a.args, s.Launch.ExtraArgs, isPretrainGPT(s.Launch.Program), at)...)
+// extraArgs appends launch.extra_args after checking them against the
+// generated arguments, and rejects values megatron.args cannot hold.
+func (e *emitter) extraArgs() {
+	a, s, at := &e.argList, e.s, e.at
+	e.diags = append(e.diags, ExtraArgConflicts(a.args, s.Launch.ExtraArgs, isPretrainGPT(s.Launch.Program), at)...)
 	a.add("launch.extra_args", s.Launch.ExtraArgs...)
 
 	for i, w := range a.args {
@@ -377,11 +488,10 @@ func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 			if field == "" {
 				field = "launch.extra_args"
 			}
-			diags.Errorf(at(field), field, "megatron-arg-line-break", "remove the line break",
+			e.diags.Errorf(at(field), field, "megatron-arg-line-break", "remove the line break",
 				"the value %q cannot be passed to Megatron: megatron.args holds one argument per line", w)
 		}
 	}
-	return a.args, diags
 }
 
 // isPretrainGPT reports whether the workers run Megatron's own GPT entry

@@ -130,6 +130,33 @@ func TestArgsCases(t *testing.T) {
 			s.Model.PositionEmbedding, s.Model.RopeScalingFactor, s.Model.QueryGroups = "rope", ptr(40.0), ptr(2)
 		}, map[string][]string{"--multi-latent-attention": nil, "--kv-lora-rank": {"32"}, "--rotary-scaling-factor": {"40"}},
 			[]string{"--group-query-attention", "--use-rope-scaling", "--rope-type", "--q-lora-rank"}},
+		{"issue13-memory-fields", func(s *spec.Spec) {
+			t := &s.Train
+			t.Precision, t.FP8AmaxHistoryLen, t.FP8AmaxComputeAlgo, t.FP8Margin = "fp8", 1024, "max", 1
+			t.FP8ParamGather, t.GradReduceInBF16, t.DistributedOptimizer = true, true, true
+			t.Recompute, t.RecomputeModules = "selective", []string{"core_attn", "mlp"}
+			t.PrecisionAwareOptim, t.MainGradsDtype, t.MainParamsDtype, t.ExpAvgDtype, t.ExpAvgSqDtype = true, "bf16", "fp16", "fp8", "bf16"
+			s.Parallel.TPCommOverlap, s.Parallel.OverlapMoEExpertParallelComm, s.Parallel.DelayWgradCompute = true, true, true
+		}, map[string][]string{
+			"--fp8-amax-history-len": {"1024"}, "--fp8-amax-compute-algo": {"max"}, "--fp8-margin": {"1"},
+			"--fp8-param-gather": nil, "--grad-reduce-in-bf16": nil, "--recompute-modules": {"core_attn", "mlp"},
+			"--use-precision-aware-optimizer": nil, "--main-grads-dtype": {"bf16"}, "--main-params-dtype": {"fp16"},
+			"--exp-avg-dtype": {"fp8"}, "--exp-avg-sq-dtype": {"bf16"}, "--tp-comm-overlap": nil,
+			"--overlap-moe-expert-parallel-comm": nil, "--delay-wgrad-compute": nil,
+		}, nil},
+		{"issue13-defaults-not-emitted", nil, nil, []string{"--fp8-amax-history-len", "--fp8-amax-compute-algo", "--fp8-margin",
+			"--fp8-param-gather", "--grad-reduce-in-bf16", "--recompute-modules", "--use-precision-aware-optimizer",
+			"--main-grads-dtype", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype", "--tp-comm-overlap",
+			"--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute", "--use-nccl-ub", "--fsdp-double-buffer"}},
+		{"megatron-fsdp-options", func(s *spec.Spec) {
+			t := &s.Train
+			t.FSDP, t.DataParallelShardingStrategy, t.FSDPDoubleBuffer, t.NCCLUB, t.FSDPManualRegistration = true, "optim_grads", true, true, true
+			t.MegatronFSDPMainParamsDtype, t.MegatronFSDPMainGradsDtype, t.MegatronFSDPGradCommDtype = "bf16", "fp32", "bf16"
+		}, map[string][]string{
+			"--use-megatron-fsdp": nil, "--data-parallel-sharding-strategy": {"optim_grads"}, "--fsdp-double-buffer": nil,
+			"--use-nccl-ub": nil, "--fsdp-manual-registration": nil, "--megatron-fsdp-main-params-dtype": {"bf16"},
+			"--megatron-fsdp-main-grads-dtype": {"fp32"}, "--megatron-fsdp-grad-comm-dtype": {"bf16"},
+		}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,114 @@
+package check
+
+import (
+	"fmt"
+	"slices"
+)
+
+// commOverlap checks the communication-overlap options against what
+// Megatron-Core requires of them: --tp-comm-overlap needs sequence
+// parallelism (validate_args; sequence parallelism is switched off at tp=1),
+// --overlap-moe-expert-parallel-comm and --delay-wgrad-compute the checks of
+// TransformerConfig.__post_init__ (megatron/core/transformer/transformer_config.py
+// at d98e8a64).
+func (c *checker) commOverlap() {
+	s, p, d := c.s, c.s.Parallel, c.d
+	if p.TPCommOverlap && !d.SP {
+		why := "sequence parallelism is off (parallel.sp: false)"
+		hint := "set parallel.sp: true, or tp_comm_overlap: false"
+		if p.TP == 1 {
+			why = "tp=1, where Megatron switches sequence parallelism off"
+			hint = "use tp > 1 with sequence parallelism, or set tp_comm_overlap: false"
+		}
+		c.report("tp-comm-overlap", "parallel.tp_comm_overlap", hint,
+			"tp_comm_overlap overlaps tensor-parallel communication of sequence parallelism, but %s", why)
+	}
+	if p.OverlapMoEExpertParallelComm {
+		var bad []string
+		if p.EP < 2 {
+			bad = append(bad, fmt.Sprintf("expert parallelism (ep=%d, needs ep > 1)", p.EP))
+		}
+		if p.PP > 1 && p.VPP < 2 {
+			bad = append(bad, fmt.Sprintf("virtual pipeline stages with pp=%d (vpp=%d, needs vpp > 1)", p.PP, p.VPP))
+		}
+		if m := s.Model.MoE; m != nil && m.Dispatcher == "allgather" {
+			bad = append(bad, `the alltoall or flex dispatcher (model.moe.dispatcher is "allgather")`)
+		}
+		if s.Train.Recompute == "full" {
+			bad = append(bad, `no full recomputation (train.recompute is "full")`)
+		}
+		if slices.Contains(s.Train.RecomputeModuleList(), "moe") {
+			bad = append(bad, `"moe" out of train.recompute_modules`)
+		}
+		if s.Train.Precision == "fp32" {
+			bad = append(bad, "a bf16 or fp16 model (train.precision is fp32)")
+		}
+		if s.Model.MTPLayers > 1 {
+			bad = append(bad, fmt.Sprintf("at most one MTP layer (mtp_layers=%d)", s.Model.MTPLayers))
+		}
+		if c.hasFlag("--moe-shared-expert-overlap") {
+			bad = append(bad, "no --moe-shared-expert-overlap (in launch.extra_args)")
+		}
+		if len(bad) > 0 {
+			c.report("ep-comm-overlap", "parallel.overlap_moe_expert_parallel_comm",
+				"change the listed settings, or set overlap_moe_expert_parallel_comm: false",
+				"overlap_moe_expert_parallel_comm needs %s", joinStrings(bad))
+		}
+	}
+	if p.DelayWgradCompute && !p.OverlapMoEExpertParallelComm {
+		c.report("ep-comm-overlap", "parallel.delay_wgrad_compute",
+			"set parallel.overlap_moe_expert_parallel_comm: true, or delay_wgrad_compute: false",
+			"delay_wgrad_compute needs overlap_moe_expert_parallel_comm")
+	}
+}
+
+// recomputeModules checks --recompute-modules the way
+// TransformerConfig.__post_init__ does: each module needs the part of the
+// model it recomputes.
+func (c *checker) recomputeModules() {
+	s, t := c.s, c.s.Train
+	if t.RecomputeModules == nil {
+		return
+	}
+	if t.Recompute != "selective" {
+		c.report("recompute-options-unused", "train.recompute_modules", `remove it, or set train.recompute: "selective"`,
+			"recompute_modules only applies to selective recomputation (recompute=%q)", t.Recompute)
+		return
+	}
+	moe := s.Model.MoE
+	for _, mod := range t.RecomputeModules {
+		var need, hint string
+		switch mod {
+		case "moe_act":
+			if moe == nil || !moe.GroupedGEMM {
+				need, hint = "grouped-GEMM experts (model.moe.grouped_gemm)", "set model.moe.grouped_gemm: true"
+			} else if t.Precision == "fp8" && t.FP8Recipe == "delayed" {
+				need, hint = "an fp8 recipe other than delayed scaling", `use train.fp8_recipe "tensorwise" or another recipe`
+			}
+		case "layernorm":
+			if t.Precision == "fp8" && t.FP8Recipe == "delayed" {
+				need, hint = "an fp8 recipe other than delayed scaling", `use train.fp8_recipe "tensorwise" or another recipe`
+			}
+		case "mla_up_proj":
+			if s.Model.MLA == nil {
+				need, hint = "multi-latent attention (model.mla)", "remove it from the list"
+			}
+		case "shared_experts":
+			if c.hasFlag("--moe-shared-expert-overlap") {
+				need, hint = "no --moe-shared-expert-overlap", "remove --moe-shared-expert-overlap from launch.extra_args"
+			}
+		case "gdn_norm_out":
+			if !c.hasFlag("--experimental-attention-variant") {
+				need, hint = "a gated-delta-net attention variant (--experimental-attention-variant gdn)", "remove it from the list"
+			}
+		case "mhc":
+			if !c.hasFlag("--enable-mhc-connections") {
+				need, hint = "manifold hyper-connections (--enable-mhc-connections)", "remove it from the list"
+			}
+		}
+		if need != "" {
+			c.report("recompute-modules", "train.recompute_modules", hint,
+				"recompute module %q needs %s", mod, need)
+		}
+	}
+}
