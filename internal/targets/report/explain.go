@@ -6,6 +6,7 @@ import (
 
 	"parc.dev/parc/internal/layout"
 	"parc.dev/parc/internal/plan"
+	"parc.dev/parc/internal/targets/template"
 )
 
 // Explain renders the plan as plain-text tables for `parc explain`: summary,
@@ -15,7 +16,7 @@ import (
 func Explain(p *plan.Plan) string {
 	d := NewData(p, nil)
 	var b strings.Builder
-	b.WriteString(d.Title + "\n\n")
+	b.WriteString(template.Comment(d.Title) + "\n\n")
 	pairs(&b, d.Summary)
 	if d.HasEstimate {
 		section(&b, "Parameters")
@@ -66,7 +67,7 @@ func Explain(p *plan.Plan) string {
 	if len(d.Assumptions) > 0 {
 		section(&b, "Assumptions")
 		for _, a := range d.Assumptions {
-			b.WriteString("- " + a + "\n")
+			b.WriteString("- " + template.Comment(a) + "\n")
 		}
 	}
 	return b.String()
@@ -82,7 +83,7 @@ func pairs(b *strings.Builder, rows []Row) {
 		w = max(w, utf8.RuneCountInString(r.Label))
 	}
 	for _, r := range rows {
-		b.WriteString(r.Label + strings.Repeat(" ", w-utf8.RuneCountInString(r.Label)) + "  " + r.Value + "\n")
+		b.WriteString(r.Label + strings.Repeat(" ", w-utf8.RuneCountInString(r.Label)) + "  " + template.Comment(r.Value) + "\n")
 	}
 }
 
@@ -90,6 +91,11 @@ func pairs(b *strings.Builder, rows []Row) {
 func table(b *strings.Builder, rows [][]string, left int) {
 	if left < 1 {
 		left = 1
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			r[i] = template.Comment(c) // a name never writes control characters to the terminal
+		}
 	}
 	widths := map[int]int{}
 	for _, r := range rows {

@@ -65,7 +65,7 @@ func tables(t *testing.T, md string) int {
 			want = -1
 			continue
 		}
-		cells := strings.Count(line, "|")
+		cells := strings.Count(line, "|") - strings.Count(line, `\|`) // an escaped bar is text
 		if want < 0 {
 			want = cells
 			n++
@@ -87,7 +87,7 @@ func TestRenderReport(t *testing.T) {
 	e := p.Estimate
 	for _, want := range []string{
 		"# Training plan: llama3-70b on 16 × 8 H100",
-		"`plan.cue`",
+		"from plan.cue.",
 		"## Memory per GPU", "## Pipeline", "## Communication per training step", "## Compute and step time", "## Rank layout",
 		"![pipeline schedule](pipeline.svg)", "![rank layout](layout.svg)",
 		"**" + Bytes(e.Memory.PerGPUPeakBytes) + "**",
@@ -216,6 +216,54 @@ func TestFormats(t *testing.T) {
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+}
+
+// TestHostileNames renders a plan whose names carry HTML, Markdown and line
+// breaks: report.md keeps the same lines, headings and table shape as with
+// plain names, and holds no raw HTML; explain holds no control character.
+func TestHostileNames(t *testing.T) {
+	plain, err := Render(llamaPlan(t), nil, template.Builtin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := llamaPlan(t)
+	p.Source = "dir/x\n# injected\n<b>.cue"
+	p.Spec.Model.Name = "</text><script>alert(1)</script>"
+	p.Spec.Cluster.GPU.Name = "H100 | *bold*\r\n- item\x1b[31m"
+	warn := diag.List{{Severity: diag.Warning, Code: "c", Path: "model.name", Message: "name <img src=x> is odd\n## heading"}}
+	md, err := Render(p, warn, template.Builtin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(md)
+	for _, bad := range []string{"<script", "</text>", "<img", "<b>", "\n# injected", "\n## heading", "\n- item", "\x1b", "\r"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("report.md holds %q raw", bad)
+		}
+	}
+	heads := func(s string) (h []string) {
+		for _, l := range strings.Split(s, "\n") {
+			if strings.HasPrefix(l, "#") {
+				h = append(h, strings.Fields(l)[0])
+			}
+		}
+		return h
+	}
+	// Four more lines for the warnings section (blank, title, blank, item).
+	if got, want := strings.Count(s, "\n"), strings.Count(string(plain), "\n")+4; got != want {
+		t.Errorf("report.md has %d lines, want %d: a name added lines", got, want)
+	}
+	if got, want := len(heads(s)), len(heads(string(plain)))+1; got != want {
+		t.Errorf("%d headings, want %d", got, want)
+	}
+	if got, want := tables(t, s), tables(t, string(plain)); got != want {
+		t.Errorf("%d tables, want %d", got, want)
+	}
+	for _, r := range Explain(p) {
+		if r < ' ' && r != '\n' || r == 0x7f || r == '\u2028' || r == '\u0085' {
+			t.Fatalf("explain prints the control character %U", r)
 		}
 	}
 }

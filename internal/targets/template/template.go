@@ -19,12 +19,18 @@ import (
 const Ext = ".tmpl"
 
 // FuncMap returns the functions every template gets: sprig's hermetic text
-// functions, and shq, shqJoin and sbatchq.
+// functions, and the escaping functions of this package — the one path every
+// value takes into a generated file: shq and shqJoin (shell words), sbatchq
+// (#SBATCH values), comment (text inside a comment line), md (Markdown
+// text in report.md) and mdcode (a Markdown code span).
 func FuncMap() template.FuncMap {
 	m := sprig.HermeticTxtFuncMap()
 	m["shq"] = ShellQuote
 	m["shqJoin"] = shqJoin
 	m["sbatchq"] = SbatchQuote
+	m["comment"] = Comment
+	m["md"] = Markdown
+	m["mdcode"] = MarkdownCode
 	return m
 }
 
