@@ -107,6 +107,7 @@ var Codes = []CodeInfo{
 	{Code: "env-name", Severity: diag.Error, Meaning: "An environment variable name a shell cannot export.", Fix: "Use letters, digits and _ (not starting with a digit)."},
 	{Code: "env-reserved", Severity: diag.Error, Meaning: "An environment variable the launch scripts set from the plan (RANK, MASTER_ADDR, ...).", Fix: "Remove it from cluster.env / launch.env."},
 	{Code: "env-value", Severity: diag.Error, Meaning: "An environment value with a NUL character.", Fix: "Remove the NUL character."},
+	{Code: "option-like-path", Severity: diag.Error, Rule: "", Meaning: "A path or program of the launch (launch.python, program, workdir, parc_binary, templates, container workdir and mounts, cluster.slurm.output/error) starts with \"-\", which the program it is given to would read as an option.", Fix: "Write a path that starts with - as ./-name."},
 	{Code: "launch-command", Severity: diag.Error, Meaning: "launch.python, launch.program or launch.parc_binary is empty or unusable.", Fix: "Give a program name or path."},
 	{Code: "slurm-line-break", Severity: diag.Error, Meaning: "A value with a line break cannot be written in an #SBATCH directive.", Fix: "Remove the line break."},
 	{Code: "slurm-time", Severity: diag.Error, Rule: "", Meaning: "cluster.slurm.time is not a Slurm time limit.", Fix: "Use MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (or \"infinite\")."},

@@ -94,6 +94,41 @@ func (c *checker) launchValues() {
 			c.report("launch-command", f.path, "give a program name or path", "%s %q cannot be run", f.path, f.v)
 		}
 	}
+	c.optionLikePaths()
+}
+
+// optionLikePaths reports the paths and programs the launch scripts and
+// Slurm read that start with "-": python would take launch.program "-c" as
+// an option, `exec` launch.python, srun launch.parc_binary. (The values parc
+// gives Megatron are checked where its arguments are built, megatron.Args.)
+func (c *checker) optionLikePaths() {
+	s := c.s
+	l := &s.Launch
+	type field struct{ path, v string }
+	fields := []field{{"launch.python", l.Python}, {"launch.program", l.Program}, {"launch.parc_binary", l.ParcBinary}}
+	opt := func(path string, v *string) {
+		if v != nil {
+			fields = append(fields, field{path, *v})
+		}
+	}
+	opt("launch.workdir", l.Workdir)
+	opt("launch.templates", l.Templates)
+	if ct := l.Container; ct != nil {
+		opt("launch.container.workdir", ct.Workdir)
+		for _, m := range ct.Mounts {
+			fields = append(fields, field{"launch.container.mounts", m})
+		}
+	}
+	if sl := s.Cluster.Slurm; sl != nil {
+		opt("cluster.slurm.output", sl.Output)
+		opt("cluster.slurm.error", sl.Error)
+	}
+	for _, f := range fields {
+		if strings.HasPrefix(f.v, "-") {
+			c.report("option-like-path", f.path, fmt.Sprintf("to name a file or directory whose name starts with -, write %q", "./"+f.v),
+				"%s = %q starts with \"-\": a program it is given to would read it as an option", f.path, f.v)
+		}
+	}
 }
 
 // SlurmTime parses a Slurm time limit (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM,

@@ -482,6 +482,26 @@ func (e *emitter) extraArgs() {
 	e.diags = append(e.diags, ExtraArgConflicts(a.args, s.Launch.ExtraArgs, isPretrainGPT(s.Launch.Program), at)...)
 	a.add("launch.extra_args", s.Launch.ExtraArgs...)
 
+	// Nothing a spec says may become an option: a value from a spec field
+	// (a path, a name) that starts with "-" would be read by Megatron's
+	// argparse as an option — "--train-iters=9" in data.paths overriding the
+	// generated --train-iters, "--no-save-optim" as checkpoint.save. Every
+	// value added with str is covered, so a new field is too.
+	flag := ""
+	for i, w := range a.args {
+		field := a.paths[i]
+		if field == "" && strings.HasPrefix(w, "--") {
+			flag = w
+		}
+		if field != "" && field != "launch.extra_args" && strings.HasPrefix(w, "-") {
+			hint := fmt.Sprintf("to name a file or directory whose name starts with -, write %q", "./"+w)
+			if strings.HasPrefix(field, "logging.wandb_") {
+				hint = "use a name that does not start with -"
+			}
+			diags.Errorf(at(field), field, "option-like-value", hint,
+				"%s = %q starts with \"-\": Megatron's argument parser would read it as an option, not as the value of %s", field, w, flag)
+		}
+	}
 	for i, w := range a.args {
 		if strings.ContainsAny(w, "\n\r\x00") {
 			field := a.paths[i]
