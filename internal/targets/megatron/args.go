@@ -498,7 +498,7 @@ func (e *emitter) extraArgs() {
 			if strings.HasPrefix(field, "logging.wandb_") {
 				hint = "use a name that does not start with -"
 			}
-			diags.Errorf(at(field), field, "option-like-value", hint,
+			e.diags.Errorf(at(field), field, "option-like-value", hint,
 				"%s = %q starts with \"-\": Megatron's argument parser would read it as an option, not as the value of %s", field, w, flag)
 		}
 	}
