@@ -5,6 +5,13 @@ import "parc.dev/parc/internal/diag"
 // Codes lists every code the load stage emits.
 var Codes = []diag.CodeInfo{
 	{Code: "file-not-found", Severity: diag.Error, Meaning: "The spec file cannot be read.", Fix: "Check the path; parc takes .cue and .hcl files."},
+	{Code: "permission-denied", Severity: diag.Error, Meaning: "The spec file exists but this user may not read it.", Fix: "Check the file's permissions and those of its directories."},
+	{Code: "file-unreadable", Severity: diag.Error, Meaning: "The spec path is a directory, or reading it failed.", Fix: "Give a spec file that can be read."},
+	{Code: "input-too-large", Severity: diag.Error, Meaning: "The spec is larger than 1 MiB (load.MaxInputBytes), the most parc reads; an endless input such as /dev/zero stops there.", Fix: "Check that this is the file you meant: a spec is a few kilobytes."},
+	{Code: "not-text", Severity: diag.Error, Meaning: "The spec is not UTF-8 text (a NUL byte or a byte that starts no UTF-8 character, such as an image renamed .cue); reported at the first such byte.", Fix: "Give a .cue or .hcl text file."},
+	{Code: "number-too-large", Severity: diag.Error, Meaning: "A number parc cannot hold: an integer outside 64 bits, or a number beyond float64's range or so small it would round to 0.", Fix: "Use a value within the limits the message names."},
+	{Code: "structural-cycle", Severity: diag.Error, Meaning: "A field whose value contains itself (x: {a: x}).", Fix: "Refer to the fields you need one by one instead of an enclosing struct."},
+	{Code: "import-cycle", Severity: diag.Error, Meaning: "CUE packages that import each other.", Fix: "Remove one of the imports of the chain the message lists."},
 	{Code: "syntax", Severity: diag.Error, Meaning: "The file is not valid CUE or HCL.", Fix: "Fix the text at the position shown."},
 	{Code: "unknown-field", Severity: diag.Error, Meaning: "A key the schema does not have (every struct is closed), often a typo or a Megatron flag name.", Fix: "Use the suggested name; the hint lists the fields allowed there."},
 	{Code: "type-mismatch", Severity: diag.Error, Meaning: "A value of the wrong type (a string where a number belongs, ...).", Fix: "Write a value of the type the hint names."},

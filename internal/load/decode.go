@@ -1,9 +1,13 @@
 package load
 
 import (
-	"cuelang.org/go/cue/token"
+	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
+
+	"cuelang.org/go/cue/token"
 
 	"cuelang.org/go/cue"
 
@@ -60,6 +64,7 @@ func (r *Result) DecodeValue(v cue.Value) (*spec.Spec, diag.List) {
 	// struct: check every user field against the schema ourselves.
 	r.unknown(r.User, r.Schema, nil, seen, &diags)
 	r.missing(v, nil, seen, &diags)
+	r.numbers(v, nil, seen, &diags)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -159,4 +164,89 @@ func (r *Result) fieldPos(v cue.Value, path string) diag.Pos {
 		return p
 	}
 	return r.Locate(path)
+}
+
+// numbers reports every concrete number parc cannot hold: an integer outside
+// 64 bits, a number beyond float64's range or so small it would round to 0.
+// CUE's numbers are arbitrary-precision, so the schema's bounds (>=1) let
+// them through and decoding would fail without a position.
+func (r *Result) numbers(v cue.Value, path []string, seen map[string]bool, out *diag.List) {
+	switch v.IncompleteKind() {
+	case cue.StructKind:
+		it, err := v.Fields()
+		if err != nil {
+			return
+		}
+		for it.Next() {
+			r.numbers(it.Value(), append(append([]string(nil), path...), it.Selector().Unquoted()), seen, out)
+		}
+		return
+	case cue.ListKind:
+		it, err := v.List()
+		if err != nil {
+			return
+		}
+		for i := 0; it.Next(); i++ {
+			r.numbers(it.Value(), append(append([]string(nil), path...), strconv.Itoa(i)), seen, out)
+		}
+		return
+	}
+	if !v.IsConcrete() || v.Err() != nil {
+		return
+	}
+	field := fieldPath(path)
+	msg := ""
+	switch v.Kind() {
+	case cue.IntKind:
+		if _, err := v.Int64(); err != nil {
+			msg = fmt.Sprintf("%s = %v does not fit in a 64-bit integer: parc holds integers from %d to %d", field, v, int64(math.MinInt64), int64(math.MaxInt64))
+		}
+	case cue.FloatKind:
+		switch _, err := v.Float64(); {
+		case errors.Is(err, cue.ErrAbove):
+			msg = fmt.Sprintf("%s = %v is beyond the largest number parc holds (%g)", field, v, math.MaxFloat64)
+		case errors.Is(err, cue.ErrBelow):
+			msg = fmt.Sprintf("%s = %v is too small for parc to hold: it would round to 0 (the smallest positive number is %g)", field, v, math.SmallestNonzeroFloat64)
+		case err != nil:
+			msg = fmt.Sprintf("%s = %v is not a number parc can hold: %v", field, v, err)
+		}
+	}
+	if msg == "" || seen[field] {
+		return
+	}
+	seen[field] = true
+	hint := ""
+	if !isListPath(path) {
+		hint = r.allowedHint(field)
+	}
+	pos, ok := r.userPos([]token.Pos{v.Pos()})
+	if !ok {
+		pos = r.Locate(strings.Join(path, "."))
+	}
+	out.Add(diag.Diagnostic{Severity: diag.Error, Code: "number-too-large", Path: field, Pos: pos, Message: msg, Hint: hint})
+}
+
+// fieldPath writes a path with list indices as field[i].
+func fieldPath(path []string) string {
+	var b strings.Builder
+	for _, p := range path {
+		if _, err := strconv.Atoi(p); err == nil {
+			b.WriteString("[" + p + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+func isListPath(path []string) bool {
+	for _, p := range path {
+		if _, err := strconv.Atoi(p); err == nil {
+			return true
+		}
+	}
+	return false
 }

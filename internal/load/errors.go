@@ -88,7 +88,14 @@ func fromCUEError(err error, r *Result) diag.List {
 func (r *Result) diagnostic(e cueerrors.Error) diag.Diagnostic {
 	path := strings.Join(e.Path(), ".")
 	format, args := e.Msg()
-	msg := fmt.Sprintf(format, args...)
+	// e.Error() is CUE's whole message, its causes included ("import
+	// failed: ...: package import cycle not allowed"); Msg alone can be an
+	// empty "%s" or drop the cause.
+	msg := strings.TrimPrefix(e.Error(), path+": ")
+	if msg == "" {
+		msg = fmt.Sprintf(format, args...)
+	}
+	msg = strings.TrimPrefix(msg, "cannot get syntax for ")
 	ps := append([]token.Pos{e.Position()}, e.InputPositions()...)
 	pos, ok := r.userPos(ps)
 	if !ok && path != "" && r.User.Exists() {
@@ -138,6 +145,18 @@ func (r *Result) diagnostic(e cueerrors.Error) diag.Diagnostic {
 	case strings.Contains(format, "undefined field") || strings.Contains(format, "reference") && strings.Contains(format, "not found"):
 		d.Code = "unknown-reference"
 		d.Hint = r.presetHint(e, args)
+	case strings.Contains(msg, "import cycle"):
+		d.Code = "import-cycle"
+		chain := make([]string, 0, len(ps))
+		for _, p := range cueerrors.Positions(e) {
+			chain = append(chain, r.pos(p).String())
+		}
+		d.Message = "package import cycle not allowed: the imports " + strings.Join(chain, " → ") + " lead back to where they started"
+		d.Hint = "remove one of the imports so that no package imports itself, directly or through others"
+	case strings.Contains(format, "structural cycle"):
+		d.Code = "structural-cycle"
+		d.Message = fmt.Sprintf("%s: structural cycle: the value of %s contains itself", lastOr(path, "value"), lastOr(path, "this field"))
+		d.Hint = "a field cannot refer to a struct that encloses it; refer to the fields you need one by one"
 	case strings.Contains(format, "cannot find package") || strings.Contains(format, "import failed") ||
 		strings.Contains(format, "package") && strings.Contains(format, "not found"):
 		d.Code = "unknown-import"
@@ -184,15 +203,30 @@ func (r *Result) allowedHint(path string) string {
 	if path == "" {
 		return ""
 	}
-	v := r.Schema.LookupPath(cue.ParsePath(path))
+	v := r.schemaField(path)
 	if !v.Exists() {
 		return ""
 	}
 	text := strings.TrimSpace(formatSchemaConstraint(v))
-	if text == "" {
+	if text == "" || strings.Contains(text, "_|_") {
 		return ""
 	}
 	return fmt.Sprintf("%s must be %s", path, text)
+}
+
+// schemaField is the schema's value at a dotted path, optional fields
+// (iters?) included.
+func (r *Result) schemaField(path string) cue.Value {
+	v := r.Schema.LookupPath(cue.ParsePath(path))
+	if v.Exists() {
+		return v
+	}
+	parts := strings.Split(path, ".")
+	sels := make([]cue.Selector, len(parts))
+	for i, p := range parts {
+		sels[i] = cue.Str(p).Optional()
+	}
+	return r.Schema.LookupPath(cue.MakePath(sels...))
 }
 
 // synonyms maps names users bring from Megatron's flags or other tools to

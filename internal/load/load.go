@@ -47,26 +47,37 @@ type Result struct {
 }
 
 // Load reads and unifies one spec. It never panics on bad input: every
-// problem becomes a diagnostic. The returned Result is nil when the spec could
+// problem becomes a diagnostic. It reads at most MaxInputBytes, and only
+// UTF-8 text. The returned Result is nil when the spec could
 // not be built at all (a syntax error, a missing file, a bad import).
 func Load(src Source) (*Result, diag.List) {
 	var diags diag.List
 	if src.Data == nil {
-		data, err := os.ReadFile(src.Path)
-		if err != nil {
-			msg := err.Error()
-			if pe, ok := err.(*fs.PathError); ok {
-				msg = pe.Err.Error()
-			}
-			diags.Errorf(diag.Pos{File: src.Path}, "", "file-not-found", "check the path; parc vet takes .cue and .hcl files",
-				"cannot read %s: %s", src.Path, msg)
+		data, d := readSpec(src.Path)
+		if d != nil {
+			diags.Add(*d)
 			return nil, diags
 		}
 		src.Data = data
+	} else if d := checkInput(src.Path, src.Data); d != nil {
+		diags.Add(*d)
+		return nil, diags
 	}
 	abs, err := filepath.Abs(src.Path)
 	if err != nil {
 		abs = src.Path
+	}
+	ext := strings.ToLower(filepath.Ext(src.Path))
+	if ext != ".hcl" && ext != ".cue" {
+		// /dev/stdin, a pipe, a file without the extension: read as CUE.
+		// The CUE loader takes a name without .cue for a package directory,
+		// so the text is loaded under NAME.cue in the current directory
+		// (messages still name the path the user gave).
+		if wd, err := os.Getwd(); err == nil {
+			abs = filepath.Join(wd, filepath.Base(abs)+".cue")
+		} else {
+			abs += ".cue"
+		}
 	}
 	ctx := cuecontext.New()
 	schemaVal := ctx.CompileBytes(schema.Source, cue.Filename(schema.Filename))
@@ -77,7 +88,7 @@ func Load(src Source) (*Result, diag.List) {
 	plan := schemaVal.LookupPath(cue.ParsePath("#Plan"))
 	res := &Result{Schema: plan, Files: []string{abs}, Display: map[string]string{abs: src.Path}}
 
-	switch strings.ToLower(filepath.Ext(src.Path)) {
+	switch ext {
 	case ".hcl":
 		user, ds := fromHCL(ctx, src.Path, abs, src.Data)
 		diags = append(diags, ds...)
@@ -140,6 +151,9 @@ func fromCUE(ctx *cue.Context, abs string, data []byte, res *Result) (*cue.Value
 	}
 	v := ctx.BuildInstance(insts[0])
 	if err := v.Err(); err != nil {
+		// The broken value still places the fields an error names (a
+		// structural cycle comes without a position of its own).
+		res.User = v
 		diags = append(diags, fromCUEError(err, res)...)
 		return nil, diags
 	}

@@ -1,0 +1,163 @@
+package load
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestNumbersParcCannotHold: a number beyond int64 or float64 is reported at
+// its line with the limit in the message, whatever the field (issue 12 item 4).
+func TestNumbersParcCannotHold(t *testing.T) {
+	for _, tc := range []struct {
+		field, value, path, limit string
+	}{
+		{"iters", "9223372036854775808", "train.iters", "9223372036854775807"},
+		{"iters", "2 * 9223372036854775807", "train.iters", "9223372036854775807"},
+		{"seed", "99999999999999999999", "train.seed", "9223372036854775807"},
+		{"samples", "123456789012345678901234567890", "train.samples", "9223372036854775807"},
+		{"lr", "1e400", "train.lr", "1.7976931348623157e+308"},
+		{"min_lr", "1e-400", "train.min_lr", "5e-324"},
+		{"weight_decay", "3e1000", "train.weight_decay", "1.7976931348623157e+308"},
+	} {
+		t.Run(tc.field+"="+tc.value, func(t *testing.T) {
+			src := strings.Replace(goodCUE, "global_batch: 64}", "global_batch: 64}\ntrain: "+tc.field+": "+tc.value, 1)
+			l := diagsFor(t, mem("plan.cue", src))
+			require.Len(t, l, 1, "%v", l)
+			d := l[0]
+			assert.Equal(t, "number-too-large", d.Code)
+			assert.Equal(t, tc.path, d.Path)
+			assert.Equal(t, 12, d.Line, "%v", d)
+			assert.Greater(t, d.Column, 1, "%v", d)
+			assert.Contains(t, d.Message, tc.limit)
+		})
+	}
+	// In a list too, with the element's index.
+	src := strings.Replace(goodCUE, "parallel: {tp: 2}", "parallel: {tp: 2, cp: 2, hierarchical_cp: [1, 99999999999999999999]}", 1)
+	l := diagsFor(t, mem("plan.cue", src))
+	d := find(l, "number-too-large")
+	require.NotNil(t, d, "%v", l)
+	assert.Equal(t, "parallel.hierarchical_cp[1]", d.Path)
+	assert.Equal(t, 10, d.Line)
+	// The largest values that fit still load.
+	src = strings.Replace(goodCUE, "global_batch: 64}", "global_batch: 64, seed: 9223372036854775807, lr: 1e300}", 1)
+	assert.Nil(t, find(diagsFor(t, mem("plan.cue", src)), "number-too-large"))
+}
+
+func TestUnreadableInput(t *testing.T) {
+	dir := t.TempDir()
+
+	// A directory.
+	l := diagsFor(t, Source{Path: dir})
+	require.Len(t, l, 1)
+	assert.Equal(t, "file-unreadable", l[0].Code)
+	assert.Contains(t, l[0].Message, "is a directory")
+
+	// Permission denied is its own code, not file-not-found.
+	d := readError("plan.cue", &fs.PathError{Op: "open", Path: "plan.cue", Err: syscall.EACCES})
+	assert.Equal(t, "permission-denied", d.Code)
+	assert.Contains(t, d.Message, "permission denied")
+	d = readError("plan.cue", &fs.PathError{Op: "open", Path: "plan.cue", Err: syscall.ENOENT})
+	assert.Equal(t, "file-not-found", d.Code)
+	if os.Geteuid() != 0 { // root reads any file
+		p := filepath.Join(dir, "secret.cue")
+		require.NoError(t, os.WriteFile(p, []byte(goodCUE), 0o000))
+		l := diagsFor(t, Source{Path: p})
+		require.Len(t, l, 1)
+		assert.Equal(t, "permission-denied", l[0].Code)
+	}
+}
+
+// TestBinaryInput: an image renamed .cue (or .hcl) is reported at its first
+// byte that is not text, naming what it looks like.
+func TestBinaryInput(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10")
+	for _, name := range []string{"img.cue", "img.hcl", "img"} {
+		l := diagsFor(t, Source{Path: name, Data: png})
+		require.Len(t, l, 1, "%v", l)
+		assert.Equal(t, "not-text", l[0].Code)
+		assert.Equal(t, 1, l[0].Line)
+		assert.Equal(t, 1, l[0].Column)
+		assert.Contains(t, l[0].Message, "image/png")
+		assert.Contains(t, l[0].Message, "0x89")
+	}
+	// A NUL after some text is placed where it is.
+	l := diagsFor(t, Source{Path: "x.cue", Data: []byte("model: {\n  layers: 1\x00\n}\n")})
+	require.Len(t, l, 1, "%v", l)
+	assert.Equal(t, "not-text", l[0].Code)
+	assert.Equal(t, [2]int{2, 12}, [2]int{l[0].Line, l[0].Column})
+}
+
+// TestInputSizeCap: input beyond MaxInputBytes stops with a clear error, and
+// an endless file (/dev/zero) is read only up to the cap.
+func TestInputSizeCap(t *testing.T) {
+	big := bytes.Repeat([]byte("// padding\n"), MaxInputBytes/10)
+	l := diagsFor(t, Source{Path: "big.cue", Data: big})
+	require.Len(t, l, 1, "%v", l)
+	assert.Equal(t, "input-too-large", l[0].Code)
+	assert.Contains(t, l[0].Message, fmt.Sprint(MaxInputBytes))
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		l := diagsFor(t, Source{Path: "/dev/zero"})
+		require.Len(t, l, 1, "%v", l)
+		assert.Equal(t, "input-too-large", l[0].Code)
+	}
+}
+
+// TestStdin: a spec given as /dev/stdin (or any name without .cue) is read as
+// CUE, and its diagnostics name the path the user gave.
+func TestStdin(t *testing.T) {
+	if os.Getenv("PARC_LOAD_STDIN") == "1" {
+		l := diagsFor(t, Source{Path: "/dev/stdin"})
+		for _, d := range l {
+			fmt.Println(d.String())
+		}
+		return
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "-test.run=^TestStdin$")
+	cmd.Env = append(os.Environ(), "PARC_LOAD_STDIN=1")
+	cmd.Stdin = strings.NewReader(strings.Replace(goodCUE, "nodes: 1", "nodes: 0", 1))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "/dev/stdin:4:9: error out-of-range: cluster.nodes = 0 is out of range")
+}
+
+// TestCycles: a structural cycle and an import cycle are positioned and keep
+// CUE's cause.
+func TestCycles(t *testing.T) {
+	src := strings.Replace(goodCUE, "parallel: {tp: 2}", "parallel: {tp: 2}\nx: {a: x}", 1)
+	l := diagsFor(t, mem("plan.cue", src))
+	d := find(l, "structural-cycle")
+	require.NotNil(t, d, "%v", l)
+	assert.True(t, d.IsValid(), "%v", d)
+	assert.Equal(t, 11, d.Line)
+	assert.Contains(t, d.Message, "structural cycle")
+
+	dir := t.TempDir()
+	write := func(rel, text string) {
+		p := filepath.Join(dir, rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
+	}
+	write("cue.mod/module.cue", "module: \"ex.com\"\nlanguage: version: \"v0.9.0\"\n")
+	write("cue.mod/pkg/ex.com/a/a.cue", "package a\n\nimport \"ex.com/b\"\n\nx: b.y\n")
+	write("cue.mod/pkg/ex.com/b/b.cue", "package b\n\nimport \"ex.com/a\"\n\ny: a.x\n")
+	write("plan.cue", "package plan\n\nimport \"ex.com/a\"\n\ntrain: iters: a.x\n")
+	l = diagsFor(t, Source{Path: filepath.Join(dir, "plan.cue")})
+	d = find(l, "import-cycle")
+	require.NotNil(t, d, "%v", l)
+	assert.Equal(t, [2]int{3, 8}, [2]int{d.Line, d.Column})
+	assert.Contains(t, d.Message, "import cycle")
+	assert.Contains(t, d.Message, "a.cue:3:8")
+	assert.Contains(t, d.Message, "b.cue:3:8")
+}
