@@ -49,17 +49,18 @@ type Options struct {
 // Compile vets a spec and renders every artifact. On any error it returns no
 // files, so the CLI writes nothing.
 func Compile(src Source, o Options) (*plan.Plan, Files, diag.List) {
-	p, at, diags := vet(src)
+	p, res, diags := vet(src)
 	if p == nil || diags.HasErrors() {
 		return nil, nil, diags.Sort()
 	}
+	at := res.Locator()
 	set, ds := templateSet(src, p, o, at)
-	diags = append(diags, ds...)
+	diags = append(diags, res.Ranges(ds)...)
 	if set == nil {
 		return nil, nil, diags.Sort()
 	}
 	files, ds := render(p, set, diags, at)
-	diags = append(diags, ds...)
+	diags = append(diags, res.Ranges(ds)...)
 	if diags.HasErrors() {
 		return nil, nil, diags.Sort()
 	}

@@ -26,39 +26,45 @@ func Vet(src Source) (*plan.Plan, diag.List) {
 	return p, diags.Sort()
 }
 
-// vet is Vet, also returning the locator of the loaded spec.
-func vet(src Source) (*plan.Plan, diag.Locator, diag.List) {
-	at := diag.NoPos
+// vet is Vet, also returning the loaded spec (nil when it could not be
+// loaded).
+func vet(src Source) (*plan.Plan, *load.Result, diag.List) {
 	res, diags := load.Load(src)
 	if res == nil {
-		return nil, at, diags
+		return nil, nil, diags
 	}
-	at = res.Locator()
+	p, ds := vetLoaded(src, res)
+	return p, res, res.Ranges(append(diags, ds...))
+}
+
+// vetLoaded runs the stages after load: the solver when degrees are left
+// open, then resolve.
+func vetLoaded(src Source, res *load.Result) (*plan.Plan, diag.List) {
+	at := res.Locator()
 	var s *spec.Spec
 	var choice *plan.Choice
-	var ds diag.List
+	var diags diag.List
 	if len(res.Open()) > 0 {
 		// Degrees left open: the solver picks the best plan that passes
 		// every check, and the rest of the pipeline runs on it.
-		s, choice, ds = solve.Best(res, targetChecks)
-	} else if s, ds = res.Decode(); s == nil {
+		s, choice, diags = solve.Best(res, targetChecks)
+	} else if s, diags = res.Decode(); s == nil {
 		// Schema errors: still run Megatron's rules on what is well-formed,
 		// so every mistake shows up in one run.
 		if r := res.Recover(); r != nil {
-			ds = append(ds, check.Run(r, spec.Derive(r), at)...)
+			diags = append(diags, check.Run(r, spec.Derive(r), at)...)
 		}
 	}
-	diags = append(diags, ds...)
 	if s == nil {
-		return nil, at, diags
+		return nil, diags
 	}
 	p, ds := Resolve(src.Path, s, at)
 	diags = append(diags, ds...)
 	if diags.HasErrors() {
-		return nil, at, diags
+		return nil, diags
 	}
 	p.Choice = choice
-	return p, at, diags
+	return p, diags
 }
 
 // Resolve runs the stages after load on a concrete spec (see package
@@ -81,5 +87,5 @@ func Solve(src Source, top int) (*solve.Result, diag.List) {
 		return nil, diags.Sort()
 	}
 	r, ds := solve.Solve(res, solve.Options{Top: top, Checks: targetChecks})
-	return r, append(diags, ds...).Sort()
+	return r, res.Ranges(append(diags, ds...)).Sort()
 }

@@ -13,26 +13,31 @@ func (c *checker) attention() {
 
 	if a%tp != 0 {
 		c.report("tp-heads", "parallel.tp", tpHint(c.headsText()),
-			"tp=%d does not divide heads=%d", tp, a)
+			"tp=%d does not divide heads=%d", tp, a).
+			Related("model.heads", "heads = %d", a)
 	}
 	if g%tp != 0 && tp%g != 0 && a%tp == 0 { // with tp-heads the same fix applies
 		c.report("tp-query-groups", "parallel.tp", tpHint(c.headsText()),
-			"query_groups=%d is neither a multiple nor a divisor of tp=%d", g, tp)
+			"query_groups=%d is neither a multiple nor a divisor of tp=%d", g, tp).
+			Related("model.query_groups", "query_groups = %d", g)
 	}
 	if a%g != 0 {
 		c.report("query-groups-heads", "model.query_groups",
 			"valid query_groups for heads="+fmt.Sprint(a)+": "+ints(divisors(a)),
-			"query_groups=%d does not divide heads=%d", g, a)
+			"query_groups=%d does not divide heads=%d", g, a).
+			Related("model.heads", "heads = %d", a)
 	}
 	if m.KVChannels == nil && m.Hidden%a != 0 {
 		c.report("hidden-heads", "model.heads",
 			fmt.Sprintf("heads dividing hidden=%d: %s; or set model.kv_channels", m.Hidden, ints(divisors(m.Hidden))),
-			"hidden=%d is not divisible by heads=%d, so the head dimension (kv_channels) cannot be derived", m.Hidden, a)
+			"hidden=%d is not divisible by heads=%d, so the head dimension (kv_channels) cannot be derived", m.Hidden, a).
+			Related("model.hidden", "hidden = %d", m.Hidden)
 	}
 	if c.d.MaxPositions < c.s.Train.SeqLength {
 		c.report("max-positions", "model.max_position_embeddings",
 			fmt.Sprintf("set max_position_embeddings ≥ %d, or remove it (it defaults to seq_length)", c.s.Train.SeqLength),
-			"max_position_embeddings=%d is smaller than seq_length=%d", c.d.MaxPositions, c.s.Train.SeqLength)
+			"max_position_embeddings=%d is smaller than seq_length=%d", c.d.MaxPositions, c.s.Train.SeqLength).
+			Related("train.seq_length", "seq_length = %d", c.s.Train.SeqLength)
 	}
 	if m.MLA != nil && m.QueryGroups != nil {
 		c.report("mla-query-groups", "model.query_groups", "remove model.query_groups: multi-latent attention has no query groups",

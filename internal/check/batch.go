@@ -28,9 +28,11 @@ func (c *checker) batch() {
 	}
 	if t.GlobalBatch < unit {
 		c.report("global-batch", "train.global_batch", hint,
-			"global_batch=%d is smaller than micro_batch·dp = %d·%d = %d", t.GlobalBatch, t.MicroBatch, c.d.DP, unit)
+			"global_batch=%d is smaller than micro_batch·dp = %d·%d = %d", t.GlobalBatch, t.MicroBatch, c.d.DP, unit).
+			Related("train.micro_batch", "micro_batch = %d", t.MicroBatch)
 		return
 	}
 	c.report("global-batch", "train.global_batch", hint,
-		"global_batch=%d is not divisible by micro_batch·dp = %d·%d = %d", t.GlobalBatch, t.MicroBatch, c.d.DP, unit)
+		"global_batch=%d is not divisible by micro_batch·dp = %d·%d = %d", t.GlobalBatch, t.MicroBatch, c.d.DP, unit).
+		Related("train.micro_batch", "micro_batch = %d", t.MicroBatch)
 }

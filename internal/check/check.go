@@ -1,7 +1,6 @@
 package check
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -13,12 +12,9 @@ import (
 // computed from it, and returns all the diagnostics, sorted. at finds the
 // user's position of a spec field.
 func Run(s *spec.Spec, d spec.Derived, at diag.Locator) diag.List {
-	if at == nil {
-		at = diag.NoPos
-	}
-	c := &checker{s: s, d: d, at: at}
+	c := &checker{s: s, d: d, r: diag.NewReporter(at)}
 	if !c.ranges() {
-		return c.list.Sort()
+		return c.r.List.Sort()
 	}
 	c.grid()
 	c.tensorParallelFitsDomain()
@@ -38,30 +34,23 @@ func Run(s *spec.Spec, d spec.Derived, at diag.Locator) diag.List {
 	c.launchEnv()
 	c.launchValues()
 	c.slurm()
-	return c.list.Sort()
+	return c.r.List.Sort()
 }
 
 type checker struct {
-	s    *spec.Spec
-	d    spec.Derived
-	at   diag.Locator
-	list diag.List
+	s *spec.Spec
+	d spec.Derived
+	r *diag.Reporter
 }
 
-// report adds a diagnostic with the severity the registry gives code.
-func (c *checker) report(code, path, hint, format string, args ...any) {
+// report adds a diagnostic blaming path with the severity the registry gives
+// code; the returned entry takes related positions.
+func (c *checker) report(code, path, hint, format string, args ...any) diag.Entry {
 	info, ok := codeIndex[code]
 	if !ok {
 		panic("check: unregistered diagnostic code " + code)
 	}
-	c.list.Add(diag.Diagnostic{
-		Severity: info.Severity,
-		Code:     code,
-		Message:  fmt.Sprintf(format, args...),
-		Hint:     hint,
-		Path:     path,
-		Pos:      c.at(path),
-	})
+	return c.r.Report(info.Severity, path, code, hint, format, args...)
 }
 
 // ranges reports counts below 1 (the schema forbids them, but specs built in

@@ -1,6 +1,10 @@
 package check
 
-import "fmt"
+import (
+	"fmt"
+
+	"parc.dev/parc/internal/diag"
+)
 
 // Orders Megatron's pretrain entry point can build
 // (megatron/training/initialize.py).
@@ -17,13 +21,15 @@ func (c *checker) grid() {
 	model := p.TP * p.PP * p.CP
 	switch {
 	case world < model:
-		c.report("world-size", "parallel.tp", c.gridHint(),
+		e := c.report("world-size", "parallel.tp", c.gridHint(),
 			"one model replica needs tp·pp·cp = %d·%d·%d = %d GPUs but the cluster has nodes × gpus_per_node = %d × %d = %d",
 			p.TP, p.PP, p.CP, model, s.Cluster.Nodes, s.Cluster.GPUsPerNode, world)
+		c.relatedDegrees(e, "pp", p.PP, "cp", p.CP)
 	case world%model != 0:
-		c.report("world-not-divisible", "parallel.tp", c.gridHint(),
+		e := c.report("world-not-divisible", "parallel.tp", c.gridHint(),
 			"world size %d (nodes × gpus_per_node = %d × %d) is not divisible by tp·pp·cp = %d·%d·%d = %d",
 			world, s.Cluster.Nodes, s.Cluster.GPUsPerNode, p.TP, p.PP, p.CP, model)
+		c.relatedDegrees(e, "pp", p.PP, "cp", p.CP)
 	}
 
 	expert := c.etp() * p.EP * p.PP
@@ -31,10 +37,11 @@ func (c *checker) grid() {
 		// Only meaningful once the dense grid fits; otherwise the error above
 		// already says what to change.
 		eps := valuesIn(1, world, func(e int) bool { return world%(c.etp()*e*p.PP) == 0 && (!c.isMoE() || s.Model.MoE.Experts%e == 0) })
-		c.report("expert-grid-not-divisible", "parallel.ep",
+		e := c.report("expert-grid-not-divisible", "parallel.ep",
 			fmt.Sprintf("etp·ep·pp must divide %d: valid ep with etp=%d, pp=%d: %s", world, c.etp(), p.PP, ints(eps)),
 			"world size %d is not divisible by the expert grid etp·ep·pp = %d·%d·%d = %d",
 			world, c.etp(), p.EP, p.PP, expert)
+		c.relatedDegrees(e, "etp", c.etp(), "pp", p.PP)
 	}
 
 	switch p.Order {
@@ -59,7 +66,8 @@ func (c *checker) grid() {
 			hint += fmt.Sprintf(", or use cluster.nodes = %d for dp=%d", need/s.Cluster.GPUsPerNode, *p.DP)
 		}
 		c.report("dp-mismatch", "parallel.dp", hint,
-			"parallel.dp = %d but world / (tp·pp·cp) = %d / %d = %d", *p.DP, world, model, c.d.DP)
+			"parallel.dp = %d but world / (tp·pp·cp) = %d / %d = %d", *p.DP, world, model, c.d.DP).
+			Related("cluster.nodes", "nodes = %d", s.Cluster.Nodes)
 	}
 
 	if k := p.DistributedOptimizerInstances; k > 1 && c.gridOK() && world%expert == 0 {
@@ -79,6 +87,18 @@ func (c *checker) grid() {
 			fmt.Sprintf("divisors of gpus_per_node=%d: %s; or a multiple of %d (e.g. 72 on NVL72 with 4 GPUs per node)", g, ints(divisors(g)), g),
 			"nvlink_domain = %d is neither a divisor nor a multiple of gpus_per_node = %d", n, g)
 	}
+}
+
+// relatedDegrees adds the cluster's size and the other degrees of a grid
+// (name, value pairs; a degree of 1 adds nothing) as related positions.
+func (c *checker) relatedDegrees(e diag.Entry, others ...any) {
+	for i := 0; i+1 < len(others); i += 2 {
+		if v := others[i+1].(int); v != 1 {
+			e.Related("parallel."+others[i].(string), "%s = %d", others[i], v)
+		}
+	}
+	e.Related("cluster.nodes", "nodes = %d", c.s.Cluster.Nodes).
+		Related("cluster.gpus_per_node", "gpus_per_node = %d", c.s.Cluster.GPUsPerNode)
 }
 
 // gridHint lists tp values that fit the world with the current pp and cp,

@@ -207,7 +207,8 @@ func (c *checker) slurm() {
 	if sl.CPUsPerTask != nil && cl.CPUsPerNode != nil && *sl.CPUsPerTask*cl.GPUsPerNode > *cl.CPUsPerNode {
 		c.report("slurm-cpus", "cluster.slurm.cpus_per_task", fmt.Sprintf("use cpus_per_task ≤ %d", *cl.CPUsPerNode/cl.GPUsPerNode),
 			"cpus_per_task=%d × %d tasks per node = %d exceeds cpus_per_node=%d",
-			*sl.CPUsPerTask, cl.GPUsPerNode, *sl.CPUsPerTask*cl.GPUsPerNode, *cl.CPUsPerNode)
+			*sl.CPUsPerTask, cl.GPUsPerNode, *sl.CPUsPerTask*cl.GPUsPerNode, *cl.CPUsPerNode).
+			Related("cluster.cpus_per_node", "cpus_per_node = %d", *cl.CPUsPerNode)
 	}
 	if ps := sl.PreemptSignalSeconds; ps != nil {
 		switch {
@@ -216,7 +217,8 @@ func (c *checker) slurm() {
 				"preempt_signal_seconds=%d exceeds Slurm's limit of 65535", *ps)
 		case limit > 0 && *ps >= limit:
 			c.report("slurm-preempt", "cluster.slurm.preempt_signal_seconds", fmt.Sprintf("use fewer than %d seconds", limit),
-				"preempt_signal_seconds=%d is not below the time limit %q (%d s)", *ps, *sl.Time, limit)
+				"preempt_signal_seconds=%d is not below the time limit %q (%d s)", *ps, *sl.Time, limit).
+				Related("cluster.slurm.time", "time = %q", *sl.Time)
 		}
 	}
 }

@@ -26,7 +26,8 @@ func (c *checker) moe() {
 			return e.Experts%v == 0 && c.world()%(c.etp()*v*p.PP) == 0
 		})
 		c.report("ep-experts", "parallel.ep", fmt.Sprintf("ep values dividing experts=%d that fit the world size: %s", e.Experts, ints(okEP)),
-			"experts=%d is not a multiple of ep=%d", e.Experts, p.EP)
+			"experts=%d is not a multiple of ep=%d", e.Experts, p.EP).
+			Related("model.moe.experts", "experts = %d", e.Experts)
 	}
 	if m.Bias && c.etp() != 1 {
 		c.report("moe-bias-etp", "model.bias", "set model.bias: false (Megatron --disable-bias-linear), or parallel.etp: 1",
@@ -52,7 +53,8 @@ func (c *checker) moe() {
 	}
 	if e.TopK > e.Experts {
 		c.report("moe-topk-experts", "model.moe.topk", fmt.Sprintf("use topk between 1 and experts=%d", e.Experts),
-			"topk=%d is larger than experts=%d", e.TopK, e.Experts)
+			"topk=%d is larger than experts=%d", e.TopK, e.Experts).
+			Related("model.moe.experts", "experts = %d", e.Experts)
 	}
 	if f, etp := c.d.MoEFFNHidden, c.etp(); f > 0 && f%etp != 0 {
 		path := "parallel.etp"

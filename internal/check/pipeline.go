@@ -57,7 +57,8 @@ func (c *checker) evenSplit() {
 		}
 		c.report("pp-layers", "parallel.pp",
 			fmt.Sprintf("%s: %s; or split unevenly with first_stage_layers/last_stage_layers", which, ints(okPP)),
-			"%s is not divisible by pp=%d", what, pp)
+			"%s is not divisible by pp=%d", what, pp).
+			Related("model.layers", "layers = %d", c.s.Model.Layers)
 		return
 	}
 	if vpp > 1 && pp > 1 {

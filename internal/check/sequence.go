@@ -13,7 +13,8 @@ func (c *checker) sequence() {
 		okCP := valuesIn(1, c.world(), func(v int) bool { return v == 1 || seq%(2*v) == 0 })
 		c.report("cp-seq-length", "train.seq_length",
 			fmt.Sprintf("nearest valid seq_length: %s; or cp in %s", nearestText(b, a), ints(okCP)),
-			"seq_length=%d is not a multiple of 2·cp = %d", seq, 2*cp)
+			"seq_length=%d is not a multiple of 2·cp = %d", seq, 2*cp).
+			Related("parallel.cp", "cp = %d", cp)
 	}
 	if h := p.HierarchicalCP; len(h) > 0 {
 		prod := 1
@@ -37,7 +38,8 @@ func (c *checker) sequence() {
 	if c.d.SP && cp >= 1 && seq%cp == 0 && (seq/cp)%tp != 0 {
 		b, a := nearestMultiples(seq, tp*cp)
 		c.report("sp-seq-length", "train.seq_length", "nearest valid seq_length: "+nearestText(b, a),
-			"with sequence parallelism each tensor-parallel rank takes seq_length/(cp·tp) tokens, but %d/cp=%d is not divisible by tp=%d", seq, seq/cp, tp)
+			"with sequence parallelism each tensor-parallel rank takes seq_length/(cp·tp) tokens, but %d/cp=%d is not divisible by tp=%d", seq, seq/cp, tp).
+			Related("parallel.tp", "tp = %d", tp)
 	}
 	if c.isMoE() && tp > 1 && !c.d.SP {
 		c.report("moe-sp-required", "parallel.sp", "set parallel.sp: true (or remove it: it defaults to true when tp > 1)",

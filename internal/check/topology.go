@@ -25,7 +25,7 @@ func Topology(s *spec.Spec, fams []FamilyLink, at diag.Locator) diag.List {
 	if at == nil {
 		at = diag.NoPos
 	}
-	c := &checker{s: s, at: at}
+	c := &checker{s: s, r: diag.NewReporter(at)}
 	domain := s.Cluster.NVLinkDomain
 	fit := ints(divisors(max(domain, 1)))
 	for _, f := range fams {
@@ -59,7 +59,7 @@ func Topology(s *spec.Spec, fams []FamilyLink, at diag.Locator) diag.List {
 			}
 		}
 	}
-	return c.list.Sort()
+	return c.r.List.Sort()
 }
 
 func (c *checker) etpPath() string {

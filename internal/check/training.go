@@ -82,7 +82,8 @@ func (c *checker) training() {
 	}
 	if t.MinLR > t.LR {
 		c.report("lr-min", "train.min_lr", fmt.Sprintf("use min_lr ≤ lr=%g", t.LR),
-			"min_lr=%g is larger than lr=%g", t.MinLR, t.LR)
+			"min_lr=%g is larger than lr=%g", t.MinLR, t.LR).
+			Related("train.lr", "lr = %g", t.LR)
 	}
 
 	if ck := c.s.Checkpoint; ck != nil {

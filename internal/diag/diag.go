@@ -2,6 +2,7 @@ package diag
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,8 +26,8 @@ func (s Severity) String() string {
 // MarshalText lets Severity appear as "error" / "warning" in JSON.
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// Pos is a position in a source file. Line and Column are 1-based; a zero
-// Line means the position is unknown.
+// Pos is a position in a source file. Line and Column are 1-based (Column
+// counts bytes, as CUE does); a zero Line means the position is unknown.
 type Pos struct {
 	File   string `json:"file"`
 	Line   int    `json:"line"`
@@ -48,6 +49,13 @@ func (p Pos) String() string {
 	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
 }
 
+// Related is another place that takes part in a diagnostic: the other side
+// of a conflict, the field whose value the message quotes.
+type Related struct {
+	Pos
+	Message string `json:"message"`
+}
+
 // Diagnostic is one problem found in a spec.
 type Diagnostic struct {
 	Severity Severity `json:"severity"`
@@ -57,14 +65,41 @@ type Diagnostic struct {
 	Hint string `json:"hint,omitempty"`
 	// Path is the spec field blamed, e.g. "parallel.tp".
 	Path string `json:"path"`
+	// Pos starts the range of source the diagnostic covers.
 	Pos
+	// EndLine and EndColumn end the range: the position just past its last
+	// byte. Ranges (see List.WithRanges) sets them from the source; when
+	// only the start is known they equal Line and Column.
+	EndLine   int `json:"end_line"`
+	EndColumn int `json:"end_column"`
+	// Related lists the other places involved, in the user's files.
+	Related []Related `json:"related"`
 }
 
-// String renders the diagnostic as FILE:LINE:COL: severity CODE: message (hint).
+// MarshalJSON writes the diagnostic as the contract says (design.md,
+// "Diagnostics JSON" and its extension): related is a list, never null, and a
+// known start without a known end is an empty range at the start.
+func (d Diagnostic) MarshalJSON() ([]byte, error) {
+	type plain Diagnostic
+	p := plain(d)
+	if p.Related == nil {
+		p.Related = []Related{}
+	}
+	if p.EndLine == 0 {
+		p.EndLine, p.EndColumn = p.Line, p.Column
+	}
+	return json.Marshal(p)
+}
+
+// String renders the diagnostic as FILE:LINE:COL: severity CODE: message,
+// its related places and its hint, one per line.
 func (d Diagnostic) String() string {
 	var b strings.Builder
 	b.WriteString(d.Pos.String())
 	fmt.Fprintf(&b, ": %s %s: %s", d.Severity, d.Code, d.Message)
+	for _, r := range d.Related {
+		fmt.Fprintf(&b, "\n\tnote: %s: %s", r.Pos, r.Message)
+	}
 	if d.Hint != "" {
 		b.WriteString("\n\thint: ")
 		b.WriteString(d.Hint)
@@ -117,7 +152,13 @@ func (l List) Sort() List {
 			cmp.Compare(a.Message, b.Message),
 		)
 	})
-	return slices.Compact(out)
+	return slices.CompactFunc(out, Diagnostic.equal)
+}
+
+func (d Diagnostic) equal(e Diagnostic) bool {
+	return d.Severity == e.Severity && d.Code == e.Code && d.Message == e.Message && d.Hint == e.Hint &&
+		d.Path == e.Path && d.Pos == e.Pos && d.EndLine == e.EndLine && d.EndColumn == e.EndColumn &&
+		slices.Equal(d.Related, e.Related)
 }
 
 // Codes lists the codes in order (handy in tests).

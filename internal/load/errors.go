@@ -108,7 +108,7 @@ func (r *Result) diagnostic(e cueerrors.Error) diag.Diagnostic {
 			pos = diag.Pos{File: r.Display[r.Files[0]]}
 		}
 	}
-	d := diag.Diagnostic{Severity: diag.Error, Path: path, Pos: pos, Message: msg}
+	d := diag.Diagnostic{Severity: diag.Error, Path: path, Pos: pos, Message: msg, Related: r.related(e, pos)}
 	switch {
 	case strings.Contains(format, "field not allowed"):
 		field := ""
@@ -168,6 +168,30 @@ func (r *Result) diagnostic(e cueerrors.Error) diag.Diagnostic {
 		d.Code = "invalid-value"
 	}
 	return d
+}
+
+// related keeps the other positions CUE gives for an error (both sides of a
+// conflict, the constraint a value violates) that are in the user's files.
+func (r *Result) related(e cueerrors.Error, primary diag.Pos) []diag.Related {
+	format, _ := e.Msg()
+	what := "also involved here"
+	if strings.Contains(format, "conflicting values") {
+		what = "the conflicting value"
+	}
+	var out []diag.Related
+	seen := map[diag.Pos]bool{primary: true}
+	for _, p := range append(append([]token.Pos{e.Position()}, e.InputPositions()...), cueerrors.Positions(e)...) {
+		if !p.IsValid() || !r.isUserFile(p.Filename()) {
+			continue
+		}
+		dp := r.pos(p)
+		if seen[dp] {
+			continue
+		}
+		seen[dp] = true
+		out = append(out, diag.Related{Pos: dp, Message: what})
+	}
+	return out
 }
 
 func lastOr(path, def string) string {

@@ -44,14 +44,28 @@ type Result struct {
 	Files []string
 	// Display maps an absolute file name to the name the user gave.
 	Display map[string]string
+
+	source Source
 }
+
+// text returns the source of the file a diagnostic names (nil for another).
+func (s Source) text(file string) []byte {
+	if file == s.Path {
+		return s.Data
+	}
+	return nil
+}
+
+// Ranges sets the source range of diagnostics found after loading (see
+// diag.List.WithRanges).
+func (r *Result) Ranges(l diag.List) diag.List { return l.WithRanges(r.source.text) }
 
 // Load reads and unifies one spec. It never panics on bad input: every
 // problem becomes a diagnostic. It reads at most MaxInputBytes, and only
 // UTF-8 text. The returned Result is nil when the spec could
 // not be built at all (a syntax error, a missing file, a bad import).
-func Load(src Source) (*Result, diag.List) {
-	var diags diag.List
+func Load(src Source) (res *Result, diags diag.List) {
+	defer func() { diags = diags.WithRanges(src.text) }()
 	if src.Data == nil {
 		data, d := readSpec(src.Path)
 		if d != nil {
@@ -86,7 +100,7 @@ func Load(src Source) (*Result, diag.List) {
 		panic(fmt.Sprintf("parc: embedded schema does not compile: %v", err))
 	}
 	plan := schemaVal.LookupPath(cue.ParsePath("#Plan"))
-	res := &Result{Schema: plan, Files: []string{abs}, Display: map[string]string{abs: src.Path}}
+	res = &Result{Schema: plan, Files: []string{abs}, Display: map[string]string{abs: src.Path}, source: src}
 
 	switch ext {
 	case ".hcl":
