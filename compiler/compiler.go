@@ -82,10 +82,19 @@ var targetChecks = []resolve.Check{megatron.Check}
 // (parc solve): the best top plans that pass every check, by estimated step
 // time. With nothing open, the one plan is the only candidate.
 func Solve(src Source, top int) (*solve.Result, diag.List) {
+	return SolveWith(src, solve.Options{Top: top})
+}
+
+// SolveWith is Solve with every option of the search (the top K, the memory
+// headroom, the noise band).
+func SolveWith(src Source, opts solve.Options) (*solve.Result, diag.List) {
 	res, diags := load.Load(src)
 	if res == nil || diags.HasErrors() {
 		return nil, diags.Sort()
 	}
-	r, ds := solve.Solve(res, solve.Options{Top: top, Checks: targetChecks})
+	if opts.Checks == nil {
+		opts.Checks = targetChecks
+	}
+	r, ds := solve.Solve(res, opts)
 	return r, res.Ranges(append(diags, ds...)).Sort()
 }

@@ -16,15 +16,19 @@ import (
 func newSolveCmd() *cobra.Command {
 	var format string
 	var top int
+	var headroom float64
 	cmd := &cobra.Command{
 		Use:   "solve FILE",
 		Short: "Choose the degrees left open (tp: int, pp: >=2, ...): the best plans by estimated step time",
-		Long: `solve fills the parallel degrees, micro_batch and recompute a spec leaves open
-(parallel.tp, pp, vpp, cp, ep, etp, train.micro_batch, train.recompute written as
-"int", a disjunction such as "1 | 2 | 4 | 8", or bounds such as ">=2"). It ranks every
+		Long: `solve fills the fields a spec leaves open (parallel.tp, pp, vpp, cp, ep, etp,
+account_for_embedding, account_for_loss, first_stage_layers, last_stage_layers,
+train.micro_batch, recompute, distributed_optimizer, fsdp, written as "int",
+"bool", a disjunction such as "1 | 2 | 4 | 8", or bounds such as ">=2"); with pp
+open and no split written it also chooses the pipeline split. It ranks every
 assignment that passes every check (Megatron-Core's rules, the topology, memory
-fit) by the estimated step time and prints the best, with why each one ranks
-below the first.`,
+within the headroom) by the estimated step time, lists the best distinct parallel
+shapes (shapes within the noise band of the fastest: the simplest first), and
+says why the first was chosen and why each other ranks below it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
@@ -33,8 +37,11 @@ below the first.`,
 			if top < 1 {
 				return usageError{fmt.Errorf("--top must be at least 1, got %d", top)}
 			}
+			if headroom < 0 || headroom > 1 {
+				return usageError{fmt.Errorf("--memory-headroom must be a fraction of the GPU's memory in (0, 1], got %g", headroom)}
+			}
 			stderr := cmd.ErrOrStderr()
-			r, diags := compiler.Solve(compiler.Source{Path: args[0]}, top)
+			r, diags := compiler.SolveWith(compiler.Source{Path: args[0]}, solve.Options{Top: top, MemoryHeadroom: headroom})
 			diags = relDiags(diags)
 			printDiags(stderr, diags)
 			failed := r == nil || len(r.Candidates) == 0
@@ -68,7 +75,9 @@ below the first.`,
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
-	cmd.Flags().IntVar(&top, "top", solve.DefaultTop, "how many plans to print, best first")
+	cmd.Flags().IntVar(&top, "top", solve.DefaultTop, "how many parallel shapes to print, best first")
+	cmd.Flags().Float64Var(&headroom, "memory-headroom", 0,
+		fmt.Sprintf("the largest fraction of GPU memory a plan's estimated peak may use (default: the spec's solve.memory_headroom, else %g)", solve.DefaultMemoryHeadroom))
 	return cmd
 }
 
@@ -91,17 +100,17 @@ func writeSolveText(w io.Writer, file string, r *solve.Result) error {
 		fmt.Fprintf(&b, "note: %s\n\n", n)
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "#\ttp\tpp\tvpp\tcp\tep\tetp\tdp\tmicro_batch\trecompute\tstep (s)\tvs best\tmemory/GPU\tbubble\tMFU\t")
+	fmt.Fprintln(tw, "#\ttp\tpp\tvpp\tcp\tep\tetp\tdp\tsplit\tmicro_batch\trecompute\toptimizer\tstep (s)\tvs best\tmemory/GPU\tbubble\tMFU\tvariants\t")
 	for _, c := range r.Candidates {
 		p, t := c.Parallel, c.Train
 		vs := "best"
 		if c.Rank > 1 {
 			vs = fmt.Sprintf("%+.1f%%", c.VsBestPct)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%.4g\t%s\t%.1f GiB (%.0f%%)\t%.1f%%\t%.1f%%\t\n",
-			c.Rank, p.TP, p.PP, p.VPP, p.CP, p.EP, p.ETP, p.DP, t.MicroBatch, t.Recompute, c.StepTimeS, vs,
-			float64(c.Memory.PerGPUPeakBytes)/(1<<30), 100*c.Memory.FractionOfGPU,
-			100*c.Breakdown.BubbleFraction, 100*c.MFU)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%.4g\t%s\t%.1f GiB (%.0f%%)\t%.1f%%\t%.1f%%\t%d\t\n",
+			c.Rank, p.TP, p.PP, p.VPP, p.CP, p.EP, p.ETP, p.DP, splitText(p), t.MicroBatch, t.Recompute, optimizerText(t),
+			c.StepTimeS, vs, float64(c.Memory.PerGPUPeakBytes)/(1<<30), 100*c.Memory.FractionOfGPU,
+			100*c.Breakdown.BubbleFraction, 100*c.MFU, len(c.Variants))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -114,6 +123,42 @@ func writeSolveText(w io.Writer, file string, r *solve.Result) error {
 		}
 		fmt.Fprintf(&b, "%d. %s\n", c.Rank, line)
 	}
+	if r.Explanation != "" {
+		fmt.Fprintf(&b, "\n%s\n", r.Explanation)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// splitText is a candidate's pipeline split in a table cell: "even",
+// "+emb+loss" (accounted for), "7|8|7" (first, middle, last stage layers).
+func splitText(p solve.Parallel) string {
+	switch {
+	case p.FirstStageLayers != nil || p.LastStageLayers != nil:
+		var parts []string
+		if p.FirstStageLayers != nil {
+			parts = append(parts, fmt.Sprintf("first %d", *p.FirstStageLayers))
+		}
+		if p.LastStageLayers != nil {
+			parts = append(parts, fmt.Sprintf("last %d", *p.LastStageLayers))
+		}
+		return strings.Join(parts, " ")
+	case p.AccountForEmbedding && p.AccountForLoss:
+		return "+emb+loss"
+	case p.AccountForEmbedding:
+		return "+emb"
+	case p.AccountForLoss:
+		return "+loss"
+	}
+	return "even"
+}
+
+func optimizerText(t solve.Train) string {
+	switch {
+	case t.FSDP:
+		return "fsdp"
+	case t.DistributedOptimizer:
+		return "distributed"
+	}
+	return "replicated"
 }

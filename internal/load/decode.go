@@ -15,18 +15,12 @@ import (
 	"parc.dev/parc/internal/spec"
 )
 
-// OpenPaths are the spec fields a user may leave open for parc solve.
-var OpenPaths = []string{
-	"parallel.tp", "parallel.pp", "parallel.vpp", "parallel.cp", "parallel.ep", "parallel.etp",
-	"train.micro_batch", "train.recompute",
-}
-
-// Open lists the solver fields the user left open (`tp: int`,
+// Open lists the solver fields (spec.OpenPaths) the user left open (`tp: int`,
 // `tp: 1 | 2 | 4 | 8`, `pp: >=2`). Openness is decided on the user's own
 // value, before the schema's defaults could make it concrete.
 func (r *Result) Open() []string {
 	var out []string
-	for _, p := range OpenPaths {
+	for _, p := range spec.OpenPaths() {
 		v := r.User.LookupPath(cue.ParsePath(p))
 		if !v.Exists() {
 			continue

@@ -51,3 +51,33 @@ func BenchmarkLoadAndSolveDeepSeek2k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSolve405B1kOpen: Llama 3.1 405B on 1,024 H100s, every degree,
+// the micro batch, recompute and the pipeline split open.
+func BenchmarkSolve405B1kOpen(b *testing.B) { benchSolve(b, "testdata/acceptance/llama3-405b-1k.cue") }
+
+// BenchmarkSolve405B16kOpen: the same on 16,384 H100s.
+func BenchmarkSolve405B16kOpen(b *testing.B) { benchSolve(b, "testdata/acceptance/llama3-405b-16k.cue") }
+
+// BenchmarkSolveDeepSeek1kOpen: DeepSeek-V3 on 1,024 H100s, everything open.
+func BenchmarkSolveDeepSeek1kOpen(b *testing.B) { benchSolve(b, "testdata/acceptance/deepseek-v3-1k.cue") }
+
+// BenchmarkLoadAndSolve405B16kOpen includes loading the spec.
+func BenchmarkLoadAndSolve405B16kOpen(b *testing.B) {
+	for b.Loop() {
+		res := loadFile(b, "testdata/acceptance/llama3-405b-16k.cue")
+		if r, ds := Solve(res, Options{}); len(r.Candidates) == 0 {
+			b.Fatalf("no candidate: %v", ds)
+		}
+	}
+}
+
+// BenchmarkLoadAndSolveDeepSeek1kOpen includes loading the spec.
+func BenchmarkLoadAndSolveDeepSeek1kOpen(b *testing.B) {
+	for b.Loop() {
+		res := loadFile(b, "testdata/acceptance/deepseek-v3-1k.cue")
+		if r, ds := Solve(res, Options{}); len(r.Candidates) == 0 {
+			b.Fatalf("no candidate: %v", ds)
+		}
+	}
+}

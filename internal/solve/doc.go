@@ -1,56 +1,78 @@
-// Package solve is the solve stage of the compiler: it fills the degrees a
-// user left open in a spec (parallel.tp, pp, vpp, cp, ep, etp and
-// train.micro_batch, train.recompute, written as `tp: int`, `tp: 1 | 2 | 4 | 8`
-// or `pp: >=2`) and ranks the complete plans by the estimated step time.
+// Package solve is the solve stage of the compiler: it fills the fields a
+// user left open in a spec (spec.OpenPaths: parallel.tp, pp, vpp, cp, ep,
+// etp, the pipeline split account_for_embedding, account_for_loss,
+// first_stage_layers, last_stage_layers, and train.micro_batch, recompute,
+// distributed_optimizer, fsdp — written as `tp: int`, `tp: 1 | 2 | 4 | 8`,
+// `pp: >=2`, `account_for_loss: bool`) and ranks the complete plans by the
+// estimated step time.
 //
-// The search is exact: it returns the K plans the cost model (package
-// estimate) rates fastest among every assignment that passes every check
-// (Megatron-Core's rules in package check, the topology rules, memory fit),
-// with a deterministic tie-break. It does not enumerate blindly:
+// The pipeline split is searched with pp, as experts choose it: when pp is
+// open (or does not divide the layers) and the spec writes none of the four
+// split fields, parc tries the even split, account_for_embedding and/or
+// account_for_loss, and uneven first/last stages of 3 layers fewer to 1 more
+// than the middle ones (Llama 3 405B's 126 layers: 7 + 14×8 + 7 over 16
+// stages; DeepSeek-V3's 61: 4 + 14×4 + 1). Two splits that give every stage
+// the same layers are one plan, counted under the simpler.
+//
+// The search is exact over that space: it returns what the documented
+// ranking puts first among every assignment that passes every check
+// (Megatron-Core's rules in package check, the topology rules, memory
+// within the headroom), deterministically. It does not enumerate blindly:
 //
 //  1. Domains. Each open field's candidates come from the rules that bound it
-//     (tp divides the heads, the query groups and the FFN; cp with seq_length
-//     a multiple of 2·cp; pp splitting the layers; vpp splitting the layers of
-//     one rank; ep dividing the experts; micro_batch dividing the global batch
-//     per data-parallel rank), intersected with the user's own CUE constraint
-//     (a value is allowed when it unifies with what the user wrote).
+//     (the world's divisors for a degree, the layers for vpp, the global
+//     batch's divisors for micro_batch), intersected with the user's own CUE
+//     constraint (a value is allowed when it unifies with what the user
+//     wrote).
 //  2. Rules on partial assignments. The nested enumeration tp → cp → pp → ep
-//     → etp → vpp → micro_batch → recompute drops a partial assignment as soon
+//     → etp → split → vpp → micro_batch drops a partial assignment as soon
 //     as a rule that check.Run or check.Topology would report as an error
 //     fails (world divisibility, dp, sequence-parallel split, the expert grid,
-//     tensor-parallel groups that would leave the NVLink domain, the global
-//     batch, the interleaved schedule's microbatch rule). Which link each
-//     process-group family crosses is computed in closed form, without
-//     building the groups (see crosses).
-//  3. Branch and bound. Every remaining assignment gets a lower bound of its
+//     tensor-parallel groups that would leave the NVLink domain, the layer
+//     split, the global batch, the interleaved schedule's microbatch rule).
+//     Which link each process-group family crosses is computed in closed
+//     form, without building the groups (see crosses). Each (grid, split,
+//     vpp) becomes one node standing for its micro batches, recompute modes
+//     and optimizer shardings; it is expanded only when the search reaches
+//     it.
+//  3. Branch and bound. Every node and assignment gets a lower bound of its
 //     step time: (m + (p−1)/v)/p × the compute of one microbatch through the
 //     whole model, then, lazily, the same with the whole model's exposed
 //     tensor/context/expert communication (a one-stage estimate shared by all
 //     assignments with the same tp, cp, ep, etp and links, scaled by the
-//     micro batch). Assignments are estimated in order of their bound; the
-//     search stops when the bound exceeds the K-th best step time found. A
-//     plan whose weights, gradients and optimizer state alone exceed the GPU's
-//     memory rules out every micro_batch and recompute choice with the same
-//     grid and vpp.
-//  4. Verification. The K best are rebuilt the way `parc vet` builds a plan:
-//     the open fields are filled into the user's CUE value and decoded, then
-//     check.Run, layout.Build, check.Topology and estimate.Run run on the
-//     result. A candidate that fails (a cross-field CUE constraint, say) is
-//     dropped and the search resumes.
+//     micro batch). They are taken in order of their bound; the search stops
+//     when the bound exceeds both the K-th fastest shape and the noise band
+//     of the fastest. A plan whose weights, gradients and optimizer state
+//     alone exceed the headroom rules out every micro_batch and recompute
+//     choice with the same grid, split, vpp and sharding.
+//  4. Verification. The plans shown are rebuilt the way `parc vet` builds a
+//     plan: the open fields are filled into the user's CUE value and
+//     decoded, then resolve.Resolve runs on the result. A candidate that
+//     fails (a cross-field CUE constraint, say) is dropped and the search
+//     resumes.
 //
-// During the search the estimate gets every family's link from the closed
-// form, so it never builds a layout (TestFastEstimateMatchesReal checks the
-// numbers are the ones estimate.Run gives with the layout's links).
+// Memory headroom: a plan whose estimated peak is above MemoryHeadroom of
+// the GPU's memory (default 90%, spec field solve.memory_headroom, flag
+// --memory-headroom) is rejected (memory-above-headroom), so `parc vet`
+// never warns memory-near-limit on the pick.
 //
-// Ranking: step time rounded to 12 significant digits (the estimate's sums
-// vary in the last bit between runs), then the smaller model-parallel group
-// tp·pp·cp, then the lower peak memory, then tp, cp, pp, ep, etp, vpp,
-// micro_batch, recompute ascending; the output is the same every run. An etp
-// left open on a dense model stays unset (etp = tp): it would only shape the
-// unused expert grid.
+// Ranking. Plans of one parallel shape (tp, cp, pp, ep, etp, vpp, split)
+// are variants of it, ordered by step time (rounded to 12 significant
+// digits: the estimate's sums vary in the last bit between runs), then peak
+// memory, less recomputation, the simpler optimizer sharding, the smaller
+// micro batch; the first represents the shape. Shapes whose step time is
+// within the noise band (DefaultNoiseBand, 3%) of the fastest shape's come
+// first, simplest first — the smaller tp·cp·pp, fewer pipeline stages, less
+// context parallelism, fewer virtual stages, the simpler split (even, then
+// accounted, then uneven), then ep, tp, etp — and the others follow by
+// step time. The top K shapes are returned with their variants, and the
+// first is explained in words (what its step is made of, the margin to the
+// runner-up, a faster shape the band passed over).
+//
+// Counts: Space = Pruned + Infeasible + Feasible + Bounded.
 //
 // TestSolveMatchesBruteForce runs the whole compiler on every value of every
-// open field of small specs and finds the same top K; TestPublishedPlans
-// checks published plans (papers, NVIDIA's recipes) pass every check and are
-// in the top 5 or beaten by it.
+// open field (and every split of the documented family) of small specs and
+// finds the same top K; TestPublishedPlans checks published plans (papers,
+// NVIDIA's recipes) against parc's pick.
 package solve

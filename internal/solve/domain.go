@@ -11,25 +11,28 @@ import (
 	"parc.dev/parc/internal/spec"
 )
 
-// field is one solver variable, in enumeration order.
-type field int
+// field is one of the open fields (spec.OpenField); the solver keeps a
+// domain for each.
+type field = spec.OpenField
 
 const (
-	fTP field = iota
-	fCP
-	fPP
-	fEP
-	fETP
-	fVPP
-	fMB
-	fRC
-	nFields
+	fTP    = spec.OpenTP
+	fCP    = spec.OpenCP
+	fPP    = spec.OpenPP
+	fEP    = spec.OpenEP
+	fETP   = spec.OpenETP
+	fVPP   = spec.OpenVPP
+	fMB    = spec.OpenMicroBatch
+	fRC    = spec.OpenRecompute
+	fEmb   = spec.OpenAccountForEmbedding
+	fLoss  = spec.OpenAccountForLoss
+	fFirst = spec.OpenFirstStageLayers
+	fLast  = spec.OpenLastStageLayers
+	fDO    = spec.OpenDistributedOptimizer
+	fFSDP  = spec.OpenFSDP
 )
 
-var fieldPath = [nFields]string{
-	fTP: "parallel.tp", fCP: "parallel.cp", fPP: "parallel.pp", fEP: "parallel.ep",
-	fETP: "parallel.etp", fVPP: "parallel.vpp", fMB: "train.micro_batch", fRC: "train.recompute",
-}
+const nFields = spec.NumOpenFields
 
 // recomputeModes are train.recompute's values, least recomputation first
 // (an index into this list is a candidate's recompute value).
@@ -44,26 +47,30 @@ type solver struct {
 	at   diag.Locator
 	opts Options
 
-	base  spec.Spec // the user's spec, open fields at placeholder values
-	open  [nFields]bool
-	user  [nFields]cue.Value
-	world int
+	base spec.Spec // the user's spec, open fields at placeholder values
+	open [nFields]bool
+	// implied marks the pipeline-split fields the user did not write that
+	// parc searches because the pipeline is its to choose (see splitImplied).
+	implied [nFields]bool
+	user    [nFields]cue.Value
+	world   int
 
 	// dom[f] are field f's candidate values after the user's constraint
-	// (recompute: indices into recomputeModes; etp: etpFollowsTP = unset).
+	// (recompute: indices into recomputeModes; etp: etpFollowsTP = unset;
+	// booleans: 0 and 1). The pipeline split has no product domain: see
+	// splitsFor.
 	dom [nFields][]int
+
+	// splits are the pipeline splits tried, by index; splitsOf[pp] the
+	// indices tried with pp stages, simplest first.
+	splits   []split
+	splitsOf map[int][]int32
+	dupSplit map[[3]int32]bool
+	// shards are the (distributed_optimizer, fsdp) pairs tried.
+	shards []shard
 
 	diags diag.List
 	search
-}
-
-func fieldOf(path string) field {
-	for f, p := range fieldPath {
-		if p == path {
-			return field(f)
-		}
-	}
-	return -1
 }
 
 // newSolver decodes the spec once, with each open field at a placeholder its
@@ -73,8 +80,8 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 	var ds diag.List
 	v := res.Plan
 	for _, p := range res.Open() {
-		f := fieldOf(p)
-		if f < 0 {
+		f, ok := spec.OpenFieldOf(p)
+		if !ok {
 			continue
 		}
 		sv.open[f] = true
@@ -82,8 +89,7 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 		ph, ok := sv.placeholder(f)
 		if !ok {
 			ds.Errorf(sv.at(p), p, CodeOpenNoValue, "write the field as a concrete value, a disjunction (1 | 2 | 4 | 8) or bounds (>=2)",
-				"%s is open but parc found no value its constraint %v allows (it tries powers of two and 1–4096%s)",
-				p, sv.user[f], map[bool]string{true: `, or "none", "selective", "full"`}[f == fRC])
+				"%s is open but parc found no value its constraint %v allows (it tries %s)", p, sv.user[f], triedValues(f))
 			continue
 		}
 		v = v.FillPath(cue.ParsePath(p), ph)
@@ -98,9 +104,54 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 	}
 	sv.base = *s
 	sv.world = s.Cluster.Nodes * s.Cluster.GPUsPerNode
+	if sv.opts.MemoryHeadroom <= 0 {
+		sv.opts.MemoryHeadroom = DefaultMemoryHeadroom
+		if s.Solve != nil && s.Solve.MemoryHeadroom != nil {
+			sv.opts.MemoryHeadroom = *s.Solve.MemoryHeadroom
+		}
+	}
+	sv.splitImplied()
 	sv.domains()
 	return sv, ds
 }
+
+func triedValues(f field) string {
+	switch f {
+	case fRC:
+		return `"none", "selective", "full"`
+	case fEmb, fLoss, fDO, fFSDP:
+		return "false and true"
+	}
+	return "powers of two and 1–4096"
+}
+
+func isBool(f field) bool { return f == fEmb || f == fLoss || f == fDO || f == fFSDP }
+
+// splitImplied opens the pipeline-split fields (account_for_embedding,
+// account_for_loss, first_stage_layers, last_stage_layers) the user did not
+// write when the pipeline is parc's to choose: pp is open, or the layers do
+// not split evenly over the pp given. Experts choose pp and the split
+// together (Llama 3 405B's 126 layers split over 16 stages only with one
+// layer fewer on the first and the last stage); a split the user wrote,
+// even as its default value, is kept.
+func (sv *solver) splitImplied() {
+	for _, f := range spec.PipelineSplitFields {
+		if sv.open[f] || sv.res.User.LookupPath(cue.ParsePath(f.Path())).Exists() {
+			return
+		}
+	}
+	p := sv.base.Parallel
+	if !sv.open[fPP] && (p.PP <= 1 || sv.base.Model.Layers%p.PP == 0) {
+		return
+	}
+	for _, f := range spec.PipelineSplitFields {
+		sv.implied[f] = true
+	}
+}
+
+// searched reports whether the search chooses f: the user left it open or
+// parc opened it (splitImplied).
+func (sv *solver) searched(f field) bool { return sv.open[f] || sv.implied[f] }
 
 // allowed reports whether value c unifies with the user's constraint on f.
 func (sv *solver) allowed(f field, c any) bool {
@@ -113,10 +164,18 @@ func (sv *solver) allowed(f field, c any) bool {
 
 // placeholder finds a value the user's constraint on f allows.
 func (sv *solver) placeholder(f field) (any, bool) {
-	if f == fRC {
+	switch {
+	case f == fRC:
 		for _, m := range recomputeModes {
 			if sv.allowed(f, m) {
 				return m, true
+			}
+		}
+		return nil, false
+	case isBool(f):
+		for _, b := range []bool{false, true} {
+			if sv.allowed(f, b) {
+				return b, true
 			}
 		}
 		return nil, false
@@ -173,10 +232,15 @@ func (sv *solver) domains() {
 	default:
 		pick(fETP, divW)
 	}
-	if sv.open[fVPP] {
-		pick(fVPP, divisors(sv.vppBound()))
-	} else {
+	switch {
+	case !sv.open[fVPP]:
 		fixed(fVPP, s.Parallel.VPP)
+	case sv.searched(fFirst) || sv.searched(fEmb) || sv.searched(fLoss) || sv.searched(fLast):
+		// The split is searched: a vpp divides some stage's layer count,
+		// at most layers + 2 (the embedding and the loss accounted for).
+		pick(fVPP, upTo(s.Model.Layers+2))
+	default:
+		pick(fVPP, divisors(sv.vppBound()))
 	}
 	if sv.open[fMB] {
 		pick(fMB, divisors(s.Train.GlobalBatch))
@@ -196,6 +260,46 @@ func (sv *solver) domains() {
 		}
 		fixed(fRC, i)
 	}
+	for _, f := range []field{fEmb, fLoss, fDO, fFSDP} {
+		switch {
+		case sv.open[f]:
+			for i, b := range []bool{false, true} {
+				if sv.allowed(f, b) {
+					sv.dom[f] = append(sv.dom[f], i)
+				}
+			}
+		case sv.implied[f]:
+			sv.dom[f] = []int{0, 1}
+		default:
+			fixed(f, btoi(sv.boolValue(f)))
+		}
+	}
+	sv.shards = nil
+	for _, do := range sv.dom[fDO] {
+		for _, fs := range sv.dom[fFSDP] {
+			sv.shards = append(sv.shards, shard{distopt: do == 1, fsdp: fs == 1})
+		}
+	}
+	sv.splitsOf = map[int][]int32{}
+	sv.dupSplit = map[[3]int32]bool{}
+	for _, pp := range sv.dom[fPP] {
+		sv.splitsOf[pp] = sv.splitsFor(pp)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func upTo(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i + 1
+	}
+	return out
 }
 
 func (sv *solver) fixedValue(f field) int {
@@ -213,9 +317,24 @@ func (sv *solver) fixedValue(f field) int {
 	panic(fmt.Sprintf("solve: fixedValue(%d)", f))
 }
 
-// vppBound is a number every valid vpp divides: the (accounted) layer count
-// of an even split, the gcd of the given first/last stage sizes and the
-// layer count of an uneven one.
+func (sv *solver) boolValue(f field) bool {
+	s := &sv.base
+	switch f {
+	case fEmb:
+		return s.Parallel.AccountForEmbedding
+	case fLoss:
+		return s.Parallel.AccountForLoss
+	case fDO:
+		return s.Train.DistributedOptimizer
+	case fFSDP:
+		return s.Train.FSDP
+	}
+	panic(fmt.Sprintf("solve: boolValue(%d)", f))
+}
+
+// vppBound is a number every valid vpp divides when the split is fixed: the
+// (accounted) layer count of an even split, the gcd of the given first/last
+// stage sizes and the layer count of an uneven one.
 func (sv *solver) vppBound() int {
 	p, L := sv.base.Parallel, sv.base.Model.Layers
 	if p.FirstStageLayers == nil && p.LastStageLayers == nil {
@@ -236,28 +355,45 @@ func (sv *solver) vppBound() int {
 	return max(g, 1)
 }
 
-// openValue is what a candidate's value of f is written as in CUE.
-func (sv *solver) openValue(f field, lf *leaf) any {
+// openValue is what a candidate's value of f is written as in CUE; ok is
+// false when the field stays unwritten (an implied split field the plan
+// does not set).
+func (sv *solver) openValue(f field, lf *leaf) (any, bool) {
+	sp, sh := sv.splits[lf.split], sv.shards[lf.shard]
 	switch f {
 	case fTP:
-		return int(lf.tp)
+		return int(lf.tp), true
 	case fCP:
-		return int(lf.cp)
+		return int(lf.cp), true
 	case fPP:
-		return int(lf.pp)
+		return int(lf.pp), true
 	case fEP:
-		return int(lf.ep)
+		return int(lf.ep), true
 	case fETP:
 		if lf.etp == etpFollowsTP {
-			return int(lf.tp)
+			return int(lf.tp), true
 		}
-		return int(lf.etp)
+		return int(lf.etp), true
 	case fVPP:
-		return int(lf.vpp)
+		return int(lf.vpp), true
 	case fMB:
-		return int(lf.mb)
+		return int(lf.mb), true
+	case fRC:
+		return recomputeModes[lf.rc], true
+	case fEmb:
+		return sp.emb, sv.open[f] || sp.emb
+	case fLoss:
+		return sp.loss, sv.open[f] || sp.loss
+	case fFirst:
+		return sp.first, sp.first > 0
+	case fLast:
+		return sp.last, sp.last > 0
+	case fDO:
+		return sh.distopt, true
+	case fFSDP:
+		return sh.fsdp, true
 	}
-	return recomputeModes[lf.rc]
+	panic(fmt.Sprintf("solve: openValue(%d)", f))
 }
 
 func divisors(n int) []int {

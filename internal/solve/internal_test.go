@@ -91,9 +91,16 @@ func leavesOf(t *testing.T, path string) *solver {
 	require.NotNil(t, sv, "%v", ds)
 	sv.rejected, sv.examples, sv.common = map[string]int64{}, map[string]string{}, map[diagKey]int{}
 	sv.leafRejected = map[string]int64{}
-	sv.stageBound, sv.stateTooLarge = map[stageKey]float64{}, map[[2]int32]bool{}
+	sv.stageBound, sv.stateTooLarge = map[stageKey]float64{}, map[stateKey]string{}
+	sv.shapeBest, sv.failed = map[shapeKey]float64{}, map[int32]bool{}
 	sv.prepareBounds()
 	sv.enumerate()
+	// Expand every node: the tests look at complete assignments.
+	n := len(sv.leaves)
+	for i := range n {
+		sv.expand(int32(i))
+	}
+	sv.leaves = sv.leaves[n:]
 	return sv
 }
 
@@ -223,10 +230,9 @@ func TestDivisors(t *testing.T) {
 func TestAccounting(t *testing.T) {
 	for _, f := range []string{"testdata/bench-deepseek-2k.cue", "testdata/mixtral-64.cue", "testdata/llama3-70b-64.cue"} {
 		sv := leavesOf(t, f)
-		space := int64(1)
-		for _, d := range sv.dom {
-			space *= int64(len(d))
+		assert.Equal(t, sv.spaceSize(), sv.pruned+int64(len(sv.leaves)), f)
+		for _, lf := range sv.leaves {
+			require.False(t, lf.node)
 		}
-		assert.Equal(t, space, sv.pruned+int64(len(sv.leaves)), f)
 	}
 }

@@ -3,6 +3,7 @@ package solve
 import (
 	"fmt"
 	"math"
+	"parc.dev/parc/internal/estimate"
 	"slices"
 	"strings"
 )
@@ -29,7 +30,7 @@ type factor struct {
 // grew the most (compute, bubble, or one axis's exposed communication), and
 // the second one when it accounts for a quarter of the difference or more;
 // then a memory note above 90% of the GPU.
-func why(c, best *Candidate) string {
+func why(c, best *Candidate, band float64) string {
 	b, cb := best.Breakdown, c.Breakdown
 	step := c.StepTimeS
 	var fs []factor
@@ -81,9 +82,14 @@ func why(c, best *Candidate) string {
 	})
 	total := c.StepTimeS - best.StepTimeS
 	var parts []string
-	if total <= 0 || fs[0].delta <= 0 {
+	if c.InNoiseBand && total < 0 {
+		parts = append(parts, fmt.Sprintf("%.1f%% faster than the pick, within the %.0f%% noise band, where the simpler plan ranks first (%s)",
+			-100*total/best.StepTimeS, 100*band, simpler(best, c)))
+	} else if c.InNoiseBand && total >= 0 && fs[0].delta > 0 {
+		parts = append(parts, fmt.Sprintf("%+.1f%% step time, within the noise band: %s", 100*total/best.StepTimeS, fs[0].text))
+	} else if total <= 0 || fs[0].delta <= 0 {
 		parts = append(parts, fmt.Sprintf("same step time as the best; ranked lower by the tie-break (model-parallel size tp·pp·cp %d vs %d, then memory)",
-			c.key.model, best.key.model))
+			modelSize(c), modelSize(best)))
 	} else {
 		parts = append(parts, fmt.Sprintf("%+.1f%% step time: %s", 100*total/best.StepTimeS, fs[0].text))
 		if len(fs) > 1 && fs[1].delta >= 0.25*total && !math.IsInf(fs[1].delta, 0) {
@@ -94,4 +100,103 @@ func why(c, best *Candidate) string {
 		parts = append(parts, fmt.Sprintf("memory %.0f%% of the GPU", 100*c.Memory.FractionOfGPU))
 	}
 	return strings.Join(parts, "; ")
+}
+
+func modelSize(c *Candidate) int { return c.Parallel.TP * c.Parallel.PP * c.Parallel.CP }
+
+// simpler says in what the first plan is simpler than the second, in the
+// order the noise band's tie-break looks at.
+func simpler(a, b *Candidate) string {
+	pa, pb := a.Parallel, b.Parallel
+	switch {
+	case modelSize(a) != modelSize(b):
+		return fmt.Sprintf("a smaller model-parallel group: tp·cp·pp %d vs %d", modelSize(a), modelSize(b))
+	case pa.PP != pb.PP:
+		return fmt.Sprintf("fewer pipeline stages: %d vs %d", pa.PP, pb.PP)
+	case pa.CP != pb.CP:
+		return fmt.Sprintf("less context parallelism: cp=%d vs %d", pa.CP, pb.CP)
+	case pa.VPP != pb.VPP:
+		return fmt.Sprintf("fewer virtual stages: vpp=%d vs %d", pa.VPP, pb.VPP)
+	case splitKind(pa) != splitKind(pb):
+		return fmt.Sprintf("a simpler pipeline split: %s vs %s", splitWords(pa), splitWords(pb))
+	}
+	return "the same shape complexity; the lower step time"
+}
+
+func splitKind(p Parallel) int {
+	s := split{emb: p.AccountForEmbedding, loss: p.AccountForLoss}
+	if p.FirstStageLayers != nil {
+		s.first = *p.FirstStageLayers
+	}
+	if p.LastStageLayers != nil {
+		s.last = *p.LastStageLayers
+	}
+	return s.kind()
+}
+
+func splitWords(p Parallel) string {
+	s := split{emb: p.AccountForEmbedding, loss: p.AccountForLoss}
+	if p.FirstStageLayers != nil {
+		s.first = *p.FirstStageLayers
+	}
+	if p.LastStageLayers != nil {
+		s.last = *p.LastStageLayers
+	}
+	if w := s.String(); w != "" {
+		return w
+	}
+	return "even"
+}
+
+// explain says in plain words why the first candidate was chosen: what its
+// step is made of, its memory against the headroom, the margin to the
+// runner-up, and, when a faster shape lies within the noise band, why the
+// simpler plan won.
+func (sv *solver) explain(cs []Candidate, gs []group) string {
+	c := &cs[0]
+	b := c.Breakdown
+	type part struct {
+		s    float64
+		text string
+	}
+	parts := []part{{b.ComputeS, "compute"}, {b.BubbleS, "the pipeline bubble"}}
+	for ax, x := range b.ExposedCommS {
+		word := axisWords[ax]
+		if word == "" {
+			word = ax + " communication"
+		}
+		parts = append(parts, part{x, "waiting on " + word})
+	}
+	slices.SortStableFunc(parts, func(a, b part) int {
+		switch {
+		case a.s > b.s:
+			return -1
+		case a.s < b.s:
+			return 1
+		}
+		return strings.Compare(a.text, b.text)
+	})
+	var words []string
+	for _, p := range parts {
+		if p.s >= 0.01*c.StepTimeS {
+			words = append(words, fmt.Sprintf("%s %.3g s (%.0f%%)", p.text, p.s, 100*p.s/c.StepTimeS))
+		}
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "parc picks %s: %.4g s per step, %s; peak memory %s per GPU, %.0f%% of the GPU (headroom %.0f%%).",
+		c.Label(), c.StepTimeS, strings.Join(words, ", "), estimate.GiB(c.Memory.PerGPUPeakBytes),
+		100*c.Memory.FractionOfGPU, 100*sv.opts.MemoryHeadroom)
+	if len(cs) > 1 {
+		r := &cs[1]
+		fmt.Fprintf(&out, " The runner-up, %s, is %+.1f%%: %s.", r.Label(), r.VsBestPct, r.Why)
+	} else {
+		out.WriteString(" No other parallel shape passes every check.")
+	}
+	if f := sv.fastest(gs); len(f) > 0 && f[0].shape != gs[0].shape {
+		fp := f[0].plans[0]
+		lf := &sv.leaves[fp.leaf]
+		fmt.Fprintf(&out, " The fastest shape, %s, is rated %.1f%% faster, within the %.0f%% noise band, so the simpler plan wins.",
+			sv.leafLabel(lf), 100*(c.StepTimeS-fp.step)/c.StepTimeS, 100*sv.opts.NoiseBand)
+	}
+	return out.String()
 }

@@ -2,6 +2,7 @@ package solve
 
 import (
 	"fmt"
+	"slices"
 
 	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/spec"
@@ -10,10 +11,17 @@ import (
 // leaf is one complete assignment of the solver's fields.
 type leaf struct {
 	tp, cp, pp, ep, etp, vpp, mb int32
-	rc                           int8
+	split                        int32 // index into solver.splits
+	rc, shard                    int8  // index into recomputeModes, solver.shards
 	stage                        uint8 // 0: bounded by compute only; 1: by the one-stage estimate
 	grid                         int32 // index into search.grids
 	key                          float64
+	// A node stands for the n complete assignments of one (grid, split,
+	// vpp) — every valid micro batch, recompute and optimizer sharding —
+	// until the search reaches it and expands it (mb is then the smallest
+	// valid micro batch, rc the least recomputation: its bound is theirs).
+	node bool
+	n    int32
 }
 
 // gridInfo is what the leaves of one (tp, cp, pp, ep, etp) share.
@@ -22,7 +30,8 @@ type gridInfo struct {
 	dp, edp int
 }
 
-// enumerate walks tp → cp → pp → ep → etp → vpp → micro_batch → recompute,
+// enumerate walks tp → cp → pp → ep → etp → split → vpp → micro_batch →
+// recompute → optimizer sharding,
 // dropping a partial assignment at the first rule (a check error) it breaks,
 // and keeps every complete assignment as a leaf with its first bound.
 func (sv *solver) enumerate() {
@@ -32,15 +41,6 @@ func (sv *solver) enumerate() {
 	W, seq := sv.world, t.SeqLength
 	heads, groups := s.Model.Heads, d0.QueryGroups
 	moe := s.Model.MoE
-	L := s.Model.Layers
-	uneven := p.FirstStageLayers != nil || p.LastStageLayers != nil
-	Lp := L
-	if p.AccountForEmbedding {
-		Lp++
-	}
-	if p.AccountForLoss {
-		Lp++
-	}
 	gridWord := func(model int) string {
 		if model > W {
 			return "world-size"
@@ -49,7 +49,7 @@ func (sv *solver) enumerate() {
 	}
 
 	for _, tp := range sv.dom[fTP] {
-		w := sv.weightAfter(fTP)
+		w := sv.weightAfter(fTP, 0)
 		switch {
 		case W%tp != 0:
 			sv.prune(gridWord(tp), w, func() string { return fmt.Sprintf("tp=%d does not divide the world size %d", tp, W) })
@@ -77,7 +77,7 @@ func (sv *solver) enumerate() {
 			continue
 		}
 		for _, cp := range sv.dom[fCP] {
-			w := sv.weightAfter(fCP)
+			w := sv.weightAfter(fCP, 0)
 			switch {
 			case W%(tp*cp) != 0:
 				sv.prune(gridWord(tp*cp), w, func() string { return fmt.Sprintf("tp·cp = %d·%d does not divide the world size %d", tp, cp, W) })
@@ -92,7 +92,7 @@ func (sv *solver) enumerate() {
 				continue
 			}
 			for _, pp := range sv.dom[fPP] {
-				w := sv.weightAfter(fPP)
+				w := sv.weightAfter(fPP, pp)
 				model := tp * cp * pp
 				if W%model != 0 {
 					sv.prune(gridWord(model), w, func() string {
@@ -107,10 +107,6 @@ func (sv *solver) enumerate() {
 					})
 					continue
 				}
-				if code, msg := pipelineRule(L, Lp, pp, p, uneven); code != "" {
-					sv.prune(code, w, func() string { return msg })
-					continue
-				}
 				dense := newRankGrid(p.Order, map[string]int{"tp": tp, "cp": cp, "ep": 1, "dp": dp, "pp": pp})
 				if dense.crosses([]string{"tp"}, max(s.Cluster.NVLinkDomain, 1)) {
 					sv.prune("tp-crosses-nvlink", w, func() string {
@@ -118,21 +114,20 @@ func (sv *solver) enumerate() {
 					})
 					continue
 				}
-				sv.enumerateExpert(tp, cp, pp, dp)
+				sv.enumerateExpert(tp, cp, pp, dp, &d0)
 			}
 		}
 	}
 }
 
 // enumerateExpert continues with ep, etp and the rest for one dense grid.
-func (sv *solver) enumerateExpert(tp, cp, pp, dp int) {
+func (sv *solver) enumerateExpert(tp, cp, pp, dp int, d0 *spec.Derived) {
 	s := &sv.base
-	p, t := s.Parallel, s.Train
+	p := s.Parallel
 	moe := s.Model.MoE
 	W := sv.world
-	d0 := spec.Derive(s)
 	for _, ep := range sv.dom[fEP] {
-		w := sv.weightAfter(fEP)
+		w := sv.weightAfter(fEP, pp)
 		switch {
 		case moe == nil && ep > 1:
 			sv.prune("ep-without-moe", w, func() string { return fmt.Sprintf("ep=%d but the model has no experts", ep) })
@@ -142,7 +137,7 @@ func (sv *solver) enumerateExpert(tp, cp, pp, dp int) {
 			continue
 		}
 		for _, etp := range sv.dom[fETP] {
-			w := sv.weightAfter(fETP)
+			w := sv.weightAfter(fETP, pp)
 			eff := etp
 			if etp == etpFollowsTP {
 				eff = tp
@@ -185,141 +180,170 @@ func (sv *solver) enumerateExpert(tp, cp, pp, dp int) {
 			}
 			sv.grids = append(sv.grids, gridInfo{links: gl, dp: dp, edp: edp})
 			grid := int32(len(sv.grids) - 1)
-			sv.enumerateSchedule(grid, tp, cp, pp, ep, etp, dp, t)
+			sv.enumerateSchedule(grid, tp, cp, pp, ep, etp, dp)
 		}
 	}
 }
 
-// enumerateSchedule continues with vpp, micro_batch and recompute.
-func (sv *solver) enumerateSchedule(grid int32, tp, cp, pp, ep, etp, dp int, t spec.Train) {
+// enumerateSchedule continues with the pipeline split and vpp, and makes a
+// node of each (split, vpp) that passes the rules; the micro batches are
+// checked and counted here, expanded when the search reaches the node.
+func (sv *solver) enumerateSchedule(grid int32, tp, cp, pp, ep, etp, dp int) {
 	p := sv.base.Parallel
-	gbs := t.GlobalBatch
-	for _, vpp := range sv.dom[fVPP] {
-		w := sv.weightAfter(fVPP)
-		if code, msg := sv.vppRule(pp, vpp); code != "" {
-			sv.prune(code, w, func() string { return msg })
+	L := sv.base.Model.Layers
+	group := pp
+	if p.MicrobatchGroupSize != nil {
+		group = *p.MicrobatchGroupSize
+	}
+	inner := int32(len(sv.dom[fRC]) * len(sv.shards))
+	rc0 := sv.dom[fRC][0]
+	for _, sc := range sv.dom[fRC] {
+		if sv.sampleCompute[sc] < sv.sampleCompute[rc0] {
+			rc0 = sc
+		}
+	}
+	for _, si := range sv.splitsOf[pp] {
+		sp := sv.splits[si]
+		if code, msg := pipelineRule(L, pp, sp); code != "" {
+			sv.prune(code, sv.weightAfter(fFirst, pp), msg)
 			continue
 		}
-		group := pp
-		if p.MicrobatchGroupSize != nil {
-			group = *p.MicrobatchGroupSize
-		}
-		interleaved := vpp > 1 && pp > 1
-		if interleaved && group < pp {
-			sv.prune("interleave-microbatches", w, func() string {
-				return fmt.Sprintf("microbatch_group_size=%d is smaller than pp=%d", group, pp)
-			})
-			continue
-		}
-		for _, mb := range sv.dom[fMB] {
-			w := sv.weightAfter(fMB)
-			if gbs%(mb*dp) != 0 {
-				sv.prune("global-batch", w, func() string {
-					return fmt.Sprintf("global_batch=%d is not divisible by micro_batch·dp = %d·%d", gbs, mb, dp)
+		for _, vpp := range sv.dom[fVPP] {
+			w := sv.weightAfter(fVPP, pp)
+			if code, msg := sv.vppRule(pp, vpp, sp); code != "" {
+				sv.prune(code, w, msg)
+				continue
+			}
+			if sv.duplicateSplit(pp, vpp, si) {
+				sv.prune(duplicateSplit, w, func() string {
+					return fmt.Sprintf("with pp=%d vpp=%d, %s gives every stage the layers of a simpler split", pp, vpp, sv.splits[si])
 				})
 				continue
 			}
-			m := gbs / (mb * dp)
-			if interleaved && (m < group || (m%group != 0 && m%group < pp)) {
+			if vpp > 1 && pp > 1 && group < pp {
 				sv.prune("interleave-microbatches", w, func() string {
-					return fmt.Sprintf("vpp=%d with %d microbatches: the interleaved schedule needs M ≥ %d and M mod %d = 0 or ≥ pp=%d", vpp, m, group, group, pp)
+					return fmt.Sprintf("microbatch_group_size=%d is smaller than pp=%d", group, pp)
 				})
 				continue
 			}
-			for _, rc := range sv.dom[fRC] {
-				lf := leaf{
-					tp: int32(tp), cp: int32(cp), pp: int32(pp), ep: int32(ep), etp: int32(etp),
-					vpp: int32(vpp), mb: int32(mb), rc: int8(rc), grid: grid,
+			nd := leaf{
+				tp: int32(tp), cp: int32(cp), pp: int32(pp), ep: int32(ep), etp: int32(etp),
+				vpp: int32(vpp), split: si, rc: int8(rc0), grid: grid, node: true,
+			}
+			for _, mb := range sv.dom[fMB] {
+				if code, msg := sv.batchRule(pp, vpp, dp, group, mb); code != "" {
+					sv.prune(code, sv.weightAfter(fMB, pp), msg)
+					continue
 				}
-				// (m + (p−1)/v) microbatch slots of the slowest stage, which
-				// computes at least 1/p of the model.
-				lf.key = (float64(m) + float64(pp-1)/float64(vpp)) / float64(pp) *
-					float64(mb) * sv.sampleCompute[rc] / float64(tp*cp)
+				if nd.n == 0 {
+					nd.mb = int32(mb)
+				}
+				nd.n += inner
+			}
+			if nd.n == 0 {
+				continue
+			}
+			nd.key = sv.computeBound(&nd)
+			sv.leaves = append(sv.leaves, nd)
+		}
+	}
+}
+
+// batchRule is the global batch's rules for one micro batch (B4/B5,
+// P25/P26).
+func (sv *solver) batchRule(pp, vpp, dp, group, mb int) (string, func() string) {
+	gbs := sv.base.Train.GlobalBatch
+	if gbs%(mb*dp) != 0 {
+		return "global-batch", func() string {
+			return fmt.Sprintf("global_batch=%d is not divisible by micro_batch·dp = %d·%d", gbs, mb, dp)
+		}
+	}
+	m := gbs / (mb * dp)
+	if vpp > 1 && pp > 1 && (m < group || (m%group != 0 && m%group < pp)) {
+		return "interleave-microbatches", func() string {
+			return fmt.Sprintf("vpp=%d with %d microbatches: the interleaved schedule needs M ≥ %d and M mod %d = 0 or ≥ pp=%d", vpp, m, group, group, pp)
+		}
+	}
+	return "", nil
+}
+
+// computeBound is the first bound of a leaf or node: (m + (p−1)/v)
+// microbatch slots of the slowest stage, which computes at least 1/p of the
+// model.
+func (sv *solver) computeBound(lf *leaf) float64 {
+	dp := sv.grids[lf.grid].dp
+	m := sv.base.Train.GlobalBatch / (int(lf.mb) * dp)
+	return (float64(m) + float64(lf.pp-1)/float64(lf.vpp)) / float64(lf.pp) *
+		float64(lf.mb) * sv.sampleCompute[lf.rc] / float64(lf.tp*lf.cp)
+}
+
+// expand replaces node i by its complete assignments, each with its first
+// bound, and returns their indices.
+func (sv *solver) expand(i int32) []int32 {
+	nd := sv.leaves[i]
+	dp := sv.grids[nd.grid].dp
+	group := int(nd.pp)
+	if g := sv.base.Parallel.MicrobatchGroupSize; g != nil {
+		group = *g
+	}
+	var out []int32
+	for _, mb := range sv.dom[fMB] {
+		if code, _ := sv.batchRule(int(nd.pp), int(nd.vpp), dp, group, mb); code != "" {
+			continue
+		}
+		for _, rc := range sv.dom[fRC] {
+			for sh := range sv.shards {
+				lf := nd
+				lf.node, lf.n, lf.stage = false, 1, 0
+				lf.mb, lf.rc, lf.shard = int32(mb), int8(rc), int8(sh)
+				lf.key = sv.computeBound(&lf)
 				sv.leaves = append(sv.leaves, lf)
+				out = append(out, int32(len(sv.leaves)-1))
 			}
 		}
 	}
+	return out
 }
 
-// pipelineRule is check's layer-split rule for pp (P6/P9/P16 even; P12/P13
-// uneven), before vpp.
-func pipelineRule(L, Lp, pp int, p spec.Parallel, uneven bool) (code, msg string) {
-	if !uneven {
-		if Lp%pp != 0 {
-			return "pp-layers", fmt.Sprintf("%d layers do not split over pp=%d", Lp, pp)
-		}
-		return "", ""
-	}
-	middle, stages := L, pp
-	for _, v := range []*int{p.FirstStageLayers, p.LastStageLayers} {
-		if v == nil {
-			continue
-		}
-		if *v <= 0 {
-			return "", "" // uneven-stage-layers: a fixed error, check reports it
-		}
-		middle -= *v
-		stages--
-	}
-	if (middle != 0) != (stages != 0) {
-		return "uneven-middle", fmt.Sprintf("with pp=%d, %d middle layers remain for %d middle stages", pp, middle, stages)
-	}
-	if pp > 1 && stages != 0 && middle%stages != 0 {
-		return "uneven-middle", fmt.Sprintf("with pp=%d the %d middle layers do not split over %d middle stages", pp, middle, stages)
-	}
-	return "", ""
-}
+// duplicateSplit is what Result.Rejected counts the pipeline splits under
+// that give every stage the same layers as a simpler split.
+const duplicateSplit = "duplicate-split"
 
-// vppRule is check's virtual-pipeline rules (P7, P8/P17, P11/P14).
-func (sv *solver) vppRule(pp, vpp int) (code, msg string) {
-	p, L := sv.base.Parallel, sv.base.Model.Layers
-	if vpp <= 1 {
-		return "", ""
-	}
-	if p.OverlapP2P && pp <= 1 {
-		return "vpp-pp", fmt.Sprintf("vpp=%d needs pp > 1", vpp)
-	}
-	if !p.OverlapP2P && pp <= 2 {
-		return "vpp-pp", fmt.Sprintf("vpp=%d with overlap_p2p off needs pp > 2", vpp)
-	}
-	if p.FirstStageLayers == nil && p.LastStageLayers == nil {
-		Lp := L
-		if p.AccountForEmbedding {
-			Lp++
-		}
-		if p.AccountForLoss {
-			Lp++
-		}
-		if (Lp/pp)%vpp != 0 {
-			return "vpp-layers", fmt.Sprintf("the %d layers per pipeline rank do not split over vpp=%d", Lp/pp, vpp)
-		}
-		return "", ""
-	}
-	middle, stages := L, pp
-	for _, v := range []*int{p.FirstStageLayers, p.LastStageLayers} {
-		if v == nil {
-			continue
-		}
-		if *v%vpp != 0 {
-			return "uneven-vpp", fmt.Sprintf("a first/last stage of %d layers does not split over vpp=%d", *v, vpp)
-		}
-		middle -= *v
-		stages--
-	}
-	if stages > 0 && middle%stages == 0 && (middle/stages)%vpp != 0 {
-		return "uneven-vpp", fmt.Sprintf("middle stages of %d layers do not split over vpp=%d", middle/stages, vpp)
-	}
-	return "", ""
-}
+// The enumeration's levels, in order; the pipeline split (a list per pp)
+// sits between etp and vpp, the optimizer sharding after recompute.
+var levels = []field{fTP, fCP, fPP, fEP, fETP, fFirst, fVPP, fMB, fRC, fDO}
 
 // weightAfter is how many complete assignments a partial assignment up to
-// and including f stands for.
-func (sv *solver) weightAfter(f field) int64 {
+// and including level f stands for; pp is its pp once f is fPP or later
+// (fFirst stands for the split level).
+func (sv *solver) weightAfter(f field, pp int) int64 {
+	i := slices.Index(levels, f)
 	n := int64(1)
-	for g := f + 1; g < nFields; g++ {
-		n *= int64(len(sv.dom[g]))
+	for _, g := range levels[i+1:] {
+		switch g {
+		case fPP:
+			// Σ over pp of its splits: the split level below is folded in.
+			var sum int64
+			for _, q := range sv.dom[fPP] {
+				sum += int64(len(sv.splitsOf[q]))
+			}
+			n *= sum
+		case fFirst:
+			if slices.Index(levels, f) >= slices.Index(levels, fPP) {
+				n *= int64(len(sv.splitsOf[pp]))
+			}
+		case fDO:
+			n *= int64(len(sv.shards))
+		default:
+			n *= int64(len(sv.dom[g]))
+		}
 	}
 	return n
+}
+
+// spaceSize is the number of complete assignments the search considers.
+func (sv *solver) spaceSize() int64 {
+	return int64(len(sv.dom[fTP])) * sv.weightAfter(fTP, 0)
 }
 
 // reject counts n assignments rejected by code, keeping the first example.
@@ -338,6 +362,7 @@ func (sv *solver) prune(code string, n int64, example func() string) {
 
 // rejectLeaf counts one complete assignment rejected after the rules.
 func (sv *solver) rejectLeaf(code string, example func() string) {
+	sv.infeasible++
 	sv.leafRejected[code]++
 	sv.reject(code, 1, example)
 }

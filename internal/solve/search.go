@@ -1,10 +1,9 @@
 package solve
 
 import (
-	"cmp"
+	"fmt"
 	"math"
 	"slices"
-	"sort"
 
 	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
@@ -23,17 +22,26 @@ type search struct {
 	sampleCompute [3]float64
 	// stageBound caches the one-stage estimate's microbatch time.
 	stageBound map[stageKey]float64
-	// stateTooLarge marks (grid, vpp) whose weights, gradients and
-	// optimizer state alone exceed the GPU's memory.
-	stateTooLarge map[[2]int32]bool
+	// stateTooLarge marks (grid, vpp, split, shard) whose weights,
+	// gradients and optimizer state alone exceed the memory headroom.
+	// The value is the code a leaf there is rejected with.
+	stateTooLarge map[stateKey]string
 
-	found     []foundPlan // feasible leaves, in the order found
-	bestTimes []float64   // step times of found, ascending
+	found []foundPlan // feasible leaves, in the order found
+	// shapeBest is the least step time found for each parallel shape;
+	// shapeTimes the same values, ascending.
+	shapeBest  map[shapeKey]float64
+	shapeTimes []float64
+	// failed marks found leaves whose verification failed.
+	failed map[int32]bool
 
 	checked      int
 	firstChecked int32 // a leaf check.Run saw
 	evaluated    int
 	pruned       int64
+	// infeasible counts the leaves that passed the rules and failed
+	// later (check.Run, memory, the headroom, the verification).
+	infeasible int64
 	// boundEstimates counts the one-stage estimates of the second bound.
 	boundEstimates int
 	rejected       map[string]int64
@@ -57,6 +65,8 @@ type foundPlan struct {
 	frac float64
 }
 
+type stateKey struct{ grid, vpp, split, shard int32 }
+
 type stageKey struct {
 	tp, cp, ep, etp int32
 	links           string
@@ -76,6 +86,8 @@ func (sv *solver) leafSpec(lf *leaf) spec.Spec {
 	}
 	s.Train.MicroBatch = int(lf.mb)
 	s.Train.Recompute = recomputeModes[lf.rc]
+	sv.splits[lf.split].apply(p)
+	sv.shards[lf.shard].apply(&s.Train)
 	return s
 }
 
@@ -93,6 +105,7 @@ func (sv *solver) prepareBounds() {
 		p.AccountForEmbedding, p.AccountForLoss = false, false
 		s.Train.MicroBatch, s.Train.GlobalBatch = 1, 1
 		s.Train.Recompute = recomputeModes[rc]
+		s.Train.DistributedOptimizer, s.Train.FSDP = false, false
 		d := spec.Derive(&s)
 		e, _ := estimate.Run(&s, d, allNVLink, diag.NoPos)
 		sv.sampleCompute[rc] = e.Compute.TimeS
@@ -130,6 +143,7 @@ func (sv *solver) stageBoundOf(lf *leaf) float64 {
 		p.FirstStageLayers, p.LastStageLayers = nil, nil
 		p.AccountForEmbedding, p.AccountForLoss = false, false
 		p.MicrobatchGroupSize, p.DP = nil, nil
+		s.Train.DistributedOptimizer, s.Train.FSDP = false, false
 		d := spec.Derive(&s)
 		e, _ := estimate.Run(&s, d, g.links.links, diag.NoPos)
 		T = e.Compute.MicrobatchTimeS
@@ -207,18 +221,48 @@ func (sv *solver) push(i int32) {
 	sv.up(len(sv.heap) - 1)
 }
 
-// searchTo estimates leaves in order of their bound until k feasible plans
-// are known and the next bound is above the k-th best step time.
+// threshold is the step time past which no leaf can change the top k
+// shapes: every shape within the noise band of the fastest, and the k
+// fastest shapes (+Inf while fewer than k shapes are known).
+func (sv *solver) threshold(k int) float64 {
+	if len(sv.shapeTimes) < k {
+		return math.Inf(1)
+	}
+	return max(sv.shapeTimes[0]*(1+sv.opts.NoiseBand), sv.shapeTimes[k-1])
+}
+
+// searchTo estimates leaves in order of their bound until every leaf left
+// is bounded above threshold(k).
 func (sv *solver) searchTo(k int) {
 	for len(sv.heap) > 0 {
 		i := sv.heap[0]
 		lf := &sv.leaves[i]
-		if !sv.opts.Exhaustive && len(sv.bestTimes) >= k && lf.key > sv.bestTimes[k-1]*(1+1e-9) {
+		if !sv.opts.Exhaustive && lf.key > sv.threshold(k)*(1+1e-9) {
 			return
 		}
 		sv.pop()
-		if sv.stateTooLarge[[2]int32{lf.grid, lf.vpp}] {
-			sv.rejectLeaf(estimate.CodeMemoryExceedsGPU, nil)
+		if lf.node {
+			if code := sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, -1}]; code != "" {
+				sv.infeasible += int64(lf.n)
+				sv.rejected[code] += int64(lf.n)
+				sv.leafRejected[code] += int64(lf.n)
+				continue
+			}
+			if lf.stage == 0 && !sv.opts.Exhaustive {
+				lf.stage = 1
+				if b := sv.stageBoundOf(lf); b > lf.key {
+					lf.key = b
+					sv.push(i)
+					continue
+				}
+			}
+			for _, j := range sv.expand(i) {
+				sv.push(j)
+			}
+			continue
+		}
+		if code := sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}]; code != "" {
+			sv.rejectLeaf(code, nil)
 			continue
 		}
 		if lf.stage == 0 && !sv.opts.Exhaustive {
@@ -244,14 +288,14 @@ func (sv *solver) evaluate(i int32) {
 	}
 	sv.checked++
 	if ds.HasErrors() {
-		seen := map[string]bool{}
+		first := ""
 		for _, x := range ds {
 			if x.Severity != diag.Error {
 				continue
 			}
 			sv.common[diagKey{x.Code, x.Path, x.Message}]++
-			if !seen[x.Code] {
-				seen[x.Code] = true
+			if first == "" {
+				first = x.Code
 				sv.rejectLeaf(x.Code, func() string { return x.Message })
 			}
 		}
@@ -260,63 +304,74 @@ func (sv *solver) evaluate(i int32) {
 	e, eds := estimate.Run(&s, d, sv.grids[lf.grid].links.links, diag.NoPos)
 	sv.evaluated++
 	fp := foundPlan{leaf: i, step: stable(e.StepTimeS), peak: e.Memory.PerGPUPeakBytes, frac: e.Memory.FractionOfGPU}
-	if eds.HasErrors() {
+	limit := sv.opts.MemoryHeadroom * float64(e.Memory.GPUBytes)
+	if eds.HasErrors() || float64(fp.peak) > limit {
+		code := CodeAboveHeadroom
+		msg := func() string {
+			return fmt.Sprintf("%s needs %s per GPU, %.1f%% of the GPU, above the %.0f%% headroom",
+				sv.leafLabel(lf), estimate.GiB(fp.peak), 100*fp.frac, 100*sv.opts.MemoryHeadroom)
+		}
 		for _, x := range eds {
 			if x.Severity == diag.Error {
-				sv.rejectLeaf(x.Code, func() string { return x.Message })
+				code, msg = x.Code, func() string { return x.Message }
+				break
 			}
 		}
+		sv.rejectLeaf(code, msg)
 		if !sv.hasSmallest || fp.peak < sv.smallest.peak {
 			sv.smallest, sv.hasSmallest = fp, true
 		}
 		for _, st := range e.Memory.Stages {
-			if st.Weights+st.Gradients+st.Optimizer > e.Memory.GPUBytes {
-				sv.stateTooLarge[[2]int32{lf.grid, lf.vpp}] = true
+			if state := st.Weights + st.Gradients + st.Optimizer; float64(state) > limit {
+				code := CodeAboveHeadroom
+				if state > e.Memory.GPUBytes {
+					code = estimate.CodeMemoryExceedsGPU
+				}
+				sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}] = code
+				all := true
+				for sh := range sv.shards {
+					all = all && sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, int32(sh)}] != ""
+				}
+				if all {
+					// Every optimizer sharding: a node not yet expanded
+					// (-1) is rejected whole.
+					sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, -1}] = code
+				}
 				break
 			}
 		}
 		return
 	}
 	sv.found = append(sv.found, fp)
-	j, _ := slices.BinarySearch(sv.bestTimes, fp.step)
-	sv.bestTimes = slices.Insert(sv.bestTimes, j, fp.step)
+	sv.noteShape(fp)
 }
 
-// order is the ranking: step time, then the smaller model-parallel group
-// (tp·pp·cp), then less memory, then the degrees in field order.
-type order struct {
-	step  float64
-	model int
-	peak  int64
-	tuple [nFields]int
+// noteShape records a feasible plan's step time for its shape.
+func (sv *solver) noteShape(fp foundPlan) {
+	k := sv.shapeOf(&sv.leaves[fp.leaf])
+	old, ok := sv.shapeBest[k]
+	if ok && old <= fp.step {
+		return
+	}
+	if ok {
+		j, _ := slices.BinarySearch(sv.shapeTimes, old)
+		sv.shapeTimes = slices.Delete(sv.shapeTimes, j, j+1)
+	}
+	sv.shapeBest[k] = fp.step
+	j, _ := slices.BinarySearch(sv.shapeTimes, fp.step)
+	sv.shapeTimes = slices.Insert(sv.shapeTimes, j, fp.step)
 }
 
-func (a order) compare(b order) int {
-	if c := cmp.Compare(a.step, b.step); c != 0 {
-		return c
+// fail drops a found plan whose verification failed.
+func (sv *solver) fail(leaf int32) {
+	sv.failed[leaf] = true
+	sv.infeasible++
+	sv.found = slices.DeleteFunc(sv.found, func(fp foundPlan) bool { return fp.leaf == leaf })
+	clear(sv.shapeBest)
+	sv.shapeTimes = sv.shapeTimes[:0]
+	for _, fp := range sv.found {
+		sv.noteShape(fp)
 	}
-	if c := cmp.Compare(a.model, b.model); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.peak, b.peak); c != 0 {
-		return c
-	}
-	return slices.Compare(a.tuple[:], b.tuple[:])
-}
-
-func (sv *solver) orderOf(fp foundPlan) order {
-	lf := &sv.leaves[fp.leaf]
-	return order{
-		step: fp.step, model: int(lf.tp * lf.pp * lf.cp), peak: fp.peak,
-		tuple: [nFields]int{int(lf.tp), int(lf.cp), int(lf.pp), int(lf.ep), int(lf.etp), int(lf.vpp), int(lf.mb), int(lf.rc)},
-	}
-}
-
-// sortFound orders the feasible plans found so far, best first.
-func (sv *solver) sortFound() {
-	sort.SliceStable(sv.found, func(a, b int) bool {
-		return sv.orderOf(sv.found[a]).compare(sv.orderOf(sv.found[b])) < 0
-	})
 }
 
 // stable rounds x to 12 significant digits. estimate.Run sums the exposed

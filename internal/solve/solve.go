@@ -2,6 +2,7 @@ package solve
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"parc.dev/parc/internal/diag"
@@ -20,6 +21,9 @@ const (
 	CodeNoFeasiblePlan = "no-feasible-plan"
 	// CodeOpenNoValue: an open field's constraint admits no value parc can try.
 	CodeOpenNoValue = "open-field-no-value"
+	// CodeAboveHeadroom: a plan's estimated peak memory is above the memory
+	// headroom (it may fit the GPU, but parc does not pick it).
+	CodeAboveHeadroom = "memory-above-headroom"
 )
 
 // Options tune the search.
@@ -33,25 +37,53 @@ type Options struct {
 	// Checks are the targets' checks (see resolve.Check) every candidate
 	// must pass, as parc vet applies them; the compiler supplies them.
 	Checks []resolve.Check
+	// MemoryHeadroom is the largest fraction of the GPU's memory a plan's
+	// estimated peak may use (0: the spec's solve.memory_headroom, else
+	// DefaultMemoryHeadroom).
+	MemoryHeadroom float64
+	// NoiseBand is the relative step-time difference below which two
+	// shapes count as a tie and the simpler ranks first (0:
+	// DefaultNoiseBand; negative: no band).
+	NoiseBand float64
 }
 
 // Parallel is a candidate's parallel degrees, dp and sp derived as Megatron
-// derives them (sp is the effective setting: off when tp = 1).
+// derives them (sp is the effective setting: off when tp = 1), and its
+// pipeline split.
 type Parallel struct {
-	TP  int  `json:"tp"`
-	PP  int  `json:"pp"`
-	VPP int  `json:"vpp"`
-	CP  int  `json:"cp"`
-	EP  int  `json:"ep"`
-	ETP int  `json:"etp"`
-	DP  int  `json:"dp"`
-	SP  bool `json:"sp"`
+	TP                  int  `json:"tp"`
+	PP                  int  `json:"pp"`
+	VPP                 int  `json:"vpp"`
+	CP                  int  `json:"cp"`
+	EP                  int  `json:"ep"`
+	ETP                 int  `json:"etp"`
+	DP                  int  `json:"dp"`
+	SP                  bool `json:"sp"`
+	AccountForEmbedding bool `json:"account_for_embedding"`
+	AccountForLoss      bool `json:"account_for_loss"`
+	FirstStageLayers    *int `json:"first_stage_layers,omitempty"`
+	LastStageLayers     *int `json:"last_stage_layers,omitempty"`
 }
 
-// Train is a candidate's microbatch size and recomputation.
+// Train is a candidate's microbatch size, recomputation and optimizer
+// sharding.
 type Train struct {
-	MicroBatch int    `json:"micro_batch"`
-	Recompute  string `json:"recompute"`
+	MicroBatch           int    `json:"micro_batch"`
+	Recompute            string `json:"recompute"`
+	DistributedOptimizer bool   `json:"distributed_optimizer"`
+	FSDP                 bool   `json:"fsdp"`
+}
+
+// Variant is another plan of a candidate's parallel shape: a different
+// micro batch, recompute or optimizer sharding, among those the search
+// estimated.
+type Variant struct {
+	Train     Train   `json:"train"`
+	StepTimeS float64 `json:"step_time_s"`
+	// VsShapePct is how much slower than the candidate's own plan, in
+	// percent.
+	VsShapePct      float64 `json:"vs_shape_pct"`
+	PerGPUPeakBytes int64   `json:"per_gpu_peak_bytes"`
 }
 
 // Memory is a candidate's peak memory per GPU (the most loaded pipeline stage).
@@ -96,40 +128,94 @@ type Candidate struct {
 	Breakdown Breakdown `json:"breakdown"`
 	// Warnings are the codes of the warnings `parc vet` reports for this plan.
 	Warnings []string `json:"warnings,omitempty"`
+	// InNoiseBand: the step time is within the noise band of the fastest
+	// shape's, so the candidate ranks by simplicity among those.
+	InNoiseBand bool `json:"in_noise_band"`
+	// Variants are the shape's other plans the search estimated, best
+	// first.
+	Variants []Variant `json:"variants,omitempty"`
 	// Spec is the complete spec: the user's CUE value with the open fields
 	// filled in, decoded.
 	Spec *spec.Spec `json:"-"`
 
-	key  order
-	tpCP int
+	leaf int32
 }
 
 // Label names a candidate's degrees: "tp=8 pp=4 vpp=5 cp=1 ep=1 etp=8 dp=2
-// micro_batch=1 recompute=selective".
+// micro_batch=1 recompute=selective", then the pipeline split when it is
+// not even ("account_for_embedding", "first_stage_layers=7") and the
+// optimizer sharding when it is not the distributed optimizer
+// ("fsdp", "replicated_optimizer").
 func (c *Candidate) Label() string {
 	p, t := c.Parallel, c.Train
-	return fmt.Sprintf("tp=%d pp=%d vpp=%d cp=%d ep=%d etp=%d dp=%d micro_batch=%d recompute=%s",
+	return Label(p, t)
+}
+
+// Label is Candidate.Label for any parallel shape and training variant.
+func Label(p Parallel, t Train) string {
+	s := fmt.Sprintf("tp=%d pp=%d vpp=%d cp=%d ep=%d etp=%d dp=%d micro_batch=%d recompute=%s",
 		p.TP, p.PP, p.VPP, p.CP, p.EP, p.ETP, p.DP, t.MicroBatch, t.Recompute)
+	if p.AccountForEmbedding {
+		s += " account_for_embedding"
+	}
+	if p.AccountForLoss {
+		s += " account_for_loss"
+	}
+	if p.FirstStageLayers != nil {
+		s += fmt.Sprintf(" first_stage_layers=%d", *p.FirstStageLayers)
+	}
+	if p.LastStageLayers != nil {
+		s += fmt.Sprintf(" last_stage_layers=%d", *p.LastStageLayers)
+	}
+	switch {
+	case t.FSDP:
+		s += " fsdp"
+	case !t.DistributedOptimizer:
+		s += " replicated_optimizer"
+	}
+	return s
 }
 
 // Result is the outcome of a search.
 type Result struct {
-	// Open lists the fields the user left open, in load.OpenPaths order.
+	// Open lists the fields the user left open, in spec.OpenPaths order.
 	Open []string `json:"open"`
-	// Candidates are the best plans, best first.
+	// Implied lists the pipeline-split fields the user did not write that
+	// parc searched because the pipeline was its to choose (pp open, or
+	// the layers not splitting evenly over the pp given).
+	Implied []string `json:"implied,omitempty"`
+	// Candidates are the best parallel shapes, best first, each with its
+	// best plan and its variants.
 	Candidates []Candidate `json:"candidates"`
-	// Space is the number of assignments of the open fields' candidate
-	// values (each field's values after the user's constraint).
+	// Explanation says in words why the first candidate was chosen.
+	Explanation string `json:"explanation,omitempty"`
+	// NoiseBand and MemoryHeadroom are the fractions the search used.
+	NoiseBand      float64 `json:"noise_band"`
+	MemoryHeadroom float64 `json:"memory_headroom"`
+	// Space is the number of assignments of the open fields the search
+	// considered: each field's values after the user's constraint; for the
+	// pipeline split, the splits of each pp (see the package doc). Space =
+	// Pruned + Infeasible + Feasible + Bounded.
 	Space int64 `json:"space"`
 	// Pruned is how many of them a rule rejected before any estimate.
 	Pruned int64 `json:"pruned"`
-	// Evaluated is how many were estimated.
+	// Infeasible is how many passed the rules and failed after: a check,
+	// the memory estimate, the memory headroom, or the verification.
+	Infeasible int64 `json:"infeasible"`
+	// Feasible is how many were estimated and pass every check.
+	Feasible int64 `json:"feasible"`
+	// Evaluated is how many were estimated (some of them infeasible by
+	// memory).
 	Evaluated int `json:"evaluated"`
 	// Bounded is how many were never estimated because their lower bound
-	// was already slower than the K-th best plan.
+	// was already slower than every plan that could make the top K.
 	Bounded int64 `json:"bounded"`
+	// Shapes is how many distinct parallel shapes the feasible plans have.
+	Shapes int `json:"shapes"`
 	// Rejected counts the assignments each rule (a diagnostic code)
-	// rejected.
+	// rejected: the pruned and the infeasible, each under its first error
+	// (and "duplicate-split": a pipeline split that gives every stage the
+	// layers of a simpler one).
 	Rejected map[string]int64 `json:"rejected"`
 	// Notes explain anything unusual about the search.
 	Notes []string `json:"notes,omitempty"`
@@ -143,6 +229,12 @@ type Result struct {
 func Solve(res *load.Result, opts Options) (*Result, diag.List) {
 	if opts.Top <= 0 {
 		opts.Top = DefaultTop
+	}
+	switch {
+	case opts.NoiseBand == 0:
+		opts.NoiseBand = DefaultNoiseBand
+	case opts.NoiseBand < 0:
+		opts.NoiseBand = 0
 	}
 	sv, ds := newSolver(res, opts)
 	if sv == nil {
@@ -165,7 +257,7 @@ func Best(res *load.Result, checks []resolve.Check) (*spec.Spec, *plan.Choice, d
 	if len(r.Open) == 0 {
 		return c0.Spec, nil, ds
 	}
-	ch := &plan.Choice{Open: r.Open, Chosen: c0.Label(), Evaluated: r.Evaluated}
+	ch := &plan.Choice{Open: append(slices.Clone(r.Open), r.Implied...), Chosen: c0.Label(), Evaluated: r.Evaluated}
 	if len(r.Candidates) > 1 {
 		c1 := r.Candidates[1]
 		ch.RunnerUp = c1.Label() + " (" + c1.Why + ")"
@@ -175,9 +267,13 @@ func Best(res *load.Result, checks []resolve.Check) (*spec.Spec, *plan.Choice, d
 }
 
 // Summary is one line on what a search did: "96 assignments of the open
-// fields (parallel.tp, parallel.pp): 60 rejected by the rules, 24
-// estimated, 12 skipped by the bound".
+// fields (parallel.tp, parallel.pp): 60 rejected by the rules, 4
+// infeasible, 20 feasible (7 parallel shapes), 12 skipped by the bound".
 func (r *Result) Summary() string {
-	return fmt.Sprintf("%d assignments of the open fields (%s): %d rejected by the rules, %d estimated, %d skipped by the bound",
-		r.Space, strings.Join(r.Open, ", "), r.Pruned, r.Evaluated, r.Bounded)
+	open := strings.Join(r.Open, ", ")
+	if len(r.Implied) > 0 {
+		open += "; and the pipeline split: " + strings.Join(r.Implied, ", ")
+	}
+	return fmt.Sprintf("%d assignments of the open fields (%s): %d rejected by the rules, %d infeasible, %d feasible (%d parallel shapes), %d skipped by the bound",
+		r.Space, open, r.Pruned, r.Infeasible, r.Feasible, r.Shapes, r.Bounded)
 }

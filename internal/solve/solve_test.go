@@ -1,6 +1,7 @@
 package solve_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -66,7 +67,11 @@ type plan struct {
 	step  float64
 	model int
 	peak  int64
-	tuple []int
+	shape [7]int // tp, cp, pp, ep, etp, vpp, split kind
+	split string
+	rc    int
+	mb    int
+	inner int // optimizer sharding: 0 replicated, 1 distributed, 2 fsdp
 }
 
 var modes = []string{"none", "selective", "full"}
@@ -74,9 +79,20 @@ var modes = []string{"none", "selective", "full"}
 // bruteForce tries every value in values[path] for each open path (a
 // degree's values are 1..n, including the ones the rules reject), runs the
 // whole compiler on each, and ranks the plans without errors the way parc
-// solve documents: step time (12 significant digits), then tp·pp·cp, then
-// peak memory, then tp, cp, pp, ep, etp, vpp, micro_batch, recompute.
+// solve documents: the plans of one parallel shape (tp, cp, pp, ep, etp,
+// vpp, pipeline split) by step time (12 significant digits), peak memory,
+// less recompute, the simpler optimizer sharding, the smaller micro batch,
+// the first representing the shape; the shapes within the noise band of
+// the fastest first, simplest first (tp·cp·pp, pp, cp, vpp, split kind,
+// ep, tp, etp), then the others by step time.
 func bruteForce(t *testing.T, res *load.Result, values map[string][]any) []plan {
+	t.Helper()
+	return rankShapes(bruteForceAll(t, res, values), solve.DefaultNoiseBand)
+}
+
+// bruteForceAll is every plan without errors within the memory headroom,
+// unranked.
+func bruteForceAll(t *testing.T, res *load.Result, values map[string][]any) []plan {
 	t.Helper()
 	open := res.Open()
 	// Decode once with the first values; vary the Go struct after.
@@ -86,68 +102,250 @@ func bruteForce(t *testing.T, res *load.Result, values map[string][]any) []plan 
 	}
 	base, ds := res.DecodeValue(v)
 	require.NotNil(t, base, "%v", ds)
-	var out []plan
+	var all []plan
 	var rec func(i int, s spec.Spec)
+	// The pipeline split, when parc chooses it (pp open and no split
+	// written): every account_for combination and every first/last stage
+	// size, kept when the documented rule allows it.
+	implied := slices.Contains(open, "parallel.pp")
+	for _, f := range []string{"account_for_embedding", "account_for_loss", "first_stage_layers", "last_stage_layers"} {
+		if res.User.LookupPath(cue.ParsePath("parallel." + f)).Exists() {
+			implied = false
+		}
+	}
+	L := base.Model.Layers
+	type splitKey struct {
+		shape  [9]int
+		counts string
+	}
+	kept := map[splitKey]int{} // index into all of the simplest split with these counts
+	var leaf func(s spec.Spec)
 	rec = func(i int, s spec.Spec) {
 		if i == len(open) {
+			if !implied {
+				leaf(s)
+				return
+			}
+			for _, emb := range []bool{false, true} {
+				for _, loss := range []bool{false, true} {
+					for f := 0; f <= L; f++ {
+						for l := 0; l <= L; l++ {
+							if !documentedSplit(L, s.Parallel.PP, emb, loss, f, l) {
+								continue
+							}
+							c := s
+							c.Parallel.AccountForEmbedding, c.Parallel.AccountForLoss = emb, loss
+							c.Parallel.FirstStageLayers, c.Parallel.LastStageLayers = nil, nil
+							if f > 0 {
+								c.Parallel.FirstStageLayers = &f
+							}
+							if l > 0 {
+								c.Parallel.LastStageLayers = &l
+							}
+							leaf(c)
+						}
+					}
+				}
+			}
+			return
+		}
+		for _, x := range values[open[i]] {
+			c := s
+			setField(t, &c, open[i], x)
+			rec(i+1, c)
+		}
+	}
+	leaf = func(s spec.Spec) {
+		{
 			p, ds := compiler.Resolve("plan.cue", &s, diag.NoPos)
 			if ds.HasErrors() {
 				return
 			}
 			e := p.Estimate
+			if float64(e.Memory.PerGPUPeakBytes) > solve.DefaultMemoryHeadroom*float64(e.Memory.GPUBytes) {
+				return
+			}
 			etp := 0
 			if s.Parallel.ETP != nil {
 				etp = *s.Parallel.ETP
 			}
-			out = append(out, plan{
-				label: fmt.Sprintf("tp=%d pp=%d vpp=%d cp=%d ep=%d etp=%d dp=%d micro_batch=%d recompute=%s",
-					s.Parallel.TP, s.Parallel.PP, s.Parallel.VPP, s.Parallel.CP, s.Parallel.EP, p.Derived.ETP, p.Derived.DP,
-					s.Train.MicroBatch, s.Train.Recompute),
-				step:  round12(e.StepTimeS),
-				model: s.Parallel.TP * s.Parallel.PP * s.Parallel.CP,
-				peak:  e.Memory.PerGPUPeakBytes,
-				tuple: []int{s.Parallel.TP, s.Parallel.CP, s.Parallel.PP, s.Parallel.EP, etp, s.Parallel.VPP,
-					s.Train.MicroBatch, slices.Index(modes, s.Train.Recompute)},
-			})
-			return
-		}
-		for _, x := range values[open[i]] {
-			c := s
-			switch open[i] {
-			case "parallel.tp":
-				c.Parallel.TP = x.(int)
-			case "parallel.pp":
-				c.Parallel.PP = x.(int)
-			case "parallel.vpp":
-				c.Parallel.VPP = x.(int)
-			case "parallel.cp":
-				c.Parallel.CP = x.(int)
-			case "parallel.ep":
-				c.Parallel.EP = x.(int)
-			case "parallel.etp":
-				e := x.(int)
-				c.Parallel.ETP = &e
-			case "train.micro_batch":
-				c.Train.MicroBatch = x.(int)
-			case "train.recompute":
-				c.Train.Recompute = x.(string)
+			par := s.Parallel
+			sp := solve.Parallel{TP: par.TP, PP: par.PP, VPP: par.VPP, CP: par.CP, EP: par.EP, ETP: p.Derived.ETP, DP: p.Derived.DP,
+				AccountForEmbedding: par.AccountForEmbedding, AccountForLoss: par.AccountForLoss,
+				FirstStageLayers: par.FirstStageLayers, LastStageLayers: par.LastStageLayers}
+			tr := solve.Train{MicroBatch: s.Train.MicroBatch, Recompute: s.Train.Recompute,
+				DistributedOptimizer: s.Train.DistributedOptimizer, FSDP: s.Train.FSDP}
+			kind := 0
+			switch {
+			case par.FirstStageLayers != nil || par.LastStageLayers != nil:
+				kind = 2
+				if par.FirstStageLayers != nil {
+					kind++
+				}
+				if par.LastStageLayers != nil {
+					kind++
+				}
+			default:
+				if par.AccountForEmbedding {
+					kind++
+				}
+				if par.AccountForLoss {
+					kind++
+				}
 			}
-			rec(i+1, c)
+			inner := 0
+			switch {
+			case s.Train.FSDP:
+				inner = 2
+			case s.Train.DistributedOptimizer:
+				inner = 1
+			}
+			label := solve.Label(sp, tr)
+			// Two splits that give every pipeline rank the same layers
+			// are one: the simplest is kept.
+			q := s.Parallel
+			k := splitKey{[9]int{par.TP, par.CP, par.PP, par.EP, etp, par.VPP, s.Train.MicroBatch, slices.Index(modes, s.Train.Recompute), inner},
+				fmt.Sprint(spec.StageLayers(L, q))}
+			if j, ok := kept[k]; ok {
+				// The simpler split stays; of two equally simple ones
+				// (first_stage_layers=5 or last_stage_layers=3 with pp=2),
+				// the one that sets the first stage.
+				firstOnly := par.FirstStageLayers != nil && par.LastStageLayers == nil
+				if all[j].shape[6] < kind || all[j].shape[6] == kind && !firstOnly {
+					return
+				}
+				all[j].label = "" // replaced below
+			}
+			kept[k] = len(all)
+			all = append(all, plan{
+				label: label,
+				step:  round12(e.StepTimeS),
+				model: par.TP * par.PP * par.CP,
+				peak:  e.Memory.PerGPUPeakBytes,
+				shape: [7]int{par.TP, par.CP, par.PP, par.EP, etp, par.VPP, kind},
+				split: fmt.Sprint(par.AccountForEmbedding, par.AccountForLoss, deref(par.FirstStageLayers), deref(par.LastStageLayers)),
+				rc:    slices.Index(modes, s.Train.Recompute),
+				mb:    s.Train.MicroBatch,
+				inner: inner,
+			})
 		}
 	}
 	rec(0, *base)
-	slices.SortStableFunc(out, func(a, b plan) int {
-		switch {
-		case a.step != b.step:
-			return cmpF(a.step, b.step)
-		case a.model != b.model:
-			return a.model - b.model
-		case a.peak != b.peak:
-			return cmpF(float64(a.peak), float64(b.peak))
+	return slices.DeleteFunc(all, func(p plan) bool { return p.label == "" })
+}
+
+// setField sets one open field of s.
+func setField(t *testing.T, c *spec.Spec, path string, x any) {
+	switch path {
+	case "parallel.tp":
+		c.Parallel.TP = x.(int)
+	case "parallel.pp":
+		c.Parallel.PP = x.(int)
+	case "parallel.vpp":
+		c.Parallel.VPP = x.(int)
+	case "parallel.cp":
+		c.Parallel.CP = x.(int)
+	case "parallel.ep":
+		c.Parallel.EP = x.(int)
+	case "parallel.etp":
+		e := x.(int)
+		c.Parallel.ETP = &e
+	case "train.micro_batch":
+		c.Train.MicroBatch = x.(int)
+	case "train.recompute":
+		c.Train.Recompute = x.(string)
+	case "parallel.account_for_embedding":
+		c.Parallel.AccountForEmbedding = x.(bool)
+	case "parallel.account_for_loss":
+		c.Parallel.AccountForLoss = x.(bool)
+	case "parallel.first_stage_layers":
+		n := x.(int)
+		c.Parallel.FirstStageLayers = &n
+	case "parallel.last_stage_layers":
+		n := x.(int)
+		c.Parallel.LastStageLayers = &n
+	case "train.distributed_optimizer":
+		c.Train.DistributedOptimizer = x.(bool)
+	case "train.fsdp":
+		c.Train.FSDP = x.(bool)
+	default:
+		t.Fatalf("bruteForce: no case for %s", path)
+	}
+}
+
+// documentedSplit is parc solve's documented family of pipeline splits
+// with pp stages: the even split and the accounted ones, and uneven
+// first/last stages (not combined with the accounted ones; not both with
+// pp = 2) with 3 layers fewer to 1 more than each middle stage.
+func documentedSplit(L, pp int, emb, loss bool, f, l int) bool {
+	if f == 0 && l == 0 {
+		return true
+	}
+	if emb || loss || pp < 2 {
+		return false
+	}
+	near := func(a, per int) bool { return a >= per-3 && a <= per+1 }
+	mid := pp
+	if f > 0 {
+		mid--
+	}
+	if l > 0 {
+		mid--
+	}
+	if mid == 0 {
+		return false
+	}
+	middle := L - f - l
+	if middle <= 0 || middle%mid != 0 {
+		return false
+	}
+	per := middle / mid
+	return (f == 0 || near(f, per)) && (l == 0 || near(l, per))
+}
+
+// rankShapes keeps each shape's best plan and orders the shapes as parc
+// solve documents.
+func rankShapes(all []plan, band float64) []plan {
+	best := map[string]plan{}
+	for _, p := range all {
+		k := fmt.Sprint(p.shape[:6], p.split)
+		q, ok := best[k]
+		if !ok || cmpPlan(p, q) < 0 {
+			best[k] = p
 		}
-		return slices.Compare(a.tuple, b.tuple)
+	}
+	var out []plan
+	fastest := math.Inf(1)
+	for _, p := range best {
+		out = append(out, p)
+		fastest = min(fastest, p.step)
+	}
+	inBand := func(p plan) bool { return p.step <= fastest*(1+band)*(1+1e-12) }
+	slices.SortFunc(out, func(a, b plan) int {
+		ia, ib := inBand(a), inBand(b)
+		switch {
+		case ia && !ib:
+			return -1
+		case ib && !ia:
+			return 1
+		case ia:
+			return cmp.Or(slices.Compare(simplicity(a), simplicity(b)), cmp.Compare(a.step, b.step), cmp.Compare(a.peak, b.peak), cmp.Compare(a.label, b.label))
+		}
+		return cmp.Or(cmp.Compare(a.step, b.step), cmp.Compare(a.model, b.model), cmp.Compare(a.peak, b.peak),
+			slices.Compare(simplicity(a), simplicity(b)), cmp.Compare(a.label, b.label))
 	})
 	return out
+}
+
+func simplicity(p plan) []int {
+	s := p.shape
+	return []int{s[0] * s[1] * s[2], s[2], s[1], s[5], s[6], s[3], s[0], s[4]}
+}
+
+// cmpPlan orders two plans of one shape.
+func cmpPlan(a, b plan) int {
+	return cmp.Or(cmp.Compare(a.step, b.step), cmp.Compare(a.peak, b.peak), cmp.Compare(a.rc, b.rc),
+		cmp.Compare(a.inner, b.inner), cmp.Compare(a.mb, b.mb))
 }
 
 func cmpF(a, b float64) int {
@@ -227,7 +425,7 @@ func TestSolveMatchesBruteForce(t *testing.T) {
 				}
 				require.False(t, ds.HasErrors(), "%v", ds)
 				n := min(top, len(want))
-				require.Len(t, r.Candidates, n)
+				require.Len(t, r.Candidates, n, "solve:\n%s\nbrute force:\n%s", strings.Join(labels(r.Candidates), "\n"), strings.Join(planLabels(want), "\n"))
 				for i, c := range r.Candidates {
 					assert.Equal(t, want[i].label, c.Label(), "rank %d of top %d", i+1, top)
 					assert.Equal(t, want[i].step, c.StepTimeS, "rank %d: %s", i+1, c.Label())
@@ -308,13 +506,14 @@ func TestCrossFieldConstraint(t *testing.T) {
 	for _, c := range r.Candidates {
 		assert.Equal(t, c.Parallel.TP, c.Parallel.ETP, c.Label())
 	}
-	want := bruteForce(t, res, map[string][]any{"parallel.tp": upTo(8), "parallel.etp": upTo(8), "parallel.ep": upTo(8)})
+	all := bruteForceAll(t, res, map[string][]any{"parallel.tp": upTo(8), "parallel.etp": upTo(8), "parallel.ep": upTo(8)})
 	var same []plan
-	for _, p := range want {
-		if strings.Contains(p.label, fmt.Sprintf("tp=%d ", p.tuple[0])) && p.tuple[0] == p.tuple[4] {
+	for _, p := range all {
+		if p.shape[0] == p.shape[4] {
 			same = append(same, p)
 		}
 	}
+	same = rankShapes(same, solve.DefaultNoiseBand)
 	require.GreaterOrEqual(t, len(same), len(r.Candidates))
 	for i, c := range r.Candidates {
 		assert.Equal(t, same[i].label, c.Label())
@@ -404,7 +603,50 @@ func TestBest(t *testing.T) {
 	assert.Equal(t, r.Candidates[0].Label(), choice.Chosen)
 	assert.True(t, strings.HasPrefix(choice.RunnerUp, r.Candidates[1].Label()+" ("), choice.RunnerUp)
 	assert.Equal(t, r.Candidates[1].VsBestPct, choice.MarginPct)
-	assert.Equal(t, []string{"parallel.tp", "parallel.pp"}, choice.Open)
+	assert.Equal(t, append([]string{"parallel.tp", "parallel.pp"}, r.Implied...), choice.Open)
 	assert.Equal(t, r.Candidates[0].Parallel.TP, s.Parallel.TP)
 	assert.Equal(t, r.Candidates[0].Parallel.PP, s.Parallel.PP)
+}
+
+func planLabels(ps []plan) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%s %.12g", p.label, p.step))
+	}
+	return out
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// TestLargeModelsSolve: issue 14's acceptance cases. Llama 3 405B (126
+// layers) on 1,024 and 16,384 H100 and DeepSeek-V3 (61 layers) on 1,024
+// H100, with every degree, the micro batch and recompute open and no
+// pipeline split written, have a plan; the pick's estimated peak is within
+// the memory headroom, and `parc vet` on the pick does not warn
+// memory-near-limit.
+func TestLargeModelsSolve(t *testing.T) {
+	files, err := filepath.Glob("testdata/acceptance/*.cue")
+	require.NoError(t, err)
+	require.Len(t, files, 3)
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".cue"), func(t *testing.T) {
+			res, ds := load.Load(load.Source{Path: f})
+			require.NotNil(t, res, "%v", ds)
+			r, ds := solve.Solve(res, solve.Options{})
+			require.False(t, ds.HasErrors(), "%v", ds)
+			require.NotEmpty(t, r.Candidates)
+			c := r.Candidates[0]
+			assert.LessOrEqual(t, c.Memory.FractionOfGPU, solve.DefaultMemoryHeadroom, c.Label())
+			p, ds := compiler.Resolve(f, c.Spec, diag.NoPos)
+			require.False(t, ds.HasErrors(), "%v", ds)
+			assert.NotContains(t, codesOf(ds), "memory-near-limit", c.Label())
+			assert.Equal(t, r.Space, r.Pruned+r.Infeasible+r.Feasible+r.Bounded, "the counts add up")
+			t.Logf("%s: %.4g s/step, %.0f%% of GPU memory; %s", c.Label(), p.Estimate.StepTimeS, 100*c.Memory.FractionOfGPU, r.Summary())
+		})
+	}
 }

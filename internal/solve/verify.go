@@ -2,9 +2,7 @@ package solve
 
 import (
 	"fmt"
-	"parc.dev/parc/internal/resolve"
 	"slices"
-	"sort"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -12,103 +10,140 @@ import (
 	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/estimate"
+	"parc.dev/parc/internal/resolve"
 	"parc.dev/parc/internal/spec"
 )
 
 // run does the whole search.
 func (sv *solver) run() *Result {
-	r := &Result{Rejected: map[string]int64{}}
-	for f, p := range fieldPath {
-		if sv.open[f] {
-			r.Open = append(r.Open, p)
+	r := &Result{Rejected: map[string]int64{}, NoiseBand: sv.opts.NoiseBand, MemoryHeadroom: sv.opts.MemoryHeadroom}
+	for f := range nFields {
+		switch {
+		case sv.open[f]:
+			r.Open = append(r.Open, f.Path())
+		case sv.implied[f]:
+			r.Implied = append(r.Implied, f.Path())
 		}
 	}
-	sort.Slice(r.Open, func(a, b int) bool { return pathRank(r.Open[a]) < pathRank(r.Open[b]) })
 	sv.rejected = r.Rejected
 	sv.examples = map[string]string{}
 	sv.leafRejected = map[string]int64{}
 	sv.common = map[diagKey]int{}
 	sv.stageBound = map[stageKey]float64{}
-	sv.stateTooLarge = map[[2]int32]bool{}
+	sv.stateTooLarge = map[stateKey]string{}
+	sv.shapeBest = map[shapeKey]float64{}
+	sv.failed = map[int32]bool{}
 
-	r.Space = 1
-	for f := range nFields {
-		r.Space *= int64(len(sv.dom[f]))
-	}
-	if len(r.Open) == 0 {
+	if len(r.Open) == 0 && len(r.Implied) == 0 {
+		r.Space = 1
 		lf := sv.baseLeaf()
 		sv.leaves = append(sv.leaves, lf)
 		c, ds := sv.verify(0)
 		if c == nil {
 			sv.diags = append(sv.diags, ds...)
+			r.Infeasible = 1
 			return r
 		}
 		c.Rank, c.Why = 1, "the spec's own plan"
 		r.Candidates = []Candidate{*c}
-		r.Evaluated = 1
+		r.Evaluated, r.Feasible, r.Shapes = 1, 1, 1
 		r.Notes = append(r.Notes, "no field is open (write e.g. `tp: int` or `pp: 1 | 2 | 4` to let parc choose): this is the spec's own plan")
 		return r
+	}
+	if len(r.Implied) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("the spec sets no pipeline split and %s, so parc also chose the split: the even one, account_for_embedding/account_for_loss, or first/last stages of %d layers fewer to %d more than the others (write any of %s to fix it)",
+			map[bool]string{true: "parallel.pp is open", false: fmt.Sprintf("%d layers do not split evenly over pp=%d", sv.base.Model.Layers, sv.base.Parallel.PP)}[sv.open[fPP]],
+			unevenLighter, unevenHeavier, strings.Join(r.Implied, ", ")))
 	}
 
 	sv.prepareBounds()
 	sv.enumerate()
+	r.Space = sv.spaceSize()
 	sv.heapify()
 	top := sv.opts.Top
 	cache := map[int32]*Candidate{}
-	var verified []Candidate
-	for k := top; ; {
-		sv.searchTo(k)
-		sv.sortFound()
-		verified = verified[:0]
-		failed := 0
-		for _, fp := range sv.found {
-			if len(verified) == top {
-				break
-			}
-			c, ok := cache[fp.leaf]
-			if !ok {
-				c, _ = sv.verify(fp.leaf)
-				cache[fp.leaf] = c
-			}
-			if c == nil {
-				failed++
+	var groups []group
+	for {
+		sv.searchTo(top)
+		groups = sv.ranked()
+		// Verify the plan of each of the top shapes, and the fastest plan
+		// (the noise band is measured from it).
+		check := groups[:min(top, len(groups))]
+		ok := true
+		for _, g := range append(slices.Clone(check), sv.fastest(groups)...) {
+			i := g.plans[0].leaf
+			if _, done := cache[i]; done {
 				continue
 			}
-			verified = append(verified, *c)
+			c, _ := sv.verify(i)
+			if c == nil {
+				sv.fail(i)
+				ok = false
+				break
+			}
+			cache[i] = c
 		}
-		if len(verified) >= top || len(sv.heap) == 0 {
+		if ok {
 			break
 		}
-		k = top + failed
 	}
-	slices.SortStableFunc(verified, func(a, b Candidate) int { return a.key.compare(b.key) })
+	var verified []Candidate
+	for i, g := range groups {
+		if i == top {
+			break
+		}
+		c := *cache[g.plans[0].leaf]
+		c.Rank = i + 1
+		c.InNoiseBand = g.inBand
+		for _, fp := range g.plans[1:] {
+			lf := &sv.leaves[fp.leaf]
+			sh := sv.shards[lf.shard]
+			c.Variants = append(c.Variants, Variant{
+				Train:     Train{MicroBatch: int(lf.mb), Recompute: recomputeModes[lf.rc], DistributedOptimizer: sh.distopt, FSDP: sh.fsdp},
+				StepTimeS: fp.step, VsShapePct: 100 * (fp.step - g.plans[0].step) / g.plans[0].step, PerGPUPeakBytes: fp.peak,
+			})
+		}
+		verified = append(verified, c)
+	}
 	for i := range verified {
 		c := &verified[i]
-		c.Rank = i + 1
 		if i == 0 {
 			c.Why = "best"
 			continue
 		}
 		c.VsBestPct = 100 * (c.StepTimeS - verified[0].StepTimeS) / verified[0].StepTimeS
-		c.Why = why(c, &verified[0])
+		c.Why = why(c, &verified[0], sv.opts.NoiseBand)
 	}
 	r.Candidates = verified
 	r.Pruned = sv.pruned
+	r.Infeasible = sv.infeasible
+	r.Feasible = int64(len(sv.found))
 	r.Evaluated = sv.evaluated
-	r.Bounded = int64(len(sv.heap))
+	for _, i := range sv.heap {
+		r.Bounded += int64(sv.leaves[i].n)
+	}
+	r.Shapes = len(groups)
 	if len(verified) == 0 {
 		sv.noFeasiblePlan(r)
+	} else {
+		r.Explanation = sv.explain(verified, groups)
 	}
 	return r
 }
 
-func pathRank(p string) int {
-	for i, q := range []string{"parallel.tp", "parallel.pp", "parallel.vpp", "parallel.cp", "parallel.ep", "parallel.etp", "train.micro_batch", "train.recompute"} {
-		if p == q {
-			return i
+// fastest is the group holding the fastest plan found (none when there is
+// no plan).
+func (sv *solver) fastest(gs []group) []group {
+	if len(gs) == 0 {
+		return nil
+	}
+	best := 0
+	for i, g := range gs {
+		if g.plans[0].step < gs[best].plans[0].step {
+			best = i
 		}
 	}
-	return 99
+	return gs[best : best+1]
 }
 
 // baseLeaf is the spec's own values as a leaf.
@@ -119,6 +154,17 @@ func (sv *solver) baseLeaf() leaf {
 		lf.etp = int32(*p.ETP)
 	}
 	lf.rc = int8(max(slices.Index(recomputeModes, t.Recompute), 0))
+	sp := split{emb: p.AccountForEmbedding, loss: p.AccountForLoss}
+	if p.FirstStageLayers != nil {
+		sp.first = *p.FirstStageLayers
+	}
+	if p.LastStageLayers != nil {
+		sp.last = *p.LastStageLayers
+	}
+	sv.splits = append(sv.splits, sp)
+	lf.split = int32(len(sv.splits) - 1)
+	sv.shards = append(sv.shards, shard{distopt: t.DistributedOptimizer, fsdp: t.FSDP})
+	lf.shard = int8(len(sv.shards) - 1)
 	return lf
 }
 
@@ -130,8 +176,10 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 	lf := &sv.leaves[i]
 	v := sv.res.Plan
 	for f := range nFields {
-		if sv.open[f] {
-			v = v.FillPath(cue.ParsePath(fieldPath[f]), sv.openValue(field(f), lf))
+		if sv.searched(f) {
+			if x, ok := sv.openValue(f, lf); ok {
+				v = v.FillPath(cue.ParsePath(f.Path()), x)
+			}
 		}
 	}
 	s, ds := sv.res.DecodeValue(v)
@@ -156,8 +204,11 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 		Parallel: Parallel{
 			TP: s.Parallel.TP, PP: s.Parallel.PP, VPP: s.Parallel.VPP, CP: s.Parallel.CP,
 			EP: s.Parallel.EP, ETP: d.ETP, DP: d.DP, SP: d.SP,
+			AccountForEmbedding: s.Parallel.AccountForEmbedding, AccountForLoss: s.Parallel.AccountForLoss,
+			FirstStageLayers: s.Parallel.FirstStageLayers, LastStageLayers: s.Parallel.LastStageLayers,
 		},
-		Train:      Train{MicroBatch: s.Train.MicroBatch, Recompute: s.Train.Recompute},
+		Train: Train{MicroBatch: s.Train.MicroBatch, Recompute: s.Train.Recompute,
+			DistributedOptimizer: s.Train.DistributedOptimizer, FSDP: s.Train.FSDP},
 		StepTimeS:  stable(e.StepTimeS),
 		TokensPerS: stable(e.TokensPerS),
 		MFU:        stable(e.MFU),
@@ -179,20 +230,20 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 		}
 	}
 	slices.Sort(c.Warnings)
-	c.key = order{
-		step: c.StepTimeS, model: s.Parallel.TP * s.Parallel.PP * s.Parallel.CP, peak: c.Memory.PerGPUPeakBytes,
-		tuple: [nFields]int{int(lf.tp), int(lf.cp), int(lf.pp), int(lf.ep), int(lf.etp), int(lf.vpp), int(lf.mb), int(lf.rc)},
-	}
+	c.leaf = i
 	return c, ds
 }
 
+// rejectVerified counts a found plan whose verification failed under its
+// first error (fail moves it from the feasible to the infeasible).
 func (sv *solver) rejectVerified(ds diag.List) {
 	for _, x := range ds {
 		if x.Severity == diag.Error {
-			sv.reject(x.Code, 0, func() string { return x.Message })
+			sv.reject(x.Code, 1, func() string { return x.Message })
 			return
 		}
 	}
+	sv.reject("verification", 1, nil)
 }
 
 // noFeasiblePlan explains why no assignment passed: the errors every
@@ -250,7 +301,7 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 		if info, ok := check.Lookup(counts[0].code); ok {
 			hint = info.Fix
 		}
-		if counts[0].code == estimate.CodeMemoryExceedsGPU {
+		if c := counts[0].code; c == estimate.CodeMemoryExceedsGPU || c == CodeAboveHeadroom {
 			fixes := []string{"add nodes", "use GPUs with more memory"}
 			if !sv.open[fRC] && sv.base.Train.Recompute != "full" {
 				fixes = append(fixes, `leave train.recompute open (or set it to "full")`)
@@ -260,6 +311,9 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			}
 			if !sv.open[fTP] || !sv.open[fPP] {
 				fixes = append(fixes, "leave parallel.tp and parallel.pp open")
+			}
+			if c == CodeAboveHeadroom && sv.opts.MemoryHeadroom < 1 {
+				fixes = append(fixes, fmt.Sprintf("raise solve.memory_headroom (now %g) towards 1 if the runtime's own buffers fit", sv.opts.MemoryHeadroom))
 			}
 			hint = strings.Join(fixes[:len(fixes)-1], ", ") + " or " + fixes[len(fixes)-1]
 		}
@@ -273,8 +327,12 @@ func (sv *solver) leafLabel(lf *leaf) string {
 	if etp == etpFollowsTP {
 		etp = lf.tp
 	}
-	return fmt.Sprintf("tp=%d pp=%d vpp=%d cp=%d ep=%d etp=%d micro_batch=%d recompute=%s",
+	s := fmt.Sprintf("tp=%d pp=%d vpp=%d cp=%d ep=%d etp=%d micro_batch=%d recompute=%s",
 		lf.tp, lf.pp, lf.vpp, lf.cp, lf.ep, etp, lf.mb, recomputeModes[lf.rc])
+	if sp := sv.splits[lf.split].String(); sp != "" {
+		s += " " + sp
+	}
+	return s
 }
 
 type codeCount struct {

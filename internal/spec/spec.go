@@ -13,6 +13,12 @@ type Spec struct {
 	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
 	Logging    Logging     `json:"logging"`
 	Launch     Launch      `json:"launch"`
+	Solve      *Solve      `json:"solve,omitempty"`
+}
+
+// Solve holds parc solve's settings (schema #Solve).
+type Solve struct {
+	MemoryHeadroom *float64 `json:"memory_headroom,omitempty"`
 }
 
 type Model struct {

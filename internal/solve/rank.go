@@ -1,0 +1,110 @@
+package solve
+
+import (
+	"cmp"
+	"slices"
+)
+
+// DefaultNoiseBand is how close, relatively, two plans' estimated step
+// times must be for parc to call them a tie and prefer the simpler plan.
+// The estimate's error against measured runs is larger in absolute terms
+// (issue 14's target: a median of 10%), but between two plans of one model
+// on one cluster most of that error is shared (the same kernels, the same
+// links); what is not shared — how well the model ranks a bubble against a
+// collective, one layout against another — is of a few percent. Below 3%
+// the ranking says nothing a user should act on, and the simpler plan
+// (fewer pipeline stages, no context parallelism, no interleaving, an even
+// split) is easier to run and to debug.
+const DefaultNoiseBand = 0.03
+
+// DefaultMemoryHeadroom is the fraction of the GPU's memory a plan's
+// estimated peak may use: the rest is for what the estimate does not see
+// (allocator fragmentation, NCCL and CUDA-graph buffers, the CUDA context),
+// and is the same 90% above which `parc vet` warns memory-near-limit.
+const DefaultMemoryHeadroom = 0.9
+
+// shapeKey is a parallel shape: the degrees, the virtual stages and the
+// pipeline split. Its variants differ in micro batch, recompute and
+// optimizer sharding.
+type shapeKey struct {
+	tp, cp, pp, ep, etp, vpp, split int32
+}
+
+func (sv *solver) shapeOf(lf *leaf) shapeKey {
+	return shapeKey{lf.tp, lf.cp, lf.pp, lf.ep, lf.etp, lf.vpp, lf.split}
+}
+
+// simplicity orders shapes from the simplest: the smaller model-parallel
+// group tp·cp·pp (more data parallelism), fewer pipeline stages, less
+// context parallelism, fewer virtual stages, the simpler split (even, then
+// accounted, then uneven), then ep, tp and etp ascending.
+func (sv *solver) simplicity(k shapeKey) [8]int {
+	return [8]int{int(k.tp * k.cp * k.pp), int(k.pp), int(k.cp), int(k.vpp), sv.splits[k.split].kind(), int(k.ep), int(k.tp), int(k.etp)}
+}
+
+// variantOrder orders the plans of one shape: step time, then peak memory,
+// then less recomputation, the simpler optimizer sharding, the smaller
+// micro batch.
+func (sv *solver) variantOrder(a, b foundPlan) int {
+	la, lb := &sv.leaves[a.leaf], &sv.leaves[b.leaf]
+	return cmp.Or(
+		cmp.Compare(a.step, b.step),
+		cmp.Compare(a.peak, b.peak),
+		cmp.Compare(la.rc, lb.rc),
+		cmp.Compare(sv.shards[la.shard].kind(), sv.shards[lb.shard].kind()),
+		cmp.Compare(la.mb, lb.mb),
+	)
+}
+
+// group is one shape and its plans found, best first.
+type group struct {
+	shape    shapeKey
+	plans    []foundPlan
+	inBand   bool
+	simplest [8]int
+}
+
+// ranked groups the feasible plans found by shape and orders the shapes:
+// first every shape whose best plan is within the noise band of the fastest
+// (simplest first, then by step time), then the rest by step time, then the
+// smaller model-parallel group, then less memory, then the simplicity order.
+func (sv *solver) ranked() []group {
+	byShape := map[shapeKey]int{}
+	var gs []group
+	for _, fp := range sv.found {
+		k := sv.shapeOf(&sv.leaves[fp.leaf])
+		i, ok := byShape[k]
+		if !ok {
+			i = len(gs)
+			byShape[k] = i
+			gs = append(gs, group{shape: k, simplest: sv.simplicity(k)})
+		}
+		gs[i].plans = append(gs[i].plans, fp)
+	}
+	if len(gs) == 0 {
+		return nil
+	}
+	best := gs[0].plans[0].step
+	for i := range gs {
+		slices.SortFunc(gs[i].plans, sv.variantOrder)
+		best = min(best, gs[i].plans[0].step)
+	}
+	for i := range gs {
+		gs[i].inBand = gs[i].plans[0].step <= best*(1+sv.opts.NoiseBand)*(1+1e-12)
+	}
+	slices.SortFunc(gs, func(a, b group) int {
+		pa, pb := a.plans[0], b.plans[0]
+		switch {
+		case a.inBand && !b.inBand:
+			return -1
+		case b.inBand && !a.inBand:
+			return 1
+		case a.inBand:
+			return cmp.Or(slices.Compare(a.simplest[:], b.simplest[:]), cmp.Compare(pa.step, pb.step), cmp.Compare(pa.peak, pb.peak),
+				cmp.Compare(a.shape.split, b.shape.split))
+		}
+		return cmp.Or(cmp.Compare(pa.step, pb.step), cmp.Compare(a.simplest[0], b.simplest[0]), cmp.Compare(pa.peak, pb.peak),
+			slices.Compare(a.simplest[:], b.simplest[:]), cmp.Compare(a.shape.split, b.shape.split))
+	})
+	return gs
+}

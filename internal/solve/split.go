@@ -1,0 +1,300 @@
+package solve
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"parc.dev/parc/internal/spec"
+)
+
+// split is one way to split the decoder layers over the pipeline stages:
+// Megatron's account_for_embedding / account_for_loss (the embedding and the
+// loss each count as a layer in the even split) or an uneven split with
+// first_stage_layers / last_stage_layers (0 = not set) and the rest even.
+type split struct {
+	emb, loss   bool
+	first, last int
+}
+
+// kind orders splits from the simplest: an even split, one accounted stage,
+// both, one uneven stage, both uneven.
+func (s split) kind() int {
+	switch {
+	case s.first > 0 || s.last > 0:
+		return 2 + btoi(s.first > 0) + btoi(s.last > 0)
+	default:
+		return btoi(s.emb) + btoi(s.loss)
+	}
+}
+
+func (s split) apply(p *spec.Parallel) {
+	p.AccountForEmbedding, p.AccountForLoss = s.emb, s.loss
+	p.FirstStageLayers, p.LastStageLayers = nil, nil
+	if s.first > 0 {
+		v := s.first
+		p.FirstStageLayers = &v
+	}
+	if s.last > 0 {
+		v := s.last
+		p.LastStageLayers = &v
+	}
+}
+
+// String is the split's fields as a plan sets them ("" for an even split).
+func (s split) String() string {
+	var parts []string
+	if s.emb {
+		parts = append(parts, "account_for_embedding")
+	}
+	if s.loss {
+		parts = append(parts, "account_for_loss")
+	}
+	if s.first > 0 {
+		parts = append(parts, fmt.Sprintf("first_stage_layers=%d", s.first))
+	}
+	if s.last > 0 {
+		parts = append(parts, fmt.Sprintf("last_stage_layers=%d", s.last))
+	}
+	return strings.Join(parts, " ")
+}
+
+// An uneven first or last stage holds between unevenLighter layers fewer
+// and unevenHeavier more than each middle stage. Published uneven splits
+// make room on the edge stages for what only they hold: Llama 3 405B puts
+// 7 + 14×8 + 7 layers on 16 stages (one fewer beside the embedding and the
+// output layer, arXiv:2407.21783 §3.3.2); Megatron-LM's DeepSeek-V3 recipe
+// 4 + 14×4 + 1 (the last stage also holds the multi-token-prediction layer
+// and the output layer). A stage far from the rest only lengthens the
+// slowest stage.
+const (
+	unevenLighter = 3
+	unevenHeavier = 1
+)
+
+// nearMiddle reports whether an edge stage of n layers is within the window
+// of middle stages of per layers.
+func nearMiddle(n, per int) bool { return n >= 1 && n >= per-unevenLighter && n <= per+unevenHeavier }
+
+// splitsFor lists the splits tried with pp stages, simplest first, as
+// indices into sv.splits. With the split fixed by the spec it is the spec's
+// own (the rules then reject it when the layers do not split). Otherwise it
+// is every split the user's constraints allow among: the even split, the
+// accounted ones, and the uneven ones whose first/last stages are within
+// the window of the middle ones (nearMiddle; see duplicateSplit for splits
+// that are one plan).
+func (sv *solver) splitsFor(pp int) []int32 {
+	p, L := sv.base.Parallel, sv.base.Model.Layers
+	add := func(s split) int32 {
+		for i, have := range sv.splits {
+			if have == s {
+				return int32(i)
+			}
+		}
+		sv.splits = append(sv.splits, s)
+		return int32(len(sv.splits) - 1)
+	}
+	searched := false
+	for _, f := range spec.PipelineSplitFields {
+		searched = searched || sv.searched(f)
+	}
+	if !searched {
+		own := split{emb: p.AccountForEmbedding, loss: p.AccountForLoss}
+		if p.FirstStageLayers != nil {
+			own.first = max(*p.FirstStageLayers, 0)
+		}
+		if p.LastStageLayers != nil {
+			own.last = max(*p.LastStageLayers, 0)
+		}
+		return []int32{add(own)}
+	}
+	boolOK := func(f field, b bool) bool {
+		return slices.Contains(sv.dom[f], btoi(b))
+	}
+	// stageOK: n layers (0 = unset) allowed for first/last_stage_layers.
+	stageOK := func(f field, n int) bool {
+		switch {
+		case sv.open[f]:
+			return n > 0 && sv.allowed(f, n)
+		case sv.implied[f]:
+			return true
+		}
+		v := 0
+		if f == fFirst && p.FirstStageLayers != nil {
+			v = *p.FirstStageLayers
+		}
+		if f == fLast && p.LastStageLayers != nil {
+			v = *p.LastStageLayers
+		}
+		return n == v
+	}
+	var cands []split
+	for _, s := range []split{{}, {emb: true}, {loss: true}, {emb: true, loss: true}} {
+		if boolOK(fEmb, s.emb) && boolOK(fLoss, s.loss) && stageOK(fFirst, 0) && stageOK(fLast, 0) {
+			cands = append(cands, s)
+		}
+	}
+	if pp >= 2 && boolOK(fEmb, false) && boolOK(fLoss, false) {
+		var uneven []split
+		for _, set := range [][2]bool{{true, false}, {false, true}, {true, true}} {
+			mid := pp - btoi(set[0]) - btoi(set[1])
+			if mid == 0 {
+				// pp = 2 with both stages given: the same splits as the
+				// first stage alone.
+				continue
+			}
+			for per := 1; per*mid < L; per++ {
+				rest := L - per*mid
+				switch {
+				case set[0] && set[1]:
+					for f := per - unevenLighter; f <= per+unevenHeavier; f++ {
+						if nearMiddle(f, per) && nearMiddle(rest-f, per) {
+							uneven = append(uneven, split{first: f, last: rest - f})
+						}
+					}
+				case set[0]:
+					if nearMiddle(rest, per) {
+						uneven = append(uneven, split{first: rest})
+					}
+				default:
+					if nearMiddle(rest, per) {
+						uneven = append(uneven, split{last: rest})
+					}
+				}
+			}
+		}
+		slices.SortStableFunc(uneven, func(a, b split) int { return a.kind() - b.kind() })
+		for _, s := range uneven {
+			if stageOK(fFirst, s.first) && stageOK(fLast, s.last) {
+				cands = append(cands, s)
+			}
+		}
+	}
+	var out []int32
+	for _, s := range cands {
+		q := spec.Parallel{PP: pp, VPP: 1}
+		s.apply(&q)
+		if spec.StageLayers(L, q) == nil {
+			continue // this split does not work with pp stages
+		}
+		out = append(out, add(s))
+	}
+	return out
+}
+
+// duplicateSplit reports whether split si gives every pipeline rank and
+// virtual stage the same layers as a simpler split tried before it (with pp
+// and vpp): the two are one plan, and the simpler is kept.
+func (sv *solver) duplicateSplit(pp, vpp int, si int32) bool {
+	k := [3]int32{int32(pp), int32(vpp), si}
+	if d, ok := sv.dupSplit[k]; ok {
+		return d
+	}
+	L := sv.base.Model.Layers
+	layers := func(i int32) string {
+		q := spec.Parallel{PP: pp, VPP: vpp}
+		sv.splits[i].apply(&q)
+		st := spec.StageLayers(L, q)
+		if st == nil {
+			return ""
+		}
+		return fmt.Sprint(st)
+	}
+	mine := layers(si)
+	dup := false
+	for _, sj := range sv.splitsOf[pp] {
+		if sj == si {
+			break
+		}
+		if mine != "" && layers(sj) == mine {
+			dup = true
+			break
+		}
+	}
+	sv.dupSplit[k] = dup
+	return dup
+}
+
+// pipelineRule is check's layer-split rule for pp (P6/P9/P16 even; P12/P13
+// uneven), before vpp.
+func pipelineRule(L, pp int, s split) (string, func() string) {
+	if s.first == 0 && s.last == 0 {
+		Lp := L + btoi(s.emb) + btoi(s.loss)
+		if Lp%pp != 0 {
+			return "pp-layers", func() string { return fmt.Sprintf("%d layers do not split over pp=%d", Lp, pp) }
+		}
+		return "", nil
+	}
+	if s.emb || s.loss {
+		return "", nil // uneven-account-for: a fixed error, check reports it
+	}
+	middle, stages := L, pp
+	for _, v := range []int{s.first, s.last} {
+		if v == 0 {
+			continue
+		}
+		middle -= v
+		stages--
+	}
+	if (middle != 0) != (stages != 0) {
+		return "uneven-middle", func() string {
+			return fmt.Sprintf("with pp=%d, %d middle layers remain for %d middle stages", pp, middle, stages)
+		}
+	}
+	if pp > 1 && stages != 0 && middle%stages != 0 {
+		return "uneven-middle", func() string {
+			return fmt.Sprintf("with pp=%d the %d middle layers do not split over %d middle stages", pp, middle, stages)
+		}
+	}
+	return "", nil
+}
+
+// vppRule is check's virtual-pipeline rules (P7, P8/P17, P11/P14).
+func (sv *solver) vppRule(pp, vpp int, s split) (string, func() string) {
+	p, L := sv.base.Parallel, sv.base.Model.Layers
+	if vpp <= 1 {
+		return "", nil
+	}
+	if p.OverlapP2P && pp <= 1 {
+		return "vpp-pp", func() string { return fmt.Sprintf("vpp=%d needs pp > 1", vpp) }
+	}
+	if !p.OverlapP2P && pp <= 2 {
+		return "vpp-pp", func() string { return fmt.Sprintf("vpp=%d with overlap_p2p off needs pp > 2", vpp) }
+	}
+	if s.first == 0 && s.last == 0 {
+		Lp := L + btoi(s.emb) + btoi(s.loss)
+		if (Lp/pp)%vpp != 0 {
+			return "vpp-layers", func() string {
+				return fmt.Sprintf("the %d layers per pipeline rank do not split over vpp=%d", Lp/pp, vpp)
+			}
+		}
+		return "", nil
+	}
+	middle, stages := L, pp
+	for _, v := range []int{s.first, s.last} {
+		if v == 0 {
+			continue
+		}
+		if v%vpp != 0 {
+			return "uneven-vpp", func() string { return fmt.Sprintf("a first/last stage of %d layers does not split over vpp=%d", v, vpp) }
+		}
+		middle -= v
+		stages--
+	}
+	if stages > 0 && middle%stages == 0 && (middle/stages)%vpp != 0 {
+		return "uneven-vpp", func() string {
+			return fmt.Sprintf("middle stages of %d layers do not split over vpp=%d", middle/stages, vpp)
+		}
+	}
+	return "", nil
+}
+
+// shard is how the optimizer state is held: train.distributed_optimizer and
+// train.fsdp.
+type shard struct{ distopt, fsdp bool }
+
+func (s shard) apply(t *spec.Train) { t.DistributedOptimizer, t.FSDP = s.distopt, s.fsdp }
+
+// kind orders the shardings from the simplest: replicated, the distributed
+// optimizer, FSDP.
+func (s shard) kind() int { return btoi(s.distopt) + 2*btoi(s.fsdp) }

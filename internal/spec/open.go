@@ -1,0 +1,63 @@
+package spec
+
+// OpenField is a spec field `parc solve` may fill when the user leaves it
+// open (`tp: int`, `tp: 1 | 2 | 4 | 8`, `pp: >=2`, `account_for_loss: bool`).
+// This is the one list of them: internal/load decides which are open,
+// internal/solve searches them, and results list them in this order.
+type OpenField int
+
+// The open fields, in the order results list them.
+const (
+	OpenTP OpenField = iota
+	OpenPP
+	OpenVPP
+	OpenCP
+	OpenEP
+	OpenETP
+	OpenMicroBatch
+	OpenRecompute
+	OpenAccountForEmbedding
+	OpenAccountForLoss
+	OpenFirstStageLayers
+	OpenLastStageLayers
+	OpenDistributedOptimizer
+	OpenFSDP
+	NumOpenFields
+)
+
+var openPaths = [NumOpenFields]string{
+	OpenTP:                   "parallel.tp",
+	OpenPP:                   "parallel.pp",
+	OpenVPP:                  "parallel.vpp",
+	OpenCP:                   "parallel.cp",
+	OpenEP:                   "parallel.ep",
+	OpenETP:                  "parallel.etp",
+	OpenMicroBatch:           "train.micro_batch",
+	OpenRecompute:            "train.recompute",
+	OpenAccountForEmbedding:  "parallel.account_for_embedding",
+	OpenAccountForLoss:       "parallel.account_for_loss",
+	OpenFirstStageLayers:     "parallel.first_stage_layers",
+	OpenLastStageLayers:      "parallel.last_stage_layers",
+	OpenDistributedOptimizer: "train.distributed_optimizer",
+	OpenFSDP:                 "train.fsdp",
+}
+
+// Path is the field's dotted path in the spec.
+func (f OpenField) Path() string { return openPaths[f] }
+
+// OpenPaths lists every field a user may leave open, in OpenField order.
+func OpenPaths() []string { return append([]string(nil), openPaths[:]...) }
+
+// OpenFieldOf returns the open field at path.
+func OpenFieldOf(path string) (OpenField, bool) {
+	for f, p := range openPaths {
+		if p == path {
+			return OpenField(f), true
+		}
+	}
+	return -1, false
+}
+
+// PipelineSplitFields are the open fields that decide how the decoder layers
+// split over the pipeline stages (beside pp and vpp).
+var PipelineSplitFields = []OpenField{OpenAccountForEmbedding, OpenAccountForLoss, OpenFirstStageLayers, OpenLastStageLayers}
