@@ -57,10 +57,14 @@ func BenchmarkLoadAndSolveDeepSeek2k(b *testing.B) {
 func BenchmarkSolve405B1kOpen(b *testing.B) { benchSolve(b, "testdata/acceptance/llama3-405b-1k.cue") }
 
 // BenchmarkSolve405B16kOpen: the same on 16,384 H100s.
-func BenchmarkSolve405B16kOpen(b *testing.B) { benchSolve(b, "testdata/acceptance/llama3-405b-16k.cue") }
+func BenchmarkSolve405B16kOpen(b *testing.B) {
+	benchSolve(b, "testdata/acceptance/llama3-405b-16k.cue")
+}
 
 // BenchmarkSolveDeepSeek1kOpen: DeepSeek-V3 on 1,024 H100s, everything open.
-func BenchmarkSolveDeepSeek1kOpen(b *testing.B) { benchSolve(b, "testdata/acceptance/deepseek-v3-1k.cue") }
+func BenchmarkSolveDeepSeek1kOpen(b *testing.B) {
+	benchSolve(b, "testdata/acceptance/deepseek-v3-1k.cue")
+}
 
 // BenchmarkLoadAndSolve405B16kOpen includes loading the spec.
 func BenchmarkLoadAndSolve405B16kOpen(b *testing.B) {

@@ -276,7 +276,9 @@ func (sv *solver) vppRule(pp, vpp int, s split) (string, func() string) {
 			continue
 		}
 		if v%vpp != 0 {
-			return "uneven-vpp", func() string { return fmt.Sprintf("a first/last stage of %d layers does not split over vpp=%d", v, vpp) }
+			return "uneven-vpp", func() string {
+				return fmt.Sprintf("a first/last stage of %d layers does not split over vpp=%d", v, vpp)
+			}
 		}
 		middle -= v
 		stages--
