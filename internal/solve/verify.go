@@ -276,8 +276,9 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			estimate.GiB(sv.smallest.peak), 100*sv.smallest.frac, sv.leafLabel(&lf))
 	}
 	counts, total := topCounts(sv.leafRejected)
-	what := fmt.Sprintf("none of the %d assignments that satisfy Megatron's rules passes every check", len(sv.leaves))
-	if len(sv.leaves) == 0 {
+	passed := sv.spaceSize() - sv.pruned
+	what := fmt.Sprintf("none of the %d assignments that satisfy Megatron's rules passes every check", passed)
+	if passed == 0 {
 		counts, total = topCounts(r.Rejected)
 		what = fmt.Sprintf("no assignment of the open fields satisfies Megatron's rules (%d tried)", r.Space)
 	}
