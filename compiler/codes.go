@@ -13,6 +13,7 @@ import (
 // compileCodes are the codes Compile itself emits.
 var compileCodes = []diag.CodeInfo{
 	{Code: "template", Severity: diag.Error, Meaning: "A user template (launch.templates or --templates) fails to parse or execute, or a file there overrides no target; the message names the template's file and line.", Fix: "Fix the template (text/template, missingkey=error) or rename the file to NAME.tmpl of a target."},
+	{Code: "templates-outside", Severity: diag.Error, Meaning: "launch.templates leads outside the spec's directory (.., an absolute path, or a symbolic link): a spec must not pull the templates that write its scripts from elsewhere.", Fix: "Keep the templates beside the spec, or pass --templates DIR on the command line."},
 	{Code: "templates-dir", Severity: diag.Error, Meaning: "The template directory does not exist.", Fix: "Give a directory of NAME.tmpl files."},
 }
 

@@ -1,11 +1,12 @@
 package compiler
 
 import (
-	"io/fs"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/plan"
@@ -127,11 +128,45 @@ func templateSet(src Source, p *plan.Plan, o Options, at diag.Locator) (*templat
 			Hint:    "give a directory of NAME.tmpl files (megatron.args.tmpl, submit.sbatch.tmpl, torchrun.sh.tmpl, report.md.tmpl)"})
 		return nil, diags
 	}
-	var fsys fs.FS = os.DirFS(dir)
-	set := template.New(fsys, dir)
+	if path != "" {
+		if d, ok := insideSpecDir(src, dir, at(path)); !ok {
+			diags.Add(d)
+			return nil, diags
+		}
+	}
+	set, err := template.NewDir(dir)
+	if err != nil {
+		pos := diag.Pos{File: dir}
+		if path != "" {
+			pos = at(path)
+		}
+		diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "template", Path: path, Pos: pos, Message: err.Error(),
+			Hint: "keep the templates as files inside the template directory"})
+		return nil, diags
+	}
 	if err := set.CheckOverrides(megatron.TemplateName, slurm.TemplateName, torchrun.TemplateName, report.TemplateName); err != nil {
 		diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "template", Path: path, Pos: diag.Pos{File: dir}, Message: err.Error()})
 		return nil, diags
 	}
 	return set, nil
+}
+
+// insideSpecDir checks that launch.templates, which the spec names, stays in
+// the spec's own directory once links are resolved: a spec from a repository
+// parc does not own must not pull templates (which write the scripts) from
+// elsewhere on the machine. --templates, the user's own flag, may name any
+// directory.
+func insideSpecDir(src Source, dir string, pos diag.Pos) (diag.Diagnostic, bool) {
+	base, err1 := filepath.EvalSymlinks(filepath.Dir(src.Path))
+	real, err2 := filepath.EvalSymlinks(dir)
+	if err1 == nil && err2 == nil {
+		base, _ = filepath.Abs(base)
+		real, _ = filepath.Abs(real)
+		if rel, err := filepath.Rel(base, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return diag.Diagnostic{}, true
+		}
+	}
+	return diag.Diagnostic{Severity: diag.Error, Code: "templates-outside", Path: "launch.templates", Pos: pos,
+		Message: fmt.Sprintf("launch.templates %s leads outside the spec's directory %s", dir, filepath.Dir(src.Path)),
+		Hint:    "keep the templates in a directory beside the spec, or pass --templates DIR on the command line"}, false
 }

@@ -203,6 +203,18 @@ func lastOr(path, def string) string {
 
 // schemaFields lists the field names #Plan allows at a dotted path.
 func (r *Result) schemaFields(parent string) []string {
+	if f, ok := r.fieldsOf[parent]; ok {
+		return f
+	}
+	f := r.lookupSchemaFields(parent)
+	if r.fieldsOf == nil {
+		r.fieldsOf = map[string][]string{}
+	}
+	r.fieldsOf[parent] = f
+	return f
+}
+
+func (r *Result) lookupSchemaFields(parent string) []string {
 	v := r.Schema
 	if parent != "" {
 		v = v.LookupPath(cue.ParsePath(parent))

@@ -46,6 +46,9 @@ type Result struct {
 	Display map[string]string
 
 	source Source
+	// fieldsOf caches schemaFields (one spec can name thousands of
+	// unknown fields in one struct).
+	fieldsOf map[string][]string
 }
 
 // text returns the source of the file a diagnostic names (nil for another).
@@ -127,6 +130,11 @@ func fromCUE(ctx *cue.Context, abs string, data []byte, res *Result) (*cue.Value
 	var diags diag.List
 	dir := filepath.Dir(abs)
 	root := moduleRoot(dir)
+	data, pre, ok := res.dropUnknown(abs, data)
+	diags = append(diags, pre...)
+	if !ok {
+		return nil, diags
+	}
 	overlay := map[string]cueload.Source{abs: cueload.FromBytes(data)}
 	modFile := filepath.Join(root, "cue.mod", "module.cue")
 	if modData, err := os.ReadFile(modFile); err == nil {

@@ -74,7 +74,7 @@ func TestLoadCUEAndHCLAgree(t *testing.T) {
 }
 
 // diagsFor loads and decodes, returning every diagnostic.
-func diagsFor(t *testing.T, src Source) diag.List {
+func diagsFor(t testing.TB, src Source) diag.List {
 	t.Helper()
 	res, diags := Load(src)
 	if res == nil {

@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
+	"testing/fstest"
+	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -28,6 +33,22 @@ func FuncMap() template.FuncMap {
 	m["shq"] = ShellQuote
 	m["shqJoin"] = shqJoin
 	m["sbatchq"] = SbatchQuote
+	m["repeat"] = boundedRepeat
+	m["until"] = boundedUntil
+	m["untilStep"] = boundedUntilStep
+	seq := m["seq"].(func(...int) string)
+	m["seq"] = func(params ...int) (string, error) {
+		if len(params) > 0 {
+			lo, hi := params[0], params[len(params)-1]
+			if len(params) == 1 {
+				lo = 1
+			}
+			if d := float64(hi) - float64(lo); math.Abs(d) > MaxOutputBytes/2 {
+				return "", errTooLarge
+			}
+		}
+		return seq(params...), nil
+	}
 	m["comment"] = Comment
 	m["md"] = Markdown
 	m["mdcode"] = MarkdownCode
@@ -68,6 +89,55 @@ func Builtin() *Set { return &Set{} }
 // dir is how error messages name that directory (the path the user gave);
 // a nil fsys means no overrides.
 func New(fsys fs.FS, dir string) *Set { return &Set{fsys: fsys, dir: dir} }
+
+// MaxTemplateBytes is the largest template file a directory may hold.
+const MaxTemplateBytes = 1 << 20
+
+// NewDir returns the Set of the *.tmpl files at the top of the directory
+// dir, read at once and confined to it: a file that is a symbolic link
+// leading out of dir (or through ..) is refused, as is a template larger
+// than MaxTemplateBytes. Links that stay inside dir are followed.
+func NewDir(dir string) (*Set, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("template directory %s: %w", dir, err)
+	}
+	defer root.Close()
+	entries, err := fs.ReadDir(root.FS(), ".")
+	if err != nil {
+		return nil, fmt.Errorf("template directory %s: %w", dir, err)
+	}
+	files := fstest.MapFS{}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, Ext) {
+			continue
+		}
+		f, err := root.Open(name) // follows links only while they stay inside dir
+		if err != nil {
+			if target, lerr := os.Readlink(filepath.Join(dir, name)); lerr == nil {
+				return nil, fmt.Errorf("template %s is a symbolic link to %s, outside the template directory: refused (%v)",
+					filepath.Join(dir, name), target, err)
+			}
+			return nil, fmt.Errorf("template %s: %w", filepath.Join(dir, name), err)
+		}
+		st, err := f.Stat()
+		if err == nil && st.IsDir() {
+			f.Close()
+			continue
+		}
+		b, err := io.ReadAll(io.LimitReader(f, MaxTemplateBytes+1))
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("template %s: %w", filepath.Join(dir, name), err)
+		}
+		if len(b) > MaxTemplateBytes {
+			return nil, fmt.Errorf("template %s is larger than %d MiB", filepath.Join(dir, name), MaxTemplateBytes>>20)
+		}
+		files[name] = &fstest.MapFile{Data: b, Mode: 0o644}
+	}
+	return New(files, dir), nil
+}
 
 // Overrides lists the names of the targets the override directory replaces
 // (file names without .tmpl), sorted.
@@ -133,17 +203,75 @@ func (s *Set) Render(name, builtin string, data any) ([]byte, error) {
 	return Execute(file, text, data)
 }
 
+// MaxOutputBytes is the most a template may render: 16 MiB, far above any
+// generated file (a user template looping without end stops there).
+const MaxOutputBytes = 16 << 20
+
+// errTooLarge stops a template that renders more than MaxOutputBytes.
+var errTooLarge = fmt.Errorf("the rendered output exceeds %d MiB, the most a template may write", MaxOutputBytes>>20)
+
+// capped is a buffer that refuses to grow past MaxOutputBytes.
+type capped struct{ bytes.Buffer }
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.Len()+len(p) > MaxOutputBytes {
+		return 0, errTooLarge
+	}
+	return c.Buffer.Write(p)
+}
+
 // Execute parses text as the template named file and executes it on data.
+// The output is capped at MaxOutputBytes.
 func Execute(file, text string, data any) ([]byte, error) {
 	t, err := template.New(file).Option("missingkey=error").Funcs(FuncMap()).Parse(text)
 	if err != nil {
 		return nil, wrap(file, err)
 	}
-	var b bytes.Buffer
+	var b capped
 	if err := t.Execute(&b, data); err != nil {
 		return nil, wrap(file, err)
 	}
 	return b.Bytes(), nil
+}
+
+// boundedRepeat is sprig's repeat, refusing results beyond MaxOutputBytes
+// (strings.Repeat would allocate them before anything is written).
+func boundedRepeat(count int, s string) (string, error) {
+	if count < 0 || len(s) > 0 && count > MaxOutputBytes/len(s) {
+		return "", errTooLarge
+	}
+	return strings.Repeat(s, count), nil
+}
+
+// boundedUntil is sprig's until, refusing lists longer than MaxOutputBytes.
+func boundedUntil(count int) ([]int, error) {
+	step := 1
+	if count < 0 {
+		step = -1
+	}
+	if count > MaxOutputBytes || count < -MaxOutputBytes {
+		return nil, errTooLarge
+	}
+	out := make([]int, 0, count*step)
+	for i := 0; i != count; i += step {
+		out = append(out, i)
+	}
+	return out, nil
+}
+
+// boundedUntilStep is sprig's untilStep with the same bound.
+func boundedUntilStep(start, stop, step int) ([]int, error) {
+	if step == 0 || (float64(stop)-float64(start))/float64(step) < 0 {
+		return []int{}, nil
+	}
+	if math.Abs((float64(stop)-float64(start))/float64(step)) > MaxOutputBytes {
+		return nil, errTooLarge
+	}
+	var out []int
+	for i := start; (step > 0 && i < stop) || (step < 0 && i > stop); i += step {
+		out = append(out, i)
+	}
+	return out, nil
 }
 
 // Error is a template that failed to parse or execute, with the position in

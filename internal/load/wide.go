@@ -1,0 +1,130 @@
+package load
+
+import (
+	"fmt"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/parser"
+	"cuelang.org/go/cue/token"
+
+	"parc.dev/parc/internal/diag"
+)
+
+// CUE's evaluator finds a field among its struct's fields by a linear scan
+// (adt.Vertex.Lookup) and merges errors into a list it searches for
+// duplicates (errors.Append): a struct of n fields costs O(n²) to build and
+// to validate. parc keeps load linear in the input by never handing CUE a
+// wide struct:
+//
+//   - unknownBatch or more fields the schema does not have in one struct
+//     literal are reported by parc itself, from the syntax tree, and blanked
+//     out of the text CUE evaluates (blanks keep every other position);
+//   - a struct literal with more than MaxStructFields fields (an env map of
+//     30,000 entries) is refused with too-many-fields.
+const (
+	unknownBatch = 64
+	// MaxStructFields is the most fields parc reads in one struct literal.
+	MaxStructFields = 10000
+)
+
+// dropUnknown parses a user's CUE file and applies the rules above. It
+// returns the text to evaluate and the diagnostics found; ok is false when
+// the file must not be evaluated (too-many-fields). A file that does not
+// parse is returned unchanged, for CUE to report.
+func (r *Result) dropUnknown(abs string, data []byte) (out []byte, diags diag.List, ok bool) {
+	f, err := parser.ParseFile(abs, data)
+	if err != nil {
+		return data, nil, true
+	}
+	out = data
+	blank := func(n ast.Node) {
+		if &out[0] == &data[0] {
+			out = append([]byte(nil), data...)
+		}
+		start, end := n.Pos().Offset(), n.End().Offset()
+		// A comma right after the field goes with it ("a: 1, x: 2, b: 3").
+		j := end
+		for j < len(out) && (out[j] == ' ' || out[j] == '\t') {
+			j++
+		}
+		if j < len(out) && out[j] == ',' {
+			end = j + 1
+		}
+		for i := start; i < end && i < len(out); i++ {
+			if out[i] != '\n' {
+				out[i] = ' '
+			}
+		}
+	}
+	ok = true
+	var walk func(decls []ast.Decl, schema cue.Value, path []string, pos token.Pos)
+	walk = func(decls []ast.Decl, schema cue.Value, path []string, pos token.Pos) {
+		var unknown []*ast.Field
+		for _, d := range decls {
+			fld, isField := d.(*ast.Field)
+			if !isField || fld.Constraint != token.ILLEGAL {
+				continue
+			}
+			name, isIdent, err := ast.LabelName(fld.Label)
+			if err != nil || (!isIdent && !isString(fld.Label)) || strings.HasPrefix(name, "#") || strings.HasPrefix(name, "_") {
+				continue
+			}
+			sel := cue.Str(name)
+			if !schema.Exists() {
+				continue
+			}
+			if !schema.Allows(sel) {
+				unknown = append(unknown, fld)
+				continue
+			}
+			if st, isStruct := fld.Value.(*ast.StructLit); isStruct {
+				child := schema.LookupPath(cue.MakePath(sel))
+				if !child.Exists() {
+					child = schema.LookupPath(cue.MakePath(sel.Optional()))
+				}
+				if child.Exists() && child.IncompleteKind() == cue.StructKind {
+					walk(st.Elts, child, append(append([]string(nil), path...), name), st.Lbrace)
+				} else if len(st.Elts) > MaxStructFields {
+					walk(st.Elts, cue.Value{}, append(append([]string(nil), path...), name), st.Lbrace)
+				}
+			}
+		}
+		kept := len(decls)
+		if len(unknown) >= unknownBatch {
+			kept -= len(unknown)
+		}
+		if kept > MaxStructFields {
+			where := "the top level"
+			if len(path) > 0 {
+				where = strings.Join(path, ".")
+			}
+			diags.Add(diag.Diagnostic{Severity: diag.Error, Code: "too-many-fields", Path: strings.Join(path, "."), Pos: r.pos(pos),
+				Message: fmt.Sprintf("%s has %d fields; parc reads at most %d fields in one struct", where, kept, MaxStructFields),
+				Hint:    "a spec has tens of fields per section: check that this is the file you meant"})
+			ok = false
+			return
+		}
+		if len(unknown) < unknownBatch {
+			return // few: CUE reports them, with everything else
+		}
+		parent := strings.Join(path, ".")
+		for _, fld := range unknown {
+			name, _, _ := ast.LabelName(fld.Label)
+			full := name
+			if parent != "" {
+				full = parent + "." + name
+			}
+			diags.Add(r.unknownField(full, parent, name, r.pos(fld.Pos())))
+			blank(fld)
+		}
+	}
+	walk(f.Decls, r.Schema, nil, f.Pos())
+	return out, diags, ok
+}
+
+func isString(l ast.Label) bool {
+	lit, ok := l.(*ast.BasicLit)
+	return ok && lit.Kind == token.STRING
+}
