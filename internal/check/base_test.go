@@ -21,7 +21,7 @@ const baseJSON = `{
     "make_vocab_divisible_by": 128, "activation": "gelu", "normalization": "layernorm",
     "norm_epsilon": 1e-5, "position_embedding": "learned_absolute", "rotary_base": 10000,
     "rotary_percent": 1.0, "tie_embeddings": true, "bias": true, "qkv_bias": false,
-    "qk_layernorm": false, "mtp_layers": 0
+    "qk_layernorm": false, "mtp_layers": 0, "mscale": 1.0, "mscale_all_dim": 0.0, "apply_layernorm_1p": false
   },
   "cluster": {
     "name": "h100x2", "nodes": 2, "gpus_per_node": 8, "nvlink_domain": 8,
@@ -47,11 +47,22 @@ const baseJSON = `{
     "main_grads_dtype": "fp32", "main_params_dtype": "fp32", "exp_avg_dtype": "fp32", "exp_avg_sq_dtype": "fp32",
     "data_parallel_sharding_strategy": "optim_grads_params", "fsdp_double_buffer": false, "nccl_ub": false,
     "fsdp_manual_registration": false, "megatron_fsdp_main_params_dtype": "fp32",
-    "megatron_fsdp_main_grads_dtype": "auto", "megatron_fsdp_grad_comm_dtype": "auto"
+    "megatron_fsdp_main_grads_dtype": "auto", "megatron_fsdp_grad_comm_dtype": "auto",
+    "overlap_param_gather_with_optimizer_step": false, "lr_warmup_samples": 0, "lr_warmup_init": 0.0,
+    "lr_wsd_decay_style": "exponential", "weight_decay_incr_style": "constant", "adam_eps": 1e-8,
+    "mtp_loss_scaling_factor": 0.1, "calculate_per_token_loss": false, "check_for_nan_in_loss_and_grad": true,
+    "manual_gc": false, "manual_gc_interval": 0, "distributed_timeout_minutes": 10
   },
   "data": {
     "mock": true, "paths": [], "split": "969,30,1", "num_workers": 2,
-    "tokenizer": {"type": "NullTokenizer"}
+    "create_attention_mask_in_dataloader": true, "mmap_bin_files": true,
+    "tokenizer": {"type": "NullTokenizer", "tiktoken_num_special_tokens": 1000}
+  },
+  "kernels": {
+    "attention_backend": "auto", "masked_softmax_fusion": true, "gradient_accumulation_fusion": true,
+    "bias_gelu_fusion": true, "bias_swiglu_fusion": true, "bias_dropout_fusion": true, "apply_rope_fusion": true,
+    "cross_entropy_loss_fusion": false, "cross_entropy_fusion_impl": "native", "moe_permute_fusion": false,
+    "moe_router_fusion": false, "cuda_graph_impl": "none", "cuda_graph_warmup_steps": 3
   },
   "logging": {"interval": 10, "eval_interval": 1000, "eval_iters": 10, "log_throughput": true},
   "launch": {
@@ -65,7 +76,8 @@ var optionalDefaults = map[string]string{
 	"model.moe": `{"topk": 2, "shared_ffn_hidden": 0, "layer_freq": 1, "dense_layers": 0,
 	  "dispatcher": "alltoall", "grouped_gemm": true, "router_load_balancing": "aux_loss",
 	  "aux_loss_coeff": 1e-2, "score_function": "softmax", "router_pre_softmax": false,
-	  "expert_bias": false}`,
+	  "expert_bias": false, "router_bias_update_rate": 1e-3, "router_force_load_balancing": false,
+	  "flex_dispatcher_backend": "deepep", "shared_expert_overlap": false}`,
 	"model.mla":     `{"kv_lora_rank": 32, "qk_head_dim": 128, "qk_pos_emb_head_dim": 64, "v_head_dim": 128}`,
 	"cluster.slurm": `{"exclusive": true, "requeue": false, "extra": []}`,
 	"checkpoint":    `{"interval": 1000, "format": "torch_dist", "async_save": false}`,

@@ -69,6 +69,9 @@ var Codes = []CodeInfo{
 	{Code: "moe-grouped-gemm-gpu", Severity: diag.Error, Rule: "M16", Meaning: "Grouped GEMM needs compute capability 8.0 or higher.", Fix: "Set model.moe.grouped_gemm to false on this GPU."},
 	{Code: "moe-no-layers", Severity: diag.Warning, Rule: "", Meaning: "dense_layers and layer_freq leave no MoE layer in the model.", Fix: "Lower model.moe.dense_layers or layer_freq."},
 
+	{Code: "moe-router-groups", Severity: diag.Error, Rule: "", Meaning: "Group-limited routing needs router_num_groups dividing the experts and router_group_topk ≤ router_num_groups (TransformerConfig).", Fix: "Set router_num_groups to a divisor of experts, and router_group_topk no larger."},
+	{Code: "moe-flex-backend", Severity: diag.Error, Rule: "", Meaning: "The ncclep backend needs the flex dispatcher; shared-expert overlap needs the alltoall or flex dispatcher (TransformerConfig).", Fix: "Use the flex (or alltoall) dispatcher, or drop the option."},
+
 	// Precision.
 	{Code: "precision-fp8-gpu", Severity: diag.Error, Rule: "", Meaning: "The FP8 recipe is not supported by this GPU (Transformer Engine: fp8 needs compute capability ≥ 8.9, blockwise ≥ 9.0, mxfp8 10.x–11.x).", Fix: "Choose a recipe the GPU supports (the hint lists them) or train.precision \"bf16\"."},
 	{Code: "precision-bf16-gpu", Severity: diag.Warning, Rule: "", Meaning: "bf16 needs compute capability 8.0 or higher (A100 and later).", Fix: "Use train.precision \"fp16\" on this GPU."},
@@ -80,18 +83,25 @@ var Codes = []CodeInfo{
 
 	{Code: "recompute-modules", Severity: diag.Error, Rule: "", Meaning: "A module in train.recompute_modules needs a part of the model or a setting the plan lacks (TransformerConfig.__post_init__: moe_act needs grouped-GEMM experts, mla_up_proj needs MLA, moe_act and layernorm cannot be recomputed with fp8 delayed scaling, ...).", Fix: "Remove the module from the list, or add what it needs."},
 
+	// Kernels, fusions, CUDA graphs.
+	{Code: "kernel-options", Severity: diag.Error, Rule: "", Meaning: "A fused-kernel, attention-backend or CUDA-graph setting Megatron rejects with the rest of the plan (TE cross-entropy fusion, RoPE fusion with MLA and rope_type rope, cuda_graph_scope with cuda_graph_modules, full-iteration graphs with the NaN check, the local attention backend, two YaRN factors).", Fix: "Change the setting as the hint says."},
+
 	// Optimizer and overlap.
 	{Code: "tp-comm-overlap", Severity: diag.Error, Rule: "", Meaning: "parallel.tp_comm_overlap is on without sequence parallelism (validate_args asserts it; sequence parallelism is off at tp=1).", Fix: "Use tp > 1 with sequence parallelism, or turn tp_comm_overlap off."},
 	{Code: "ep-comm-overlap", Severity: diag.Error, Rule: "", Meaning: "overlap_moe_expert_parallel_comm (or delay_wgrad_compute, which needs it) is on with settings TransformerConfig rejects: ep = 1, pp > 1 without virtual stages, the allgather dispatcher, full recomputation, the moe recompute module, fp32, more than one MTP layer.", Fix: "Change the listed settings, or turn the overlap off."},
 	{Code: "fp8-param-gather", Severity: diag.Error, Rule: "", Meaning: "fp8_param_gather needs the distributed optimizer or FSDP (validate_args).", Fix: "Set train.distributed_optimizer (or train.fsdp), or turn fp8_param_gather off."},
 	{Code: "optimizer-dtypes", Severity: diag.Error, Rule: "", Meaning: "An optimizer dtype other than fp32 without the precision-aware optimizer, or the precision-aware optimizer without the distributed optimizer (OptimizerConfig, get_megatron_optimizer).", Fix: "Set train.precision_aware_optimizer and train.distributed_optimizer, or keep the dtypes fp32."},
-	{Code: "overlap-param-gather", Severity: diag.Error, Rule: "O1/O2", Meaning: "overlap_param_gather needs the distributed optimizer and overlap_grad_reduce.", Fix: "Set train.distributed_optimizer and train.overlap_grad_reduce to true, or overlap_param_gather to false."},
+	{Code: "overlap-param-gather", Severity: diag.Error, Rule: "O1/O2", Meaning: "overlap_param_gather needs the distributed optimizer and overlap_grad_reduce; overlap_param_gather_with_optimizer_step also needs overlap_param_gather, vpp > 1 and the torch checkpoint format.", Fix: "Set train.distributed_optimizer and train.overlap_grad_reduce to true, or overlap_param_gather to false."},
 
 	// Training length and schedule.
 	{Code: "train-iters-samples", Severity: diag.Error, Rule: "T1/T2", Meaning: "Iteration-based and sample-based options are mixed (iters with samples, or samples with lr_decay_iters / lr_warmup_iters).", Fix: "Use train.iters with the *_iters options, or train.samples without them."},
 	{Code: "train-length-missing", Severity: diag.Warning, Rule: "T9", Meaning: "Neither train.iters nor train.samples is given: the spec is complete, but Megatron stops when training starts (\"either train-iters or train-samples should be provided\").", Fix: "Set train.iters (or train.samples) before launching."},
 	{Code: "lr-warmup", Severity: diag.Error, Rule: "", Meaning: "lr_warmup_iters is not below the LR decay length (lr_decay_iters, default train.iters); Megatron's LR scheduler asserts warmup < decay when it is built.", Fix: "Use fewer warmup iterations, or a longer decay."},
-	{Code: "lr-wsd-decay", Severity: diag.Error, Rule: "", Meaning: "The WSD LR schedule needs the length of its decay phase, which only --lr-wsd-decay-iters (or -samples) gives; the scheduler asserts it when built.", Fix: "Add --lr-wsd-decay-iters=N to launch.extra_args, or use another lr_decay_style."},
+	{Code: "lr-wsd-decay", Severity: diag.Error, Rule: "", Meaning: "The WSD LR schedule needs the length of its decay phase, which only --lr-wsd-decay-iters (or -samples) gives; the scheduler asserts it when built.", Fix: "Set train.lr_wsd_decay_iters (or lr_wsd_decay_samples), or use another lr_decay_style."},
+	{Code: "lr-warmup-exclusive", Severity: diag.Error, Rule: "T3", Meaning: "lr_warmup_fraction and lr_warmup_iters (or lr_warmup_samples) both set the warmup; validate_args accepts one.", Fix: "Give the warmup once."},
+	{Code: "lr-options-unused", Severity: diag.Warning, Rule: "", Meaning: "An LR option that has no effect with the rest of the plan (WSD decay length without the WSD style, decoupled_min_lr without decoupled_lr).", Fix: "Remove it, or set what it belongs to."},
+	{Code: "rampup-batch-size-ignored", Severity: diag.Warning, Rule: "", Meaning: "Megatron (d98e8a64) still parses --rampup-batch-size but ignores it (deprecated for --step-batch-size-schedule): the batch does not ramp up.", Fix: "Remove train.rampup_batch_size."},
+	{Code: "weight-decay-schedule", Severity: diag.Error, Rule: "", Meaning: "A constant weight-decay style with start/end weight decay, or a linear/cosine style without both (validate_args asserts).", Fix: "Set both start_weight_decay and end_weight_decay with a linear or cosine style, or neither with constant."},
 	{Code: "lr-min", Severity: diag.Error, Rule: "T4", Meaning: "min_lr is larger than lr.", Fix: "Set train.min_lr ≤ train.lr."},
 
 	// Checkpoint and data.

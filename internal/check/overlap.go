@@ -46,8 +46,8 @@ func (c *checker) commOverlap() {
 		if s.Model.MTPLayers > 1 {
 			bad = append(bad, fmt.Sprintf("at most one MTP layer (mtp_layers=%d)", s.Model.MTPLayers))
 		}
-		if c.hasFlag("--moe-shared-expert-overlap") {
-			bad = append(bad, "no --moe-shared-expert-overlap (in launch.extra_args)")
+		if s.Model.MoE != nil && s.Model.MoE.SharedExpertOverlap {
+			bad = append(bad, "no shared_expert_overlap (model.moe.shared_expert_overlap)")
 		}
 		if len(bad) > 0 {
 			c.report("ep-comm-overlap", "parallel.overlap_moe_expert_parallel_comm",
@@ -94,8 +94,8 @@ func (c *checker) recomputeModules() {
 				need, hint = "multi-latent attention (model.mla)", "remove it from the list"
 			}
 		case "shared_experts":
-			if c.hasFlag("--moe-shared-expert-overlap") {
-				need, hint = "no --moe-shared-expert-overlap", "remove --moe-shared-expert-overlap from launch.extra_args"
+			if moe != nil && moe.SharedExpertOverlap && moe.SharedFFNHidden > 0 {
+				need, hint = "no shared-expert overlap", "set model.moe.shared_expert_overlap: false"
 			}
 		case "gdn_norm_out":
 			if !c.hasFlag("--experimental-attention-variant") {

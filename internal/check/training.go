@@ -76,9 +76,10 @@ func (c *checker) training() {
 				"lr_warmup_iters=%d is not below the decay length %s=%d (Megatron's scheduler asserts warmup < decay)", t.LRWarmupIters, what, decay)
 		}
 	}
-	if t.LRDecayStyle == "WSD" && !c.hasFlag("--lr-wsd-decay-iters") && !c.hasFlag("--lr-wsd-decay-samples") {
-		c.report("lr-wsd-decay", "train.lr_decay_style", "add --lr-wsd-decay-iters=N (or --lr-wsd-decay-samples) to launch.extra_args, or use another lr_decay_style",
-			"lr_decay_style WSD needs the length of its decay phase (--lr-wsd-decay-iters), which the plan does not give")
+	if t.LRDecayStyle == "WSD" && t.LRWSDDecayIters == nil && t.LRWSDDecaySamples == nil &&
+		!c.hasFlag("--lr-wsd-decay-iters") && !c.hasFlag("--lr-wsd-decay-samples") {
+		c.report("lr-wsd-decay", "train.lr_decay_style", "set train.lr_wsd_decay_iters (or lr_wsd_decay_samples), or use another lr_decay_style",
+			"lr_decay_style WSD needs the length of its decay phase (lr_wsd_decay_iters), which the plan does not give")
 	}
 	if t.MinLR > t.LR {
 		c.report("lr-min", "train.min_lr", fmt.Sprintf("use min_lr ≤ lr=%g", t.LR),
@@ -173,8 +174,8 @@ func (c *checker) fsdpOptions() {
 		if s.Train.DistributedOptimizer {
 			bad = append(bad, "the distributed optimizer (train.distributed_optimizer)")
 		}
-		if !hasArg(s.Launch.ExtraArgs, "--no-gradient-accumulation-fusion") {
-			bad = append(bad, "gradient accumulation fusion (add --no-gradient-accumulation-fusion)")
+		if s.Kernels.GradientAccumulationFusion && !hasArg(s.Launch.ExtraArgs, "--no-gradient-accumulation-fusion") {
+			bad = append(bad, "gradient accumulation fusion (set kernels.gradient_accumulation_fusion: false)")
 		}
 		if format != "torch_dist" && format != "torch_dcp" {
 			bad = append(bad, fmt.Sprintf("checkpoint format %s (use torch_dist or torch_dcp)", format))

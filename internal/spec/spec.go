@@ -10,6 +10,7 @@ type Spec struct {
 	Parallel   Parallel    `json:"parallel"`
 	Train      Train       `json:"train"`
 	Data       Data        `json:"data"`
+	Kernels    Kernels     `json:"kernels"`
 	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
 	Logging    Logging     `json:"logging"`
 	Launch     Launch      `json:"launch"`
@@ -22,30 +23,38 @@ type Solve struct {
 }
 
 type Model struct {
-	Name                  string   `json:"name"`
-	Layers                int      `json:"layers"`
-	Hidden                int      `json:"hidden"`
-	FFNHidden             *int     `json:"ffn_hidden,omitempty"`
-	Heads                 int      `json:"heads"`
-	QueryGroups           *int     `json:"query_groups,omitempty"`
-	KVChannels            *int     `json:"kv_channels,omitempty"`
-	Vocab                 int      `json:"vocab"`
-	MakeVocabDivisibleBy  int      `json:"make_vocab_divisible_by"`
-	MaxPositionEmbeddings *int     `json:"max_position_embeddings,omitempty"`
-	Activation            string   `json:"activation"`    // "gelu" | "swiglu"
-	Normalization         string   `json:"normalization"` // "layernorm" | "rmsnorm"
-	NormEpsilon           float64  `json:"norm_epsilon"`
-	PositionEmbedding     string   `json:"position_embedding"` // "learned_absolute" | "rope" | "none"
-	RotaryBase            int      `json:"rotary_base"`
-	RotaryPercent         float64  `json:"rotary_percent"`
-	RopeScalingFactor     *float64 `json:"rope_scaling_factor,omitempty"`
-	TieEmbeddings         bool     `json:"tie_embeddings"`
-	Bias                  bool     `json:"bias"`
-	QKVBias               bool     `json:"qkv_bias"`
-	QKLayernorm           bool     `json:"qk_layernorm"`
-	MLA                   *MLA     `json:"mla,omitempty"`
-	MoE                   *MoE     `json:"moe,omitempty"`
-	MTPLayers             int      `json:"mtp_layers"`
+	Name                              string   `json:"name"`
+	Layers                            int      `json:"layers"`
+	Hidden                            int      `json:"hidden"`
+	FFNHidden                         *int     `json:"ffn_hidden,omitempty"`
+	Heads                             int      `json:"heads"`
+	QueryGroups                       *int     `json:"query_groups,omitempty"`
+	KVChannels                        *int     `json:"kv_channels,omitempty"`
+	Vocab                             int      `json:"vocab"`
+	MakeVocabDivisibleBy              int      `json:"make_vocab_divisible_by"`
+	MaxPositionEmbeddings             *int     `json:"max_position_embeddings,omitempty"`
+	Activation                        string   `json:"activation"`    // "gelu" | "swiglu"
+	Normalization                     string   `json:"normalization"` // "layernorm" | "rmsnorm"
+	NormEpsilon                       float64  `json:"norm_epsilon"`
+	PositionEmbedding                 string   `json:"position_embedding"` // "learned_absolute" | "rope" | "none"
+	RotaryBase                        int      `json:"rotary_base"`
+	RotaryPercent                     float64  `json:"rotary_percent"`
+	RopeScalingFactor                 *float64 `json:"rope_scaling_factor,omitempty"`
+	RopeType                          *string  `json:"rope_type,omitempty"`                             // --rope-type
+	RotaryScalingFactor               *float64 `json:"rotary_scaling_factor,omitempty"`                 // --rotary-scaling-factor
+	Mscale                            float64  `json:"mscale"`                                          // --mscale
+	MscaleAllDim                      float64  `json:"mscale_all_dim"`                                  // --mscale-all-dim
+	YarnOriginalMaxPositionEmbeddings *int     `json:"yarn_original_max_position_embeddings,omitempty"` // --yarn-original-max-position-embeddings
+	YarnBetaFast                      *float64 `json:"yarn_beta_fast,omitempty"`                        // --yarn-beta-fast
+	YarnBetaSlow                      *float64 `json:"yarn_beta_slow,omitempty"`                        // --yarn-beta-slow
+	ApplyLayernorm1p                  bool     `json:"apply_layernorm_1p"`                              // --apply-layernorm-1p
+	TieEmbeddings                     bool     `json:"tie_embeddings"`
+	Bias                              bool     `json:"bias"`
+	QKVBias                           bool     `json:"qkv_bias"`
+	QKLayernorm                       bool     `json:"qk_layernorm"`
+	MLA                               *MLA     `json:"mla,omitempty"`
+	MoE                               *MoE     `json:"moe,omitempty"`
+	MTPLayers                         int      `json:"mtp_layers"`
 }
 
 // MLA is multi-latent attention (DeepSeek-V2/V3).
@@ -58,21 +67,28 @@ type MLA struct {
 }
 
 type MoE struct {
-	Experts             int      `json:"experts"`
-	TopK                int      `json:"topk"`
-	FFNHidden           *int     `json:"ffn_hidden,omitempty"`
-	SharedFFNHidden     int      `json:"shared_ffn_hidden"`
-	LayerFreq           int      `json:"layer_freq"`
-	DenseLayers         int      `json:"dense_layers"`
-	Dispatcher          string   `json:"dispatcher"`
-	GroupedGEMM         bool     `json:"grouped_gemm"`
-	RouterLoadBalancing string   `json:"router_load_balancing"`
-	AuxLossCoeff        float64  `json:"aux_loss_coeff"`
-	ScoreFunction       string   `json:"score_function"`
-	RouterPreSoftmax    bool     `json:"router_pre_softmax"`
-	ExpertBias          bool     `json:"expert_bias"`
-	CapacityFactor      *float64 `json:"capacity_factor,omitempty"`
-	RouterDtype         *string  `json:"router_dtype,omitempty"`
+	Experts                  int      `json:"experts"`
+	TopK                     int      `json:"topk"`
+	FFNHidden                *int     `json:"ffn_hidden,omitempty"`
+	SharedFFNHidden          int      `json:"shared_ffn_hidden"`
+	LayerFreq                int      `json:"layer_freq"`
+	DenseLayers              int      `json:"dense_layers"`
+	Dispatcher               string   `json:"dispatcher"`
+	GroupedGEMM              bool     `json:"grouped_gemm"`
+	RouterLoadBalancing      string   `json:"router_load_balancing"`
+	AuxLossCoeff             float64  `json:"aux_loss_coeff"`
+	ScoreFunction            string   `json:"score_function"`
+	RouterPreSoftmax         bool     `json:"router_pre_softmax"`
+	ExpertBias               bool     `json:"expert_bias"`
+	CapacityFactor           *float64 `json:"capacity_factor,omitempty"`
+	RouterDtype              *string  `json:"router_dtype,omitempty"`
+	RouterNumGroups          *int     `json:"router_num_groups,omitempty"`          // --moe-router-num-groups
+	RouterGroupTopK          *int     `json:"router_group_topk,omitempty"`          // --moe-router-group-topk
+	RouterTopKScalingFactor  *float64 `json:"router_topk_scaling_factor,omitempty"` // --moe-router-topk-scaling-factor
+	RouterBiasUpdateRate     float64  `json:"router_bias_update_rate"`              // --moe-router-bias-update-rate
+	RouterForceLoadBalancing bool     `json:"router_force_load_balancing"`          // --moe-router-force-load-balancing
+	FlexDispatcherBackend    string   `json:"flex_dispatcher_backend"`              // --moe-flex-dispatcher-backend
+	SharedExpertOverlap      bool     `json:"shared_expert_overlap"`                // --moe-shared-expert-overlap
 }
 
 type Cluster struct {
@@ -115,27 +131,28 @@ type Slurm struct {
 }
 
 type Parallel struct {
-	TP                            int    `json:"tp"`
-	PP                            int    `json:"pp"`
-	VPP                           int    `json:"vpp"`
-	CP                            int    `json:"cp"`
-	EP                            int    `json:"ep"`
-	ETP                           *int   `json:"etp,omitempty"`
-	DP                            *int   `json:"dp,omitempty"`
-	SP                            *bool  `json:"sp,omitempty"`
-	Order                         string `json:"order"`
-	FirstStageLayers              *int   `json:"first_stage_layers,omitempty"`
-	LastStageLayers               *int   `json:"last_stage_layers,omitempty"`
-	AccountForEmbedding           bool   `json:"account_for_embedding"`
-	AccountForLoss                bool   `json:"account_for_loss"`
-	MicrobatchGroupSize           *int   `json:"microbatch_group_size,omitempty"`
-	TPCommOverlap                 bool   `json:"tp_comm_overlap"`                  // --tp-comm-overlap
-	OverlapMoEExpertParallelComm  bool   `json:"overlap_moe_expert_parallel_comm"` // --overlap-moe-expert-parallel-comm
-	DelayWgradCompute             bool   `json:"delay_wgrad_compute"`              // --delay-wgrad-compute
-	OverlapP2P                    bool   `json:"overlap_p2p"`
-	CPCommType                    string `json:"cp_comm_type"`
-	HierarchicalCP                []int  `json:"hierarchical_cp,omitempty"`
-	DistributedOptimizerInstances int    `json:"distributed_optimizer_instances"`
+	TP                            int     `json:"tp"`
+	PP                            int     `json:"pp"`
+	VPP                           int     `json:"vpp"`
+	CP                            int     `json:"cp"`
+	EP                            int     `json:"ep"`
+	ETP                           *int    `json:"etp,omitempty"`
+	DP                            *int    `json:"dp,omitempty"`
+	SP                            *bool   `json:"sp,omitempty"`
+	Order                         string  `json:"order"`
+	FirstStageLayers              *int    `json:"first_stage_layers,omitempty"`
+	LastStageLayers               *int    `json:"last_stage_layers,omitempty"`
+	AccountForEmbedding           bool    `json:"account_for_embedding"`
+	AccountForLoss                bool    `json:"account_for_loss"`
+	MicrobatchGroupSize           *int    `json:"microbatch_group_size,omitempty"`
+	TPCommOverlap                 bool    `json:"tp_comm_overlap"`                  // --tp-comm-overlap
+	TPCommOverlapCfg              *string `json:"tp_comm_overlap_cfg,omitempty"`    // --tp-comm-overlap-cfg
+	OverlapMoEExpertParallelComm  bool    `json:"overlap_moe_expert_parallel_comm"` // --overlap-moe-expert-parallel-comm
+	DelayWgradCompute             bool    `json:"delay_wgrad_compute"`              // --delay-wgrad-compute
+	OverlapP2P                    bool    `json:"overlap_p2p"`
+	CPCommType                    string  `json:"cp_comm_type"`
+	HierarchicalCP                []int   `json:"hierarchical_cp,omitempty"`
+	DistributedOptimizerInstances int     `json:"distributed_optimizer_instances"`
 }
 
 type Train struct {
@@ -150,60 +167,106 @@ type Train struct {
 	RecomputeLayers *int   `json:"recompute_layers,omitempty"`
 	// RecomputeModules is --recompute-modules; nil means Megatron's default
 	// ["core_attn"] (see RecomputeModuleList).
-	RecomputeModules     []string `json:"recompute_modules,omitempty"`
-	FP8AmaxHistoryLen    int      `json:"fp8_amax_history_len"`      // --fp8-amax-history-len
-	FP8AmaxComputeAlgo   string   `json:"fp8_amax_compute_algo"`     // --fp8-amax-compute-algo
-	FP8Margin            int      `json:"fp8_margin"`                // --fp8-margin
-	FP8ParamGather       bool     `json:"fp8_param_gather"`          // --fp8-param-gather
-	GradReduceInBF16     bool     `json:"grad_reduce_in_bf16"`       // --grad-reduce-in-bf16
-	PrecisionAwareOptim  bool     `json:"precision_aware_optimizer"` // --use-precision-aware-optimizer
-	MainGradsDtype       string   `json:"main_grads_dtype"`          // --main-grads-dtype
-	MainParamsDtype      string   `json:"main_params_dtype"`         // --main-params-dtype
-	ExpAvgDtype          string   `json:"exp_avg_dtype"`             // --exp-avg-dtype
-	ExpAvgSqDtype        string   `json:"exp_avg_sq_dtype"`          // --exp-avg-sq-dtype
-	DistributedOptimizer bool     `json:"distributed_optimizer"`
-	FSDP                 bool     `json:"fsdp"`
+	RecomputeModules                    []string `json:"recompute_modules,omitempty"`
+	FP8AmaxHistoryLen                   int      `json:"fp8_amax_history_len"`      // --fp8-amax-history-len
+	FP8AmaxComputeAlgo                  string   `json:"fp8_amax_compute_algo"`     // --fp8-amax-compute-algo
+	FP8Margin                           int      `json:"fp8_margin"`                // --fp8-margin
+	FP8ParamGather                      bool     `json:"fp8_param_gather"`          // --fp8-param-gather
+	GradReduceInBF16                    bool     `json:"grad_reduce_in_bf16"`       // --grad-reduce-in-bf16
+	PrecisionAwareOptim                 bool     `json:"precision_aware_optimizer"` // --use-precision-aware-optimizer
+	MainGradsDtype                      string   `json:"main_grads_dtype"`          // --main-grads-dtype
+	MainParamsDtype                     string   `json:"main_params_dtype"`         // --main-params-dtype
+	ExpAvgDtype                         string   `json:"exp_avg_dtype"`             // --exp-avg-dtype
+	ExpAvgSqDtype                       string   `json:"exp_avg_sq_dtype"`          // --exp-avg-sq-dtype
+	DistributedOptimizer                bool     `json:"distributed_optimizer"`
+	OverlapParamGatherWithOptimizerStep bool     `json:"overlap_param_gather_with_optimizer_step"` // --overlap-param-gather-with-optimizer-step
+	FSDP                                bool     `json:"fsdp"`
 	// Megatron-FSDP options.
-	DataParallelShardingStrategy string  `json:"data_parallel_sharding_strategy"` // --data-parallel-sharding-strategy
-	FSDPDoubleBuffer             bool    `json:"fsdp_double_buffer"`              // --fsdp-double-buffer
-	NCCLUB                       bool    `json:"nccl_ub"`                         // --use-nccl-ub
-	FSDPManualRegistration       bool    `json:"fsdp_manual_registration"`        // --fsdp-manual-registration
-	MegatronFSDPMainParamsDtype  string  `json:"megatron_fsdp_main_params_dtype"` // --megatron-fsdp-main-params-dtype
-	MegatronFSDPMainGradsDtype   string  `json:"megatron_fsdp_main_grads_dtype"`  // --megatron-fsdp-main-grads-dtype
-	MegatronFSDPGradCommDtype    string  `json:"megatron_fsdp_grad_comm_dtype"`   // --megatron-fsdp-grad-comm-dtype
-	OverlapGradReduce            bool    `json:"overlap_grad_reduce"`
-	OverlapParamGather           bool    `json:"overlap_param_gather"`
-	Iters                        *int    `json:"iters,omitempty"`
-	Samples                      *int    `json:"samples,omitempty"`
-	LR                           float64 `json:"lr"`
-	MinLR                        float64 `json:"min_lr"`
-	LRDecayStyle                 string  `json:"lr_decay_style"`
-	LRWarmupIters                int     `json:"lr_warmup_iters"`
-	LRDecayIters                 *int    `json:"lr_decay_iters,omitempty"`
-	WeightDecay                  float64 `json:"weight_decay"`
-	ClipGrad                     float64 `json:"clip_grad"`
-	AdamBeta1                    float64 `json:"adam_beta1"`
-	AdamBeta2                    float64 `json:"adam_beta2"`
-	InitMethodStd                float64 `json:"init_method_std"`
-	AttentionDropout             float64 `json:"attention_dropout"`
-	HiddenDropout                float64 `json:"hidden_dropout"`
-	Seed                         int     `json:"seed"`
+	DataParallelShardingStrategy string   `json:"data_parallel_sharding_strategy"` // --data-parallel-sharding-strategy
+	FSDPDoubleBuffer             bool     `json:"fsdp_double_buffer"`              // --fsdp-double-buffer
+	NCCLUB                       bool     `json:"nccl_ub"`                         // --use-nccl-ub
+	FSDPManualRegistration       bool     `json:"fsdp_manual_registration"`        // --fsdp-manual-registration
+	MegatronFSDPMainParamsDtype  string   `json:"megatron_fsdp_main_params_dtype"` // --megatron-fsdp-main-params-dtype
+	MegatronFSDPMainGradsDtype   string   `json:"megatron_fsdp_main_grads_dtype"`  // --megatron-fsdp-main-grads-dtype
+	MegatronFSDPGradCommDtype    string   `json:"megatron_fsdp_grad_comm_dtype"`   // --megatron-fsdp-grad-comm-dtype
+	OverlapGradReduce            bool     `json:"overlap_grad_reduce"`
+	OverlapParamGather           bool     `json:"overlap_param_gather"`
+	Iters                        *int     `json:"iters,omitempty"`
+	Samples                      *int     `json:"samples,omitempty"`
+	LR                           float64  `json:"lr"`
+	MinLR                        float64  `json:"min_lr"`
+	LRDecayStyle                 string   `json:"lr_decay_style"`
+	LRWarmupIters                int      `json:"lr_warmup_iters"`
+	LRDecayIters                 *int     `json:"lr_decay_iters,omitempty"`
+	LRWarmupSamples              int      `json:"lr_warmup_samples"`              // --lr-warmup-samples
+	LRDecaySamples               *int     `json:"lr_decay_samples,omitempty"`     // --lr-decay-samples
+	LRWarmupFraction             *float64 `json:"lr_warmup_fraction,omitempty"`   // --lr-warmup-fraction
+	LRWarmupInit                 float64  `json:"lr_warmup_init"`                 // --lr-warmup-init
+	LRWSDDecayIters              *int     `json:"lr_wsd_decay_iters,omitempty"`   // --lr-wsd-decay-iters
+	LRWSDDecaySamples            *int     `json:"lr_wsd_decay_samples,omitempty"` // --lr-wsd-decay-samples
+	LRWSDDecayStyle              string   `json:"lr_wsd_decay_style"`             // --lr-wsd-decay-style
+	DecoupledLR                  *float64 `json:"decoupled_lr,omitempty"`         // --decoupled-lr
+	DecoupledMinLR               *float64 `json:"decoupled_min_lr,omitempty"`     // --decoupled-min-lr
+	RampupBatchSize              []int    `json:"rampup_batch_size,omitempty"`    // --rampup-batch-size start increment samples
+	WeightDecay                  float64  `json:"weight_decay"`
+	WeightDecayIncrStyle         string   `json:"weight_decay_incr_style"`      // --weight-decay-incr-style
+	StartWeightDecay             *float64 `json:"start_weight_decay,omitempty"` // --start-weight-decay
+	EndWeightDecay               *float64 `json:"end_weight_decay,omitempty"`   // --end-weight-decay
+	AdamEps                      float64  `json:"adam_eps"`                     // --adam-eps
+	ClipGrad                     float64  `json:"clip_grad"`
+	AdamBeta1                    float64  `json:"adam_beta1"`
+	AdamBeta2                    float64  `json:"adam_beta2"`
+	InitMethodStd                float64  `json:"init_method_std"`
+	AttentionDropout             float64  `json:"attention_dropout"`
+	HiddenDropout                float64  `json:"hidden_dropout"`
+	Seed                         int      `json:"seed"`
+	MTPLossScalingFactor         float64  `json:"mtp_loss_scaling_factor"`         // --mtp-loss-scaling-factor
+	CalculatePerTokenLoss        bool     `json:"calculate_per_token_loss"`        // --calculate-per-token-loss
+	CheckForNaNInLossAndGrad     bool     `json:"check_for_nan_in_loss_and_grad"`  // --no-check-for-nan-in-loss-and-grad when false
+	ManualGC                     bool     `json:"manual_gc"`                       // --manual-gc
+	ManualGCInterval             int      `json:"manual_gc_interval"`              // --manual-gc-interval
+	ExitDurationInMins           *int     `json:"exit_duration_in_mins,omitempty"` // --exit-duration-in-mins
+	DistributedTimeoutMinutes    int      `json:"distributed_timeout_minutes"`     // --distributed-timeout-minutes
 }
 
 type Data struct {
-	Mock       bool      `json:"mock"`
-	Paths      []string  `json:"paths"`
-	Split      string    `json:"split"`
-	CachePath  *string   `json:"cache_path,omitempty"`
-	NumWorkers int       `json:"num_workers"`
-	Tokenizer  Tokenizer `json:"tokenizer"`
+	Mock                            bool      `json:"mock"`
+	Paths                           []string  `json:"paths"`
+	Split                           string    `json:"split"`
+	CachePath                       *string   `json:"cache_path,omitempty"`
+	NumWorkers                      int       `json:"num_workers"`
+	CreateAttentionMaskInDataloader bool      `json:"create_attention_mask_in_dataloader"` // --no-create-attention-mask-in-dataloader when false
+	MmapBinFiles                    bool      `json:"mmap_bin_files"`                      // --no-mmap-bin-files when false
+	Tokenizer                       Tokenizer `json:"tokenizer"`
 }
 
 type Tokenizer struct {
-	Type      string  `json:"type"`
-	Model     *string `json:"model,omitempty"`
-	VocabFile *string `json:"vocab_file,omitempty"`
-	MergeFile *string `json:"merge_file,omitempty"`
+	Type                     string  `json:"type"`
+	Model                    *string `json:"model,omitempty"`
+	VocabFile                *string `json:"vocab_file,omitempty"`
+	MergeFile                *string `json:"merge_file,omitempty"`
+	TiktokenPattern          *string `json:"tiktoken_pattern,omitempty"`  // --tiktoken-pattern
+	TiktokenNumSpecialTokens int     `json:"tiktoken_num_special_tokens"` // --tiktoken-num-special-tokens
+}
+
+// Kernels are the fused kernels, attention backend and CUDA graphs
+// (speed, not what is computed).
+type Kernels struct {
+	AttentionBackend           string   `json:"attention_backend"`            // --attention-backend
+	MaskedSoftmaxFusion        bool     `json:"masked_softmax_fusion"`        // --no-masked-softmax-fusion when false
+	GradientAccumulationFusion bool     `json:"gradient_accumulation_fusion"` // --no-gradient-accumulation-fusion when false
+	BiasGeluFusion             bool     `json:"bias_gelu_fusion"`             // --no-bias-gelu-fusion when false
+	BiasSwigluFusion           bool     `json:"bias_swiglu_fusion"`           // --no-bias-swiglu-fusion when false
+	BiasDropoutFusion          bool     `json:"bias_dropout_fusion"`          // --no-bias-dropout-fusion when false
+	ApplyRopeFusion            bool     `json:"apply_rope_fusion"`            // --no-rope-fusion when false
+	CrossEntropyLossFusion     bool     `json:"cross_entropy_loss_fusion"`    // --cross-entropy-loss-fusion
+	CrossEntropyFusionImpl     string   `json:"cross_entropy_fusion_impl"`    // --cross-entropy-fusion-impl
+	MoEPermuteFusion           bool     `json:"moe_permute_fusion"`           // --moe-permute-fusion
+	MoERouterFusion            bool     `json:"moe_router_fusion"`            // --moe-router-fusion
+	CUDAGraphImpl              string   `json:"cuda_graph_impl"`              // --cuda-graph-impl
+	CUDAGraphModules           []string `json:"cuda_graph_modules,omitempty"` // --cuda-graph-modules
+	CUDAGraphScope             []string `json:"cuda_graph_scope,omitempty"`   // --cuda-graph-scope (deprecated spelling)
+	CUDAGraphWarmupSteps       int      `json:"cuda_graph_warmup_steps"`      // --cuda-graph-warmup-steps
 }
 
 type Checkpoint struct {

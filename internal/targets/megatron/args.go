@@ -74,6 +74,7 @@ func Args(p *plan.Plan, at diag.Locator) ([]string, diag.List) {
 	e.optimizer()
 	e.schedule()
 	e.data()
+	e.kernels()
 	e.checkpoints()
 	e.logging()
 	e.extraArgs()
@@ -163,6 +164,9 @@ func (e *emitter) parallelism() {
 		a.int("--num-distributed-optimizer-instances", par.DistributedOptimizerInstances)
 	}
 	a.boolFlag("--tp-comm-overlap", par.TPCommOverlap)
+	if par.TPCommOverlapCfg != nil {
+		a.str("parallel.tp_comm_overlap_cfg", "--tp-comm-overlap-cfg", *par.TPCommOverlapCfg)
+	}
 	a.boolFlag("--overlap-moe-expert-parallel-comm", par.OverlapMoEExpertParallelComm)
 	a.boolFlag("--delay-wgrad-compute", par.DelayWgradCompute)
 }
@@ -183,21 +187,43 @@ func (e *emitter) modelShape() {
 	a.int("--seq-length", tr.SeqLength)
 	a.int("--max-position-embeddings", d.MaxPositions)
 	a.add("", "--position-embedding-type", m.PositionEmbedding)
-	if m.PositionEmbedding == "rope" {
+	if m.PositionEmbedding == "rope" || m.PositionEmbedding == "yarn" {
 		a.int("--rotary-base", m.RotaryBase)
 		a.float("--rotary-percent", m.RotaryPercent)
-		if f := m.RopeScalingFactor; f != nil {
-			if m.MLA != nil {
-				// MLA uses YaRN RoPE (MLATransformerConfig.rope_type); its
-				// scaling factor is rotary_scaling_factor.
-				a.float("--rotary-scaling-factor", *f)
-			} else {
-				// Llama 3.1-style scaling (apply_rope_scaling in rope_utils).
-				a.flag("--use-rope-scaling")
-				a.float("--rope-scaling-factor", *f)
-			}
-		}
 	}
+	yarn := m.MLA != nil || m.PositionEmbedding == "yarn"
+	switch f := m.RopeScalingFactor; {
+	case m.RotaryScalingFactor != nil:
+		// YaRN's factor, for MLA or position_embedding "yarn".
+		a.float("--rotary-scaling-factor", *m.RotaryScalingFactor)
+	case f != nil && yarn:
+		// MLA uses YaRN RoPE (MLATransformerConfig.rope_type); its scaling
+		// factor is rotary_scaling_factor.
+		a.float("--rotary-scaling-factor", *f)
+	case f != nil && m.PositionEmbedding == "rope":
+		// Llama 3.1-style scaling (apply_rope_scaling in rope_utils).
+		a.flag("--use-rope-scaling")
+		a.float("--rope-scaling-factor", *f)
+	}
+	if m.RopeType != nil {
+		a.add("", "--rope-type", *m.RopeType)
+	}
+	if m.Mscale != 0 && m.Mscale != 1 {
+		a.float("--mscale", m.Mscale)
+	}
+	if m.MscaleAllDim != 0 {
+		a.float("--mscale-all-dim", m.MscaleAllDim)
+	}
+	if m.YarnOriginalMaxPositionEmbeddings != nil {
+		a.int("--yarn-original-max-position-embeddings", *m.YarnOriginalMaxPositionEmbeddings)
+	}
+	if m.YarnBetaFast != nil {
+		a.float("--yarn-beta-fast", *m.YarnBetaFast)
+	}
+	if m.YarnBetaSlow != nil {
+		a.float("--yarn-beta-slow", *m.YarnBetaSlow)
+	}
+	a.boolFlag("--apply-layernorm-1p", m.ApplyLayernorm1p)
 	if m.Activation == "swiglu" {
 		a.flag("--swiglu")
 	}
@@ -272,6 +298,30 @@ func (e *emitter) moe() {
 		if moe.RouterDtype != nil {
 			a.add("", "--moe-router-dtype", *moe.RouterDtype)
 		}
+		if moe.RouterNumGroups != nil {
+			a.int("--moe-router-num-groups", *moe.RouterNumGroups)
+		}
+		if moe.RouterGroupTopK != nil {
+			a.int("--moe-router-group-topk", *moe.RouterGroupTopK)
+		}
+		if moe.RouterTopKScalingFactor != nil {
+			a.float("--moe-router-topk-scaling-factor", *moe.RouterTopKScalingFactor)
+		}
+		if r := moe.RouterBiasUpdateRate; r != 0 && r != 1e-3 {
+			a.float("--moe-router-bias-update-rate", r)
+		}
+		a.boolFlag("--moe-router-force-load-balancing", moe.RouterForceLoadBalancing)
+		if moe.Dispatcher == "flex" {
+			// Always said: "flex" alone silently means DeepEP.
+			backend := moe.FlexDispatcherBackend
+			if backend == "" {
+				backend = "deepep"
+			}
+			a.add("", "--moe-flex-dispatcher-backend", backend)
+		} else {
+			a.choice("--moe-flex-dispatcher-backend", moe.FlexDispatcherBackend, "deepep")
+		}
+		a.boolFlag("--moe-shared-expert-overlap", moe.SharedExpertOverlap)
 	}
 }
 
@@ -359,6 +409,7 @@ func (e *emitter) optimizer() {
 	if tr.OverlapParamGather {
 		a.flag("--overlap-param-gather")
 	}
+	a.boolFlag("--overlap-param-gather-with-optimizer-step", tr.OverlapParamGatherWithOptimizerStep)
 	a.float("--lr", tr.LR)
 	a.float("--min-lr", tr.MinLR)
 	a.add("", "--lr-decay-style", tr.LRDecayStyle)
@@ -366,6 +417,24 @@ func (e *emitter) optimizer() {
 	a.float("--clip-grad", tr.ClipGrad)
 	a.float("--adam-beta1", tr.AdamBeta1)
 	a.float("--adam-beta2", tr.AdamBeta2)
+	if tr.AdamEps != 0 && tr.AdamEps != 1e-8 {
+		a.float("--adam-eps", tr.AdamEps)
+	}
+	if tr.WeightDecayIncrStyle != "" && tr.WeightDecayIncrStyle != "constant" {
+		a.add("", "--weight-decay-incr-style", tr.WeightDecayIncrStyle)
+	}
+	if tr.StartWeightDecay != nil {
+		a.float("--start-weight-decay", *tr.StartWeightDecay)
+	}
+	if tr.EndWeightDecay != nil {
+		a.float("--end-weight-decay", *tr.EndWeightDecay)
+	}
+	if tr.DecoupledLR != nil {
+		a.float("--decoupled-lr", *tr.DecoupledLR)
+	}
+	if tr.DecoupledMinLR != nil {
+		a.float("--decoupled-min-lr", *tr.DecoupledMinLR)
+	}
 	a.int("--seed", tr.Seed)
 }
 
@@ -376,15 +445,61 @@ func (e *emitter) schedule() {
 	// options cannot be mixed (validate_args, T1/T2).
 	a.int("--micro-batch-size", tr.MicroBatch)
 	a.int("--global-batch-size", tr.GlobalBatch)
-	switch {
-	case tr.Iters != nil:
-		a.int("--train-iters", *tr.Iters)
-		a.int("--lr-warmup-iters", tr.LRWarmupIters)
-		if tr.LRDecayIters != nil {
-			a.int("--lr-decay-iters", *tr.LRDecayIters)
+	if len(tr.RampupBatchSize) > 0 {
+		a.flag("--rampup-batch-size")
+		for _, n := range tr.RampupBatchSize {
+			a.add("", strconv.Itoa(n))
 		}
-	case tr.Samples != nil:
+	}
+	if tr.Iters != nil {
+		a.int("--train-iters", *tr.Iters)
+	}
+	if tr.Samples != nil {
 		a.int("--train-samples", *tr.Samples)
+	}
+	// Only what the spec sets: each warmup option excludes the others
+	// (validate_args), so none is written at its default.
+	if tr.LRWarmupIters != 0 {
+		a.int("--lr-warmup-iters", tr.LRWarmupIters)
+	}
+	if tr.LRWarmupSamples != 0 {
+		a.int("--lr-warmup-samples", tr.LRWarmupSamples)
+	}
+	if tr.LRWarmupFraction != nil {
+		a.float("--lr-warmup-fraction", *tr.LRWarmupFraction)
+	}
+	if tr.LRWarmupInit != 0 {
+		a.float("--lr-warmup-init", tr.LRWarmupInit)
+	}
+	if tr.LRDecayIters != nil {
+		a.int("--lr-decay-iters", *tr.LRDecayIters)
+	}
+	if tr.LRDecaySamples != nil {
+		a.int("--lr-decay-samples", *tr.LRDecaySamples)
+	}
+	if tr.LRWSDDecayIters != nil {
+		a.int("--lr-wsd-decay-iters", *tr.LRWSDDecayIters)
+	}
+	if tr.LRWSDDecaySamples != nil {
+		a.int("--lr-wsd-decay-samples", *tr.LRWSDDecaySamples)
+	}
+	a.choice("--lr-wsd-decay-style", tr.LRWSDDecayStyle, "exponential")
+	if tr.ExitDurationInMins != nil {
+		a.int("--exit-duration-in-mins", *tr.ExitDurationInMins)
+	}
+	if tr.MTPLossScalingFactor != 0.1 && e.s.Model.MTPLayers > 0 {
+		a.float("--mtp-loss-scaling-factor", tr.MTPLossScalingFactor)
+	}
+	a.boolFlag("--calculate-per-token-loss", tr.CalculatePerTokenLoss)
+	if !tr.CheckForNaNInLossAndGrad {
+		a.flag("--no-check-for-nan-in-loss-and-grad")
+	}
+	a.boolFlag("--manual-gc", tr.ManualGC)
+	if tr.ManualGCInterval != 0 {
+		a.int("--manual-gc-interval", tr.ManualGCInterval)
+	}
+	if n := tr.DistributedTimeoutMinutes; n != 0 && n != 10 {
+		a.int("--distributed-timeout-minutes", n)
 	}
 }
 
@@ -403,6 +518,12 @@ func (e *emitter) data() {
 		a.str("data.cache_path", "--data-cache-path", *data.CachePath)
 	}
 	a.int("--num-workers", data.NumWorkers)
+	if !data.CreateAttentionMaskInDataloader {
+		a.flag("--no-create-attention-mask-in-dataloader")
+	}
+	if !data.MmapBinFiles {
+		a.flag("--no-mmap-bin-files")
+	}
 	tok := &data.Tokenizer
 	a.add("", "--tokenizer-type", tok.Type)
 	if tok.Model != nil {
@@ -414,10 +535,51 @@ func (e *emitter) data() {
 	if tok.MergeFile != nil {
 		a.str("data.tokenizer.merge_file", "--merge-file", *tok.MergeFile)
 	}
+	if tok.TiktokenPattern != nil {
+		a.add("", "--tiktoken-pattern", *tok.TiktokenPattern)
+	}
+	if n := tok.TiktokenNumSpecialTokens; n != 1000 {
+		a.int("--tiktoken-num-special-tokens", n)
+	}
 	if tok.Type == "NullTokenizer" {
 		a.int("--vocab-size", m.Vocab)
 	}
 	a.int("--make-vocab-size-divisible-by", m.MakeVocabDivisibleBy)
+}
+
+// kernels emits the fused kernels, the attention backend and CUDA graphs.
+func (e *emitter) kernels() {
+	a, k := &e.argList, &e.s.Kernels
+	a.choice("--attention-backend", k.AttentionBackend, "auto")
+	for _, f := range []struct {
+		on   bool
+		flag string
+	}{
+		{k.MaskedSoftmaxFusion, "--no-masked-softmax-fusion"},
+		{k.GradientAccumulationFusion, "--no-gradient-accumulation-fusion"},
+		{k.BiasGeluFusion, "--no-bias-gelu-fusion"},
+		{k.BiasSwigluFusion, "--no-bias-swiglu-fusion"},
+		{k.BiasDropoutFusion, "--no-bias-dropout-fusion"},
+		{k.ApplyRopeFusion, "--no-rope-fusion"},
+	} {
+		if !f.on {
+			a.flag(f.flag)
+		}
+	}
+	a.boolFlag("--cross-entropy-loss-fusion", k.CrossEntropyLossFusion)
+	a.choice("--cross-entropy-fusion-impl", k.CrossEntropyFusionImpl, "native")
+	a.boolFlag("--moe-permute-fusion", k.MoEPermuteFusion)
+	a.boolFlag("--moe-router-fusion", k.MoERouterFusion)
+	a.choice("--cuda-graph-impl", k.CUDAGraphImpl, "none")
+	if len(k.CUDAGraphModules) > 0 {
+		a.str("kernels.cuda_graph_modules", "--cuda-graph-modules", k.CUDAGraphModules...)
+	}
+	if len(k.CUDAGraphScope) > 0 {
+		a.str("kernels.cuda_graph_scope", "--cuda-graph-scope", k.CUDAGraphScope...)
+	}
+	if n := k.CUDAGraphWarmupSteps; n != 3 {
+		a.int("--cuda-graph-warmup-steps", n)
+	}
 }
 
 // checkpoints emits saving and loading. With preemption handling, Megatron

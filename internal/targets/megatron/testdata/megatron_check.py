@@ -1,6 +1,7 @@
 """Runs megatron.args files through Megatron-LM's own argument parser and
 validation: parse_args, validate_args (with pretrain_gpt.py's defaults) and
-core_transformer_config_from_args (TransformerConfig.__post_init__).
+core_transformer_config_from_args (TransformerConfig.__post_init__), and
+OptimizerConfig as training.get_megatron_optimizer_config builds it.
 
 usage: MEGATRON_LM=/path/to/Megatron-LM python3 megatron_check.py WORLD_SIZE FILE...
 
@@ -24,6 +25,18 @@ megatron_stub.STUBS += ['torch', 'transformer_engine', 'triton', 'apex', 'einops
 import warnings
 warnings.simplefilter('ignore')
 from megatron.training import arguments
+import torch
+# Arguments are validated while autograd is on (pretrain's initialize_megatron);
+# the permissive stand-in would answer False.
+torch.is_grad_enabled = lambda: True
+import dataclasses
+# Transformer Engine's FusedAdam as OptimizerConfig inspects it (TE >= 2.1 has
+# these parameters); the permissive stand-in has none.
+import transformer_engine.pytorch.optimizers as te_optimizers
+def FusedAdam(params=None, master_weight_dtype=None, exp_avg_dtype=None, exp_avg_sq_dtype=None, use_decoupled_grad=False):
+    pass
+te_optimizers.FusedAdam = FusedAdam
+from megatron.core.optimizer.optimizer_config import OptimizerConfig
 
 world = sys.argv[1]
 failed = 0
@@ -38,6 +51,9 @@ for path in sys.argv[2:]:
             a = arguments.parse_args()
             arguments.validate_args(a, {'tokenizer_type': 'GPT2BPETokenizer'})
             arguments.core_transformer_config_from_args(a)
+            # As training.get_megatron_optimizer_config builds it at setup
+            # (OptimizerConfig.__post_init__ checks the optimizer dtypes).
+            OptimizerConfig(**{f.name: getattr(a, f.name) for f in dataclasses.fields(OptimizerConfig) if hasattr(a, f.name)})
         print('ok', path)
     except BaseException as e:  # argparse exits with SystemExit
         failed += 1

@@ -1,0 +1,173 @@
+package check
+
+import (
+	"fmt"
+	"slices"
+)
+
+// schedule checks the LR warmup and decay options against the training
+// length they belong to, and the weight-decay schedule (validate_args at
+// d98e8a64: iteration-based training takes no sample options and the
+// reverse; lr_warmup_fraction excludes lr_warmup_iters/samples; a
+// "constant" weight-decay style takes no start/end, the others need both).
+func (c *checker) schedule() {
+	t := c.s.Train
+	if t.Iters != nil && t.Samples == nil {
+		if t.LRDecaySamples != nil {
+			c.report("train-iters-samples", "train.lr_decay_samples", "use train.lr_decay_iters, or train with train.samples",
+				"iteration-based training (train.iters) cannot use lr_decay_samples=%d", *t.LRDecaySamples)
+		}
+		if t.LRWarmupSamples != 0 {
+			c.report("train-iters-samples", "train.lr_warmup_samples", "use train.lr_warmup_iters, or train with train.samples",
+				"iteration-based training (train.iters) cannot use lr_warmup_samples=%d", t.LRWarmupSamples)
+		}
+	}
+	if f := t.LRWarmupFraction; f != nil {
+		var other string
+		switch {
+		case t.LRWarmupIters != 0:
+			other = fmt.Sprintf("lr_warmup_iters=%d", t.LRWarmupIters)
+		case t.LRWarmupSamples != 0:
+			other = fmt.Sprintf("lr_warmup_samples=%d", t.LRWarmupSamples)
+		}
+		if other != "" {
+			c.report("lr-warmup-exclusive", "train.lr_warmup_fraction", "give the warmup once: lr_warmup_fraction, or lr_warmup_iters/samples",
+				"lr_warmup_fraction=%g and %s both set the warmup; Megatron accepts one", *f, other)
+		}
+	}
+	if t.LRDecayStyle != "WSD" && (t.LRWSDDecayIters != nil || t.LRWSDDecaySamples != nil) {
+		path := "train.lr_wsd_decay_iters"
+		if t.LRWSDDecayIters == nil {
+			path = "train.lr_wsd_decay_samples"
+		}
+		c.report("lr-options-unused", path, `remove it, or set train.lr_decay_style: "WSD"`,
+			"%s only applies to the WSD schedule (lr_decay_style=%q)", path, t.LRDecayStyle)
+	}
+	if t.DecoupledMinLR != nil && t.DecoupledLR == nil {
+		c.report("lr-options-unused", "train.decoupled_min_lr", "set train.decoupled_lr too, or remove decoupled_min_lr",
+			"decoupled_min_lr=%g has no effect without decoupled_lr", *t.DecoupledMinLR)
+	}
+	if len(t.RampupBatchSize) > 0 {
+		c.report("rampup-batch-size-ignored", "train.rampup_batch_size", "remove it (Megatron's --step-batch-size-schedule replaces it)",
+			"Megatron parses --rampup-batch-size but no longer ramps the batch (deprecated, ignored at this Megatron version): training runs at global_batch=%d from the start", t.GlobalBatch)
+	}
+	style := t.WeightDecayIncrStyle
+	if style == "" || style == "constant" {
+		var set []string
+		if t.StartWeightDecay != nil {
+			set = append(set, "train.start_weight_decay")
+		}
+		if t.EndWeightDecay != nil {
+			set = append(set, "train.end_weight_decay")
+		}
+		if len(set) > 0 {
+			c.report("weight-decay-schedule", set[0], `set train.weight_decay_incr_style "linear" or "cosine", or remove `+joinStrings(set),
+				"%s need a weight-decay schedule, but weight_decay_incr_style is constant (Megatron asserts they are unset)", joinStrings(set))
+		}
+	} else {
+		var missing []string
+		if t.StartWeightDecay == nil {
+			missing = append(missing, "train.start_weight_decay")
+		}
+		if t.EndWeightDecay == nil {
+			missing = append(missing, "train.end_weight_decay")
+		}
+		if len(missing) > 0 {
+			c.report("weight-decay-schedule", "train.weight_decay_incr_style", "set "+joinStrings(missing)+`, or use weight_decay_incr_style "constant"`,
+				"weight_decay_incr_style %q needs %s", style, joinStrings(missing))
+		}
+	}
+	if t.OverlapParamGatherWithOptimizerStep {
+		var missing []string
+		if !t.DistributedOptimizer && c.s.FSDP() != "megatron-fsdp" {
+			missing = append(missing, "train.distributed_optimizer")
+		}
+		if !t.OverlapParamGather {
+			missing = append(missing, "train.overlap_param_gather")
+		}
+		if c.s.Parallel.VPP < 2 {
+			missing = append(missing, "virtual pipeline stages (parallel.vpp > 1)")
+		}
+		if format := c.ckptFormat(); format != "torch" {
+			missing = append(missing, fmt.Sprintf("checkpoint.format \"torch\" (not %q: distributed checkpointing is not supported)", format))
+		}
+		if len(missing) > 0 {
+			c.report("overlap-param-gather", "train.overlap_param_gather_with_optimizer_step", "set "+joinStrings(missing)+", or overlap_param_gather_with_optimizer_step: false",
+				"overlap_param_gather_with_optimizer_step needs %s", joinStrings(missing))
+		}
+	}
+}
+
+// ckptFormat is the --ckpt-format Megatron sees: the checkpoint block's,
+// fsdp_dtensor when the Megatron target adds it for Megatron-FSDP, else
+// Megatron's default torch_dist.
+func (c *checker) ckptFormat() string {
+	switch {
+	case c.s.Checkpoint != nil:
+		return c.s.Checkpoint.Format
+	case c.s.Train.FSDP:
+		return "fsdp_dtensor"
+	}
+	return "torch_dist"
+}
+
+// kernels checks fused kernels and CUDA graphs (validate_args,
+// MLATransformerConfig.__post_init__).
+func (c *checker) kernels() {
+	s, k := c.s, c.s.Kernels
+	if k.CrossEntropyLossFusion && k.CrossEntropyFusionImpl == "te" {
+		c.report("kernel-options", "kernels.cross_entropy_fusion_impl", `use cross_entropy_fusion_impl "native", or cross_entropy_loss_fusion: false`,
+			"Megatron disables Transformer Engine's cross-entropy fusion (stability issues): cross_entropy_loss_fusion with impl \"te\" is rejected")
+	}
+	if s.Model.MLA != nil && k.ApplyRopeFusion && s.Model.RopeType != nil && *s.Model.RopeType == "rope" {
+		c.report("kernel-options", "kernels.apply_rope_fusion", `set kernels.apply_rope_fusion: false, or model.rope_type "yarn"`,
+			"RoPE fusion with multi-latent attention only works with YaRN RoPE, but model.rope_type is \"rope\"")
+	}
+	if len(k.CUDAGraphScope) > 0 && len(k.CUDAGraphModules) > 0 {
+		c.report("kernel-options", "kernels.cuda_graph_scope", "give the modules once, in kernels.cuda_graph_modules",
+			"cuda_graph_scope (--cuda-graph-scope, deprecated) and cuda_graph_modules cannot be used together")
+	}
+	if k.CUDAGraphImpl == "full_iteration" && s.Train.CheckForNaNInLossAndGrad {
+		c.report("kernel-options", "train.check_for_nan_in_loss_and_grad", "set train.check_for_nan_in_loss_and_grad: false",
+			"full-iteration CUDA graphs (cuda_graph_impl \"full_iteration\") need check_for_nan_in_loss_and_grad off")
+	}
+	if k.AttentionBackend == "local" {
+		c.report("kernel-options", "kernels.attention_backend", `use another attention_backend ("auto")`,
+			"attention_backend \"local\" needs Megatron's local layer spec (--spec local), which parc's transformer_engine plans do not use")
+	}
+	m := s.Model
+	if m.RopeScalingFactor != nil && m.RotaryScalingFactor != nil && (m.MLA != nil || m.PositionEmbedding == "yarn") {
+		c.report("kernel-options", "model.rope_scaling_factor", "remove model.rope_scaling_factor; rotary_scaling_factor is YaRN's factor",
+			"with YaRN RoPE both rope_scaling_factor=%g and rotary_scaling_factor=%g give --rotary-scaling-factor", *m.RopeScalingFactor, *m.RotaryScalingFactor)
+	}
+}
+
+// moeRouter checks group-limited routing and the dispatcher options
+// (TransformerConfig.__post_init__).
+func (c *checker) moeRouter() {
+	e := c.s.Model.MoE
+	if e == nil {
+		return
+	}
+	if g := e.RouterGroupTopK; g != nil {
+		switch n := e.RouterNumGroups; {
+		case n == nil:
+			c.report("moe-router-groups", "model.moe.router_group_topk", "set model.moe.router_num_groups",
+				"group-limited routing (router_group_topk=%d) needs router_num_groups", *g)
+		case e.Experts%*n != 0:
+			c.report("moe-router-groups", "model.moe.router_num_groups", fmt.Sprintf("use a divisor of experts=%d: %s", e.Experts, ints(valuesIn(1, e.Experts, func(v int) bool { return e.Experts%v == 0 && v >= *g }))),
+				"experts=%d is not divisible by router_num_groups=%d", e.Experts, *n)
+		case *g > *n:
+			c.report("moe-router-groups", "model.moe.router_group_topk", fmt.Sprintf("use router_group_topk ≤ %d", *n),
+				"router_group_topk=%d exceeds router_num_groups=%d", *g, *n)
+		}
+	}
+	if e.FlexDispatcherBackend == "ncclep" && e.Dispatcher != "flex" {
+		c.report("moe-flex-backend", "model.moe.flex_dispatcher_backend", `set model.moe.dispatcher: "flex", or another backend`,
+			"flex_dispatcher_backend \"ncclep\" needs the flex dispatcher, but dispatcher is %q", e.Dispatcher)
+	}
+	if e.SharedExpertOverlap && e.SharedFFNHidden > 0 && !slices.Contains([]string{"alltoall", "flex"}, e.Dispatcher) {
+		c.report("moe-flex-backend", "model.moe.shared_expert_overlap", `use dispatcher "alltoall" or "flex", or shared_expert_overlap: false`,
+			"shared_expert_overlap only works with the alltoall or flex dispatcher, not %q", e.Dispatcher)
+	}
+}
