@@ -1,0 +1,1027 @@
+package megatron
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Word is one argument of the training command, with the line of the input
+// it was written on (for an element of a bash array: the element's line).
+type Word struct {
+	Text string
+	Line int
+}
+
+// Note is something the shell reader could not do exactly as bash would.
+type Note struct {
+	Line int
+	Code string // import-unresolved, import-shell
+	Msg  string
+	Raw  string // for import-unresolved: the text kept as written
+}
+
+// Command is what the reader found: the training program's arguments and
+// what the launcher in front of it says about the job's size.
+type Command struct {
+	Args        []Word
+	Program     string // the .py entry point, "" for a bare argument list
+	Nodes       int    // torchrun --nnodes (0 = not given)
+	GPUsPerNode int    // torchrun --nproc_per_node / --nproc-per-node (0 = not given)
+	Notes       []Note
+}
+
+// Read turns an input into the training command's argument list. Two forms:
+//
+//   - one argument per line (parc's own megatron.args): the first non-empty
+//     line starts with "--", no line that starts with "--" has a blank in it
+//     and no line ends with a backslash. Each non-empty line is one argument,
+//     taken verbatim.
+//   - anything else is read as a bash script (see ReadShell).
+func Read(src string) Command {
+	if isArgsFile(src) {
+		var c Command
+		for i, line := range strings.Split(src, "\n") {
+			line = strings.TrimSuffix(line, "\r")
+			if line != "" {
+				c.Args = append(c.Args, Word{line, i + 1})
+			}
+		}
+		return c
+	}
+	return ReadShell(src)
+}
+
+func isArgsFile(src string) bool {
+	first := true
+	for line := range strings.Lines(src) {
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" {
+			continue
+		}
+		if first && !strings.HasPrefix(line, "--") {
+			return false
+		}
+		first = false
+		if strings.HasSuffix(line, "\\") {
+			return false
+		}
+		if strings.HasPrefix(line, "--") && strings.ContainsAny(line, " \t") {
+			return false
+		}
+	}
+	return !first
+}
+
+// ReadShell reads a bash command line or script the way bash would expand
+// the training command, without running anything:
+//
+//   - words, '…' and "…" quoting, backslash escapes and line continuations,
+//     comments, ;, &&, ||, | and & between commands, redirections (dropped);
+//   - assignments (NAME=…, export/declare/local NAME=…, arrays NAME=(…) and
+//     NAME+=(…)) are applied in the order they are written; $NAME, ${NAME},
+//     ${NAME[@]}, ${NAME:-default} (and -, :=, =, :+, +) and $((arithmetic))
+//     expand from them, unquoted expansions are split into words;
+//   - control flow (if, for, while, case, functions) is not evaluated: every
+//     assignment in every branch applies, in order, and a note says so;
+//   - what cannot be known without running the script — a variable the
+//     script never assigns (the environment is not read), a positional
+//     parameter without a default, $(command) — stays as written
+//     ("$DATA_PATH") with an import-unresolved note at its line.
+//
+// The training command is the last command that runs a .py program followed
+// by options (torchrun … pretrain_gpt.py …, python …, srun … python …); its
+// arguments are the words after the program. Without one, the words of the
+// commands that start with an option ("--num-layers 32 …") are the list.
+func ReadShell(src string) Command {
+	l := &lexer{src: src, line: 1, vars: map[string][]Word{}}
+	var cmds [][]Word
+	for !l.eof() {
+		if w := l.command(); len(w) > 0 {
+			cmds = append(cmds, w)
+		}
+	}
+	var c Command
+	best := -1
+	for i, words := range cmds {
+		if i2 := programIndex(words); i2 >= 0 && i2+1 < len(words) && strings.HasPrefix(words[i2+1].Text, "-") {
+			best = i
+		}
+	}
+	if best >= 0 {
+		words := cmds[best]
+		p := programIndex(words)
+		c.Program = words[p].Text
+		c.Args = words[p+1:]
+		c.Nodes, c.GPUsPerNode = launcherSize(words[:p])
+	} else {
+		for _, words := range cmds {
+			if strings.HasPrefix(words[0].Text, "--") {
+				c.Args = append(c.Args, words...)
+			}
+		}
+	}
+	if l.control {
+		c.Notes = append(c.Notes, Note{Line: l.controlLine, Code: "import-shell",
+			Msg: "the script's control flow (if/for/while/case) is not evaluated: assignments in every branch apply, in the order written"})
+	}
+	for _, n := range l.notes {
+		// Only what reaches the training command matters.
+		if n.Raw == "" || slices.ContainsFunc(c.Args, func(w Word) bool { return strings.Contains(w.Text, n.Raw) }) {
+			c.Notes = append(c.Notes, n)
+		}
+	}
+	return c
+}
+
+// programIndex is the index of the first word naming a Python program.
+func programIndex(words []Word) int {
+	for i, w := range words {
+		if strings.HasSuffix(path.Base(w.Text), ".py") && !strings.HasPrefix(w.Text, "-") {
+			return i
+		}
+	}
+	return -1
+}
+
+// launcherSize reads torchrun's (or torch.distributed.run's) node count and
+// processes per node from the words in front of the program.
+func launcherSize(words []Word) (nodes, perNode int) {
+	val := func(i int, w string) (string, bool) {
+		for _, name := range []string{"--nnodes", "--nproc_per_node", "--nproc-per-node"} {
+			if w == name && i+1 < len(words) {
+				return words[i+1].Text, true
+			}
+			if v, ok := strings.CutPrefix(w, name+"="); ok {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	for i, w := range words {
+		v, ok := val(i, w.Text)
+		if !ok {
+			continue
+		}
+		if _, max, elastic := strings.Cut(v, ":"); elastic {
+			v = max
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			continue
+		}
+		if strings.HasPrefix(w.Text, "--nnodes") {
+			nodes = n
+		} else {
+			perNode = n
+		}
+	}
+	return nodes, perNode
+}
+
+type lexer struct {
+	src         string
+	i           int
+	line        int
+	vars        map[string][]Word
+	notes       []Note
+	control     bool
+	controlLine int
+	heredocs    []heredoc
+}
+
+type heredoc struct {
+	marker string
+	strip  bool
+}
+
+func (l *lexer) eof() bool { return l.i >= len(l.src) }
+
+func (l *lexer) peek(k int) byte {
+	if l.i+k < len(l.src) {
+		return l.src[l.i+k]
+	}
+	return 0
+}
+
+func (l *lexer) next() byte {
+	c := l.src[l.i]
+	l.i++
+	if c == '\n' {
+		l.line++
+	}
+	return c
+}
+
+func (l *lexer) note(line int, code, format string, args ...any) {
+	l.notes = append(l.notes, Note{Line: line, Code: code, Msg: fmt.Sprintf(format, args...)})
+}
+
+// unresolved notes text kept as written because it cannot be expanded.
+func (l *lexer) unresolved(line int, raw, why string) {
+	l.notes = append(l.notes, Note{Line: line, Code: "import-unresolved", Msg: raw + " " + why + "; kept as written", Raw: raw})
+}
+
+var keywords = map[string]bool{
+	"if": true, "then": true, "else": true, "elif": true, "fi": true, "for": true, "while": true,
+	"until": true, "do": true, "done": true, "case": true, "esac": true, "function": true,
+	"{": true, "}": true, "!": true, "[[": true, "]]": true, "select": true,
+}
+
+var declarers = map[string]bool{"export": true, "declare": true, "local": true, "readonly": true, "typeset": true}
+
+// command reads one simple command up to its end (newline, ;, &, |) and
+// applies its assignments; it returns the command's words.
+func (l *lexer) command() []Word {
+	var words []Word
+	prefix := true // still where NAME=value is an assignment
+	declarer := false
+	for {
+		l.blanks()
+		if l.eof() {
+			return words
+		}
+		c := l.peek(0)
+		switch c {
+		case '\n':
+			l.next()
+			l.readHeredocs()
+			return words
+		case ';', '&', '|':
+			l.next()
+			if (c == '&' || c == '|' || c == ';') && l.peek(0) == c {
+				l.next()
+			}
+			return words
+		case '#':
+			for !l.eof() && l.peek(0) != '\n' {
+				l.next()
+			}
+			continue
+		case '(', ')':
+			l.next()
+			continue
+		case '<', '>':
+			l.redirect()
+			continue
+		}
+		if c >= '0' && c <= '9' && (l.peek(1) == '>' || l.peek(1) == '<') {
+			l.next()
+			l.redirect()
+			continue
+		}
+		if prefix {
+			if name, app, ok := l.assignmentStart(); ok {
+				l.assign(name, app)
+				continue
+			}
+		}
+		line, at := l.line, l.i
+		fields, literal := l.word(true)
+		if l.i == at {
+			l.next()
+			continue
+		}
+		if literal != "" && len(words) == 0 && keywords[literal] {
+			l.control = true
+			if l.controlLine == 0 {
+				l.controlLine = line
+			}
+			continue
+		}
+		if prefix && len(words) == 0 && declarers[literal] {
+			declarer = true // export NAME=… : keep reading assignments
+			continue
+		}
+		if declarer && len(words) == 0 && strings.HasPrefix(literal, "-") {
+			continue // declare -a, export -n
+		}
+		prefix = false
+		words = append(words, fields...)
+	}
+}
+
+// blanks skips spaces, tabs and backslash-newline continuations.
+func (l *lexer) blanks() {
+	for !l.eof() {
+		switch {
+		case l.peek(0) == ' ' || l.peek(0) == '\t' || l.peek(0) == '\r':
+			l.next()
+		case l.peek(0) == '\\' && l.peek(1) == '\n':
+			l.next()
+			l.next()
+		case l.peek(0) == '\\' && l.peek(1) == '\r' && l.peek(2) == '\n':
+			l.next()
+			l.next()
+			l.next()
+		default:
+			return
+		}
+	}
+}
+
+// redirect drops a redirection and its target (> file, 2>&1, <<EOF).
+func (l *lexer) redirect() {
+	op := l.next()
+	isHeredoc := false
+	if op == '<' && l.peek(0) == '<' {
+		l.next()
+		isHeredoc = true
+		if l.peek(0) == '<' { // <<< here-string
+			l.next()
+			isHeredoc = false
+		}
+	}
+	strip := false
+	if isHeredoc && l.peek(0) == '-' {
+		l.next()
+		strip = true
+	}
+	for !l.eof() && strings.IndexByte(">&|", l.peek(0)) >= 0 {
+		if l.peek(0) == '|' && op != '>' {
+			break
+		}
+		l.next()
+		if l.src[l.i-1] == '&' {
+			break
+		}
+	}
+	l.blanks()
+	if l.eof() || strings.IndexByte("\n;|&", l.peek(0)) >= 0 {
+		return
+	}
+	_, literal := l.word(false)
+	if isHeredoc {
+		l.heredocs = append(l.heredocs, heredoc{strings.Trim(literal, `'"`), strip})
+	}
+}
+
+// readHeredocs skips the bodies of the here-documents of the line just ended.
+func (l *lexer) readHeredocs() {
+	for _, h := range l.heredocs {
+		for !l.eof() {
+			end := strings.IndexByte(l.src[l.i:], '\n')
+			line := l.src[l.i:]
+			if end >= 0 {
+				line = l.src[l.i : l.i+end]
+			}
+			for range len(line) {
+				l.next()
+			}
+			if !l.eof() {
+				l.next()
+			}
+			t := strings.TrimRight(line, "\r")
+			if h.strip {
+				t = strings.TrimLeft(t, "\t")
+			}
+			if t == h.marker {
+				break
+			}
+		}
+	}
+	l.heredocs = nil
+}
+
+func isNameStart(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func isNameChar(c byte) bool  { return isNameStart(c) || c >= '0' && c <= '9' }
+
+// assignmentStart recognises NAME= or NAME+= at the cursor and consumes it.
+func (l *lexer) assignmentStart() (name string, appendTo, ok bool) {
+	if !isNameStart(l.peek(0)) {
+		return "", false, false
+	}
+	j := l.i
+	for j < len(l.src) && isNameChar(l.src[j]) {
+		j++
+	}
+	if j < len(l.src) && l.src[j] == '=' {
+		name = l.src[l.i:j]
+		l.i = j + 1
+		return name, false, true
+	}
+	if j+1 < len(l.src) && l.src[j] == '+' && l.src[j+1] == '=' {
+		name = l.src[l.i:j]
+		l.i = j + 2
+		return name, true, true
+	}
+	return "", false, false
+}
+
+// assign reads the value of NAME= (a word, or an array in parentheses).
+func (l *lexer) assign(name string, appendTo bool) {
+	var val []Word
+	if l.peek(0) == '(' {
+		l.next()
+		for {
+			l.blanks()
+			if l.eof() {
+				break
+			}
+			c := l.peek(0)
+			if c == ')' {
+				l.next()
+				break
+			}
+			if c == '\n' {
+				l.next()
+				continue
+			}
+			if c == '#' {
+				for !l.eof() && l.peek(0) != '\n' {
+					l.next()
+				}
+				continue
+			}
+			at := l.i
+			fields, _ := l.word(true)
+			val = append(val, fields...)
+			if l.i == at {
+				l.next() // an operator inside the list: skip it
+			}
+		}
+	} else {
+		line := l.line
+		fields, _ := l.word(false)
+		text := ""
+		if len(fields) > 0 {
+			text = fields[0].Text
+		}
+		val = []Word{{text, line}}
+	}
+	if appendTo {
+		val = append(append([]Word(nil), l.vars[name]...), val...)
+	}
+	l.vars[name] = val
+}
+
+// fieldBuilder collects the fields one shell word expands to.
+type fieldBuilder struct {
+	fields  []Word
+	cur     strings.Builder
+	has     bool // the current field exists (even if empty: "")
+	line    int
+	literal strings.Builder // the word with quotes removed, before expansion
+	split   bool
+}
+
+func (f *fieldBuilder) add(s string, line int) {
+	if !f.has || (f.cur.Len() == 0 && s != "") {
+		f.line = line
+	}
+	f.cur.WriteString(s)
+	f.has = true
+}
+
+func (f *fieldBuilder) end() {
+	if f.has {
+		f.fields = append(f.fields, Word{f.cur.String(), f.line})
+	}
+	f.cur.Reset()
+	f.has = false
+}
+
+// addExpanded adds an expansion's value; unquoted values are split on blanks.
+func (f *fieldBuilder) addExpanded(vals []Word, quoted bool) {
+	for k, v := range vals {
+		if k > 0 {
+			f.end()
+		}
+		if quoted || !f.split {
+			f.add(v.Text, v.Line)
+			continue
+		}
+		parts := strings.Fields(v.Text)
+		if len(parts) == 0 {
+			continue
+		}
+		if strings.IndexAny(v.Text[:1], " \t\n") == 0 {
+			f.end()
+		}
+		for j, p := range parts {
+			if j > 0 {
+				f.end()
+			}
+			f.add(p, v.Line)
+		}
+		if strings.ContainsAny(v.Text[len(v.Text)-1:], " \t\n") {
+			f.end()
+		}
+	}
+}
+
+// word reads one shell word at the cursor and returns its fields after
+// expansion (split says whether unquoted expansions are split, as for
+// command words; assignment values are not split) and its text with quotes
+// removed and nothing expanded (to recognise keywords).
+func (l *lexer) word(split bool) ([]Word, string) {
+	f := &fieldBuilder{split: split}
+	start := l.line
+	f.line = start
+	for !l.eof() {
+		c := l.peek(0)
+		switch c {
+		case ' ', '\t', '\r', '\n', ';', '&', '|', '<', '>', '(', ')':
+			f.end()
+			return f.fields, f.literal.String()
+		case '\\':
+			l.next()
+			if l.eof() {
+				f.add("\\", l.line)
+				continue
+			}
+			d := l.next()
+			if d == '\n' {
+				continue
+			}
+			f.add(string(d), l.line)
+			f.literal.WriteByte(d)
+		case '\'':
+			line := l.line
+			l.next()
+			j := strings.IndexByte(l.src[l.i:], '\'')
+			if j < 0 {
+				l.note(line, "import-shell", "unterminated ' quote")
+				j = len(l.src) - l.i
+			}
+			s := l.src[l.i : l.i+j]
+			for range j {
+				l.next()
+			}
+			if !l.eof() {
+				l.next()
+			}
+			f.add(s, line)
+			f.literal.WriteString(s)
+		case '"':
+			l.doubleQuoted(f)
+		case '$':
+			l.dollar(f, false)
+		case '`':
+			line := l.line
+			l.next()
+			j := strings.IndexByte(l.src[l.i:], '`')
+			if j < 0 {
+				j = len(l.src) - l.i
+			}
+			s := "`" + l.src[l.i:l.i+j] + "`"
+			for range j {
+				l.next()
+			}
+			if !l.eof() {
+				l.next()
+			}
+			l.unresolved(line, s, "(command substitution) is not run")
+			f.add(s, line)
+		default:
+			l.next()
+			f.add(string(c), l.line)
+			f.literal.WriteByte(c)
+		}
+	}
+	f.end()
+	return f.fields, f.literal.String()
+}
+
+func (l *lexer) doubleQuoted(f *fieldBuilder) {
+	line := l.line
+	l.next()
+	f.add("", line)
+	for {
+		if l.eof() {
+			l.note(line, "import-shell", `unterminated " quote`)
+			return
+		}
+		c := l.peek(0)
+		switch c {
+		case '"':
+			l.next()
+			return
+		case '\\':
+			l.next()
+			if l.eof() {
+				continue
+			}
+			d := l.next()
+			switch d {
+			case '\n':
+			case '$', '`', '"', '\\':
+				f.add(string(d), l.line)
+				f.literal.WriteByte(d)
+			default:
+				f.add("\\"+string(d), l.line)
+				f.literal.WriteString("\\" + string(d))
+			}
+		case '$':
+			l.dollar(f, true)
+		default:
+			l.next()
+			f.add(string(c), l.line)
+			f.literal.WriteByte(c)
+		}
+	}
+}
+
+// dollar expands the $-expression at the cursor into f.
+func (l *lexer) dollar(f *fieldBuilder, quoted bool) {
+	line := l.line
+	start := l.i
+	l.next() // $
+	switch c := l.peek(0); {
+	case c == '(' && l.peek(1) == '(':
+		l.next()
+		l.next()
+		body, ok := l.until("))")
+		raw := l.src[start:l.i]
+		if ok {
+			if v, err := l.arith(body, line); err == nil {
+				f.add(strconv.FormatInt(v, 10), line)
+				return
+			}
+		}
+		l.unresolved(line, raw, "(arithmetic) cannot be evaluated")
+		f.add(raw, line)
+	case c == '(':
+		l.next()
+		l.matching('(', ')')
+		raw := l.src[start:l.i]
+		l.unresolved(line, raw, "(command substitution) is not run")
+		f.add(raw, line)
+	case c == '{':
+		l.next()
+		l.braced(f, quoted, start, line)
+	case isNameStart(c):
+		j := l.i
+		for !l.eof() && isNameChar(l.peek(0)) {
+			l.next()
+		}
+		l.expandVar(f, l.src[j:l.i], false, quoted, l.src[start:l.i], line)
+	case c >= '0' && c <= '9' || c == '@' || c == '*' || c == '#' || c == '?' || c == '$' || c == '!' || c == '-':
+		l.next()
+		l.expandVar(f, string(c), false, quoted, l.src[start:l.i], line)
+	default:
+		f.add("$", line)
+	}
+}
+
+// until reads up to the delimiter (not included in the result) and skips it.
+func (l *lexer) until(delim string) (string, bool) {
+	j := strings.Index(l.src[l.i:], delim)
+	if j < 0 {
+		s := l.src[l.i:]
+		for !l.eof() {
+			l.next()
+		}
+		return s, false
+	}
+	s := l.src[l.i : l.i+j]
+	for range j + len(delim) {
+		l.next()
+	}
+	return s, true
+}
+
+// matching skips to the closer that balances an opener already read,
+// stepping over quotes.
+func (l *lexer) matching(open, close byte) {
+	depth := 1
+	for !l.eof() {
+		c := l.next()
+		switch c {
+		case '\\':
+			if !l.eof() {
+				l.next()
+			}
+		case '\'':
+			for !l.eof() && l.next() != '\'' {
+			}
+		case '"':
+			for !l.eof() {
+				d := l.next()
+				if d == '\\' && !l.eof() {
+					l.next()
+				} else if d == '"' {
+					break
+				}
+			}
+		case open:
+			depth++
+		case close:
+			depth--
+			if depth == 0 {
+				return
+			}
+		}
+	}
+}
+
+// braced expands ${…}: ${NAME}, ${NAME[@]}, ${NAME[*]}, ${NAME[i]} and the
+// default operators -, :-, =, :=, +, :+; anything else stays as written.
+func (l *lexer) braced(f *fieldBuilder, quoted bool, start, line int) {
+	j := l.i
+	for !l.eof() && isNameChar(l.peek(0)) {
+		l.next()
+	}
+	name := l.src[j:l.i]
+	if name == "" && !l.eof() && strings.IndexByte("@*#?$!", l.peek(0)) >= 0 && l.peek(1) == '}' {
+		name = string(l.next())
+	}
+	all, index := false, -1
+	if l.peek(0) == '[' {
+		k := strings.IndexByte(l.src[l.i:], ']')
+		if k > 0 {
+			sub := l.src[l.i+1 : l.i+k]
+			switch sub {
+			case "@", "*":
+				all = true
+			default:
+				if n, err := strconv.Atoi(sub); err == nil && n >= 0 {
+					index = n
+				} else {
+					name = ""
+				}
+			}
+			for range k + 1 {
+				l.next()
+			}
+		}
+	}
+	op := ""
+	for _, o := range []string{":-", ":=", ":+", ":?", "-", "=", "+", "?"} {
+		if strings.HasPrefix(l.src[l.i:], o) {
+			op = o
+			break
+		}
+	}
+	if name == "" || (op == "" && l.peek(0) != '}') {
+		l.matching('{', '}')
+		raw := l.src[start:l.i]
+		l.unresolved(line, raw, "is not expanded (only the ${NAME}, ${NAME[@]} and ${NAME:-default} forms are)")
+		f.add(raw, line)
+		return
+	}
+	var alt []Word
+	if op != "" {
+		for range len(op) {
+			l.next()
+		}
+		alt = l.operand(quoted)
+	}
+	if l.peek(0) == '}' {
+		l.next()
+	}
+	raw := l.src[start:l.i]
+	vals, set := l.lookup(name, all, index)
+	empty := !set || (len(vals) == 1 && vals[0].Text == "") || len(vals) == 0
+	switch op {
+	case "":
+		l.emit(f, vals, set, quoted, raw, name, line)
+	case ":-", "-":
+		if (op == ":-" && empty) || (op == "-" && !set) {
+			f.addExpanded(alt, quoted)
+		} else {
+			f.addExpanded(vals, quoted)
+		}
+	case ":=", "=":
+		if (op == ":=" && empty) || (op == "=" && !set) {
+			l.vars[name] = alt
+			f.addExpanded(alt, quoted)
+		} else {
+			f.addExpanded(vals, quoted)
+		}
+	case ":+", "+":
+		if (op == ":+" && !empty) || (op == "+" && set) {
+			f.addExpanded(alt, quoted)
+		}
+	default: // :? and ?
+		l.emit(f, vals, set, quoted, raw, name, line)
+	}
+}
+
+// operand reads the word after a ${NAME:-…} operator, up to the closing
+// brace, expanding what is in it.
+func (l *lexer) operand(quoted bool) []Word {
+	g := &fieldBuilder{split: false}
+	line := l.line
+	g.add("", line)
+	for !l.eof() && l.peek(0) != '}' {
+		c := l.peek(0)
+		switch c {
+		case '\\':
+			l.next()
+			if !l.eof() {
+				d := l.next()
+				if d != '\n' {
+					g.add(string(d), l.line)
+				}
+			}
+		case '\'':
+			if quoted {
+				l.next()
+				g.add("'", l.line)
+				continue
+			}
+			l.next()
+			for !l.eof() && l.peek(0) != '\'' {
+				g.add(string(l.next()), l.line)
+			}
+			if !l.eof() {
+				l.next()
+			}
+		case '"':
+			l.doubleQuoted(g)
+		case '$':
+			l.dollar(g, true)
+		default:
+			g.add(string(l.next()), l.line)
+		}
+	}
+	g.end()
+	if len(g.fields) == 0 {
+		return []Word{{"", line}}
+	}
+	return g.fields
+}
+
+func (l *lexer) lookup(name string, all bool, index int) ([]Word, bool) {
+	v, ok := l.vars[name]
+	if !ok {
+		return nil, false
+	}
+	switch {
+	case all:
+		return v, true
+	case index >= 0:
+		if index < len(v) {
+			return v[index : index+1], true
+		}
+		return nil, false
+	case len(v) == 0:
+		return []Word{{"", 0}}, true
+	default:
+		return v[:1], true
+	}
+}
+
+// emit adds a variable's value, or keeps the reference and notes it.
+func (l *lexer) emit(f *fieldBuilder, vals []Word, set, quoted bool, raw, name string, line int) {
+	if !set {
+		l.unresolved(line, raw, "is not assigned in the input (the environment is not read)")
+		f.add(raw, line)
+		return
+	}
+	for i := range vals {
+		if vals[i].Line == 0 {
+			vals[i].Line = line
+		}
+	}
+	f.addExpanded(vals, quoted)
+}
+
+func (l *lexer) expandVar(f *fieldBuilder, name string, all, quoted bool, raw string, line int) {
+	vals, set := l.lookup(name, all, -1)
+	if name == "@" || name == "*" {
+		vals, set = nil, false
+	}
+	l.emit(f, vals, set, quoted, raw, name, line)
+}
+
+// arith evaluates $((…)) with integers, variables, + - * / % and parentheses.
+func (l *lexer) arith(s string, line int) (int64, error) {
+	a := &arithParser{s: s, lookup: func(name string) (int64, bool) {
+		v, ok := l.vars[name]
+		if !ok || len(v) == 0 {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v[0].Text), 10, 64)
+		return n, err == nil
+	}}
+	v, err := a.expr()
+	a.space()
+	if err == nil && a.i != len(a.s) {
+		err = fmt.Errorf("unexpected %q", a.s[a.i:])
+	}
+	return v, err
+}
+
+type arithParser struct {
+	s      string
+	i      int
+	lookup func(string) (int64, bool)
+}
+
+func (a *arithParser) space() {
+	for a.i < len(a.s) && (a.s[a.i] == ' ' || a.s[a.i] == '\t') {
+		a.i++
+	}
+}
+
+func (a *arithParser) expr() (int64, error) {
+	v, err := a.term()
+	for err == nil {
+		a.space()
+		if a.i >= len(a.s) || (a.s[a.i] != '+' && a.s[a.i] != '-') {
+			break
+		}
+		op := a.s[a.i]
+		a.i++
+		var w int64
+		if w, err = a.term(); err == nil {
+			if op == '+' {
+				v += w
+			} else {
+				v -= w
+			}
+		}
+	}
+	return v, err
+}
+
+func (a *arithParser) term() (int64, error) {
+	v, err := a.factor()
+	for err == nil {
+		a.space()
+		if a.i >= len(a.s) || strings.IndexByte("*/%", a.s[a.i]) < 0 {
+			break
+		}
+		op := a.s[a.i]
+		a.i++
+		var w int64
+		if w, err = a.factor(); err != nil {
+			break
+		}
+		switch op {
+		case '*':
+			v *= w
+		default:
+			if w == 0 {
+				return 0, fmt.Errorf("division by zero")
+			}
+			if op == '/' {
+				v /= w
+			} else {
+				v %= w
+			}
+		}
+	}
+	return v, err
+}
+
+func (a *arithParser) factor() (int64, error) {
+	a.space()
+	if a.i >= len(a.s) {
+		return 0, fmt.Errorf("unexpected end")
+	}
+	c := a.s[a.i]
+	switch {
+	case c == '(':
+		a.i++
+		v, err := a.expr()
+		a.space()
+		if err == nil && (a.i >= len(a.s) || a.s[a.i] != ')') {
+			err = fmt.Errorf("missing )")
+		}
+		a.i++
+		return v, err
+	case c == '-' || c == '+':
+		a.i++
+		v, err := a.factor()
+		if c == '-' {
+			v = -v
+		}
+		return v, err
+	case c >= '0' && c <= '9':
+		j := a.i
+		for a.i < len(a.s) && a.s[a.i] >= '0' && a.s[a.i] <= '9' {
+			a.i++
+		}
+		return strconv.ParseInt(a.s[j:a.i], 10, 64)
+	case c == '$' || isNameStart(c):
+		if c == '$' {
+			a.i++
+		}
+		brace := a.i < len(a.s) && a.s[a.i] == '{'
+		if brace {
+			a.i++
+		}
+		j := a.i
+		for a.i < len(a.s) && isNameChar(a.s[a.i]) {
+			a.i++
+		}
+		name := a.s[j:a.i]
+		if brace {
+			if a.i >= len(a.s) || a.s[a.i] != '}' {
+				return 0, fmt.Errorf("bad ${")
+			}
+			a.i++
+		}
+		v, ok := a.lookup(name)
+		if !ok {
+			return 0, fmt.Errorf("%s is not a known integer", name)
+		}
+		return v, nil
+	}
+	return 0, fmt.Errorf("unexpected %q", c)
+}

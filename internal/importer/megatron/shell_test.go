@@ -1,0 +1,119 @@
+package megatron
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// shellCases are scripts whose training command bash itself expands; the
+// reader must produce the same arguments (TestReadShellAgainstBash).
+var shellCases = []string{
+	`python pretrain_gpt.py --num-layers 4 --hidden-size 64`,
+	"torchrun --nproc_per_node 8 pretrain_gpt.py \\\n  --num-layers 4 \\\n  --split '99,1,0' \\\n  --data-path \"a b\" c\\ d",
+	`NL=32
+H=4096
+OPTS="--swiglu --bf16"
+python pretrain_gpt.py --num-layers $NL --hidden-size ${H} $OPTS "$OPTS" --lr ${LR:-3e-4} --x "${MISSING:-a b}"`,
+	`MODEL_ARGS=(
+    --num-layers 32 # a comment
+    --hidden-size 4096
+)
+TRAIN=( "--fp8-format hybrid" '--lr 1e-4' )
+TRAIN+=(--bf16)
+torchrun --nnodes=2 --nproc-per-node=4 pretrain_gpt.py ${MODEL_ARGS[@]} "${TRAIN[@]}" ${TRAIN[@]} ${TRAIN[1]} 2>&1 | tee log.txt`,
+	`export TP=2; export CP=1
+G=8; N=4
+WORLD=$(( G * N ))
+srun python -u /opt/Megatron-LM/pretrain_gpt.py --tensor-model-parallel-size $TP --context-parallel-size "$CP" --world $WORLD --half $(( (WORLD + 1) / 2 ))`,
+	`A=x; B="${A}y"; C='$A'; D=${NOPE-default}; E=${A:+set}; F=${A+alt}
+python pretrain_gpt.py --a $B --c $C --d $D --e $E --f $F --g "\$A" --h "it's" --i 'say "hi"' --j ""`,
+	`cat <<EOF > /tmp/x
+--not-an-arg
+EOF
+python3 pretrain_gpt.py --num-layers 2 \
+  --moe-layer-freq "([0]*3+[1]*58)" | tee out.log`,
+}
+
+func TestReadShellAgainstBash(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	for _, src := range shellCases {
+		// bash runs the script with the launchers replaced by a function
+		// that prints the program's arguments.
+		stub := `p() { while [ $# -gt 0 ] && [[ "$1" != *.py ]]; do shift; done; shift; printf '%s\0' "$@"; }
+torchrun() { p "$@"; }; python() { p "$@"; }; python3() { p "$@"; }; srun() { p "$@"; }
+tee() { cat; }
+`
+		out, err := exec.Command(bash, "-c", stub+src).Output()
+		require.NoError(t, err, src)
+		want := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+		c := ReadShell(src)
+		var got []string
+		for _, w := range c.Args {
+			got = append(got, w.Text)
+		}
+		require.Equal(t, want, got, src)
+	}
+}
+
+func TestReadShell(t *testing.T) {
+	c := ReadShell(shellCases[3])
+	require.Equal(t, 2, c.Nodes)
+	require.Equal(t, 4, c.GPUsPerNode)
+	// each argument keeps the line it was written on
+	require.Equal(t, Word{"--num-layers", 2}, c.Args[0])
+	require.Equal(t, Word{"4096", 3}, c.Args[3])
+	require.Equal(t, Word{"--fp8-format hybrid", 5}, c.Args[4])
+
+	c = ReadShell("if true; then\n X=1\nfi\npython pretrain_gpt.py --a $X --data-path $DATA_PATH --b $(date) --c ${#X}")
+	require.Equal(t, []string{"--a", "1", "--data-path", "$DATA_PATH", "--b", "$(date)", "--c", "${#X}"}, texts(c.Args))
+	var codes []string
+	for _, n := range c.Notes {
+		codes = append(codes, n.Code)
+	}
+	require.Equal(t, []string{"import-shell", "import-unresolved", "import-unresolved", "import-unresolved"}, codes)
+
+	// a bare argument list on one or several lines
+	c = Read("--num-layers 4 --hidden-size 64\n--bf16")
+	require.Equal(t, []string{"--num-layers", "4", "--hidden-size", "64", "--bf16"}, texts(c.Args))
+	// one argument per line (megatron.args), values verbatim
+	c = Read("--data-path\n/data/my file\n--moe-layer-freq\n([0]*3+[1]*58)\n")
+	require.Equal(t, []Word{{"--data-path", 1}, {"/data/my file", 2}, {"--moe-layer-freq", 3}, {"([0]*3+[1]*58)", 4}}, c.Args)
+}
+
+func texts(ws []Word) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, w.Text)
+	}
+	return out
+}
+
+// FuzzRead: any input is read without panicking, and every argument points
+// at a line of the input.
+func FuzzRead(f *testing.F) {
+	for _, s := range shellCases {
+		f.Add(s)
+	}
+	f.Add("--a\n--b\nc")
+	f.Add("X=(a\nb\"\n${X[@]:-}\n$((1/0)) ${")
+	f.Fuzz(func(t *testing.T, src string) {
+		c := Read(src)
+		lines := strings.Count(src, "\n") + 1
+		for _, w := range c.Args {
+			if w.Line < 1 || w.Line > lines {
+				t.Fatalf("argument %q at line %d of %d", w.Text, w.Line, lines)
+			}
+		}
+		for _, n := range c.Notes {
+			if n.Line < 1 || n.Line > lines {
+				t.Fatalf("note %v at line %d of %d", n, n.Line, lines)
+			}
+		}
+	})
+}
