@@ -4,6 +4,7 @@ import (
 	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/estimate"
+	"parc.dev/parc/internal/importer"
 	"parc.dev/parc/internal/layout"
 	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/solve"
@@ -21,7 +22,7 @@ var compileCodes = []diag.CodeInfo{
 // order. README.md's table is generated from it.
 func Codes() []diag.CodeInfo {
 	var out []diag.CodeInfo
-	for _, stage := range [][]diag.CodeInfo{load.Codes, check.Codes, solve.Codes, layout.Codes, estimate.Codes, megatron.Codes, compileCodes} {
+	for _, stage := range [][]diag.CodeInfo{load.Codes, check.Codes, solve.Codes, layout.Codes, estimate.Codes, megatron.Codes, compileCodes, importer.Codes} {
 		out = append(out, stage...)
 	}
 	return out

@@ -11,5 +11,6 @@ func commands() []*cobra.Command {
 		newCompileCmd(),
 		newLaunchCmd(),
 		newSolveCmd(),
+		newImportCmd(),
 	}
 }

@@ -36,15 +36,20 @@ type Command struct {
 // Read turns an input into the training command's argument list. Two forms:
 //
 //   - one argument per line (parc's own megatron.args): the first non-empty
-//     line starts with "--", no line that starts with "--" has a blank in it
+//     line that is not a leading # comment starts with "--", no line that starts with "--" has a blank in it
 //     and no line ends with a backslash. Each non-empty line is one argument,
 //     taken verbatim.
 //   - anything else is read as a bash script (see ReadShell).
 func Read(src string) Command {
 	if isArgsFile(src) {
 		var c Command
+		header := true
 		for i, line := range strings.Split(src, "\n") {
 			line = strings.TrimSuffix(line, "\r")
+			if header && strings.HasPrefix(line, "#") {
+				continue
+			}
+			header = false
 			if line != "" {
 				c.Args = append(c.Args, Word{line, i + 1})
 			}
@@ -58,7 +63,7 @@ func isArgsFile(src string) bool {
 	first := true
 	for line := range strings.Lines(src) {
 		line = strings.TrimRight(line, "\r\n")
-		if line == "" {
+		if line == "" || (first && strings.HasPrefix(line, "#")) {
 			continue
 		}
 		if first && !strings.HasPrefix(line, "--") {

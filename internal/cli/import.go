@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"parc.dev/parc/internal/importer/megatron"
+)
+
+func newImportCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "import",
+		Short: "Write a spec from an existing launch configuration",
+	}
+	cmd.AddCommand(newImportMegatronCmd())
+	return cmd
+}
+
+func newImportMegatronCmd() *cobra.Command {
+	var cluster, out string
+	var gpus, nodes int
+	cmd := &cobra.Command{
+		Use:   "megatron FILE",
+		Short: "Write a spec from Megatron arguments: one per line, or a command line or launch script (- = stdin)",
+		Long: `import megatron reads the arguments of pretrain_gpt.py — one per line (as parc's
+own megatron.args), or a shell command line or launch script (continuations,
+quoting, arrays, $VAR from the script's own assignments; the environment is
+not read) — and writes a CUE spec whose parc compile gives Megatron the same
+parsed arguments. Arguments the schema has no field for are kept in
+launch.extra_args, each with a warning. Exit 1 when Megatron's parser would
+reject the arguments (or parc's checks do), each problem at FILE:LINE.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cluster != "" && !slices.Contains(megatron.ClusterPresets(), cluster) {
+				return usageError{fmt.Errorf("--cluster %q is not a cluster preset (one of %v)", cluster, megatron.ClusterPresets())}
+			}
+			if cluster != "" && cmd.Flags().Changed("gpus-per-node") {
+				return usageError{fmt.Errorf("give --cluster or --gpus-per-node, not both")}
+			}
+			if gpus < 0 || nodes < 0 {
+				return usageError{fmt.Errorf("--gpus-per-node and --nodes take a positive count")}
+			}
+			var src []byte
+			var err error
+			name := args[0]
+			if name == "-" {
+				src, err = io.ReadAll(cmd.InOrStdin())
+				name = "<stdin>"
+			} else {
+				src, err = os.ReadFile(name)
+			}
+			if err != nil {
+				return err
+			}
+			res := megatron.Import(src, megatron.Options{File: name, Cluster: cluster, GPUsPerNode: gpus, Nodes: nodes})
+			printDiags(cmd.ErrOrStderr(), relDiags(res.Diags))
+			if res.Spec == nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "parc import: %s; nothing written\n", summary(res.Diags))
+				return exitError{ExitSpec}
+			}
+			// A spec parc's checks refuse is still written: it says what the
+			// arguments say, and the errors point at the lines to change.
+			if out == "" || out == "-" {
+				if _, err := cmd.OutOrStdout().Write(res.Spec); err != nil {
+					return err
+				}
+			} else {
+				if err := writeFileAtomic(out, res.Spec); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "parc import: wrote %s (%s)\n", out, summary(res.Diags))
+			}
+			if res.Diags.HasErrors() {
+				return exitError{ExitSpec}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&cluster, "cluster", "", "cluster preset of the stdlib (default "+megatron.DefaultCluster+")")
+	cmd.Flags().IntVar(&gpus, "gpus-per-node", 0, "GPUs per node (default: torchrun's --nproc_per_node, else the preset's)")
+	cmd.Flags().IntVar(&nodes, "nodes", 0, "nodes in the job (default: torchrun's --nnodes, else the fewest the degrees fit)")
+	cmd.Flags().StringVarP(&out, "out", "o", "", "write the spec to OUT.cue (default stdout)")
+	return cmd
+}
+
+// writeFileAtomic writes data to a temporary file beside path and renames it.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(dirOf(path), ".parc-import-*")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+func dirOf(path string) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if os.IsPathSeparator(path[i]) {
+			return path[:i+1]
+		}
+	}
+	return "."
+}

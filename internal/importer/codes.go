@@ -1,0 +1,20 @@
+// Package importer holds what the importers (parc import megatron) share
+// with the rest of parc: their diagnostic codes. The importers themselves
+// live in subpackages (importer/megatron).
+package importer
+
+import "parc.dev/parc/internal/diag"
+
+// Codes lists every code `parc import` emits. Diagnostics of the imported
+// spec's own checks keep vet's codes, placed at the input's line.
+var Codes = []diag.CodeInfo{
+	{Code: "import-no-command", Severity: diag.Error, Meaning: "The input holds no training command: no command runs a .py program with options, and no line starts with an option.", Fix: "Give the arguments of pretrain_gpt.py, one per line, or the command line or script that runs it."},
+	{Code: "import-unknown-option", Severity: diag.Error, Meaning: "Megatron's argument parser (pretrain_gpt.py, megatron/training/arguments.py) does not know an argument: it stops with \"unrecognized arguments\".", Fix: "Check the spelling against Megatron-LM's arguments.py; options of extensions (ModelOpt) need the extension's parser."},
+	{Code: "import-bad-argument", Severity: diag.Error, Meaning: "Megatron's argument parser rejects an argument's values: a missing value, a value that is not an int/float, or not one of the option's choices.", Fix: "Give the option the number and kind of values Megatron's parser takes."},
+	{Code: "import-unresolved", Severity: diag.Warning, Meaning: "A shell expansion in the script cannot be known without running it (a variable the script never assigns, $(command), an unsupported ${...} form); the text is kept as written.", Fix: "Assign the variable in the script or write its value; check the imported value."},
+	{Code: "import-shell", Severity: diag.Warning, Meaning: "The script has control flow (if/for/while/case) or a quote left open; the importer does not evaluate it and applies every assignment in the order written.", Fix: "Check the imported spec against the branch the run takes, or import the argument list itself."},
+	{Code: "import-cluster-assumed", Severity: diag.Warning, Meaning: "The arguments do not say which GPUs run them; the spec uses the default cluster preset.", Fix: "Name the cluster with --cluster PRESET (or --gpus-per-node)."},
+	{Code: "import-nodes-assumed", Severity: diag.Warning, Meaning: "Neither --nodes nor torchrun's --nnodes gives the node count; the spec uses the fewest nodes the parallel degrees and the global batch fit.", Fix: "Give the job's node count with --nodes N."},
+	{Code: "import-extra-arg", Severity: diag.Warning, Meaning: "An argument has no spec field; it is carried verbatim in launch.extra_args, so Megatron still gets it.", Fix: "Keep it, or give the schema a field for it (issue 13's naming rule)."},
+	{Code: "import-not-round-trip", Severity: diag.Warning, Meaning: "parc compile of the imported spec gives Megatron a different value for an argparse destination than the input does, and an extra argument cannot fix it (parc writes that option itself).", Fix: "Edit the spec field the option comes from, or run with the original arguments."},
+}

@@ -1,0 +1,346 @@
+package megatron
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"parc.dev/parc/compiler"
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/load"
+	"parc.dev/parc/internal/resolve"
+	mg "parc.dev/parc/internal/targets/megatron"
+)
+
+// Options say what the argument list does not: the cluster.
+type Options struct {
+	File        string // the input's name in diagnostics
+	Cluster     string // a stdlib cluster preset ("dgx_h100"); "" = dgx_h100, with a warning
+	GPUsPerNode int    // 0 = the preset's (or torchrun's --nproc_per_node)
+	Nodes       int    // 0 = torchrun's --nnodes, else the fewest nodes the degrees fit
+}
+
+// Result of an import.
+type Result struct {
+	Spec     []byte       // the CUE spec; nil when the arguments are rejected
+	Diags    diag.List    // at FILE:LINE of the argument concerned
+	Args     []string     // the training command's arguments as read
+	Compiled []string     // what parc compile of Spec gives Megatron (nil if it does not compile)
+	Diffs    []Difference // dests the compiled arguments still set differently
+	World    int          // GPUs in the job the spec describes
+}
+
+// DefaultCluster is the preset used when none is given.
+const DefaultCluster = "dgx_h100"
+
+// Import reads a Megatron argument list (one argument per line, or a shell
+// command line or script) and writes the spec that gives Megatron the same
+// arguments. Every argument the schema cannot express goes to
+// launch.extra_args with an import-extra-arg warning. The spec is verified
+// by compiling it and replaying Megatron's parser on both argument lists.
+func Import(src []byte, o Options) Result {
+	if o.File == "" {
+		o.File = "-"
+	}
+	cmd := Read(string(src))
+	var r Result
+	words := make([]string, len(cmd.Args))
+	for i, w := range cmd.Args {
+		words[i] = w.Text
+	}
+	r.Args = words
+	lineOf := func(i int) int {
+		if i >= 0 && i < len(cmd.Args) {
+			return cmd.Args[i].Line
+		}
+		if len(cmd.Args) > 0 {
+			return cmd.Args[0].Line
+		}
+		return 1
+	}
+	at := func(i int) diag.Pos { return diag.Pos{File: o.File, Line: lineOf(i), Column: 1} }
+	for _, n := range cmd.Notes {
+		r.Diags.Warnf(diag.Pos{File: o.File, Line: n.Line, Column: 1}, "", n.Code, noteHint(n.Code), "%s", n.Msg)
+	}
+	if len(cmd.Args) == 0 {
+		r.Diags.Errorf(diag.Pos{File: o.File, Line: 1, Column: 1}, "", "import-no-command",
+			"give the arguments of pretrain_gpt.py: one per line, or the command line that runs it",
+			"no training command found: no command runs a .py program with options, and no line starts with an option")
+		return r
+	}
+	ns, errs := mg.Parse(words)
+	for _, e := range errs {
+		code := "import-bad-argument"
+		if strings.HasPrefix(e.Message, "unrecognized arguments") {
+			code = "import-unknown-option"
+		}
+		r.Diags.Errorf(at(e.Index), "", code, argHint(code), "Megatron's parser rejects %q: %s", words[e.Index], e.Message)
+	}
+	if len(errs) > 0 {
+		return r
+	}
+
+	s := theSchema()
+	m := &mapper{ns: ns, claimed: map[string]bool{}, s: s}
+	m.explicit()
+	m.generic(slices.Sorted(maps.Keys(ns.Values)))
+	// Dests the input sets that no field took: their arguments, verbatim.
+	extra := map[string]bool{}
+	for d := range ns.Set {
+		if !m.claimed[d] {
+			extra[d] = true
+		}
+	}
+
+	world, nodes, gpn := 0, o.Nodes, o.GPUsPerNode
+	if gpn == 0 {
+		gpn = cmd.GPUsPerNode
+	}
+	if nodes == 0 {
+		nodes = cmd.Nodes
+	}
+	cluster := o.Cluster
+	if cluster == "" {
+		cluster = DefaultCluster
+		r.Diags.Warnf(at(0), "cluster", "import-cluster-assumed", "name the cluster with --cluster PRESET",
+			"the arguments do not say which GPUs run them: the spec uses the %s preset", cluster)
+	}
+	presetGPN := clusterGPUs(cluster)
+	if gpn == 0 {
+		gpn = presetGPN
+	}
+	if nodes == 0 {
+		nodes = fewestNodes(ns, gpn)
+		r.Diags.Warnf(at(0), "cluster.nodes", "import-nodes-assumed", "give the job's node count with --nodes N",
+			"the arguments do not say how many nodes run them: %d node(s) of %d GPUs, the fewest the parallel degrees and the global batch fit", nodes, gpn)
+	}
+	world = nodes * gpn
+	r.World = world
+
+	var spec []byte
+	var compiled []string
+	var cdiags diag.List
+	usePreset := true
+	for range 4 {
+		spec = render(m.out, ns, cmd, extra, renderOptions{cluster: cluster, nodes: nodes, gpn: gpn, presetGPN: presetGPN, preset: usePreset, file: o.File})
+		compiled, cdiags = compile(spec)
+		if compiled == nil && usePreset && hasLoadError(cdiags) {
+			usePreset = false // the preset cannot take the overrides: write the model inline
+			continue
+		}
+		if compiled == nil {
+			break
+		}
+		cns, perrs := mg.Parse(compiled)
+		if len(perrs) > 0 {
+			break
+		}
+		diffs := Compare(ns, cns, world)
+		grew := false
+		for d := range extra {
+			if parcWrites(compiled, d) {
+				// parc writes this dest itself: an extra argument would
+				// conflict; a different value is reported below
+				delete(extra, d)
+				grew = true
+			}
+		}
+		for _, d := range diffs {
+			if _, set := ns.Set[d.Dest]; set && !extra[d.Dest] {
+				if _, emitted := cns.Set[d.Dest]; !emitted {
+					extra[d.Dest] = true // parc leaves it at Megatron's default: pass it through
+					grew = true
+				}
+			}
+		}
+		if !grew {
+			r.Diffs = diffs
+			break
+		}
+	}
+	r.Spec = spec
+	r.Compiled = compiled
+
+	// What the compile says, at the input's lines.
+	lineOfPath := func(p string) int {
+		for _, a := range m.out {
+			if a.path == p || strings.HasPrefix(p, a.path+".") || strings.HasPrefix(a.path, p+".") {
+				for _, d := range a.dests {
+					if s, ok := ns.Set[d]; ok {
+						return s.Index
+					}
+				}
+			}
+		}
+		return -1
+	}
+	for _, d := range cdiags {
+		pos := at(lineOfPath(d.Path))
+		if d.Path == "launch.extra_args" {
+			pos = at(-1)
+		}
+		d.File, d.Line, d.Column = pos.File, pos.Line, pos.Column
+		r.Diags = append(r.Diags, d)
+	}
+	for _, d := range slices.Sorted(maps.Keys(extra)) {
+		s := ns.Set[d]
+		r.Diags.Warnf(at(s.Index), "launch.extra_args", "import-extra-arg",
+			"keep it as an extra argument, or give the schema a field for it",
+			"%s has no spec field: carried in launch.extra_args", s.Option)
+	}
+	for _, d := range r.Diffs {
+		i := -1
+		if s, ok := ns.Set[d.Dest]; ok {
+			i = s.Index
+		}
+		r.Diags.Warnf(at(i), "", "import-not-round-trip", "edit the spec, or keep the original arguments for this run",
+			"the spec cannot reproduce %s: the input gives Megatron %s, parc compile gives %s", d.Dest, mg.Repr(d.Want), mg.Repr(d.Got))
+	}
+	r.Diags = r.Diags.Sort()
+	return r
+}
+
+func noteHint(code string) string {
+	if code == "import-unresolved" {
+		return "assign the variable in the script, or replace it with its value; the spec keeps the text as written"
+	}
+	return "check the imported spec against the run you mean"
+}
+
+func argHint(code string) string {
+	if code == "import-unknown-option" {
+		return "check the spelling against Megatron-LM's arguments.py (pretrain_gpt.py's parser)"
+	}
+	return "give the option the number and kind of values Megatron's parser takes"
+}
+
+func hasLoadError(ds diag.List) bool {
+	for _, d := range ds {
+		if d.Severity == diag.Error && (strings.HasPrefix(d.Code, "schema") || strings.Contains(d.Code, "conflict") || d.Code == "load") {
+			return true
+		}
+	}
+	return ds.HasErrors()
+}
+
+// compile runs parc compile on the spec in memory: the arguments parc gives
+// Megatron for it (also when a check of parc's refuses the plan, so the
+// round trip is verified either way; nil when the spec does not load), and
+// compile's diagnostics.
+func compile(spec []byte) ([]string, diag.List) {
+	src := compiler.Source{Path: "imported.cue", Data: spec}
+	res, diags := load.Load(src)
+	if res == nil || diags.HasErrors() {
+		return nil, diags
+	}
+	s, ds := res.Decode()
+	if s == nil {
+		return nil, append(diags, ds...)
+	}
+	p, _ := resolve.Resolve(src.Path, s, res.Locator(), nil)
+	args, _ := mg.Args(p, res.Locator())
+	_, files, cds := compiler.Compile(src, compiler.Options{})
+	if b, ok := files[compiler.ArgsFile]; ok {
+		args = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	}
+	return args, cds
+}
+
+// clusterGPUs reads gpus_per_node from a cluster preset (8 if unknown).
+func clusterGPUs(name string) int {
+	v, ok := clusterPreset(name)["gpus_per_node"]
+	if !ok {
+		return 8
+	}
+	n, _ := asInt(v)
+	return int(n)
+}
+
+// fewestNodes is the smallest node count whose GPU count the model-parallel
+// sizes divide and whose data-parallel size divides the global batch.
+func fewestNodes(ns *mg.Namespace, gpn int) int {
+	get := func(d string, def int64) int64 {
+		if n, ok := asInt(ns.Values[d]); ok && n > 0 {
+			return n
+		}
+		return def
+	}
+	tp, pp, cp := get("tensor_model_parallel_size", 1), get("pipeline_model_parallel_size", 1), get("context_parallel_size", 1)
+	ep, etp := get("expert_model_parallel_size", 1), get("expert_tensor_parallel_size", tp)
+	mbs, gbs := get("micro_batch_size", 1), get("global_batch_size", 0)
+	for n := 1; n <= 1<<16; n++ {
+		w := int64(n * gpn)
+		if w%(tp*pp*cp) != 0 || w%(etp*ep*pp) != 0 {
+			continue
+		}
+		dp := w / (tp * pp * cp)
+		if gbs > 0 && gbs%(mbs*dp) != 0 {
+			continue
+		}
+		return n
+	}
+	return 1
+}
+
+// quote writes a CUE string literal.
+func quote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// literal writes a value as CUE.
+func literal(v any) string {
+	switch x := v.(type) {
+	case bool:
+		return strconv.FormatBool(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		s := strconv.FormatFloat(x, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".eIN") {
+			s += ".0"
+		}
+		return s
+	case string:
+		return quote(x)
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = literal(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	return quote(fmt.Sprint(v))
+}
+
+// parcWrites reports whether the compiled arguments set dest besides the
+// one time launch.extra_args does.
+func parcWrites(compiled []string, dest string) bool {
+	n := 0
+	for _, w := range compiled {
+		name, _, _ := strings.Cut(w, "=")
+		if o, ok := mg.Options[name]; ok && o.Dest == dest {
+			n++
+		}
+	}
+	return n >= 2
+}

@@ -1,0 +1,445 @@
+package megatron
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/format"
+
+	mg "parc.dev/parc/internal/targets/megatron"
+	"parc.dev/parc/stdlib"
+)
+
+type renderOptions struct {
+	cluster        string
+	nodes, gpn     int
+	presetGPN      int
+	preset         bool
+	file           string
+	vocabAssumed   *int64
+	presetUsed     string
+	presetShape    string
+	droppedPresets []string
+}
+
+// node is one field of the spec being written.
+type node struct {
+	name     string
+	value    any // nil for a block
+	text     string
+	comment  string
+	children []*node
+}
+
+func (n *node) child(name string) *node {
+	for _, c := range n.children {
+		if c.name == name {
+			return c
+		}
+	}
+	c := &node{name: name}
+	n.children = append(n.children, c)
+	return c
+}
+
+func (n *node) set(p string, v any, comment string) {
+	cur := n
+	for _, seg := range strings.Split(p, ".") {
+		cur = cur.child(seg)
+	}
+	cur.value, cur.comment = v, comment
+}
+
+// derivedDefault is parc's default for fields whose default depends on
+// others (the schema leaves them optional and derives them as Megatron does).
+func derivedDefault(p string, vals map[string]any) (any, bool) {
+	get := func(k string) (int64, bool) { return asInt(vals[k]) }
+	switch p {
+	case "model.ffn_hidden":
+		h, ok := get("model.hidden")
+		if !ok {
+			return nil, false
+		}
+		if vals["model.activation"] == "swiglu" {
+			return int64(float64(4*h*2)/3/64) * 64, true
+		}
+		return 4 * h, true
+	case "model.kv_channels":
+		h, ok1 := get("model.hidden")
+		a, ok2 := get("model.heads")
+		if ok1 && ok2 && a > 0 && h%a == 0 {
+			return h / a, true
+		}
+	case "model.query_groups":
+		return vals["model.heads"], vals["model.heads"] != nil
+	case "parallel.etp":
+		if v, ok := vals["parallel.tp"]; ok {
+			return v, true
+		}
+		return int64(1), true
+	case "model.moe.ffn_hidden":
+		if v, ok := vals["model.ffn_hidden"]; ok {
+			return v, true
+		}
+		return derivedDefault("model.ffn_hidden", vals)
+	case "model.max_position_embeddings":
+		return vals["train.seq_length"], vals["train.seq_length"] != nil
+	}
+	return nil, false
+}
+
+// render writes the spec.
+func render(as []assignment, ns *mg.Namespace, cmd Command, extra map[string]bool, o renderOptions) []byte {
+	s := theSchema()
+	vals := map[string]any{}
+	for _, a := range as {
+		vals[a.path] = a.value
+	}
+	comment := func(a assignment) string {
+		var parts []string
+		for _, d := range a.dests {
+			if st, ok := ns.Set[d]; ok {
+				parts = append(parts, fmt.Sprintf("%s (line %d)", st.Option, cmd.Args[st.Index].Line))
+			}
+		}
+		if len(parts) == 0 {
+			if d, ok := s.defaultOf(a.path); ok {
+				return "not in the arguments: Megatron's default (parc's is " + mg.Repr(d) + ")"
+			}
+			return "not in the arguments: Megatron's default"
+		}
+		return strings.Join(parts, ", ")
+	}
+	kept := func(a assignment) bool {
+		if d, ok := s.defaultOf(a.path); ok && mg.Equal(d, a.value) {
+			return false
+		}
+		if d, ok := derivedDefault(a.path, vals); ok && mg.Equal(d, a.value) {
+			return false
+		}
+		return true
+	}
+
+	root := &node{}
+	var header []string
+	// The model: a preset when one matches the shape.
+	model := map[string]any{}
+	for _, a := range as {
+		if k, ok := strings.CutPrefix(a.path, "model."); ok {
+			model[k] = a.value
+		}
+	}
+	for _, k := range []string{"ffn_hidden", "kv_channels", "query_groups", "moe.ffn_hidden"} {
+		if _, ok := model[k]; !ok {
+			if d, ok := derivedDefault("model."+k, vals); ok && d != nil {
+				model[k] = d
+			}
+		}
+	}
+	p, usable := matchPreset(model)
+	presetName := ""
+	if p != nil && usable && o.preset {
+		presetName = p.name
+	}
+	if _, ok := model["vocab"]; !ok {
+		v := int64(32000)
+		if p != nil {
+			v, _ = asInt(p.fields["vocab"])
+		} else {
+			header = append(header, fmt.Sprintf("model.vocab is not in the arguments (the tokenizer decides it): %d is a placeholder, set the tokenizer's vocabulary size", v))
+		}
+		as = append(as, assignment{path: "model.vocab", value: v})
+		model["vocab"] = v
+		vals["model.vocab"] = v
+	}
+	for _, a := range as {
+		if presetName != "" {
+			if k, ok := strings.CutPrefix(a.path, "model."); ok {
+				pv, has := p.fields[k]
+				if !has {
+					pv, has = s.defaultOf(a.path)
+				}
+				if has && mg.Equal(pv, a.value) {
+					continue
+				}
+				if !has {
+					if d, ok := derivedDefault(a.path, vals); ok && mg.Equal(d, a.value) {
+						continue
+					}
+				}
+				root.set(a.path, a.value, comment(a))
+				continue
+			}
+		}
+		if kept(a) {
+			root.set(a.path, a.value, comment(a))
+		}
+	}
+	// The cluster: a preset and the node count.
+	root.set("cluster.nodes", int64(o.nodes), "")
+	if o.gpn != o.presetGPN {
+		root.set("cluster.gpus_per_node", int64(o.gpn), "")
+	}
+	// Arguments with no field, verbatim and in the input's order.
+	var extraWords []*node
+	idx := make([]int, 0, len(extra))
+	for d := range extra {
+		idx = append(idx, ns.Set[d].Index)
+	}
+	slices.Sort(idx)
+	for _, i := range idx {
+		var d string
+		for dd, st := range ns.Set {
+			if st.Index == i && extra[dd] {
+				d = dd
+			}
+		}
+		st := ns.Set[d]
+		words := []string{cmd.Args[st.Index].Text}
+		for _, j := range st.Values {
+			if j != st.Index {
+				words = append(words, cmd.Args[j].Text)
+			}
+		}
+		var lits []string
+		for _, w := range words {
+			lits = append(lits, quote(w))
+		}
+		extraWords = append(extraWords, &node{text: strings.Join(lits, ", ") + ",", comment: fmt.Sprintf("line %d: no spec field", cmd.Args[st.Index].Line)})
+	}
+	if len(extraWords) > 0 {
+		root.child("launch").child("extra_args").children = extraWords
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "// Imported by `parc import megatron` from %s.\n", sanitizeComment(o.file))
+	if cmd.Program != "" {
+		fmt.Fprintf(&b, "// The training command runs %s.\n", sanitizeComment(cmd.Program))
+	}
+	for _, h := range header {
+		fmt.Fprintf(&b, "// %s\n", h)
+	}
+	b.WriteString("package plan\n\nimport (\n\t\"parc.dev/stdlib/clusters\"\n")
+	if presetName != "" {
+		b.WriteString("\t\"parc.dev/stdlib/models\"\n")
+	}
+	b.WriteString(")\n")
+	for _, block := range s.fields("") {
+		n := findChild(root, block)
+		switch block {
+		case "model":
+			b.WriteString("\n")
+			if presetName != "" {
+				if n == nil || len(n.children) == 0 {
+					fmt.Fprintf(&b, "model: models.%s\n", presetName)
+					continue
+				}
+				fmt.Fprintf(&b, "model: models.%s & ", presetName)
+			} else {
+				b.WriteString("model: ")
+			}
+			writeBlock(&b, n, "model", 0)
+			continue
+		case "cluster":
+			fmt.Fprintf(&b, "\ncluster: clusters.%s & ", o.cluster)
+			writeBlock(&b, n, "cluster", 0)
+			continue
+		}
+		if n == nil || len(n.children) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s: ", block)
+		writeBlock(&b, n, block, 0)
+	}
+	out := []byte(b.String())
+	if f, err := format.Source(out); err == nil {
+		out = f
+	}
+	return out
+}
+
+func findChild(n *node, name string) *node {
+	for _, c := range n.children {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// writeBlock writes a struct in the schema's field order.
+func writeBlock(b *strings.Builder, n *node, p string, depth int) {
+	ind := strings.Repeat("\t", depth+1)
+	if n == nil {
+		b.WriteString("{}\n")
+		return
+	}
+	if n.name == "extra_args" {
+		b.WriteString("[\n")
+		for _, c := range n.children {
+			fmt.Fprintf(b, "%s%s // %s\n", ind, c.text, c.comment)
+		}
+		fmt.Fprintf(b, "%s]\n", strings.Repeat("\t", depth))
+		return
+	}
+	b.WriteString("{\n")
+	order := theSchema().fields(p)
+	kids := slices.Clone(n.children)
+	slices.SortStableFunc(kids, func(x, y *node) int {
+		i, j := slices.Index(order, x.name), slices.Index(order, y.name)
+		if i < 0 {
+			i = len(order)
+		}
+		if j < 0 {
+			j = len(order)
+		}
+		return i - j
+	})
+	for _, c := range kids {
+		if c.value == nil && c.children == nil {
+			continue
+		}
+		fmt.Fprintf(b, "%s%s: ", ind, label(c.name))
+		if c.value == nil {
+			writeBlock(b, c, p+"."+c.name, depth+1)
+			continue
+		}
+		b.WriteString(literal(c.value))
+		if c.comment != "" {
+			fmt.Fprintf(b, " // %s", sanitizeComment(c.comment))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(b, "%s}\n", strings.Repeat("\t", depth))
+}
+
+func label(name string) string {
+	for i, r := range name {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return quote(name)
+		}
+	}
+	return name
+}
+
+// sanitizeComment keeps a comment on its line.
+func sanitizeComment(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == 0x2028 || r == 0x2029 || r == 0x85 {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// shapeKeys decide whether a preset is the model of the arguments.
+var shapeKeys = []string{"layers", "hidden", "heads", "ffn_hidden", "query_groups", "moe.experts", "moe.topk", "moe.ffn_hidden", "mla.kv_lora_rank"}
+
+// matchPreset finds the stdlib model whose shape the arguments give, and
+// reports whether the spec can use it (every preset field the arguments do
+// not give has a default the arguments keep, so overrides can say the rest).
+func matchPreset(model map[string]any) (*preset, bool) {
+	s := theSchema()
+	for _, p := range modelPresets() {
+		pf := p.fields
+		if _, ok := pf["query_groups"]; !ok {
+			pf["query_groups"] = pf["heads"]
+		}
+		if _, ok := pf["ffn_hidden"]; ok {
+			if _, ok := pf["moe.ffn_hidden"]; !ok && pf["moe.experts"] != nil {
+				pf["moe.ffn_hidden"] = pf["ffn_hidden"]
+			}
+		}
+		match := true
+		for _, k := range shapeKeys {
+			a, inA := model[k]
+			b, inB := pf[k]
+			if inA != inB || (inA && !mg.Equal(a, b)) {
+				match = false
+				break
+			}
+		}
+		if v, ok := model["vocab"]; ok && match && !mg.Equal(v, pf["vocab"]) {
+			match = false
+		}
+		if !match {
+			continue
+		}
+		usable := true
+		for k, pv := range pf {
+			if k == "name" {
+				continue
+			}
+			if _, ok := model[k]; ok {
+				continue
+			}
+			d, hasDefault := s.defaultOf("model." + k)
+			if !hasDefault || !mg.Equal(d, pv) {
+				// the arguments keep the schema's default (or leave an
+				// optional field out) where the preset says otherwise:
+				// an override can only say it when the field has a default
+				if !hasDefault {
+					usable = false
+				}
+			}
+		}
+		pp := p
+		return &pp, usable
+	}
+	return nil, false
+}
+
+var (
+	clustersOnce sync.Once
+	clusterVals  map[string]map[string]any
+)
+
+// clusterPreset returns a stdlib cluster preset's fields.
+func clusterPreset(name string) map[string]any {
+	clustersOnce.Do(func() {
+		clusterVals = map[string]map[string]any{}
+		ctx := cuecontext.New()
+		_ = fs.WalkDir(stdlib.FS, "clusters", func(p string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() || path.Ext(p) != ".cue" {
+				return nil
+			}
+			data, err := stdlib.FS.ReadFile(p)
+			if err != nil {
+				return nil
+			}
+			v := ctx.CompileBytes(data, cue.Filename(p))
+			it, err := v.Fields()
+			if err != nil {
+				return nil
+			}
+			for it.Next() {
+				m := map[string]any{}
+				if g := it.Value().LookupPath(cue.ParsePath("gpus_per_node")); g.Exists() {
+					if n, err := g.Int64(); err == nil {
+						m["gpus_per_node"] = n
+					}
+				}
+				clusterVals[it.Selector().Unquoted()] = m
+			}
+			return nil
+		})
+	})
+	return clusterVals[name]
+}
+
+// ClusterPresets lists the stdlib cluster presets.
+func ClusterPresets() []string {
+	clusterPreset("")
+	var out []string
+	for k := range clusterVals {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,227 @@
+package megatron
+
+import (
+	"encoding/json"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+
+	"parc.dev/parc/schema"
+	"parc.dev/parc/stdlib"
+)
+
+// schemaView answers what the importer needs from parc's schema: whether a
+// field exists, what it accepts, its default and the fields' order.
+type schemaView struct {
+	ctx  *cue.Context
+	plan cue.Value
+}
+
+var (
+	viewOnce sync.Once
+	view     *schemaView
+)
+
+func theSchema() *schemaView {
+	viewOnce.Do(func() {
+		ctx := cuecontext.New()
+		v := ctx.CompileBytes(schema.Source, cue.Filename(schema.Filename))
+		view = &schemaView{ctx: ctx, plan: v.LookupPath(cue.ParsePath("#Plan"))}
+	})
+	return view
+}
+
+// field returns the schema's value at a dotted spec path (optional fields
+// included).
+func (s *schemaView) field(p string) (cue.Value, bool) {
+	v := s.plan
+	for _, name := range strings.Split(p, ".") {
+		next := v.LookupPath(cue.MakePath(cue.Str(name)))
+		if !next.Exists() {
+			next = v.LookupPath(cue.MakePath(cue.Str(name).Optional()))
+		}
+		if !next.Exists() {
+			return cue.Value{}, false
+		}
+		v = next
+	}
+	return v, true
+}
+
+// accepts reports whether the field at p exists and takes value.
+func (s *schemaView) accepts(p string, value any) bool {
+	f, ok := s.field(p)
+	if !ok || value == nil {
+		return false
+	}
+	if k := f.IncompleteKind(); k&cue.StructKind != 0 && k&^cue.StructKind == 0 {
+		return false // a block, not a field
+	}
+	u := f.Unify(s.ctx.Encode(cueValue(f, value)))
+	return u.Validate(cue.Concrete(true)) == nil
+}
+
+// isInt reports whether the field at p holds integers only.
+func (s *schemaView) isInt(p string) bool {
+	f, ok := s.field(p)
+	return ok && f.IncompleteKind()&^(cue.IntKind|cue.BottomKind) == 0
+}
+
+// defaultOf returns the schema's default at p, if it has one.
+func (s *schemaView) defaultOf(p string) (any, bool) {
+	f, ok := s.field(p)
+	if !ok {
+		return nil, false
+	}
+	d, ok := f.Default()
+	if !ok || !d.IsConcrete() {
+		return nil, false
+	}
+	if d.IncompleteKind() == cue.StructKind {
+		return nil, false
+	}
+	return goValue(d)
+}
+
+// fields lists the fields of the block at p in the schema's order.
+func (s *schemaView) fields(p string) []string {
+	v := s.plan
+	if p != "" {
+		var ok bool
+		if v, ok = s.field(p); !ok {
+			return nil
+		}
+	}
+	it, err := v.Fields(cue.Optional(true))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for it.Next() {
+		out = append(out, it.Selector().Unquoted())
+	}
+	return out
+}
+
+// cueValue adapts a namespace value to the field: an integral float for an
+// integer field becomes an int.
+func cueValue(f cue.Value, v any) any {
+	if x, ok := v.(float64); ok && f.IncompleteKind()&^(cue.IntKind|cue.BottomKind) == 0 && x == float64(int64(x)) {
+		return int64(x)
+	}
+	return v
+}
+
+// goValue decodes a concrete CUE value into the namespace's Go types.
+func goValue(v cue.Value) (any, bool) {
+	b, err := v.MarshalJSON()
+	if err != nil {
+		return nil, false
+	}
+	return decodeJSON(b)
+}
+
+func decodeJSON(b []byte) (any, bool) {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.UseNumber()
+	var x any
+	if dec.Decode(&x) != nil {
+		return nil, false
+	}
+	return plainJSON(x), true
+}
+
+func plainJSON(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if strings.ContainsAny(string(v), ".eE") {
+			f, _ := v.Float64()
+			return f
+		}
+		i, err := v.Int64()
+		if err != nil {
+			f, _ := v.Float64()
+			return f
+		}
+		return i
+	case []any:
+		for i := range v {
+			v[i] = plainJSON(v[i])
+		}
+		return v
+	case map[string]any:
+		for k := range v {
+			v[k] = plainJSON(v[k])
+		}
+		return v
+	}
+	return v
+}
+
+// preset is one model preset of the stdlib, flattened ("moe.experts").
+type preset struct {
+	name   string
+	fields map[string]any
+}
+
+var (
+	presetsOnce sync.Once
+	presets     []preset
+)
+
+// modelPresets loads stdlib/models: each preset's fields, flattened.
+func modelPresets() []preset {
+	presetsOnce.Do(func() {
+		ctx := cuecontext.New()
+		_ = fs.WalkDir(stdlib.FS, "models", func(p string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() || path.Ext(p) != ".cue" {
+				return nil
+			}
+			b, err := stdlib.FS.ReadFile(p)
+			if err != nil {
+				return nil
+			}
+			v := ctx.CompileBytes(b, cue.Filename(p))
+			it, err := v.Fields()
+			if err != nil {
+				return nil
+			}
+			for it.Next() {
+				name := it.Selector().Unquoted()
+				if strings.HasPrefix(name, "_") || strings.HasPrefix(name, "#") {
+					continue
+				}
+				m, ok := goValue(it.Value())
+				mm, isMap := m.(map[string]any)
+				if !ok || !isMap {
+					continue
+				}
+				flat := map[string]any{}
+				flatten("", mm, flat)
+				presets = append(presets, preset{name, flat})
+			}
+			return nil
+		})
+		slices.SortFunc(presets, func(a, b preset) int { return strings.Compare(a.name, b.name) })
+	})
+	return presets
+}
+
+func flatten(prefix string, m map[string]any, out map[string]any) {
+	for k, v := range m {
+		p := k
+		if prefix != "" {
+			p = prefix + "." + k
+		}
+		if sub, ok := v.(map[string]any); ok {
+			flatten(p, sub, out)
+			continue
+		}
+		out[p] = v
+	}
+}
