@@ -412,9 +412,9 @@ func TestClusterPresets(t *testing.T) {
 			t.Errorf("%s: nvlink_domain %d is not whole nodes of %d GPUs", p.name, c.NVLinkDomain, c.GPUsPerNode)
 		}
 		switch c.GPU.ComputeCapability {
-		case 8.0, 9.0, 10.0:
+		case 8.0, 9.0, 10.0, 10.3: // A100, H100/H200, B200/GB200, B300/GB300 (CUDA sm_103)
 		default:
-			t.Errorf("%s: compute capability %v is none of 8.0, 9.0, 10.0", p.name, c.GPU.ComputeCapability)
+			t.Errorf("%s: compute capability %v is none of 8.0, 9.0, 10.0, 10.3", p.name, c.GPU.ComputeCapability)
 		}
 		if c.NetworkGBps >= c.NVLinkGBps {
 			t.Errorf("%s: network %v GB/s not below NVLink %v GB/s", p.name, c.NetworkGBps, c.NVLinkGBps)

@@ -172,12 +172,14 @@ func (c *costModel) diagnoseComms(e *Estimate, at diag.Locator, out *diag.List) 
 		}
 		out.Warnf(at(path), path, CodeCommsExceedCompute, hint,
 			"%s communication crosses the %s link: %s per step per GPU at %.0f GB/s takes %.3g s, %.3g s of it exposed, more than the %.3g s of compute it goes with (%s)",
-			ax, ac.Link, GiB(ac.BytesPerStep), ac.BandwidthGBps, ac.TimeS, ac.ExposedS, compute, ac.Pattern)
+			ax, ac.Link, GiB(ac.BytesPerStep), ac.BandwidthGBps, ac.TimeS, ac.ExposedS, compute, ac.Collective)
 	}
 }
 
 // stageComputeTime is the busy compute per step of rank r.
 func (c *costModel) stageComputeTime(r int) float64 {
-	st := c.stageCost(r)
-	return float64(c.m) * (st.flops + st.recompute) / float64(c.tp*c.cp) / (c.peakFLOPs() * c.efficiency)
+	if r < len(c.computeS) {
+		return c.computeS[r]
+	}
+	return 0
 }

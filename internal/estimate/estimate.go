@@ -18,9 +18,14 @@ type Estimate struct {
 	FLOPsPerStep float64             `json:"flops_per_step"` // Megatron's formula, whole global batch
 	StepTimeS    float64             `json:"step_time_s"`
 	TokensPerS   float64             `json:"tokens_per_s"`
-	MFU          float64             `json:"mfu"` // model FLOPs / (step time · world · dense bf16 peak)
-	Compute      Compute             `json:"compute"`
-	Assumptions  Assumptions         `json:"assumptions"`
+	// MFU is model FLOPs / (step time · world · dense peak of the precision
+	// the GEMMs run in: fp8 for fp8 training, bf16 for bf16/fp16, TF32 for fp32).
+	MFU float64 `json:"mfu"`
+	// ModelTFLOPsPerGPU is Megatron's FLOPs per step / step time / GPUs, in
+	// TFLOP/s, as Megatron-Bridge's performance tables define it.
+	ModelTFLOPsPerGPU float64     `json:"model_tflops_per_gpu"`
+	Compute           Compute     `json:"compute"`
+	Assumptions       Assumptions `json:"assumptions"`
 }
 
 // Params counts parameters.
@@ -53,18 +58,16 @@ type Memory struct {
 	MegatronWeightsOptimizerBytes int64  `json:"megatron_weights_optimizer_bytes"`
 	MegatronActivationsBytes      int64  `json:"megatron_activations_bytes"`
 	MegatronFormula               string `json:"megatron_formula"`
-	// Model says how the first stage was estimated: "megatron" where
-	// Megatron-LM's theoretical_memory_usage.py applies (a dense model, no
-	// context parallelism, no full recompute, bf16/fp16, and either sequence
-	// parallelism with selective recompute or no sequence parallelism) —
-	// parc then reports exactly Megatron's figure — and "parc" elsewhere,
-	// where parc's own activation model covers what Megatron's does not.
+	// Model names the model the stages come from: always "parc" (Megatron's
+	// formula is reported beside it, never mixed in).
 	Model string `json:"model"`
-	// RefinedFirstStageBytes is parc's own estimate of the first stage, with
-	// the model's real attention and MLP widths, biases and the real
-	// schedule, also where Model is "megatron".
-	RefinedFirstStageBytes int64         `json:"refined_first_stage_bytes"`
-	Stages                 []StageMemory `json:"stages"`
+	// RefinedFirstStageBytes is parc's estimate of the first stage (the
+	// stage Megatron's formula describes), for comparison with it.
+	RefinedFirstStageBytes int64 `json:"refined_first_stage_bytes"`
+	// MegatronApplies: Megatron's formula covers the plan (see megatronApplies),
+	// so its figure is a meaningful reference.
+	MegatronApplies bool          `json:"megatron_applies"`
+	Stages          []StageMemory `json:"stages"`
 }
 
 // StageMemory is one pipeline rank's memory per GPU.
@@ -104,7 +107,7 @@ type Pipeline struct {
 type AxisComm struct {
 	Group         string  `json:"group"` // the process-group family
 	Size          int     `json:"size"`
-	Pattern       string  `json:"pattern"`
+	Collective    string  `json:"collective"` // one of the Collective* names
 	BytesPerStep  int64   `json:"bytes_per_step"`
 	BytesPerLayer int64   `json:"bytes_per_layer,omitempty"` // per layer and microbatch (tp, cp, ep, etp)
 	Link          string  `json:"link"`
@@ -116,30 +119,47 @@ type AxisComm struct {
 
 // Compute is the arithmetic side of the step.
 type Compute struct {
-	PeakTFLOPs      float64 `json:"peak_tflops"` // per GPU at the training precision
+	PeakTFLOPs float64 `json:"peak_tflops"` // dense, per GPU, at the precision the GEMMs run in
+	// Efficiency is the achieved fraction of that peak over the compute time
+	// (FLOPsPerGPU / TimeS / peak), the outcome of the per-operation model.
 	Efficiency      float64 `json:"efficiency"`
 	FLOPsPerGPU     float64 `json:"flops_per_gpu_per_step"` // slowest stage, recompute included
 	TimeS           float64 `json:"time_s"`                 // busy compute per step, slowest stage
 	MicrobatchTimeS float64 `json:"microbatch_time_s"`      // slowest stage, exposed per-microbatch comms included
 	SlowestStage    int     `json:"slowest_stage"`
+	// TimeS by kind of work (slowest stage, per step).
+	GEMMS           float64 `json:"gemm_s"`
+	AttentionS      float64 `json:"attention_s"`
+	MemoryBoundS    float64 `json:"memory_bound_s"`
+	KernelOverheadS float64 `json:"kernel_overhead_s"`
+	// OptimizerS is the optimizer step (memory-bound), once per step.
+	OptimizerS float64 `json:"optimizer_s"`
+	// IdealTimeS is a lower bound of TimeS proportional to the stage's
+	// FLOPs: every GEMM and attention kernel at the calibrated efficiency of
+	// a large one, nothing else. For a solver's bounds: it scales exactly
+	// with tokens and divides exactly by tp·cp.
+	IdealTimeS float64 `json:"ideal_time_s"`
+	// MicrobatchBoundS is a lower bound of MicrobatchTimeS proportional to
+	// the microbatch's tokens: the ideal compute plus the bandwidth part of
+	// the tp, ep, etp and pp traffic compute cannot hide.
+	MicrobatchBoundS float64 `json:"microbatch_bound_s"`
 }
 
 // Assumptions states what the numbers rest on.
 type Assumptions struct {
-	ComputeEfficiency float64       `json:"compute_efficiency"`
-	FusedAttention    bool          `json:"fused_attention"`
-	Sharding          Sharding      `json:"sharding"`
-	StateBytes        BytesPerParam `json:"state_bytes_per_param"`
-	ActivationBytes   float64       `json:"activation_bytes"`
-	GradReduceBytes   float64       `json:"grad_reduce_bytes"`
-	Notes             []string      `json:"notes"`
+	Calibration     Calibration   `json:"calibration"`
+	FusedAttention  bool          `json:"fused_attention"`
+	Sharding        Sharding      `json:"sharding"`
+	StateBytes      BytesPerParam `json:"state_bytes_per_param"`
+	ActivationBytes float64       `json:"activation_bytes"`
+	GradReduceBytes float64       `json:"grad_reduce_bytes"`
+	Notes           []string      `json:"notes"`
 }
 
 // Options tune the estimate.
 type Options struct {
-	// ComputeEfficiency is the fraction of the GPU's peak the model's
-	// kernels reach (GEMMs dominate).
-	ComputeEfficiency float64
+	// Calibration is the time model's free constants (zero: the fitted ones).
+	Calibration Calibration
 	// BubbleWarn is the bubble fraction above which pipeline-bubble warns.
 	BubbleWarn float64
 	// NearLimit is the fraction of GPU memory above which memory-near-limit warns.
@@ -149,14 +169,11 @@ type Options struct {
 	FusedAttention bool
 	// Sharding overrides what train.distributed_optimizer implies.
 	Sharding Sharding
-	// RefinedMemoryOnly uses parc's own activation model for every stage,
-	// also where Megatron's theoretical memory applies (see Memory.Model).
-	RefinedMemoryOnly bool
 }
 
 // DefaultOptions are parc's stated assumptions.
 func DefaultOptions() Options {
-	return Options{ComputeEfficiency: 0.6, BubbleWarn: 0.25, NearLimit: 0.9, FusedAttention: true}
+	return Options{Calibration: DefaultCalibration(), BubbleWarn: 0.25, NearLimit: 0.9, FusedAttention: true}
 }
 
 // Run estimates s with the default options. links maps a process-group
@@ -172,8 +189,8 @@ func RunWith(s *spec.Spec, d spec.Derived, links map[string]string, at diag.Loca
 	if at == nil {
 		at = diag.NoPos
 	}
-	if o.ComputeEfficiency <= 0 || o.ComputeEfficiency > 1 {
-		o.ComputeEfficiency = DefaultOptions().ComputeEfficiency
+	if o.Calibration == (Calibration{}) {
+		o.Calibration = DefaultCalibration()
 	}
 	if o.Sharding == "" {
 		o.Sharding = ShardNone
@@ -223,7 +240,13 @@ type costModel struct {
 	o                        Options
 	stageParams              []ParamSplit
 	inFlight                 [][]int
-	efficiency               float64
+	cal                      Calibration
+	cm                       computeModel
+	ls                       layerShape
+	set                      settings
+	dense, moe               layerTime // timed once, on first use
+	timed                    bool
+	computeS                 []float64 // busy compute per step of every rank
 }
 
 func newCostModel(s *spec.Spec, d spec.Derived, o Options) *costModel {
@@ -233,15 +256,18 @@ func newCostModel(s *spec.Spec, d spec.Derived, o Options) *costModel {
 		tp: max(p.TP, 1), pp: max(p.PP, 1), vpp: max(d.VPP, p.VPP, 1), cp: max(p.CP, 1), ep: max(p.EP, 1),
 		etp: max(d.ETP, 1), dp: max(d.DP, 1), edp: max(d.EDP, 1), m: max(d.Microbatches, 1),
 		g: max(d.MicrobatchGroup, 1), world: max(d.World, 1), sharding: o.Sharding,
-		state: AdamBytes(s.Train.Precision), efficiency: o.ComputeEfficiency,
+		cal: o.Calibration, set: readSettings(s),
 	}
+	c.state = c.set.stateBytes(s.Train.Precision)
 	if c.pp == 1 {
 		c.vpp = 1
 	}
 	if d.MicrobatchGroup < 1 {
 		c.g = c.pp
 	}
-	c.am = newActivationModel(s, d, c.sh, o.FusedAttention)
+	c.am = newActivationModel(s, d, c.sh, o.FusedAttention, c.set)
+	c.cm = computeModel{r: newGPURates(s.Cluster.GPU), cal: c.cal, fp8: s.Train.Precision == "fp8", ab: c.am.ab}
+	c.ls = c.newLayerShape()
 	c.stages = stageLayout(s, d, c.pp, c.vpp)
 	c.megatron = MegatronTheoreticalMemory(s, d)
 	for r := range c.pp {
@@ -249,6 +275,24 @@ func newCostModel(s *spec.Spec, d spec.Derived, o Options) *costModel {
 		c.inFlight = append(c.inFlight, InFlight(c.pp, c.vpp, c.m, c.g, r))
 	}
 	return c
+}
+
+// newLayerShape is the decoder layer's per-GPU shape the compute model times.
+func (c *costModel) newLayerShape() layerShape {
+	tr := c.s.Train
+	sh := c.sh
+	ls := layerShape{
+		T: c.am.tokens, Tsp: c.am.tokens / c.am.rep, b: float64(tr.MicroBatch), s: float64(tr.SeqLength),
+		cp: float64(c.cp), tp: float64(c.tp), h: float64(sh.h), f: float64(sh.f), fe: float64(sh.fe),
+		fs: float64(sh.fs), gated: float64(sh.gated), heads: float64(sh.a), dqk: float64(sh.d), dv: float64(sh.d),
+		q: float64(sh.q), kv: float64(sh.kv), experts: float64(sh.experts), topk: float64(sh.topk),
+		ep: float64(c.ep), etp: float64(c.etp), dropout: tr.HiddenDropout > 0, mla: sh.mla,
+		recompute: tr.Recompute, recomputeModule: c.set.recomputeModules,
+	}
+	if ml := sh.mla; ml != nil {
+		ls.dqk, ls.dv = float64(ml.QKHeadDim+ml.QKPosEmbHeadDim), float64(ml.VHeadDim)
+	}
+	return ls
 }
 
 func (c *costModel) params(e *Estimate) {
@@ -325,6 +369,11 @@ func (c *costModel) memory(e *Estimate) {
 			// The layer being computed and the one prefetched are gathered in full.
 			w += 2 * c.largestLayerPerGPU() * c.state.Weights
 		}
+		if c.fp8Params() {
+			// fp8_param_gather keeps the linear layers' weights in fp8 only;
+			// embeddings and the output layer stay 16-bit (one more byte).
+			w += c.embeddingParamsPerGPU(r) / c.weightShards(denseShards)
+		}
 		act := c.am.stageActivations(c.sh, c.stages, r, c.inFlight[r])
 		total := w + g + opt + act.Total()
 		layers := 0
@@ -340,13 +389,12 @@ func (c *costModel) memory(e *Estimate) {
 		}
 		e.Memory.Stages = append(e.Memory.Stages, sm)
 	}
+	// One model decides fit: parc's, on every stage. Megatron's own formula
+	// is a reference line beside it (MegatronTheoreticalBytes).
 	e.Memory.Model = "parc"
+	e.Memory.MegatronApplies = c.megatronApplies()
 	if len(e.Memory.Stages) > 0 {
 		e.Memory.RefinedFirstStageBytes = e.Memory.Stages[0].Total
-		if !c.o.RefinedMemoryOnly && c.megatronApplies() {
-			e.Memory.Model = "megatron"
-			e.Memory.Stages[0] = c.megatronFirstStage(e.Memory.Stages[0])
-		}
 	}
 	for r, sm := range e.Memory.Stages {
 		if total := float64(sm.Total); total > peak {
@@ -401,14 +449,14 @@ func (c *costModel) pipeline(e *Estimate) {
 
 func (c *costModel) assumptions(o Options) Assumptions {
 	a := Assumptions{
-		ComputeEfficiency: o.ComputeEfficiency, FusedAttention: o.FusedAttention || c.cp > 1,
+		Calibration: c.cal, FusedAttention: o.FusedAttention || c.cp > 1,
 		Sharding: c.sharding, StateBytes: c.state, ActivationBytes: c.am.ab, GradReduceBytes: 4,
 		Notes: []string{
-			"weights, fp32 main gradients and Adam state (fp32 master weights and two moments) as Megatron keeps them",
+			"weights, main gradients and Adam state (master weights and two moments) as Megatron keeps them, at the widths the spec sets",
 			"activations after Korthikanti et al. 2022 with the model's real shapes; the most loaded pipeline stage counts",
-			"step time = (m + (p-1)/v) x slowest microbatch (compute + exposed tp/cp/ep/pp comms) + exposed data-parallel comms",
-			"tp, ep and etp collectives are exposed; cp ring exchange overlaps attention; grad reduce and param gather overlap only when train.overlap_grad_reduce / overlap_param_gather",
-			"peak FLOP/s: bf16 and fp16 at cluster.gpu.bf16_tflops, fp8 at twice that, fp32 (TF32) at half; MFU against the bf16 peak",
+			"compute per operation: GEMMs by per-GPU shape (tile and wave quantization, roofline), flash attention, memory-bound work at HBM bandwidth, a fixed cost per kernel",
+			"step time = (m + (p-1)/v) x slowest microbatch (compute + exposed tp/cp/ep/pp comms) + exposed data-parallel comms + optimizer step",
+			"collectives: latency per ring step + bytes at the link's bandwidth times a fitted efficiency; expert all-to-all split between NVLink and network",
 		},
 	}
 	return a
@@ -439,19 +487,28 @@ func (c *costModel) megatronApplies() bool {
 		(!c.d.SP || t.Recompute == "selective")
 }
 
-// megatronFirstStage replaces the first stage's figures by Megatron's own:
-// weights and optimizer split in parc's proportions (the same bytes per
-// parameter), activations as Megatron computes them.
-func (c *costModel) megatronFirstStage(st StageMemory) StageMemory {
-	wo := c.megatron.WeightsAndOptimizer
-	state := float64(st.Weights + st.Gradients + st.Optimizer)
-	if state > 0 {
-		st.Weights = round(wo * float64(st.Weights) / state)
-		st.Gradients = round(wo * float64(st.Gradients) / state)
-		st.Optimizer = round(wo) - st.Weights - st.Gradients
+// fp8Params reports whether the linear layers' weights are kept in fp8.
+func (c *costModel) fp8Params() bool {
+	return c.set.fp8ParamGather && c.s.Train.Precision == "fp8"
+}
+
+// embeddingParamsPerGPU is the word embeddings and output layer rank r holds
+// per GPU (tensor-parallel shards).
+func (c *costModel) embeddingParamsPerGPU(r int) float64 {
+	var n int64
+	if r == 0 {
+		n += c.sh.wordEmbeddings() + c.sh.positionEmbeddings()*int64(c.tp)
 	}
-	st.Activations = round(c.megatron.Activations)
-	st.ActivationsLayers, st.ActivationsEmbedding, st.ActivationsLogits, st.ActivationsRecompute = st.Activations, 0, 0, 0
-	st.Total = round(c.megatron.Total)
-	return st
+	if r == c.pp-1 && (!c.sh.tied || c.pp > 1) {
+		n += c.sh.wordEmbeddings()
+	}
+	return float64(n) / float64(c.tp)
+}
+
+// weightShards is how many ways the weights are split over data parallelism.
+func (c *costModel) weightShards(dense int) float64 {
+	if c.sharding == ShardFull {
+		return float64(dense)
+	}
+	return 1
 }

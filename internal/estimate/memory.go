@@ -81,9 +81,11 @@ type activationModel struct {
 	recompute               string
 	method                  string
 	groupLayers             int
+	dropout                 bool            // hidden dropout > 0: a 1-byte mask per residual
+	modules                 map[string]bool // recompute_modules with selective recompute
 }
 
-func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool) activationModel {
+func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool, set settings) activationModel {
 	p, tr := s.Parallel, s.Train
 	cp := float64(max(p.CP, 1))
 	am := activationModel{
@@ -92,7 +94,10 @@ func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool)
 		experts: float64(sh.experts), topk: float64(sh.topk), gated: float64(sh.gated),
 		v: float64(sh.vocab), t: float64(max(p.TP, 1)), etp: float64(max(d.ETP, 1)), rep: 1,
 		fused: fused || p.CP > 1, ab: 2, gb: 2, recompute: tr.Recompute, method: tr.RecomputeMethod,
-		groupLayers: 1,
+		groupLayers: 1, dropout: tr.HiddenDropout > 0, modules: map[string]bool{},
+	}
+	if tr.Recompute == "selective" {
+		am.modules = set.recomputeModules
 	}
 	am.tokens = am.s * float64(tr.MicroBatch)
 	if d.SP {
@@ -120,10 +125,14 @@ func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool)
 func (am activationModel) attention() float64 {
 	T := am.tokens
 	m := am.ab*T*am.h/am.rep + // norm input
-		am.gb*T*am.h/am.rep + // QKV GEMM input
 		am.ab*T*(am.q+2*am.kv)/am.t + // Q, K, V
-		am.gb*T*am.q/am.t + // output-projection input
-		T*am.h/am.rep // dropout mask (1 byte)
+		am.gb*T*am.q/am.t // output-projection input
+	if !am.modules["layernorm"] {
+		m += am.gb * T * am.h / am.rep // QKV GEMM input (the norm's output)
+	}
+	if am.dropout {
+		m += T * am.h / am.rep // dropout mask (1 byte)
+	}
 	switch {
 	case am.fused:
 		m += 4 * T * am.a / am.t // fp32 softmax statistics of fused attention
@@ -137,11 +146,18 @@ func (am activationModel) attention() float64 {
 // denseMLP is the MLP block with its input norm (Korthikanti: 19sbh + 2sbh).
 func (am activationModel) denseMLP() float64 {
 	T := am.tokens
-	return am.ab*T*am.h/am.rep + // norm input
-		am.gb*T*am.h/am.rep + // fc1 input
-		am.ab*T*am.f*am.gated/am.t + // activation-function input
-		am.gb*T*am.f/am.t + // fc2 input
-		T*am.h/am.rep // dropout mask
+	m := am.ab * T * am.h / am.rep // norm input
+	if am.dropout {
+		m += T * am.h / am.rep // dropout mask
+	}
+	if am.modules["mlp"] {
+		return m // recomputed from its input in the backward
+	}
+	if !am.modules["layernorm"] {
+		m += am.gb * T * am.h / am.rep // fc1 input
+	}
+	return m + am.ab*T*am.f*am.gated/am.t + // activation-function input
+		am.gb*T*am.f/am.t // fc2 input
 }
 
 // moeMLP is an MoE block: norm, router, the routed tokens this GPU's experts
@@ -149,12 +165,20 @@ func (am activationModel) denseMLP() float64 {
 func (am activationModel) moeMLP() float64 {
 	T := am.tokens
 	routed := T * am.topk * am.etp / am.t
-	m := am.ab*T*am.h/am.rep + // norm input
-		am.ab*T*am.h/am.rep + // router and dispatcher input
+	m := am.ab * T * am.h / am.rep // norm input
+	if am.dropout {
+		m += T * am.h / am.rep // dropout mask
+	}
+	if am.modules["moe"] {
+		return m // recomputed from its input in the backward
+	}
+	m += am.ab*T*am.h/am.rep + // router and dispatcher input
 		8*T*am.experts/am.rep + // fp32 router logits and probabilities
-		routed*(am.gb*am.h+am.ab*am.fe*am.gated/am.etp+am.gb*am.fe/am.etp+am.ab*am.h) +
-		T*am.h/am.rep // dropout mask
-	if am.fs > 0 {
+		routed*(am.gb*am.h+am.ab*am.fe*am.gated/am.etp+am.ab*am.h) // fc1 input, activation input, unpermute input
+	if !am.modules["moe_act"] {
+		m += routed * am.gb * am.fe / am.etp // fc2 input (the activation's output)
+	}
+	if am.fs > 0 && !am.modules["shared_experts"] {
 		m += am.ab*T*am.fs*am.gated/am.t + am.gb*T*am.fs/am.t
 	}
 	return m
@@ -174,7 +198,11 @@ func (am activationModel) checkpoint() float64 { return am.ab * am.tokens * am.h
 // embedding is the first stage's input: token ids (8 bytes each, as
 // Megatron counts them) and the embedding dropout mask.
 func (am activationModel) embedding() float64 {
-	return 8*am.tokens + am.tokens*am.h/am.rep
+	m := 8 * am.tokens
+	if am.dropout {
+		m += am.tokens * am.h / am.rep
+	}
+	return m
 }
 
 // logits is the last stage's output layer: final-norm input, output-layer

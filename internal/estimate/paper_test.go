@@ -125,7 +125,6 @@ func TestKorthikantiTable2(t *testing.T) {
 			sp.Train.SeqLength, sp.Train.MicroBatch, sp.Train.GlobalBatch, sp.Train.Recompute = s, b, 2, c.recompute
 			o := DefaultOptions()
 			o.FusedAttention = false
-			o.RefinedMemoryOnly = true
 			e, _ := RunWith(sp, spec.Derive(sp), nil, nil, o)
 			got := float64(e.Memory.Stages[0].ActivationsLayers) / L / (s * b * h)
 			near(t, "activations per layer / sbh", got, c.perLayer, 1e-9)

@@ -31,6 +31,9 @@ func baseSpec() *spec.Spec {
 		Train: spec.Train{
 			Precision: "bf16", FP8Format: "hybrid", FP8Recipe: "delayed", Recompute: "none",
 			RecomputeMethod: "uniform",
+			// GPT models train with dropout 0.1 (Megatron's default, which
+			// Korthikanti et al. 2022 and Megatron's memory formula assume).
+			HiddenDropout: 0.1, AttentionDropout: 0.1,
 		},
 	}
 }
@@ -56,6 +59,7 @@ func llama70B() *spec.Spec {
 	m.QueryGroups, m.FFNHidden = intp(8), intp(28672)
 	m.Activation, m.Normalization, m.PositionEmbedding = "swiglu", "rmsnorm", "rope"
 	m.TieEmbeddings, m.Bias = false, false
+	s.Train.HiddenDropout, s.Train.AttentionDropout = 0, 0 // Llama recipes train without dropout
 	s.Cluster.Nodes = 16
 	s.Parallel.TP, s.Parallel.PP, s.Parallel.VPP = 8, 4, 5
 	s.Train.SeqLength, s.Train.MicroBatch, s.Train.GlobalBatch = 8192, 1, 128

@@ -1,9 +1,7 @@
 package estimate
 
 import (
-	"maps"
 	"math"
-	"slices"
 	"sort"
 )
 
@@ -33,33 +31,42 @@ func TPBytesPerLayer(s, b, h, t int, elemBytes float64) float64 {
 	return 4 * AllReduceBytes(float64(s)*float64(b)*float64(h)*elemBytes, t)
 }
 
-// stageTime is one pipeline rank's cost of one microbatch.
-type stageTime struct {
+// stageWork is one pipeline rank's work for one microbatch: Megatron's FLOPs
+// of its layers and what one GPU of it moves on each axis.
+type stageWork struct {
 	flops, recompute, core float64 // FLOPs of the tp·cp group: model, recompute extra, core attention
 	bytes                  map[string]float64
 	perLayer               map[string]float64
+	// tpUnits counts the tensor-parallel collectives in all-reduce
+	// equivalents (an all-gather and a reduce-scatter with sp) of the
+	// s·b·h activation.
+	tpUnits float64
+	// ppSends is the point-to-point transfers (activations forward,
+	// gradients backward) of one microbatch over all virtual stages.
+	ppSends float64
+	// cpColls, epColls, etpColls count the collectives per microbatch.
+	cpColls, epColls, etpColls float64
 }
 
-func (c *costModel) peakFLOPs() float64 {
-	peak := c.s.Cluster.GPU.BF16TFLOPs * 1e12
-	switch c.s.Train.Precision {
-	case "fp8":
-		peak *= 2
-	case "fp32":
-		peak /= 2
+func (c *costModel) elemBytes() float64 {
+	if c.s.Train.Precision == "fp32" {
+		return 4
 	}
-	return peak
+	return 2
 }
 
-func (c *costModel) bandwidth(link string) float64 {
-	if link == LinkNVLink {
-		return c.s.Cluster.NVLinkGBps
-	}
-	return c.s.Cluster.NetworkGBps
+// stageCost is rank r's work per microbatch: FLOPs, then bytes.
+func (c *costModel) stageCost(r int) stageWork {
+	w := stageWork{bytes: map[string]float64{}, perLayer: map[string]float64{}}
+	c.stageFLOPs(r, &w)
+	c.stageBytes(r, &w)
+	return w
 }
 
-// stageCost computes rank r's FLOPs and bytes per microbatch.
-func (c *costModel) stageCost(r int) stageTime {
+// stageFLOPs adds Megatron's FLOPs of rank r's layers (num_floating_point_
+// operations' terms), the output layer and MTP on the last stage, and what
+// recompute repeats.
+func (c *costModel) stageFLOPs(r int, w *stageWork) {
 	a := newMegatronArgs(c.s, c.d)
 	f := a.flopTerms()
 	tr := c.s.Train
@@ -68,31 +75,56 @@ func (c *costModel) stageCost(r int) stageTime {
 	const six = 6
 	denseLinear := six*f.hidden*f.ffn*f.ffnFactor + f.selfAttn
 	moeLinear := six*f.hidden*(f.moeFFN*a.topk*f.ffnFactor+f.sharedFFN*f.ffnFactor) + f.selfAttn
-
-	st := stageTime{bytes: map[string]float64{}, perLayer: map[string]float64{}}
-	elem := 2.0
-	if tr.Precision == "fp32" {
-		elem = 4
+	for _, ch := range c.stages[r] {
+		for l := ch.First; l < ch.First+ch.Count; l++ {
+			lin := denseLinear
+			if c.sh.isMoE(l) {
+				lin = moeLinear
+			}
+			w.flops += tokens*lin + s2*f.selfAttnCore
+			w.core += s2 * f.selfAttnCore
+			switch tr.Recompute {
+			case "full":
+				w.recompute += (tokens*lin + s2*f.selfAttnCore) / 3
+			case "selective":
+				w.recompute += s2 * f.selfAttnCore / 3
+			}
+		}
 	}
+	if r == c.pp-1 {
+		mtp := f.mtpLayers
+		lastLinear := denseLinear
+		if a.lastLayerIsMoE() == 1 {
+			lastLinear = moeLinear
+		}
+		w.flops += tokens*six*f.hidden*f.paddedVocab*(mtp+1) +
+			tokens*six*mtp*(3*f.hidden+2*f.hidden*f.hidden) +
+			mtp*(tokens*lastLinear+s2*f.selfAttnCore)
+		w.core += mtp * s2 * f.selfAttnCore
+	}
+}
+
+// stageBytes adds what one GPU of rank r moves per microbatch on the tp, cp,
+// ep, etp and pp axes.
+func (c *costModel) stageBytes(r int, w *stageWork) {
+	elem := c.elemBytes()
 	T := c.am.tokens // tokens on this GPU's sequence shard
 	h := c.am.h
 	ar := AllReduceBytes(elem*T*h, c.tp)
-	full := tr.Recompute == "full"
-	fwdExtra := 0.0
-	if full {
-		fwdExtra = 1
-	}
-	// TP: 2 all-reduces per block (attention, MLP), half forward half backward.
-	tpDense := (4 + 2*fwdExtra) * ar
-	tpMoE := (2 + fwdExtra) * ar
+	full := c.s.Train.Recompute == "full"
+	fwdExtra := boolF(full)
+	// TP: 2 all-reduces per block (attention, MLP), half forward half
+	// backward; full recompute repeats the forward ones.
+	tpDense := 4 + 2*fwdExtra
+	tpMoE := 2 + fwdExtra
 	if c.sh.fs > 0 {
-		tpMoE += (2 + fwdExtra) * ar
+		tpMoE += 2 + fwdExtra
 	}
-	st.perLayer["tp"] = 4 * ar
+	w.perLayer["tp"] = 4 * ar
 
 	// CP: K and V of the local shard, heads split over tp.
 	kv := 2 * elem * T * c.am.kv / float64(c.tp)
-	var cpLayer float64
+	var cpLayer, cpColls float64
 	if c.cp > 1 {
 		n := float64(c.cp - 1)
 		switch c.s.Parallel.CPCommType {
@@ -100,13 +132,15 @@ func (c *costModel) stageCost(r int) stageTime {
 			// Ulysses: all-to-all of Q, K, V before and O after, forward and backward.
 			x := elem * T * (2*c.am.q + 2*c.am.kv) / float64(c.tp)
 			cpLayer = (2 + fwdExtra) * n / float64(c.cp) * x
+			cpColls = 4 + 2*fwdExtra
 		default:
 			// Ring (p2p, a2a+p2p) or all-gather: K/V go around forward; K/V and
 			// their gradients backward.
 			cpLayer = (3 + fwdExtra) * n * kv
+			cpColls = (2 + fwdExtra) * n
 		}
 	}
-	st.perLayer["cp"] = cpLayer
+	w.perLayer["cp"] = cpLayer
 
 	// EP: dispatch and combine forward and backward of the routed tokens.
 	routed := T * c.am.topk / float64(c.tp)
@@ -123,171 +157,390 @@ func (c *costModel) stageCost(r int) stageTime {
 			etpLayer = (4 + 2*fwdExtra) * float64(c.etp-1) * elem * routed * h
 		}
 	}
-	st.perLayer["ep"], st.perLayer["etp"] = epLayer, etpLayer
+	w.perLayer["ep"], w.perLayer["etp"] = epLayer, etpLayer
 
 	for _, ch := range c.stages[r] {
 		for l := ch.First; l < ch.First+ch.Count; l++ {
-			moe := c.sh.isMoE(l)
-			lin := denseLinear
-			if moe {
-				lin = moeLinear
-				st.bytes["tp"] += tpMoE
-				st.bytes["ep"] += epLayer
-				st.bytes["etp"] += etpLayer
+			if c.sh.isMoE(l) {
+				w.tpUnits += tpMoE
+				w.bytes["ep"] += epLayer
+				w.bytes["etp"] += etpLayer
+				w.epColls += boolF(epLayer > 0) * (4 + 2*fwdExtra)
+				w.etpColls += boolF(etpLayer > 0) * (4 + 2*fwdExtra)
 			} else {
-				st.bytes["tp"] += tpDense
+				w.tpUnits += tpDense
 			}
-			st.bytes["cp"] += cpLayer
-			st.flops += tokens*lin + s2*f.selfAttnCore
-			st.core += s2 * f.selfAttnCore
-			switch tr.Recompute {
-			case "full":
-				st.recompute += (tokens*lin + s2*f.selfAttnCore) / 3
-			case "selective":
-				st.recompute += s2 * f.selfAttnCore / 3
-			}
+			w.bytes["cp"] += cpLayer
+			w.cpColls += cpColls
 		}
 	}
 	if r == 0 {
-		st.bytes["tp"] += ar / 2 // embedding output: one reduction forward
+		w.tpUnits += 0.5 // embedding output: one reduction forward
 	}
 	if r == c.pp-1 {
-		st.bytes["tp"] += ar / 2 // output layer input: gathered forward, reduced backward
-		mtp := f.mtpLayers
-		lastLinear := denseLinear
-		if a.lastLayerIsMoE() == 1 {
-			lastLinear = moeLinear
-		}
-		st.flops += tokens*six*f.hidden*f.paddedVocab*(mtp+1) +
-			tokens*six*mtp*(3*f.hidden+2*f.hidden*f.hidden) +
-			mtp*(tokens*lastLinear+s2*f.selfAttnCore)
-		st.core += mtp * s2 * f.selfAttnCore
+		w.tpUnits += 0.5 // output layer input: gathered forward, reduced backward
 	}
+	w.bytes["tp"] = w.tpUnits * ar
 	// PP: the boundary activation (sequence-parallel shard) once per chunk
 	// boundary, forward and backward.
 	if c.pp > 1 {
 		act := elem * T * h / c.am.rep
-		var sends float64
 		for v := range c.vpp {
 			if r != c.pp-1 || v != c.vpp-1 {
-				sends++ // forward activation to the next stage
+				w.ppSends++ // forward activation to the next stage
 			}
 			if r != 0 || v != 0 {
-				sends++ // backward gradient to the previous stage
+				w.ppSends++ // backward gradient to the previous stage
 			}
 		}
-		st.bytes["pp"] = sends * act
+		w.bytes["pp"] = w.ppSends * act
+	}
+}
+
+// stageClock is one pipeline rank's time for one microbatch.
+type stageClock struct {
+	compute op // forward, backward and recompute of every layer, embedding, output layer
+	fwd     float64
+	bwd     float64 // backward with recompute
+	comm    map[string]float64
+	exposed map[string]float64
+	// commBound is a lower bound of the exposed communication proportional
+	// to the microbatch's tokens (bandwidth terms only, no latency).
+	commBound float64
+}
+
+func (c *costModel) total(st stageClock) float64 {
+	t := st.compute.total()
+	for _, ax := range axisOrder {
+		t += st.exposed[ax]
+	}
+	return t
+}
+
+// axisOrder fixes the order the exposed times add in: float addition is not
+// associative, and map order would make step times differ in the last bit.
+var axisOrder = [...]string{"tp", "cp", "ep", "etp", "pp"}
+
+// layerTimes times the dense and the MoE decoder layer once per plan.
+func (c *costModel) layerTimes() (dense, moe layerTime) {
+	if c.timed {
+		return c.dense, c.moe
+	}
+	c.dense = c.cm.layer(c.ls, false)
+	if c.sh.experts > 0 {
+		c.moe = c.cm.layer(c.ls, true)
+	}
+	c.timed = true
+	return c.dense, c.moe
+}
+
+// stageClock times rank r's microbatch: compute by operation, then each
+// axis's transfers and the part of them compute does not hide.
+func (c *costModel) stageClock(r int, w stageWork, link func(string) string) stageClock {
+	dense, moe := c.layerTimes()
+	st := stageClock{comm: map[string]float64{}, exposed: map[string]float64{}}
+	var gemm, attn float64
+	for _, ch := range c.stages[r] {
+		nMoE := 0.0
+		for l := ch.First; l < ch.First+ch.Count; l++ {
+			nMoE += boolF(c.sh.isMoE(l))
+		}
+		nDense := float64(ch.Count) - nMoE
+		for _, x := range []struct {
+			lt layerTime
+			n  float64
+		}{{dense, nDense}, {moe, nMoE}} {
+			if x.n == 0 {
+				continue
+			}
+			st.compute = st.compute.plus(x.lt.fwd.plus(x.lt.bwd).plus(x.lt.recompute).times(x.n))
+			st.fwd += x.lt.fwd.total() * x.n
+			st.bwd += (x.lt.bwd.total() + x.lt.recompute.total()) * x.n
+			gemm += (x.lt.gemmFwd + x.lt.gemmBwd) * x.n
+			attn += (x.lt.attnFwd + x.lt.attnBwd + x.lt.recompute.attn) * x.n
+		}
+	}
+	ls := c.ls
+	if r == 0 {
+		e := c.cm.elementwise(ls.Tsp*ls.h*c.cm.ab*2, 1) // embedding lookup and its gradient
+		st.compute = st.compute.plus(e.times(2))
+		st.fwd += e.total()
+		st.bwd += e.total()
+	}
+	if r == c.pp-1 {
+		f, b := c.cm.outputLayer(ls.T, ls.Tsp, ls.h, float64(c.sh.vocab), ls.tp)
+		n := 1 + float64(c.sh.mtp)
+		st.compute = st.compute.plus(f.plus(b).times(n))
+		st.fwd += f.total() * n
+		st.bwd += b.total() * n
+		if c.sh.mtp > 0 {
+			lt := dense
+			if c.sh.isMoE(int(c.sh.layers) - 1) {
+				lt = moe
+			}
+			m := float64(c.sh.mtp)
+			st.compute = st.compute.plus(lt.fwd.plus(lt.bwd).times(m))
+			st.fwd += lt.fwd.total() * m
+			st.bwd += lt.bwd.total() * m
+		}
+	}
+
+	par := &c.s.Parallel
+	// TP: each all-reduce equivalent of the s·b·h activation.
+	if c.tp > 1 {
+		size := c.elemBytes() * ls.T * ls.h
+		l := link("tp")
+		unit, bytes := c.allReduceTime(size, c.tp, l), c.allReduceTraffic(size, c.tp, l)
+		if c.d.SP {
+			unit, bytes = 2*c.gatherTime(size, c.tp, l), 2*GatherBytes(size, c.tp)
+		}
+		t := w.tpUnits * unit
+		lower := w.tpUnits * bytes / c.linkRate(l)
+		st.comm["tp"], st.exposed["tp"] = t, t
+		if c.set.tpCommOverlap {
+			// Userbuffers split each GEMM and its all-gather/reduce-scatter
+			// into chunks that pipeline; what is left is the part longer
+			// than the GEMMs and a share the chunks do not hide.
+			st.exposed["tp"] = math.Max(tpOverlapResidual*t, t-gemm)
+			lower *= tpOverlapResidual
+		}
+		st.commBound += lower
+	}
+	if c.cp > 1 && w.bytes["cp"] > 0 {
+		l := link("cp")
+		t := c.latency(l, 1)*w.cpColls + w.bytes["cp"]/c.linkRate(l)
+		st.comm["cp"] = t
+		if par.CPCommType == "a2a" {
+			st.exposed["cp"] = t
+		} else {
+			// The ring's K/V exchange of each step overlaps the attention of
+			// the previous one.
+			st.exposed["cp"] = math.Max(c.latency(l, 1)*w.cpColls, t-attn)
+		}
+	}
+	if w.bytes["ep"] > 0 {
+		t, lower := c.allToAllTime(w.bytes["ep"], w.epColls, c.ep, link("ep"))
+		st.comm["ep"], st.exposed["ep"] = t, t
+		if c.set.epOverlap {
+			// overlap_moe_expert_parallel_comm: the dispatch and combine of
+			// one microbatch run under another microbatch's compute.
+			st.exposed["ep"] = math.Max(tpOverlapResidual*t, t-st.compute.total()/2)
+			lower *= tpOverlapResidual
+		}
+		st.commBound += lower
+	}
+	if w.bytes["etp"] > 0 {
+		l := link("etp")
+		t := c.latency(l, float64(c.etp-1))*w.etpColls + w.bytes["etp"]/c.linkRate(l)
+		st.comm["etp"], st.exposed["etp"] = t, t
+		st.commBound += w.bytes["etp"] / c.linkRate(l)
+	}
+	if w.bytes["pp"] > 0 {
+		l := link("pp")
+		t := c.latency(l, 1)*w.ppSends + w.bytes["pp"]/c.linkRate(l)
+		st.comm["pp"], st.exposed["pp"] = t, t
+		if c.vpp > 1 && par.OverlapP2P {
+			st.exposed["pp"] = c.latency(l, 1) * w.ppSends
+		} else {
+			st.commBound += w.bytes["pp"] / c.linkRate(l)
+		}
 	}
 	return st
 }
+
+// tpOverlapResidual is the share of overlapped communication that stays
+// exposed (chunk pipeline fill, SMs the communication kernels take).
+const tpOverlapResidual = 0.15
+
+// Collective latency: a fixed cost per collective and one per ring step
+// (NCCL's ring algorithms take n−1 steps per all-gather / reduce-scatter).
+// Orders of magnitude from nccl-tests on DGX H100 (small-message latency).
+const (
+	nvlinkBaseS  = 10e-6
+	nvlinkStepS  = 1e-6
+	networkBaseS = 20e-6
+	networkStepS = 4e-6
+)
+
+func (c *costModel) latency(link string, steps float64) float64 {
+	if link == LinkNVLink {
+		return nvlinkBaseS + steps*nvlinkStepS
+	}
+	return networkBaseS + steps*networkStepS
+}
+
+// bandwidth is the link's one-direction bandwidth per GPU, GB/s.
+func (c *costModel) bandwidth(link string) float64 {
+	if link == LinkNVLink {
+		return c.s.Cluster.NVLinkGBps
+	}
+	return c.s.Cluster.NetworkGBps
+}
+
+// linkRate is the bytes per second a large collective reaches on link.
+func (c *costModel) linkRate(link string) float64 {
+	if link == LinkNVLink {
+		return c.s.Cluster.NVLinkGBps * 1e9 * c.cal.NVLinkEff
+	}
+	return c.s.Cluster.NetworkGBps * 1e9 * c.cal.NetworkEff
+}
+
+// gatherTime is a ring all-gather or reduce-scatter of a size-byte tensor over n.
+func (c *costModel) gatherTime(size float64, n int, link string) float64 {
+	if n <= 1 {
+		return 0
+	}
+	return c.latency(link, float64(n-1)) + GatherBytes(size, n)/c.linkRate(link)
+}
+
+// allReduceTime is an all-reduce of size bytes over n: NVLink SHARP (each GPU
+// sends and receives the tensor once through the NVSwitch) inside an NVLink
+// domain of compute capability ≥ 9.0, a ring elsewhere.
+func (c *costModel) allReduceTime(size float64, n int, link string) float64 {
+	if n <= 1 {
+		return 0
+	}
+	if link == LinkNVLink && c.cm.r.nvls && n > 2 {
+		return c.latency(link, 2) + c.allReduceTraffic(size, n, link)/c.linkRate(link)
+	}
+	return c.latency(link, float64(2*(n-1))) + c.allReduceTraffic(size, n, link)/c.linkRate(link)
+}
+
+// allReduceTraffic is what one GPU sends in an all-reduce of size bytes over n.
+func (c *costModel) allReduceTraffic(size float64, n int, link string) float64 {
+	if link == LinkNVLink && c.cm.r.nvls && n > 2 {
+		return size
+	}
+	return AllReduceBytes(size, n)
+}
+
+// allToAllTime is colls all-to-alls over n GPUs in which one GPU sends sent
+// bytes in all: the part to peers in its NVLink domain goes over NVLink, the
+// rest over the network, both at once. It also returns the bandwidth part.
+func (c *costModel) allToAllTime(sent, colls float64, n int, link string) (t, bw float64) {
+	if n <= 1 || sent <= 0 {
+		return 0, 0
+	}
+	onNV := 1.0
+	if link != LinkNVLink {
+		// Expert-parallel ranks are consecutive after etp (Megatron's
+		// expert grid tp-ep-dp-pp with etp in place of tp): the peers in
+		// the same NVLink domain are nvlink_domain/etp of them.
+		k := max(1, min(n, c.s.Cluster.NVLinkDomain/max(c.etp, 1)))
+		onNV = float64(k-1) / float64(n-1)
+	}
+	nv := sent * onNV / (c.s.Cluster.NVLinkGBps * 1e9 * c.cal.NVLinkEff)
+	net := sent * (1 - onNV) / (c.s.Cluster.NetworkGBps * 1e9 * c.cal.NetworkEff)
+	l := LinkNVLink
+	if onNV < 1 {
+		l = LinkNetwork
+	}
+	return colls*c.latency(l, 1) + math.Max(nv, net), math.Max(nv, net)
+}
+
+// peakFLOPs is the dense peak of the precision the model's GEMMs run in.
+func (c *costModel) peakFLOPs() float64 {
+	switch c.s.Train.Precision {
+	case "fp8":
+		return c.cm.r.fp8
+	case "fp32":
+		return c.cm.r.fp32
+	}
+	return c.cm.r.bf16
+}
+
+var axisGroup = map[string]string{"tp": "tp", "cp": "cp", "ep": "ep", "etp": "etp", "pp": "pp"}
 
 // time fills comms, compute, step time, tokens/s and MFU.
 func (c *costModel) time(e *Estimate, link func(string) string) {
 	e.FLOPsPerStep = MegatronFLOPs(c.s, c.d)
 	peak := c.peakFLOPs()
-	eff := c.efficiency
-	rate := peak * eff
 	e.Compute.PeakTFLOPs = peak / 1e12
-	e.Compute.Efficiency = eff
 
-	groupOf := map[string]string{"tp": "tp", "cp": "cp", "ep": "ep", "etp": "etp", "pp": "pp"}
 	sizeOf := map[string]int{"tp": c.tp, "cp": c.cp, "ep": c.ep, "etp": c.etp, "pp": c.pp}
-	patterns := map[string]string{
-		"tp":  "2 all-reduces forward + 2 backward per layer and microbatch (all-gather/reduce-scatter with sp)",
-		"cp":  "ring exchange of K/V forward, K/V and their gradients backward, per layer and microbatch",
-		"ep":  "all-to-all dispatch + combine forward and backward per MoE layer and microbatch",
-		"etp": "all-gather + reduce-scatter of the routed tokens forward and backward per MoE layer",
-		"pp":  "point-to-point activation forward and gradient backward per microbatch and virtual stage",
-	}
-	if c.s.Parallel.CPCommType == "a2a" {
-		patterns["cp"] = "all-to-all of Q/K/V and output, forward and backward, per layer and microbatch"
-	}
-	if c.s.Model.MoE != nil && c.s.Model.MoE.Dispatcher == "allgather" {
-		patterns["ep"] = "all-gather dispatch + reduce-scatter combine forward and backward per MoE layer and microbatch"
-	}
-
 	m := float64(c.m)
-	costs := make([]stageTime, c.pp)
+	works := make([]stageWork, c.pp)
+	clocks := make([]stageClock, c.pp)
 	mbTime := make([]float64, c.pp)
-	compTime := make([]float64, c.pp)
-	perGPU := float64(c.tp * c.cp)
-	type axisStage struct{ bytes, exposed float64 }
-	axes := map[string][]axisStage{}
-	for ax, n := range sizeOf {
-		if n > 1 {
-			axes[ax] = make([]axisStage, c.pp)
-		}
-	}
-	overlapPP := c.vpp > 1 && c.s.Parallel.OverlapP2P
-	for r := range c.pp {
-		st := c.stageCost(r)
-		costs[r] = st
-		comp := (st.flops + st.recompute) / perGPU / rate
-		compTime[r] = comp
-		t := comp
-		// Sum the axes in a fixed order: float addition is not associative,
-		// and map order would make step times differ in the last bit.
-		for _, ax := range slices.Sorted(maps.Keys(st.bytes)) {
-			b := st.bytes[ax]
-			if sizeOf[ax] <= 1 || b == 0 {
-				continue
-			}
-			tm := b / (c.bandwidth(link(groupOf[ax])) * 1e9)
-			exposed := tm
-			switch ax {
-			case "cp":
-				if c.s.Parallel.CPCommType != "a2a" {
-					attn := st.core * (1 + boolF(c.s.Train.Recompute != "none")/3) / perGPU / rate
-					exposed = math.Max(0, tm-attn)
-				}
-			case "pp":
-				if overlapPP {
-					exposed = 0
-				}
-			}
-			t += exposed
-			axes[ax][r] = axisStage{bytes: b * m, exposed: exposed * m}
-		}
-		mbTime[r] = t
-	}
 	slow := 0
 	for r := range c.pp {
+		works[r] = c.stageCost(r)
+		clocks[r] = c.stageClock(r, works[r], link)
+		mbTime[r] = c.total(clocks[r])
+		c.computeS = append(c.computeS, m*clocks[r].compute.total())
 		if mbTime[r] > mbTime[slow] {
 			slow = r
 		}
 	}
 	pipeTime := (m + float64(c.pp-1)/float64(c.vpp)) * mbTime[slow]
 	e.Pipeline.BubbleTimeS = pipeTime - m*mbTime[slow]
+	sc := clocks[slow].compute
 	e.Compute.SlowestStage = slow
 	e.Compute.MicrobatchTimeS = mbTime[slow]
-	e.Compute.TimeS = m * compTime[slow]
-	e.Compute.FLOPsPerGPU = m * (costs[slow].flops + costs[slow].recompute) / perGPU
+	e.Compute.TimeS = m * sc.total()
+	e.Compute.GEMMS, e.Compute.AttentionS, e.Compute.MemoryBoundS, e.Compute.KernelOverheadS =
+		m*sc.gemm, m*sc.attn, m*sc.mem, m*sc.fixed
+	perGPU := float64(c.tp * c.cp)
+	e.Compute.IdealTimeS = m * sc.ideal
+	e.Compute.MicrobatchBoundS = sc.ideal + clocks[slow].commBound
+	e.Compute.FLOPsPerGPU = m * (works[slow].flops + works[slow].recompute) / perGPU
+	if e.Compute.TimeS > 0 && peak > 0 {
+		e.Compute.Efficiency = e.Compute.FLOPsPerGPU / (e.Compute.TimeS * peak)
+	}
 
-	for ax, per := range axes {
-		if c.axisIdle(ax) {
+	for _, ax := range axisOrder {
+		if sizeOf[ax] <= 1 || c.axisIdle(ax) {
 			continue
 		}
 		best := 0
-		for r := range per {
-			if per[r].bytes > per[best].bytes {
+		for r := range c.pp {
+			if works[r].bytes[ax] > works[best].bytes[ax] {
 				best = r
 			}
 		}
-		l := link(groupOf[ax])
-		bw := c.bandwidth(l)
-		ac := AxisComm{
-			Group: groupOf[ax], Size: sizeOf[ax], Pattern: patterns[ax],
-			BytesPerStep: round(per[best].bytes), Link: l, BandwidthGBps: bw,
-			TimeS: per[best].bytes / (bw * 1e9), ExposedS: per[best].exposed, Stage: best,
+		if works[best].bytes[ax] == 0 && ax != "tp" {
+			continue
 		}
-		if pl := costs[best].perLayer[ax]; pl > 0 {
+		l := link(axisGroup[ax])
+		ac := AxisComm{
+			Group: axisGroup[ax], Size: sizeOf[ax], Collective: c.collective(ax),
+			BytesPerStep: round(works[best].bytes[ax] * m), Link: l, BandwidthGBps: c.bandwidth(l),
+			TimeS: clocks[best].comm[ax] * m, ExposedS: clocks[best].exposed[ax] * m, Stage: best,
+		}
+		if pl := works[best].perLayer[ax]; pl > 0 {
 			ac.BytesPerLayer = round(pl)
 		}
 		e.Comms[ax] = ac
 	}
 
-	// Data-parallel gradient and parameter traffic, once per step.
-	step := pipeTime
+	step := pipeTime + c.dataParallelTime(e, clocks, link)
+	// The optimizer step on the stage with the most parameters.
+	denseShards, expertShards := c.dataParallelShards()
+	var opt float64
+	for r := range c.pp {
+		dense, expert := c.stageParams[r].denseExpertPerGPU(int64(c.tp), int64(c.etp), int64(c.ep))
+		shard := float64(dense) + float64(expert)
+		if c.sharding != ShardNone {
+			shard = float64(dense)/float64(denseShards) + float64(expert)/float64(expertShards)
+		}
+		opt = math.Max(opt, c.cm.optimizerStep(shard, float64(dense+expert), c.state).total())
+	}
+	e.Compute.OptimizerS = opt
+	step += opt
+	e.StepTimeS = step
+	if step > 0 {
+		e.TokensPerS = float64(c.s.Train.GlobalBatch) * float64(c.s.Train.SeqLength) / step
+		e.ModelTFLOPsPerGPU = e.FLOPsPerStep / step / float64(c.world) / 1e12
+		if peak > 0 {
+			e.MFU = e.FLOPsPerStep / (step * float64(c.world) * peak)
+		}
+	}
+}
+
+// dataParallelTime fills the dp, edp and embd comms and returns the time the
+// step waits for them.
+func (c *costModel) dataParallelTime(e *Estimate, clocks []stageClock, link func(string) string) float64 {
+	var wait float64
 	dpFam := "dp"
 	if c.cp > 1 {
 		dpFam = "dp-cp"
@@ -304,9 +557,8 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 			continue
 		}
 		best, bestBytes := 0, -1.0
-		var bestExposed float64
+		var bestExposed, bestTime float64
 		l := link(x.fam)
-		bw := c.bandwidth(l) * 1e9
 		for r := range c.pp {
 			dense, expert := c.stageParams[r].denseExpertPerGPU(int64(c.tp), int64(c.etp), int64(c.ep))
 			n := float64(dense)
@@ -314,40 +566,34 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 				n = float64(expert)
 			}
 			grad, gather := c.dataParallelBytes(n, x.size)
-			exposed := c.exposedDataParallel(grad/bw, gather/bw, compTime[r])
+			gt, pt := c.dataParallelTimes(n, x.size, l)
+			exposed := c.exposedDataParallel(gt, pt, clocks[r])
 			if b := grad + gather; b > bestBytes {
-				best, bestBytes, bestExposed = r, b, exposed
+				best, bestBytes, bestExposed, bestTime = r, b, exposed, gt+pt
 			}
 		}
 		e.Comms[x.axis] = AxisComm{
-			Group: x.fam, Size: x.size, Pattern: c.dataParallelPattern(),
-			BytesPerStep: round(bestBytes), Link: l, BandwidthGBps: bw / 1e9,
-			TimeS: bestBytes / bw, ExposedS: bestExposed, Stage: best,
+			Group: x.fam, Size: x.size, Collective: c.dataParallelCollective(),
+			BytesPerStep: round(bestBytes), Link: l, BandwidthGBps: c.bandwidth(l),
+			TimeS: bestTime, ExposedS: bestExposed, Stage: best,
 		}
-		step += bestExposed
+		wait += bestExposed
 	}
 	// Tied embeddings across the pipeline: the first and last stage all-reduce
 	// the word-embedding gradient (fp32).
 	if c.sh.tied && c.pp > 1 {
 		l := link("embd")
-		bw := c.bandwidth(l) * 1e9
-		b := AllReduceBytes(4*float64(c.sh.wordEmbeddings())/float64(c.tp), 2)
+		size := 4 * float64(c.sh.wordEmbeddings()) / float64(c.tp)
+		b := AllReduceBytes(size, 2)
+		t := c.allReduceTime(size, 2, l)
 		e.Comms["embd"] = AxisComm{
-			Group: "embd", Size: 2, Pattern: "all-reduce of the tied word-embedding gradient between the first and last stage",
-			BytesPerStep: round(b), Link: l, BandwidthGBps: bw / 1e9, TimeS: b / bw, ExposedS: b / bw,
+			Group: "embd", Size: 2, Collective: CollectiveAllReduce,
+			BytesPerStep: round(b), Link: l, BandwidthGBps: c.bandwidth(l), TimeS: t, ExposedS: t,
 		}
-		step += b / bw
+		wait += t
 	}
-	e.StepTimeS = step
-	if step > 0 {
-		e.TokensPerS = float64(c.s.Train.GlobalBatch) * float64(c.s.Train.SeqLength) / step
-		bf16 := c.s.Cluster.GPU.BF16TFLOPs * 1e12
-		if bf16 > 0 {
-			e.MFU = e.FLOPsPerStep / (step * float64(c.world) * bf16)
-		}
-	}
+	return wait
 }
-
 func boolF(b bool) float64 {
 	if b {
 		return 1
@@ -355,14 +601,76 @@ func boolF(b bool) float64 {
 	return 0
 }
 
+// Collectives an axis uses (AxisComm.Collective); the report words them.
+const (
+	CollectiveAllReduce     = "all-reduce"
+	CollectiveGatherScatter = "all-gather+reduce-scatter"
+	CollectiveAllToAll      = "all-to-all"
+	CollectiveRing          = "ring-exchange"
+	CollectiveSendRecv      = "send-recv"
+	// CollectiveShardedDP is the distributed optimizer's reduce-scatter of
+	// gradients and all-gather of parameters once per step.
+	CollectiveShardedDP = "reduce-scatter+all-gather"
+	// CollectiveFSDP is full sharding's gathers and reduce-scatter every microbatch.
+	CollectiveFSDP = "fsdp"
+)
+
+// collective is the collective an axis uses in this plan.
+func (c *costModel) collective(ax string) string {
+	switch ax {
+	case "tp":
+		if c.d.SP {
+			return CollectiveGatherScatter
+		}
+		return CollectiveAllReduce
+	case "cp":
+		if c.s.Parallel.CPCommType == "a2a" {
+			return CollectiveAllToAll
+		}
+		return CollectiveRing
+	case "ep":
+		if c.s.Model.MoE != nil && c.s.Model.MoE.Dispatcher == "allgather" {
+			return CollectiveGatherScatter
+		}
+		return CollectiveAllToAll
+	case "etp":
+		return CollectiveGatherScatter
+	}
+	return CollectiveSendRecv
+}
+
+func (c *costModel) dataParallelCollective() string {
+	switch c.sharding {
+	case ShardOptimizer:
+		return CollectiveShardedDP
+	case ShardFull:
+		return CollectiveFSDP
+	}
+	return CollectiveAllReduce
+}
+
+// gradBytes is the width gradients are reduced in: fp32 (Megatron sets
+// accumulate_allreduce_grads_in_fp32 for bf16) unless grad_reduce_in_bf16.
+func (c *costModel) gradBytes() float64 {
+	if c.set.gradReduceBF16 && c.s.Train.Precision != "fp32" {
+		return 2
+	}
+	return 4
+}
+
+// gatherBytes is the width parameters are gathered in: their own, fp8 with
+// fp8_param_gather.
+func (c *costModel) gatherBytes() float64 {
+	if c.set.fp8ParamGather && c.s.Train.Precision == "fp8" {
+		return 1
+	}
+	return c.state.Weights
+}
+
 // dataParallelBytes is what one GPU sends per step to reduce the gradients of
 // n parameters and gather the parameters back over a data-parallel group.
-// Gradients are reduced in fp32 (Megatron forces
-// accumulate_allreduce_grads_in_fp32 for bf16); parameters are gathered at
-// their own width.
 func (c *costModel) dataParallelBytes(n float64, size int) (grad, gather float64) {
-	gb := 4.0
-	wb := c.state.Weights
+	gb, wb := c.gradBytes(), c.gatherBytes()
 	switch c.sharding {
 	case ShardOptimizer:
 		return GatherBytes(n*gb, size), GatherBytes(n*wb, size)
@@ -375,35 +683,51 @@ func (c *costModel) dataParallelBytes(n float64, size int) (grad, gather float64
 	return AllReduceBytes(n*gb, size), 0
 }
 
-func (c *costModel) dataParallelPattern() string {
+// ddpBucketParams is Megatron's DDP bucket size: max(40M, 1M·dp) parameters
+// (distributed_data_parallel_config.py, bucket_size default).
+func ddpBucketParams(dp int) float64 { return math.Max(40e6, 1e6*float64(dp)) }
+
+// dataParallelTimes is the time of the gradient reduction and of the
+// parameter gather of n parameters over size GPUs, bucket by bucket.
+func (c *costModel) dataParallelTimes(n float64, size int, link string) (grad, gather float64) {
+	if n <= 0 || size <= 1 {
+		return 0, 0
+	}
+	buckets := math.Max(1, math.Ceil(n/ddpBucketParams(size)))
+	gb, wb := c.gradBytes(), c.gatherBytes()
+	rate := c.linkRate(link)
+	lat := c.latency(link, float64(size-1)) * buckets
 	switch c.sharding {
 	case ShardOptimizer:
-		return "reduce-scatter of fp32 gradients + all-gather of parameters, once per step"
+		return lat + GatherBytes(n*gb, size)/rate, lat + GatherBytes(n*wb, size)/rate
 	case ShardFull:
-		return "all-gather of parameters forward and backward + reduce-scatter of gradients, every microbatch"
+		m := float64(c.m)
+		return m * (lat + GatherBytes(n*gb, size)/rate), 2 * m * (lat + GatherBytes(n*wb, size)/rate)
 	}
-	return "all-reduce of fp32 gradients, once per step"
+	return c.latency(link, float64(2*(size-1)))*buckets + AllReduceBytes(n*gb, size)/rate, 0
 }
 
 // exposedDataParallel is the part of the data-parallel traffic the step waits
-// for: gradient reduction overlaps the last backward (2/3 of a microbatch)
-// with overlap_grad_reduce, the parameter gather the first forward (1/3) with
-// overlap_param_gather; with full sharding the traffic of every microbatch
-// overlaps that microbatch's compute when overlap_grad_reduce is on.
-func (c *costModel) exposedDataParallel(grad, gather, compute float64) float64 {
+// for. With overlap_grad_reduce Megatron reduces each bucket as soon as the
+// last microbatch's backward has produced it, so the reduction hides under
+// that backward but for the last bucket; with overlap_param_gather the
+// gather of each bucket runs ahead of the next step's first forward. With
+// full sharding the traffic of every microbatch overlaps that microbatch's
+// compute when overlap_grad_reduce is on.
+func (c *costModel) exposedDataParallel(grad, gather float64, st stageClock) float64 {
 	tr := c.s.Train
-	mb := compute / float64(c.m)
 	if c.sharding == ShardFull {
+		m := float64(c.m)
 		if tr.OverlapGradReduce {
-			return math.Max(0, grad+gather-compute)
+			return math.Max((grad+gather)/m*tpOverlapResidual, grad+gather-m*(st.fwd+st.bwd))
 		}
 		return grad + gather
 	}
 	if tr.OverlapGradReduce {
-		grad = math.Max(0, grad-mb*2/3)
+		grad = math.Max(grad*tpOverlapResidual, grad-st.bwd)
 	}
 	if tr.OverlapParamGather {
-		gather = math.Max(0, gather-mb/3)
+		gather = math.Max(gather*tpOverlapResidual, gather-st.fwd)
 	}
 	return grad + gather
 }

@@ -108,7 +108,7 @@ func (sv *solver) prepareBounds() {
 		s.Train.DistributedOptimizer, s.Train.FSDP = false, false
 		d := spec.Derive(&s)
 		e, _ := estimate.Run(&s, d, allNVLink, diag.NoPos)
-		sv.sampleCompute[rc] = e.Compute.TimeS
+		sv.sampleCompute[rc] = e.Compute.IdealTimeS // proportional to FLOPs, below any plan's compute
 	}
 }
 
@@ -146,7 +146,7 @@ func (sv *solver) stageBoundOf(lf *leaf) float64 {
 		s.Train.DistributedOptimizer, s.Train.FSDP = false, false
 		d := spec.Derive(&s)
 		e, _ := estimate.Run(&s, d, g.links.links, diag.NoPos)
-		T = e.Compute.MicrobatchTimeS
+		T = e.Compute.MicrobatchBoundS // proportional to the microbatch's tokens
 		sv.stageBound[k] = T
 		sv.boundEstimates++
 	}

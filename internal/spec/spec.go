@@ -108,6 +108,10 @@ type GPU struct {
 	Name              string  `json:"name"`
 	MemoryGiB         float64 `json:"memory_gib"`
 	BF16TFLOPs        float64 `json:"bf16_tflops"`
+	FP8TFLOPs         float64 `json:"fp8_tflops,omitempty"` // 0 = not given
+	FP4TFLOPs         float64 `json:"fp4_tflops,omitempty"` // 0 = not given
+	HBMGBps           float64 `json:"hbm_gbps,omitempty"`   // 0 = not given
+	SMCount           int     `json:"sm_count,omitempty"`   // 0 = not given
 	ComputeCapability float64 `json:"compute_capability"`
 }
 

@@ -155,23 +155,13 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 			Peak: st.Stage == e.Memory.PeakStage,
 		})
 	}
-	data.MemoryNotes = []string{
-		fmt.Sprintf("Megatron-LM's theoretical memory for the first stage (theoretical_memory_usage.py, %s formula): %s = weights and optimizer %s + activations %s.",
-			e.Memory.MegatronFormula, Bytes(e.Memory.MegatronTheoreticalBytes),
-			Bytes(e.Memory.MegatronWeightsOptimizerBytes), Bytes(e.Memory.MegatronActivationsBytes)),
-	}
-	if m := e.Memory.MegatronTheoreticalBytes; m > 0 {
-		refined := e.Memory.RefinedFirstStageBytes
-		delta := 100 * (float64(refined) - float64(m)) / float64(m)
-		if e.Memory.Model == "megatron" {
-			data.MemoryNotes = append(data.MemoryNotes, fmt.Sprintf(
-				"Megatron's formula applies to this plan, so the first stage above is Megatron's figure; parc's refined estimate (real Q/K/V and MLP widths, biases, position embeddings, the real schedule) is %s (%+.1f%%).",
-				Bytes(refined), delta))
-		} else {
-			data.MemoryNotes = append(data.MemoryNotes, fmt.Sprintf(
-				"Megatron's formula does not cover this plan (MoE, context parallelism, full recompute, fp8/fp32, or sequence parallelism without selective recompute), so the stages above are parc's own model: first stage %s (%+.1f%%).",
-				Bytes(refined), delta))
-		}
+	data.MemoryNotes = nil
+	if e.Memory.MegatronApplies {
+		data.MemoryNotes = append(data.MemoryNotes,
+			fmt.Sprintf("Reference, not used for fit: Megatron-LM's theoretical memory for the first stage (theoretical_memory_usage.py, %s formula) is %s = weights and optimizer %s + activations %s; parc's model above gives that stage %s.",
+				e.Memory.MegatronFormula, Bytes(e.Memory.MegatronTheoreticalBytes),
+				Bytes(e.Memory.MegatronWeightsOptimizerBytes), Bytes(e.Memory.MegatronActivationsBytes),
+				Bytes(e.Memory.RefinedFirstStageBytes)))
 	}
 
 	pl := e.Pipeline
@@ -206,7 +196,7 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 			perLayer = Bytes(c.BytesPerLayer)
 		}
 		data.Comms = append(data.Comms, CommRow{
-			Axis: ax, Group: c.Group, Size: fmt.Sprint(c.Size), Pattern: c.Pattern,
+			Axis: ax, Group: c.Group, Size: fmt.Sprint(c.Size), Pattern: Pattern(ax, c.Collective),
 			Bytes: Bytes(c.BytesPerStep), PerLayer: perLayer, Link: c.Link,
 			Bandwidth: fmt.Sprintf("%.0f GB/s", c.BandwidthGBps), Time: Seconds(c.TimeS), Exposed: Seconds(c.ExposedS),
 		})
@@ -216,16 +206,66 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 	data.Compute = []Row{
 		{"FLOPs per step (Megatron's formula)", FLOPs(e.FLOPsPerStep)},
 		{"FLOPs per GPU, slowest stage (with recompute)", FLOPs(e.Compute.FLOPsPerGPU)},
-		{"peak per GPU", fmt.Sprintf("%.0f TFLOP/s (%s) at %s efficiency", e.Compute.PeakTFLOPs, tr.Precision, Percent(e.Compute.Efficiency))},
-		{"compute per step, slowest stage", Seconds(e.Compute.TimeS)},
+		{"dense peak per GPU", fmt.Sprintf("%.0f TFLOP/s (%s GEMMs); the compute time reaches %s of it", e.Compute.PeakTFLOPs, tr.Precision, Percent(e.Compute.Efficiency))},
+		{"compute per step, slowest stage", fmt.Sprintf("%s = GEMMs %s + attention %s + memory-bound %s + kernel overhead %s",
+			Seconds(e.Compute.TimeS), Seconds(e.Compute.GEMMS), Seconds(e.Compute.AttentionS), Seconds(e.Compute.MemoryBoundS), Seconds(e.Compute.KernelOverheadS))},
 		{"one microbatch on the slowest stage, exposed comms included", Seconds(e.Compute.MicrobatchTimeS)},
+		{"optimizer step", Seconds(e.Compute.OptimizerS)},
 		{"step time", Seconds(e.StepTimeS)},
-		{"tokens per second", Rate(e.TokensPerS)},
-		{"MFU (dense bf16 peak)", Percent(e.MFU)},
+		{"tokens per second", fmt.Sprintf("%s (%s per GPU)", Rate(e.TokensPerS), Rate(e.TokensPerS/float64(max(p.Derived.World, 1))))},
+		{"model TFLOP/s per GPU", fmt.Sprintf("%.1f (Megatron's FLOPs per step / step time / GPUs)", e.ModelTFLOPsPerGPU)},
+		{"MFU", fmt.Sprintf("%s of the dense %s peak", Percent(e.MFU), peakName(tr.Precision))},
 	}
+	cal := e.Assumptions.Calibration
 	data.Assumptions = append([]string{
-		fmt.Sprintf("compute efficiency %s of peak; attention fused: %v; state sharding: %s; %.0f + %.0f + %.0f bytes per parameter (weights, gradients, optimizer)",
-			Percent(e.Assumptions.ComputeEfficiency), e.Assumptions.FusedAttention, e.Assumptions.Sharding,
+		fmt.Sprintf("calibration: large GEMMs at %s of the bf16 peak, %s of the fp8 peak; flash attention at %s; %.1f µs per kernel; collectives at %s of NVLink and %s of network bandwidth",
+			Percent(cal.GEMMEff), Percent(cal.FP8GEMMEff), Percent(cal.AttnEff), cal.KernelS*1e6, Percent(cal.NVLinkEff), Percent(cal.NetworkEff)),
+		fmt.Sprintf("attention fused: %v; state sharding: %s; %.0f + %.0f + %.0f bytes per parameter (weights, gradients, optimizer)",
+			e.Assumptions.FusedAttention, e.Assumptions.Sharding,
 			e.Assumptions.StateBytes.Weights, e.Assumptions.StateBytes.Gradients, e.Assumptions.StateBytes.Optimizer),
 	}, e.Assumptions.Notes...)
+}
+
+func peakName(precision string) string {
+	switch precision {
+	case "fp8":
+		return "fp8"
+	case "fp32":
+		return "TF32"
+	}
+	return "bf16"
+}
+
+// Pattern words what an axis moves, from the estimate's collective name.
+func Pattern(axis, collective string) string {
+	switch axis {
+	case "tp":
+		if collective == estimate.CollectiveGatherScatter {
+			return "all-gathers and reduce-scatters of the activation (sequence parallel), 2 forward + 2 backward per layer and microbatch"
+		}
+		return "2 all-reduces forward + 2 backward per layer and microbatch"
+	case "cp":
+		if collective == estimate.CollectiveAllToAll {
+			return "all-to-all of Q/K/V and output, forward and backward, per layer and microbatch"
+		}
+		return "ring exchange of K/V forward, K/V and their gradients backward, per layer and microbatch, overlapped with attention"
+	case "ep":
+		if collective == estimate.CollectiveGatherScatter {
+			return "all-gather dispatch + reduce-scatter combine forward and backward per MoE layer and microbatch"
+		}
+		return "all-to-all dispatch + combine forward and backward per MoE layer and microbatch (NVLink for peers in the domain, network for the rest)"
+	case "etp":
+		return "all-gather + reduce-scatter of the routed tokens forward and backward per MoE layer"
+	case "pp":
+		return "point-to-point activation forward and gradient backward per microbatch and virtual stage"
+	case "embd":
+		return "all-reduce of the tied word-embedding gradient between the first and last stage"
+	}
+	switch collective {
+	case estimate.CollectiveShardedDP:
+		return "reduce-scatter of gradients + all-gather of parameters, once per step, bucket by bucket"
+	case estimate.CollectiveFSDP:
+		return "all-gather of parameters forward and backward + reduce-scatter of gradients, every microbatch"
+	}
+	return "all-reduce of gradients, once per step, bucket by bucket"
 }

@@ -1,0 +1,368 @@
+package estimate
+
+import (
+	"math"
+
+	"parc.dev/parc/internal/spec"
+)
+
+// This file is the compute side of the time model: every operation of a
+// decoder layer timed on one GPU with its real per-GPU shape after sharding
+// (tp, cp, ep, etp, micro batch). GEMMs run at a shape-dependent fraction of
+// the dense peak of the precision they run in (tile and wave quantization on
+// the GPU's SMs, a short reduction dimension, or too few FLOPs per byte to
+// leave the memory roofline); flash attention at a fraction of the bf16 peak
+// by sequence shard and heads; element-wise work (norms, activations, RoPE,
+// residuals, permutation of routed tokens, fp8 casts, the optimizer step) at
+// HBM bandwidth; every kernel pays a small fixed cost. FP8 speeds up only the
+// GEMMs Transformer Engine runs in fp8 (the decoder's linear layers, routed and
+// shared experts); core attention, the router and the output layer stay bf16.
+
+// Calibration is the time model's free constants. Defaults are the values
+// fitted on the measured corpus (testdata/measured, see TestCalibration).
+type Calibration struct {
+	// GEMMEff is the fraction of the dense bf16/fp16 peak a large,
+	// well-shaped GEMM reaches.
+	GEMMEff float64 `json:"gemm_eff"`
+	// FP8GEMMEff is the fraction of the dense fp8 peak a large fp8 GEMM reaches.
+	FP8GEMMEff float64 `json:"fp8_gemm_eff"`
+	// AttnEff is the fraction of the bf16 peak flash attention reaches on
+	// long sequences with 128-wide heads (backward included).
+	AttnEff float64 `json:"attn_eff"`
+	// KernelS is the fixed cost of one kernel, seconds (launch gaps, ramp-up
+	// and tail of short kernels).
+	KernelS float64 `json:"kernel_s"`
+	// NVLinkEff and NetworkEff are the fraction of the link's one-direction
+	// bandwidth a large collective reaches (NCCL bus bandwidth).
+	NVLinkEff  float64 `json:"nvlink_eff"`
+	NetworkEff float64 `json:"network_eff"`
+}
+
+// DefaultCalibration is the fitted calibration.
+func DefaultCalibration() Calibration {
+	return Calibration{GEMMEff: 0.78, FP8GEMMEff: 0.62, AttnEff: 0.5, KernelS: 4e-6, NVLinkEff: 0.8, NetworkEff: 0.85}
+}
+
+// gpuRates are the GPU's figures the model reads, datasheet defaults filled in.
+type gpuRates struct {
+	bf16, fp8, fp32 float64 // dense FLOP/s
+	hbm             float64 // bytes/s
+	sms             float64
+	nvls            bool // NVLink SHARP all-reduce through NVSwitch (compute capability ≥ 9.0)
+}
+
+// newGPURates reads the GPU's figures; absent ones follow from the bf16 peak:
+// fp8 at twice it from compute capability 8.9 on (Ada, Hopper, Blackwell
+// datasheets), HBM bandwidth at Hopper's ratio (989 TFLOP/s : 3.35 TB/s),
+// TF32 at half the bf16 peak, 132 SMs.
+func newGPURates(g spec.GPU) gpuRates {
+	r := gpuRates{bf16: g.BF16TFLOPs * 1e12, fp8: g.FP8TFLOPs * 1e12, hbm: g.HBMGBps * 1e9, sms: float64(g.SMCount)}
+	if r.fp8 <= 0 {
+		r.fp8 = r.bf16
+		if g.ComputeCapability >= 8.9 {
+			r.fp8 = 2 * r.bf16
+		}
+	}
+	if r.hbm <= 0 {
+		r.hbm = r.bf16 / 295
+	}
+	if r.sms <= 0 {
+		r.sms = 132
+	}
+	r.fp32 = r.bf16 / 2
+	r.nvls = g.ComputeCapability >= 9
+	return r
+}
+
+// gemmTile is a CTA tile a GEMM library picks from; eff is its throughput
+// relative to the largest one (smaller tiles reuse less of each operand).
+type gemmTile struct{ m, n, eff float64 }
+
+var gemmTiles = [...]gemmTile{{128, 256, 1}, {128, 128, 0.93}, {64, 128, 0.8}}
+
+// kHalf is the reduction depth at which a GEMM's main loop runs at half
+// speed: prologue and epilogue cost about 64 steps of K.
+const kHalf = 64
+
+// op is a timed piece of work: seconds of GEMM, attention, memory-bound
+// work and fixed kernel cost. ideal is a lower bound of its time that is
+// proportional to its FLOPs: every GEMM and attention kernel at the
+// calibrated efficiency of a large, well-shaped one (the shape factors are at
+// most 1), nothing else; it is not part of total.
+type op struct{ gemm, attn, mem, fixed, ideal float64 }
+
+func (o op) total() float64 { return o.gemm + o.attn + o.mem + o.fixed }
+
+func (o op) plus(p op) op {
+	return op{o.gemm + p.gemm, o.attn + p.attn, o.mem + p.mem, o.fixed + p.fixed, o.ideal + p.ideal}
+}
+
+func (o op) times(x float64) op {
+	return op{o.gemm * x, o.attn * x, o.mem * x, o.fixed * x, o.ideal * x}
+}
+
+// computeModel times operations on one GPU.
+type computeModel struct {
+	r   gpuRates
+	cal Calibration
+	fp8 bool // the decoder's linear layers run in fp8
+	ab  float64
+}
+
+// gemm is g independent GEMMs (a grouped GEMM when g > 1) of an M×K by K×N
+// product, in fp8 when fp8, else at the activation width: its time and its
+// ideal (FLOPs at the calibrated peak fraction).
+func (cm *computeModel) gemm(g, M, N, K float64, fp8 bool) (t, ideal float64) {
+	if g <= 0 || M <= 0 || N <= 0 || K <= 0 {
+		return 0, 0
+	}
+	peak, eff, inB := cm.r.bf16, cm.cal.GEMMEff, cm.ab
+	if fp8 {
+		peak, eff, inB = cm.r.fp8, cm.cal.FP8GEMMEff, 1
+	}
+	best := 0.0
+	for _, t := range gemmTiles {
+		tiles := g * math.Ceil(M/t.m) * math.Ceil(N/t.n)
+		waves := math.Ceil(tiles / cm.r.sms)
+		if e := t.eff * g * M * N / (waves * cm.r.sms * t.m * t.n); e > best {
+			best = e
+		}
+	}
+	best *= K / (K + kHalf)
+	flops := 2 * g * M * N * K
+	compute := flops / (peak * eff * best)
+	mem := g * ((M*K+K*N)*inB + M*N*cm.ab) / cm.r.hbm
+	return math.Max(compute, mem), flops / (peak * eff)
+}
+
+// linear is a linear layer of M tokens, K inputs and N outputs: forward,
+// and backward (the data gradient M×N·N×K and the weight gradient K×M·M×N).
+func (cm *computeModel) linear(g, M, K, N float64, fp8 bool) (fwd, bwd op) {
+	f, fi := cm.gemm(g, M, N, K, fp8)
+	d, di := cm.gemm(g, M, K, N, fp8)
+	w, wi := cm.gemm(g, K, N, M, fp8)
+	fwd = op{gemm: f, fixed: cm.cal.KernelS, ideal: fi}
+	bwd = op{gemm: d + w, fixed: 2 * cm.cal.KernelS, ideal: di + wi}
+	return fwd, bwd
+}
+
+// flash is fused (flash) attention of b sequences, heads query heads, sq
+// queries each attending causally to sk keys on average as a full causal
+// square of side sq·cp would, head dims dqk and dv: forward and backward
+// (the backward's five matrix products against the forward's two, 2.5×).
+func (cm *computeModel) flash(b, heads, sq, skAvg, dqk, dv float64) (fwd, bwd op) {
+	if b <= 0 || heads <= 0 || sq <= 0 {
+		return op{}, op{}
+	}
+	flops := 2 * b * heads * sq * skAvg * (dqk + dv)
+	// Work units are 128-query blocks of one head; waves of them over the SMs.
+	units := b * heads * math.Ceil(sq/128)
+	waves := math.Ceil(units / cm.r.sms)
+	wave := units / (waves * cm.r.sms)
+	// Short key ranges leave the pipeline of K/V tiles shallow; narrow heads
+	// do less work per byte.
+	depth := skAvg / (skAvg + 256)
+	width := 0.7 + 0.3*math.Min(1, dqk/128)
+	rate := cm.r.bf16 * cm.cal.AttnEff * wave * depth * width
+	ideal := flops / (cm.r.bf16 * cm.cal.AttnEff)
+	fwd = op{attn: flops / rate, fixed: cm.cal.KernelS, ideal: ideal}
+	bwd = op{attn: 2.5 * flops / rate, fixed: 2 * cm.cal.KernelS, ideal: 2.5 * ideal}
+	return fwd, bwd
+}
+
+// elementwise is memory-bound work moving bytes through HBM in kernels kernels.
+func (cm *computeModel) elementwise(bytes, kernels float64) op {
+	return op{mem: bytes / cm.r.hbm, fixed: kernels * cm.cal.KernelS}
+}
+
+// layerTime is one decoder layer's time for one microbatch on one GPU.
+type layerTime struct {
+	fwd, bwd op
+	// recompute is the forward work recomputation repeats in the backward.
+	recompute op
+	// attnFwd is the attention forward (overlap window of the cp ring);
+	// gemmFwd/gemmBwd the GEMMs (overlap window of tp communication).
+	attnFwd, attnBwd, gemmFwd, gemmBwd float64
+}
+
+// layerShape is what the compute model needs of a decoder layer.
+type layerShape struct {
+	T, Tsp          float64 // tokens on this GPU's sequence shard; of its sequence-parallel shard
+	b, s, cp, tp    float64
+	h, f, fe, fs    float64
+	gated           float64
+	heads, dqk, dv  float64
+	q, kv           float64 // query and key/value widths (all heads)
+	experts, topk   float64
+	ep, etp         float64
+	dropout         bool
+	mla             *spec.MLA
+	recompute       string
+	recomputeModule map[string]bool
+}
+
+// attentionBlock times the attention half of a layer: input norm, the QKV
+// (or MLA) projections, RoPE, flash attention, output projection, residual.
+func (cm *computeModel) attentionBlock(ls layerShape) (f, bw, flashF, flashB op, gF, gB float64) {
+	T, tp := ls.T, ls.tp
+	var lins [][3]float64 // M, K, N
+	if ml := ls.mla; ml != nil {
+		qk := float64(ml.QKHeadDim + ml.QKPosEmbHeadDim)
+		if ml.QLoraRank != nil {
+			r := float64(*ml.QLoraRank)
+			lins = append(lins, [3]float64{T, ls.h, r}, [3]float64{T, r, ls.heads * qk / tp})
+		} else {
+			lins = append(lins, [3]float64{T, ls.h, ls.heads * qk / tp})
+		}
+		kvr := float64(ml.KVLoraRank)
+		lins = append(lins, [3]float64{T, ls.h, kvr + float64(ml.QKPosEmbHeadDim)},
+			[3]float64{T, kvr, ls.heads * float64(ml.QKHeadDim+ml.VHeadDim) / tp},
+			[3]float64{T, ls.heads * float64(ml.VHeadDim) / tp, ls.h})
+	} else {
+		lins = append(lins, [3]float64{T, ls.h, (ls.q + 2*ls.kv) / tp}, [3]float64{T, ls.q / tp, ls.h})
+	}
+	for _, l := range lins {
+		a, b := cm.linear(1, l[0], l[1], l[2], cm.fp8)
+		f, bw = f.plus(a), bw.plus(b)
+	}
+	gF, gB = f.gemm, bw.gemm
+	// Causal attention over the whole sequence, split by cp into
+	// load-balanced chunks: each query attends to s/2 keys on average.
+	flashF, flashB = cm.flash(ls.b, ls.heads/tp, ls.s/ls.cp, ls.s/2, ls.dqk, ls.dv)
+	f, bw = f.plus(flashF), bw.plus(flashB)
+	// Element-wise: input norm (read h, write h), RoPE on q and k (read and
+	// write), residual add (two reads, a write), fp8 cast of the
+	// output-projection input, dropout mask.
+	e := cm.ab
+	bytes := ls.Tsp*ls.h*2*e + T*(ls.q+ls.kv)/tp*2*e + ls.Tsp*ls.h*3*e
+	kernels := 4.0
+	if cm.fp8 {
+		bytes += T * ls.q / tp * (e + 1)
+		kernels++
+	}
+	if ls.dropout {
+		bytes += ls.Tsp * ls.h
+	}
+	ew := cm.elementwise(bytes, kernels)
+	f = f.plus(ew)
+	bw = bw.plus(ew.times(2))
+	return f, bw, flashF, flashB, gF, gB
+}
+
+// mlpBlock times a dense MLP (or a shared expert, norm excluded) of width
+// f, on T tokens sharded by tp.
+func (cm *computeModel) mlpBlock(ls layerShape, T, f, tp float64, norm bool) (fwd, bwd op) {
+	a1, b1 := cm.linear(1, T, ls.h, ls.gated*f/tp, cm.fp8)
+	a2, b2 := cm.linear(1, T, f/tp, ls.h, cm.fp8)
+	fwd, bwd = a1.plus(a2), b1.plus(b2)
+	e := cm.ab
+	bytes := T * f / tp * (ls.gated + 1) * e // activation: read gated·f, write f
+	kernels := 1.0
+	if cm.fp8 {
+		bytes += T * f / tp * (e + 1)
+		kernels++
+	}
+	if norm {
+		bytes += ls.Tsp * ls.h * 5 * e // norm and residual add
+		kernels += 2
+		if ls.dropout {
+			bytes += ls.Tsp * ls.h
+		}
+	}
+	ew := cm.elementwise(bytes, kernels)
+	return fwd.plus(ew), bwd.plus(ew.times(2))
+}
+
+// moeBlock times an MoE layer's MLP half: norm, router, permutation of the
+// routed tokens, the grouped expert GEMMs, unpermutation, shared expert.
+func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
+	// Routed token-expert pairs this GPU computes (balanced routing).
+	P := ls.T * ls.topk * ls.etp / ls.tp
+	local := math.Max(ls.experts/ls.ep, 1)
+	Me := P / local
+	a1, b1 := cm.linear(local, Me, ls.h, ls.gated*ls.fe/ls.etp, cm.fp8)
+	a2, b2 := cm.linear(local, Me, ls.fe/ls.etp, ls.h, cm.fp8)
+	fwd, bwd = a1.plus(a2), b1.plus(b2)
+	ra, rb := cm.linear(1, ls.Tsp, ls.h, ls.experts, false) // router (bf16 or fp32)
+	fwd, bwd = fwd.plus(ra), bwd.plus(rb)
+	e := cm.ab
+	bytes := ls.Tsp*ls.h*5*e + // norm and residual add
+		ls.Tsp*ls.experts*4*3 + // fp32 softmax / top-k of the router logits
+		2*P*ls.h*2*e + // permute and unpermute the routed tokens
+		P*ls.fe/ls.etp*(ls.gated+1)*e // expert activation
+	kernels := 12.0
+	if cm.fp8 {
+		bytes += P * ls.fe / ls.etp * (e + 1)
+		kernels++
+	}
+	ew := cm.elementwise(bytes, kernels)
+	fwd, bwd = fwd.plus(ew), bwd.plus(ew.times(2))
+	if ls.fs > 0 {
+		sf, sb := cm.mlpBlock(ls, ls.T, ls.fs, ls.tp, false)
+		fwd, bwd = fwd.plus(sf), bwd.plus(sb)
+	}
+	return fwd, bwd
+}
+
+// layer times one decoder layer.
+func (cm *computeModel) layer(ls layerShape, moe bool) layerTime {
+	var lt layerTime
+	af, ab, flF, flB, gF, gB := cm.attentionBlock(ls)
+	var mf, mb op
+	if moe {
+		mf, mb = cm.moeBlock(ls)
+	} else {
+		mf, mb = cm.mlpBlock(ls, ls.T, ls.f, ls.tp, true)
+	}
+	lt.fwd, lt.bwd = af.plus(mf), ab.plus(mb)
+	lt.attnFwd, lt.attnBwd = flF.attn, flB.attn
+	lt.gemmFwd, lt.gemmBwd = gF+mf.gemm, gB+mb.gemm
+	switch ls.recompute {
+	case "full":
+		lt.recompute = lt.fwd
+	case "selective":
+		// Megatron's recompute_modules (default core_attn): each module's
+		// forward runs again in the backward.
+		rm := ls.recomputeModule
+		if rm["core_attn"] {
+			lt.recompute = lt.recompute.plus(flF)
+		}
+		if rm["mlp"] && !moe || rm["moe"] && moe {
+			lt.recompute = lt.recompute.plus(mf)
+		}
+		if rm["layernorm"] {
+			lt.recompute = lt.recompute.plus(cm.elementwise(2*ls.Tsp*ls.h*2*cm.ab, 2))
+		}
+		if rm["moe_act"] && moe {
+			P := ls.T * ls.topk * ls.etp / ls.tp
+			lt.recompute = lt.recompute.plus(cm.elementwise(P*ls.fe/ls.etp*(ls.gated+1)*cm.ab, 1))
+		}
+		if rm["shared_experts"] && moe && ls.fs > 0 {
+			sf, _ := cm.mlpBlock(ls, ls.T, ls.fs, ls.tp, false)
+			lt.recompute = lt.recompute.plus(sf)
+		}
+		if rm["mla_up_proj"] && ls.mla != nil {
+			kvr := float64(ls.mla.KVLoraRank)
+			a, _ := cm.linear(1, ls.T, kvr, ls.heads*float64(ls.mla.QKHeadDim+ls.mla.VHeadDim)/ls.tp, cm.fp8)
+			lt.recompute = lt.recompute.plus(a)
+		}
+	}
+	return lt
+}
+
+// outputLayer times the last stage's final norm, output layer (bf16) and
+// vocab-parallel cross-entropy (fp32 logits read and written a few times).
+func (cm *computeModel) outputLayer(T, Tsp, h, vocab, tp float64) (fwd, bwd op) {
+	fwd, bwd = cm.linear(1, T, h, vocab/tp, false)
+	ce := cm.elementwise(T*vocab/tp*(cm.ab+4*2)+Tsp*h*2*cm.ab, 6)
+	return fwd.plus(ce), bwd.plus(ce)
+}
+
+// optimizerStep times Adam on n locally sharded parameters of a GPU that
+// holds all parameters: read the gradient, read and write the fp32 master
+// weights and both moments (per the state bytes), write the 16-bit weights;
+// zero the local gradient buffer of all parameters.
+func (cm *computeModel) optimizerStep(shard, all float64, st BytesPerParam) op {
+	bytes := shard*(st.Gradients+2*st.Optimizer+st.Weights) + all*st.Gradients
+	return cm.elementwise(bytes, 8)
+}

@@ -1,0 +1,44 @@
+package estimate
+
+import "parc.dev/parc/internal/spec"
+
+// settings are the Megatron options beyond the parallel degrees that change
+// time or memory, read once from the spec.
+type settings struct {
+	gradReduceBF16   bool            // train.grad_reduce_in_bf16
+	fp8ParamGather   bool            // train.fp8_param_gather
+	tpCommOverlap    bool            // parallel.tp_comm_overlap
+	epOverlap        bool            // parallel.overlap_moe_expert_parallel_comm
+	recomputeModules map[string]bool // train.recompute_modules (selective only)
+	// Optimizer state widths in bytes (precision-aware optimizer).
+	mainGrads, mainParams, expAvg, expAvgSq float64
+}
+
+// readSettings reads the settings; Megatron's defaults where the spec is silent.
+func readSettings(s *spec.Spec) settings {
+	st := settings{
+		recomputeModules: map[string]bool{"core_attn": true},
+		mainGrads:        4, mainParams: 4, expAvg: 4, expAvgSq: 4,
+	}
+	return st
+}
+
+// stateBytes is what Megatron keeps per parameter: 16-bit weights, main
+// gradients (fp32, or bf16 with grad_reduce_in_bf16 or main_grads_dtype),
+// and the optimizer's fp32 master weights and two moments (or the widths of
+// the precision-aware optimizer); fp32 training keeps fp32 everything.
+func (st settings) stateBytes(precision string) BytesPerParam {
+	b := AdamBytes(precision)
+	if precision == "fp32" {
+		return b
+	}
+	b.Gradients = st.mainGrads
+	if st.gradReduceBF16 {
+		b.Gradients = 2
+	}
+	b.Optimizer = st.mainParams + st.expAvg + st.expAvgSq
+	if st.fp8ParamGather && precision == "fp8" {
+		b.Weights = 1
+	}
+	return b
+}
