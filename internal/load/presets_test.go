@@ -18,7 +18,7 @@ func TestEveryPresetVets(t *testing.T) {
 		"mixtral_8x7b", "mixtral_8x22b", "qwen2_5_72b", "deepseek_v3"} {
 		assert.Contains(t, models, m, "the issue asks for this model preset")
 	}
-	for _, c := range []string{"dgx_a100_80g", "dgx_h100", "hgx_h200", "dgx_b200", "gb200_nvl72", "gb300_nvl72"} {
+	for _, c := range []string{"dgx_a100_80g", "dgx_h100", "hgx_h200", "dgx_b200", "gb200_nvl72", "gb300_nvl72", "dgx_b300"} {
 		assert.Contains(t, clusters, c, "the issue asks for this cluster preset")
 	}
 	for _, m := range models {
