@@ -16,11 +16,51 @@ type settings struct {
 
 // readSettings reads the settings; Megatron's defaults where the spec is silent.
 func readSettings(s *spec.Spec) settings {
+	t, p := &s.Train, &s.Parallel
 	st := settings{
-		recomputeModules: map[string]bool{"core_attn": true},
+		gradReduceBF16:   t.GradReduceInBF16,
+		fp8ParamGather:   t.FP8ParamGather,
+		tpCommOverlap:    p.TPCommOverlap,
+		epOverlap:        p.OverlapMoEExpertParallelComm,
+		recomputeModules: map[string]bool{},
 		mainGrads:        4, mainParams: 4, expAvg: 4, expAvgSq: 4,
 	}
+	for _, m := range t.RecomputeModuleList() {
+		st.recomputeModules[m] = true
+	}
+	if t.PrecisionAwareOptim {
+		st.mainGrads = dtypeBytes(t.MainGradsDtype)
+		st.mainParams = dtypeBytes(t.MainParamsDtype)
+		st.expAvg = dtypeBytes(t.ExpAvgDtype)
+		st.expAvgSq = dtypeBytes(t.ExpAvgSqDtype)
+	}
+	if t.FSDP {
+		// Megatron-FSDP keeps its own main weights and gradient buffer
+		// (--megatron-fsdp-main-params-dtype / -main-grads-dtype; "auto"
+		// follows the gradient communication dtype, fp32 by default).
+		if b := dtypeBytes(t.MegatronFSDPMainParamsDtype); b > 0 {
+			st.mainParams = b
+		}
+		if b := dtypeBytes(t.MegatronFSDPMainGradsDtype); b > 0 {
+			st.mainGrads = b
+		} else if b := dtypeBytes(t.MegatronFSDPGradCommDtype); b > 0 {
+			st.mainGrads = b
+		}
+	}
 	return st
+}
+
+// dtypeBytes is the width of a Megatron dtype name; 0 for "auto" or unknown.
+func dtypeBytes(d string) float64 {
+	switch d {
+	case "fp32":
+		return 4
+	case "fp16", "bf16":
+		return 2
+	case "fp8":
+		return 1
+	}
+	return 0
 }
 
 // stateBytes is what Megatron keeps per parameter: 16-bit weights, main
