@@ -36,12 +36,18 @@ type Calibration struct {
 	// bandwidth a large collective reaches (NCCL bus bandwidth).
 	NVLinkEff  float64 `json:"nvlink_eff"`
 	NetworkEff float64 `json:"network_eff"`
+	// GroupedRel is the grouped expert GEMMs' efficiency relative to a
+	// dense GEMM of the same shape (many small problems, token counts read
+	// at run time, per-expert quantisation).
+	GroupedRel float64 `json:"grouped_rel"`
+	// MoELayerS is a fixed cost per MoE layer and microbatch, forward and
+	// backward: router top-k, token sorting and counts, the dispatcher's
+	// host synchronisation.
+	MoELayerS float64 `json:"moe_layer_s"`
 }
 
 // DefaultCalibration is the fitted calibration.
-func DefaultCalibration() Calibration {
-	return Calibration{GEMMEff: 0.78, FP8GEMMEff: 0.62, AttnEff: 0.5, KernelS: 4e-6, NVLinkEff: 0.8, NetworkEff: 0.85}
-}
+func DefaultCalibration() Calibration { return fittedCalibration }
 
 // gpuRates are the GPU's figures the model reads, datasheet defaults filled in.
 type gpuRates struct {
@@ -119,6 +125,9 @@ func (cm *computeModel) gemm(g, M, N, K float64, fp8 bool) (t, ideal float64) {
 	peak, eff, inB := cm.r.bf16, cm.cal.GEMMEff, cm.ab
 	if fp8 {
 		peak, eff, inB = cm.r.fp8, cm.cal.FP8GEMMEff, 1
+	}
+	if g > 1 && cm.cal.GroupedRel > 0 {
+		eff *= math.Min(cm.cal.GroupedRel, 1)
 	}
 	best := 0.0
 	for _, t := range gemmTiles {
@@ -297,6 +306,8 @@ func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
 	}
 	ew := cm.elementwise(bytes, kernels)
 	fwd, bwd = fwd.plus(ew), bwd.plus(ew.times(2))
+	fwd.fixed += cm.cal.MoELayerS / 3
+	bwd.fixed += cm.cal.MoELayerS * 2 / 3
 	if ls.fs > 0 {
 		sf, sb := cm.mlpBlock(ls, ls.T, ls.fs, ls.tp, false)
 		fwd, bwd = fwd.plus(sf), bwd.plus(sb)

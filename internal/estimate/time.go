@@ -559,6 +559,7 @@ func (c *costModel) dataParallelTime(e *Estimate, clocks []stageClock, link func
 		best, bestBytes := 0, -1.0
 		var bestExposed, bestTime float64
 		l := link(x.fam)
+		k := c.membersPerNode(x.fam, x.size)
 		for r := range c.pp {
 			dense, expert := c.stageParams[r].denseExpertPerGPU(int64(c.tp), int64(c.etp), int64(c.ep))
 			n := float64(dense)
@@ -566,7 +567,7 @@ func (c *costModel) dataParallelTime(e *Estimate, clocks []stageClock, link func
 				n = float64(expert)
 			}
 			grad, gather := c.dataParallelBytes(n, x.size)
-			gt, pt := c.dataParallelTimes(n, x.size, l)
+			gt, pt := c.dataParallelTimes(n, x.size, k, l)
 			exposed := c.exposedDataParallel(gt, pt, clocks[r])
 			if b := grad + gather; b > bestBytes {
 				best, bestBytes, bestExposed, bestTime = r, b, exposed, gt+pt
@@ -688,23 +689,58 @@ func (c *costModel) dataParallelBytes(n float64, size int) (grad, gather float64
 func ddpBucketParams(dp int) float64 { return math.Max(40e6, 1e6*float64(dp)) }
 
 // dataParallelTimes is the time of the gradient reduction and of the
-// parameter gather of n parameters over size GPUs, bucket by bucket.
-func (c *costModel) dataParallelTimes(n float64, size int, link string) (grad, gather float64) {
+// parameter gather of n parameters over size GPUs, k of them on each node,
+// bucket by bucket.
+func (c *costModel) dataParallelTimes(n float64, size, k int, link string) (grad, gather float64) {
 	if n <= 0 || size <= 1 {
 		return 0, 0
 	}
 	buckets := math.Max(1, math.Ceil(n/ddpBucketParams(size)))
 	gb, wb := c.gradBytes(), c.gatherBytes()
-	rate := c.linkRate(link)
 	lat := c.latency(link, float64(size-1)) * buckets
+	gather1 := func(bytes float64) float64 { return lat + c.gatherTransfer(bytes, size, k, link) }
 	switch c.sharding {
 	case ShardOptimizer:
-		return lat + GatherBytes(n*gb, size)/rate, lat + GatherBytes(n*wb, size)/rate
+		return gather1(n * gb), gather1(n * wb)
 	case ShardFull:
 		m := float64(c.m)
-		return m * (lat + GatherBytes(n*gb, size)/rate), 2 * m * (lat + GatherBytes(n*wb, size)/rate)
+		return m * gather1(n*gb), 2 * m * gather1(n*wb)
 	}
-	return c.latency(link, float64(2*(size-1)))*buckets + AllReduceBytes(n*gb, size)/rate, 0
+	return lat + 2*c.gatherTransfer(n*gb, size, k, link), 0
+}
+
+// gatherTransfer is the bandwidth time of an all-gather or reduce-scatter of
+// a size-byte tensor over n GPUs of which k share each node. Over the
+// network NCCL runs one ring per NIC, so the k GPUs of a node move the
+// node's share in parallel: the k-way part on NVLink, then 1/k of the
+// tensor around the nodes on each NIC.
+func (c *costModel) gatherTransfer(size float64, n, k int, link string) float64 {
+	if link != LinkNetwork || k <= 1 || n <= k {
+		return GatherBytes(size, n) / c.linkRate(link)
+	}
+	nodes := n / k
+	return GatherBytes(size, k)/c.linkRate(LinkNVLink) + GatherBytes(size/float64(k), nodes)/c.linkRate(LinkNetwork)
+}
+
+// membersPerNode is how many GPUs of one group of the family share a node
+// (Megatron's rank order puts tp, cp, ep/etp before dp; with
+// tp-cp-ep-pp-dp, pp too).
+func (c *costModel) membersPerNode(fam string, size int) int {
+	stride := c.tp
+	switch fam {
+	case "dp":
+		stride = c.tp * c.cp
+	case "edp":
+		stride = c.etp * c.ep
+	}
+	if fam != "edp" && c.s.Parallel.Order == "tp-cp-ep-pp-dp" {
+		stride *= c.pp
+	}
+	gpn := max(c.s.Cluster.GPUsPerNode, 1)
+	if stride >= gpn {
+		return 1
+	}
+	return max(1, min(size, gpn/stride))
 }
 
 // exposedDataParallel is the part of the data-parallel traffic the step waits

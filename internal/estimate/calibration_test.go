@@ -1,0 +1,549 @@
+package estimate
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/load"
+	"parc.dev/parc/internal/spec"
+)
+
+// TestCalibration compares parc's step-time model with published measured
+// throughputs (testdata/measured/runs.jsonl, outside truth collected with
+// their sources). Rows are split deterministically by a hash of their id:
+// one in three is held out, the rest fit the free constants (Calibration).
+// `go test ./internal/estimate -run TestCalibration -update` refits them,
+// rewrites calibration_fitted.go, testdata/calibration/README.md and
+// scatter.svg; without -update the test fails when those files are stale or
+// the held-out error exceeds the bounds below.
+
+var update = flag.Bool("update", false, "refit the calibration and rewrite its report")
+
+// Targets of issue 14 on held-out rows: median |error| ≤ 10%, worst ≤ 25%.
+// The bounds asserted are the ones reached (see the report's README for
+// where the model is weak); they must only ever go down.
+const (
+	targetMedian = 0.10
+	targetWorst  = 0.25
+	boundMedian  = 0.10
+	boundWorst   = 0.25
+)
+
+// calRow is one corpus row made into a spec.
+type calRow struct {
+	id, source, skip string
+	holdout          bool
+	s                *spec.Spec
+	d                spec.Derived
+	links            map[string]string
+	// measured throughput in tokens/s/GPU (converted from model TFLOP/s or
+	// step time with Megatron's FLOPs per token when the source gives only
+	// those), and what the source printed.
+	measured     float64
+	measuredWhat string
+	// eq3: the source's TFLOP/s count the recompute forward (Narayanan et
+	// al. Eq. 3), so model FLOPs are 3/4 of them.
+	eq3 bool
+}
+
+var clusterPresets = map[string]string{
+	"H100-SXM": "dgx_h100", "A100-SXM4-80GB": "dgx_a100_80g", "B200": "dgx_b200", "B300": "dgx_b300",
+	"GB200": "gb200_nvl72", "GB300": "gb300_nvl72", "H200": "hgx_h200",
+}
+
+func holdout(id string) bool {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return h.Sum32()%3 == 0
+}
+
+// rowSpec writes the CUE spec of a corpus row.
+func rowSpec(r *measuredRun) (string, error) {
+	var b strings.Builder
+	var name string
+	if json.Unmarshal(r.Model, &name) == nil {
+		b.WriteString("package plan\n\nimport (\n\t\"parc.dev/stdlib/models\"\n\t\"parc.dev/stdlib/clusters\"\n)\n\n")
+		fmt.Fprintf(&b, "model: models.%s\n", name)
+	} else {
+		b.WriteString("package plan\n\nimport \"parc.dev/stdlib/clusters\"\n\n")
+		fmt.Fprintf(&b, "model: %s\n", r.Model)
+	}
+	preset, ok := clusterPresets[r.GPU]
+	if !ok {
+		return "", fmt.Errorf("no cluster preset for GPU %q", r.GPU)
+	}
+	gpn := r.GPUsPerNode
+	if gpn <= 0 {
+		gpn = 8
+	}
+	if r.GPUs%gpn == 0 && r.GPUs >= gpn {
+		fmt.Fprintf(&b, "cluster: clusters.%s & {nodes: %d}\n", preset, r.GPUs/gpn)
+	} else {
+		fmt.Fprintf(&b, "cluster: {name: \"x\", nodes: 1, gpus_per_node: %d, nvlink_domain: %d, gpu: clusters.%[3]s.gpu, nvlink_gbps: clusters.%[3]s.nvlink_gbps, network_gbps: clusters.%[3]s.network_gbps}\n",
+			r.GPUs, r.GPUs, preset)
+	}
+	p := r.Parallel
+	b.WriteString("parallel: {")
+	geti := func(x *int, def int) int {
+		if x == nil {
+			return def
+		}
+		return *x
+	}
+	fmt.Fprintf(&b, "tp: %d, pp: %d, vpp: %d, cp: %d, ep: %d", geti(p.TP, 1), geti(p.PP, 1), geti(p.VPP, 1), geti(p.CP, 1), geti(p.EP, 1))
+	if p.ETP != nil {
+		fmt.Fprintf(&b, ", etp: %d", *p.ETP)
+	}
+	if p.SP != nil && geti(p.TP, 1) > 1 {
+		fmt.Fprintf(&b, ", sp: %v", *p.SP)
+	}
+	if p.AccountForEmbedding != nil {
+		fmt.Fprintf(&b, ", account_for_embedding: %v", *p.AccountForEmbedding)
+	}
+	if p.AccountForLoss != nil {
+		fmt.Fprintf(&b, ", account_for_loss: %v", *p.AccountForLoss)
+	}
+	if p.FirstStageLayers != nil {
+		fmt.Fprintf(&b, ", first_stage_layers: %d", *p.FirstStageLayers)
+	}
+	if p.LastStageLayers != nil {
+		fmt.Fprintf(&b, ", last_stage_layers: %d", *p.LastStageLayers)
+	}
+	if v, ok := r.Settings["tp_comm_overlap"].(bool); ok && calSchemaHas["tp_comm_overlap"] {
+		fmt.Fprintf(&b, ", tp_comm_overlap: %v", v)
+	}
+	if v, ok := r.Settings["overlap_moe_expert_parallel_comm"].(bool); ok && calSchemaHas["overlap_moe_expert_parallel_comm"] {
+		fmt.Fprintf(&b, ", overlap_moe_expert_parallel_comm: %v", v)
+	}
+	if p.Layout != "" && calSchemaHas["layout"] {
+		fmt.Fprintf(&b, ", layout: %q", p.Layout)
+	}
+	b.WriteString("}\n")
+
+	t := r.Train
+	mb := geti(t.MicroBatch, 1)
+	fmt.Fprintf(&b, "train: {seq_length: %d, micro_batch: %d, precision: %q, iters: 10", t.SeqLength, mb, t.Precision)
+	if t.GlobalBatch != nil {
+		fmt.Fprintf(&b, ", global_batch: %d", *t.GlobalBatch)
+	} else {
+		dp := r.GPUs / (geti(p.TP, 1) * geti(p.PP, 1) * geti(p.CP, 1))
+		fmt.Fprintf(&b, ", global_batch: %d", max(dp, 1)*mb)
+	}
+	if t.FP8Recipe != "" {
+		fmt.Fprintf(&b, ", fp8_recipe: %q", t.FP8Recipe)
+	}
+	if t.Recompute != "" {
+		fmt.Fprintf(&b, ", recompute: %q", t.Recompute)
+	}
+	if t.RecomputeLayers != nil {
+		fmt.Fprintf(&b, ", recompute_layers: %d", *t.RecomputeLayers)
+	}
+	if len(t.RecomputeModules) > 0 && calSchemaHas["recompute_modules"] {
+		q, _ := json.Marshal(t.RecomputeModules)
+		fmt.Fprintf(&b, ", recompute_modules: %s", q)
+	}
+	if t.FSDP != nil {
+		fmt.Fprintf(&b, ", fsdp: %v", *t.FSDP)
+	}
+	if t.DistributedOptimizer != nil {
+		fmt.Fprintf(&b, ", distributed_optimizer: %v", *t.DistributedOptimizer)
+	}
+	// Data-parallel overlap: as the row's settings say; Megatron-Bridge's and
+	// NeMo's performance recipes turn both on; the 2021-22 papers predate it.
+	overlap := !strings.HasPrefix(r.ID, "megatron-sc21") && !strings.HasPrefix(r.ID, "mtnlg")
+	og, op := overlap, overlap
+	if v, ok := r.Settings["overlap_grad_reduce"].(bool); ok {
+		og = v
+	}
+	if v, ok := r.Settings["overlap_param_gather"].(bool); ok {
+		op = v
+	}
+	// NeMo's and Megatron-Bridge's recipes use the distributed optimizer.
+	distopt := overlap
+	if t.DistributedOptimizer != nil {
+		distopt = *t.DistributedOptimizer
+	} else if t.FSDP == nil || !*t.FSDP {
+		fmt.Fprintf(&b, ", distributed_optimizer: %v", distopt)
+	}
+	fmt.Fprintf(&b, ", overlap_grad_reduce: %v, overlap_param_gather: %v", og, op && og && distopt)
+	if v, ok := r.Settings["fp8_param_gather"].(bool); ok && calSchemaHas["fp8_param_gather"] && t.Precision == "fp8" {
+		fmt.Fprintf(&b, ", fp8_param_gather: %v", v)
+	}
+	if v, ok := r.Settings["grad_reduce_in_fp32"].(bool); ok && calSchemaHas["grad_reduce_in_bf16"] {
+		fmt.Fprintf(&b, ", grad_reduce_in_bf16: %v", !v)
+	}
+	b.WriteString("}\n")
+	return b.String(), nil
+}
+
+// calSchemaHas names the spec fields of issue 13 the schema has; rows set
+// them only when it does.
+var calSchemaHas = map[string]bool{
+	"tp_comm_overlap": true, "overlap_moe_expert_parallel_comm": true, "recompute_modules": true,
+	"fp8_param_gather": true, "grad_reduce_in_bf16": true,
+}
+
+func loadCalibrationRows(t *testing.T) []*calRow {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "measured", "runs.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var raws []measuredRun
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var r measuredRun
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("runs.jsonl: %v", err)
+		}
+		raws = append(raws, r)
+	}
+	rows := make([]*calRow, len(raws))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for i := range raws {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			rows[i] = makeCalRow(&raws[i])
+		}(i)
+	}
+	wg.Wait()
+	return rows
+}
+
+func makeCalRow(r *measuredRun) *calRow {
+	row := &calRow{id: r.ID, source: r.Source, holdout: holdout(r.ID), eq3: strings.HasPrefix(r.ID, "megatron-sc21") || strings.HasPrefix(r.ID, "mtnlg")}
+	text, err := rowSpec(r)
+	if err != nil {
+		row.skip = err.Error()
+		return row
+	}
+	res, ds := load.Load(load.Source{Path: filepath.Join(os.TempDir(), "calibration-"+r.ID+".cue"), Data: []byte(text)})
+	if ds.HasErrors() {
+		row.skip = "spec: " + ds[0].Message
+		return row
+	}
+	s, ds := res.Decode()
+	if ds.HasErrors() {
+		row.skip = "spec: " + ds[0].Message
+		return row
+	}
+	row.s = s
+	row.d = spec.Derive(s)
+	row.links = DefaultLinks(s, row.d)
+	m := r.Measured
+	num := func(k string) float64 {
+		v, _ := m[k].(float64)
+		return v
+	}
+	tokensPerStep := float64(s.Train.GlobalBatch) * float64(s.Train.SeqLength)
+	flopsPerToken := MegatronFLOPs(s, row.d) / tokensPerStep
+	world := float64(row.d.World)
+	switch {
+	case num("tokens_per_s_per_gpu") > 0:
+		row.measured, row.measuredWhat = num("tokens_per_s_per_gpu"), "tokens/s/GPU"
+	case num("step_time_s") > 0:
+		row.measured, row.measuredWhat = tokensPerStep/num("step_time_s")/world, "step time"
+	case num("model_tflops_per_gpu") > 0:
+		tf := num("model_tflops_per_gpu")
+		if row.eq3 {
+			tf *= 3.0 / 4
+		}
+		row.measured, row.measuredWhat = tf*1e12/flopsPerToken, "model TFLOP/s/GPU"
+	default:
+		row.skip = "no throughput"
+	}
+	return row
+}
+
+// estimated is the row's estimated tokens/s/GPU under cal.
+func (r *calRow) estimated(cal Calibration) float64 {
+	o := DefaultOptions()
+	o.Calibration = cal
+	e, _ := RunWith(r.s, r.d, r.links, diag.NoPos, o)
+	return e.TokensPerS / float64(r.d.World)
+}
+
+type calStats struct{ median, worst, mean float64 }
+
+func errStats(errs []float64) calStats {
+	if len(errs) == 0 {
+		return calStats{}
+	}
+	a := make([]float64, len(errs))
+	var sum float64
+	for i, e := range errs {
+		a[i] = math.Abs(e)
+		sum += a[i]
+	}
+	sort.Float64s(a)
+	med := a[len(a)/2]
+	if len(a)%2 == 0 {
+		med = (a[len(a)/2-1] + a[len(a)/2]) / 2
+	}
+	return calStats{median: med, worst: a[len(a)-1], mean: sum / float64(len(a))}
+}
+
+// fitCalibration searches the constants that minimise the fit rows' median
+// and mean |log(estimated/measured)| (coordinate search, shrinking steps).
+func fitCalibration(rows []*calRow, start Calibration) Calibration {
+	fit := []*calRow{}
+	for _, r := range rows {
+		if r.skip == "" && !r.holdout {
+			fit = append(fit, r)
+		}
+	}
+	loss := func(c Calibration) float64 {
+		errs := make([]float64, len(fit))
+		for i, r := range fit {
+			errs[i] = math.Log(r.estimated(c) / r.measured)
+		}
+		st := errStats(errs)
+		return st.median + 0.5*st.mean + 0.1*st.worst
+	}
+	params := []struct {
+		get   func(*Calibration) *float64
+		lo, hi float64
+	}{
+		{func(c *Calibration) *float64 { return &c.GEMMEff }, 0.2, 1},
+		{func(c *Calibration) *float64 { return &c.FP8GEMMEff }, 0.2, 1},
+		{func(c *Calibration) *float64 { return &c.AttnEff }, 0.1, 1},
+		{func(c *Calibration) *float64 { return &c.KernelS }, 0, 50e-6},
+		{func(c *Calibration) *float64 { return &c.NVLinkEff }, 0.2, 1},
+		{func(c *Calibration) *float64 { return &c.NetworkEff }, 0.1, 1},
+		{func(c *Calibration) *float64 { return &c.GroupedRel }, 0.05, 1},
+		{func(c *Calibration) *float64 { return &c.MoELayerS }, 0, 20e-3},
+	}
+	best, bestLoss := start, loss(start)
+	for _, step := range []float64{0.3, 0.15, 0.07, 0.03, 0.01} {
+		for improved := true; improved; {
+			improved = false
+			for _, p := range params {
+				for _, dir := range []float64{1 + step, 1 / (1 + step)} {
+					c := best
+					v := p.get(&c)
+					*v = math.Min(p.hi, math.Max(p.lo, *v*dir))
+					if *v == 0 && p.lo == 0 {
+						*v = 1e-6
+					}
+					if l := loss(c); l < bestLoss-1e-12 {
+						best, bestLoss, improved = c, l, true
+					}
+				}
+			}
+		}
+	}
+	return roundCalibration(best)
+}
+
+// roundCalibration keeps 3 significant digits so the generated file is stable.
+func roundCalibration(c Calibration) Calibration {
+	r := func(x float64) float64 {
+		if x == 0 {
+			return 0
+		}
+		p := math.Pow(10, 2-math.Floor(math.Log10(math.Abs(x))))
+		return math.Round(x*p) / p
+	}
+	return Calibration{GEMMEff: r(c.GEMMEff), FP8GEMMEff: r(c.FP8GEMMEff), AttnEff: r(c.AttnEff),
+		KernelS: r(c.KernelS), NVLinkEff: r(c.NVLinkEff), NetworkEff: r(c.NetworkEff),
+		GroupedRel: r(c.GroupedRel), MoELayerS: r(c.MoELayerS)}
+}
+
+type calResult struct {
+	row       *calRow
+	est, err  float64
+}
+
+func TestCalibration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads every corpus row")
+	}
+	rows := loadCalibrationRows(t)
+	cal := DefaultCalibration()
+	if *update {
+		cal = fitCalibration(rows, cal)
+		writeFitted(t, cal)
+	}
+	var results []calResult
+	var fitErrs, holdErrs []float64
+	for _, r := range rows {
+		if r.skip != "" {
+			results = append(results, calResult{row: r})
+			continue
+		}
+		est := r.estimated(cal)
+		e := est/r.measured - 1
+		results = append(results, calResult{row: r, est: est, err: e})
+		if r.holdout {
+			holdErrs = append(holdErrs, e)
+		} else {
+			fitErrs = append(fitErrs, e)
+		}
+	}
+	fit, hold := errStats(fitErrs), errStats(holdErrs)
+	readme := calibrationReadme(results, cal, fit, hold, len(fitErrs), len(holdErrs))
+	svg := calibrationSVG(results, hold)
+	dir := filepath.Join("testdata", "calibration")
+	if *update {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, data := range map[string]string{"README.md": readme, "scatter.svg": svg} {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for name, want := range map[string]string{"README.md": readme, "scatter.svg": svg} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || string(got) != want {
+			t.Errorf("testdata/calibration/%s is stale: go test ./internal/estimate -run TestCalibration -update", name)
+		}
+	}
+	t.Logf("fit rows %d: median |error| %.1f%%, worst %.1f%%; held-out rows %d: median %.1f%%, worst %.1f%%",
+		len(fitErrs), 100*fit.median, 100*fit.worst, len(holdErrs), 100*hold.median, 100*hold.worst)
+	if len(holdErrs) < 30 {
+		t.Errorf("only %d held-out rows estimated", len(holdErrs))
+	}
+	if hold.median > boundMedian {
+		t.Errorf("held-out median |error| %.1f%% > %.0f%%", 100*hold.median, 100*boundMedian)
+	}
+	if hold.worst > boundWorst {
+		t.Errorf("held-out worst |error| %.1f%% > %.0f%%", 100*hold.worst, 100*boundWorst)
+	}
+}
+
+func writeFitted(t *testing.T, c Calibration) {
+	src := fmt.Sprintf(`// Code generated by go test ./internal/estimate -run TestCalibration -update; DO NOT EDIT.
+
+package estimate
+
+// fittedCalibration is the calibration fitted on the measured corpus's fit
+// rows (testdata/calibration/README.md).
+var fittedCalibration = Calibration{GEMMEff: %v, FP8GEMMEff: %v, AttnEff: %v, KernelS: %v, NVLinkEff: %v, NetworkEff: %v, GroupedRel: %v, MoELayerS: %v}
+`, c.GEMMEff, c.FP8GEMMEff, c.AttnEff, c.KernelS, c.NVLinkEff, c.NetworkEff, c.GroupedRel, c.MoELayerS)
+	if err := os.WriteFile("calibration_fitted.go", []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func calibrationReadme(results []calResult, cal Calibration, fit, hold calStats, nFit, nHold int) string {
+	var b strings.Builder
+	b.WriteString("# Calibration: estimated vs measured throughput\n\n")
+	b.WriteString("Generated by `go test ./internal/estimate -run TestCalibration -update`; do not edit.\n\n")
+	b.WriteString("Every row of the measured corpus (`../measured/runs.jsonl`, published runs with their sources)\n")
+	b.WriteString("is estimated with parc's step-time model. One row in three (FNV-1a hash of its id mod 3 = 0)\n")
+	b.WriteString("is held out; the others fit the model's free constants. Throughput is tokens/s per GPU; where\n")
+	b.WriteString("a source prints only model TFLOP/s per GPU or a step time it is converted with Megatron's FLOPs\n")
+	b.WriteString("per token (the same count on both sides, so the error is the same), and the 2021-22 papers'\n")
+	b.WriteString("TFLOP/s, which count the recompute forward pass (Narayanan et al. Eq. 3), are taken at 3/4.\n\n")
+	fmt.Fprintf(&b, "| rows | n | median \\|error\\| | worst \\|error\\| | mean \\|error\\| |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| held out | %d | %.1f%% | %.1f%% | %.1f%% |\n", nHold, 100*hold.median, 100*hold.worst, 100*hold.mean)
+	fmt.Fprintf(&b, "| fit | %d | %.1f%% | %.1f%% | %.1f%% |\n\n", nFit, 100*fit.median, 100*fit.worst, 100*fit.mean)
+	fmt.Fprintf(&b, "Targets (issue 14) on held-out rows: median ≤ %.0f%%, worst ≤ %.0f%%.\n\n", 100*targetMedian, 100*targetWorst)
+	fmt.Fprintf(&b, "Fitted constants: large bf16 GEMMs at %.3g of the dense peak, fp8 GEMMs at %.3g of the fp8 peak, grouped expert GEMMs at %.3g of that, flash attention at %.3g of the bf16 peak, %.3g µs per kernel, %.3g ms per MoE layer and microbatch, collectives at %.3g of NVLink and %.3g of network bandwidth.\n\n",
+		cal.GEMMEff, cal.FP8GEMMEff, cal.GroupedRel, cal.AttnEff, cal.KernelS*1e6, cal.MoELayerS*1e3, cal.NVLinkEff, cal.NetworkEff)
+	b.WriteString("![estimated vs measured](scatter.svg)\n\n")
+	b.WriteString(calibrationWeaknesses)
+	b.WriteString("\n| id | set | measured as | measured tok/s/GPU | estimated | error |\n|---|---|---|---|---|---|\n")
+	rs := slices.Clone(results)
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].row.id < rs[j].row.id })
+	for _, r := range rs {
+		set := "fit"
+		if r.row.holdout {
+			set = "holdout"
+		}
+		if r.row.skip != "" {
+			fmt.Fprintf(&b, "| %s | %s | skipped: %s | | | |\n", r.row.id, set, strings.ReplaceAll(r.row.skip, "|", "/"))
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %.0f | %+.1f%% |\n", r.row.id, set, r.row.measuredWhat, r.row.measured, r.est, 100*r.err)
+	}
+	return b.String()
+}
+
+// calibrationWeaknesses is said plainly in the report.
+const calibrationWeaknesses = `## Where the model is weak
+
+- It knows nothing of CUDA graphs, CPU offloading, manual GC, fused kernels a recipe turns on or off,
+  or DeepEP/HybridEP dispatchers beyond their traffic: rows that depend on them carry the error.
+- Load imbalance of MoE routing is not modelled (the Megatron-Bridge MoE rows force balanced routing).
+- Pipeline layouts (` + "`parallel.layout`" + `) other than the even or first/last-stage splits fall back to an even split.
+- Hierarchical / multi-rail network effects and switch congestion at thousands of GPUs are one efficiency.
+`
+
+func calibrationSVG(results []calResult, hold calStats) string {
+	const w, h, pad = 520, 520, 60
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range results {
+		if r.row.skip != "" {
+			continue
+		}
+		lo = math.Min(lo, math.Min(r.row.measured, r.est))
+		hi = math.Max(hi, math.Max(r.row.measured, r.est))
+	}
+	if math.IsInf(lo, 0) {
+		lo, hi = 1, 10
+	}
+	l0, l1 := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	pos := func(v float64) float64 { return (math.Log10(v) - l0) / (l1 - l0) * (w - 2*pad) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", w, h, w, h)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
+	x0, y0 := float64(pad), float64(h-pad)
+	side := float64(w - 2*pad)
+	fmt.Fprintf(&b, `<rect x="%g" y="%d" width="%g" height="%g" fill="none" stroke="#888"/>`+"\n", x0, pad, side, side)
+	for e := l0; e <= l1; e++ {
+		p := pos(math.Pow(10, e))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">1e%d</text>`+"\n", x0+p, y0+15, int(e))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">1e%d</text>`+"\n", x0-5, y0-p+4, int(e))
+	}
+	// y = x, and ±10% / ±25% bands.
+	for _, f := range []struct {
+		k     float64
+		color string
+	}{{1, "#444"}, {1.1, "#9c9"}, {1 / 1.1, "#9c9"}, {1.25, "#e99"}, {1 / 1.25, "#e99"}} {
+		a, c := math.Pow(10, l0), math.Pow(10, l1)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="4 3"/>`+"\n",
+			x0+pos(a), y0-pos(math.Max(a*f.k, a)), x0+pos(math.Min(c, c/f.k)), y0-pos(math.Min(c*f.k, c)), f.color)
+	}
+	for _, r := range results {
+		if r.row.skip != "" {
+			continue
+		}
+		color := "#1f77b4"
+		if r.row.holdout {
+			color = "#d62728"
+		}
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s" fill-opacity="0.7"><title>%s %+.1f%%</title></circle>`+"\n",
+			x0+pos(r.row.measured), y0-pos(r.est), color, r.row.id, 100*r.err)
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">measured tokens/s per GPU</text>`+"\n", w/2, h-20)
+	fmt.Fprintf(&b, `<text x="15" y="%d" text-anchor="middle" transform="rotate(-90 15 %d)">estimated tokens/s per GPU</text>`+"\n", h/2, h/2)
+	fmt.Fprintf(&b, `<text x="%d" y="25" text-anchor="middle">held out (red): median |error| %.1f%%, worst %.1f%%; fit rows blue; bands ±10%%, ±25%%</text>`+"\n", w/2, 100*hold.median, 100*hold.worst)
+	b.WriteString("</svg>\n")
+	return b.String()
+}
