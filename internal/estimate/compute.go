@@ -118,7 +118,7 @@ type computeModel struct {
 // gemm is g independent GEMMs (a grouped GEMM when g > 1) of an M×K by K×N
 // product, in fp8 when fp8, else at the activation width: its time and its
 // ideal (FLOPs at the calibrated peak fraction).
-func (cm *computeModel) gemm(g, M, N, K float64, fp8 bool) (t, ideal float64) {
+func (cm *computeModel) gemm(g, M, N, K float64, fp8, grouped bool) (t, ideal float64) {
 	if g <= 0 || M <= 0 || N <= 0 || K <= 0 {
 		return 0, 0
 	}
@@ -126,7 +126,8 @@ func (cm *computeModel) gemm(g, M, N, K float64, fp8 bool) (t, ideal float64) {
 	if fp8 {
 		peak, eff, inB = cm.r.fp8, cm.cal.FP8GEMMEff, 1
 	}
-	if g > 1 && cm.cal.GroupedRel > 0 {
+	ideal = 2 * g * M * N * K / (peak * eff)
+	if grouped && cm.cal.GroupedRel > 0 {
 		eff *= math.Min(cm.cal.GroupedRel, 1)
 	}
 	best := 0.0
@@ -141,15 +142,18 @@ func (cm *computeModel) gemm(g, M, N, K float64, fp8 bool) (t, ideal float64) {
 	flops := 2 * g * M * N * K
 	compute := flops / (peak * eff * best)
 	mem := g * ((M*K+K*N)*inB + M*N*cm.ab) / cm.r.hbm
-	return math.Max(compute, mem), flops / (peak * eff)
+	return math.Max(compute, mem), ideal
 }
 
 // linear is a linear layer of M tokens, K inputs and N outputs: forward,
 // and backward (the data gradient M×N·N×K and the weight gradient K×M·M×N).
+// g > 0 makes it the grouped GEMM of g routed experts; g < 0 is -g plain GEMMs.
 func (cm *computeModel) linear(g, M, K, N float64, fp8 bool) (fwd, bwd op) {
-	f, fi := cm.gemm(g, M, N, K, fp8)
-	d, di := cm.gemm(g, M, K, N, fp8)
-	w, wi := cm.gemm(g, K, N, M, fp8)
+	grouped := g > 0
+	g = math.Abs(g)
+	f, fi := cm.gemm(g, M, N, K, fp8, grouped)
+	d, di := cm.gemm(g, M, K, N, fp8, grouped)
+	w, wi := cm.gemm(g, K, N, M, fp8, grouped)
 	fwd = op{gemm: f, fixed: cm.cal.KernelS, ideal: fi}
 	bwd = op{gemm: d + w, fixed: 2 * cm.cal.KernelS, ideal: di + wi}
 	return fwd, bwd
@@ -231,7 +235,7 @@ func (cm *computeModel) attentionBlock(ls layerShape) (f, bw, flashF, flashB op,
 		lins = append(lins, [3]float64{T, ls.h, (ls.q + 2*ls.kv) / tp}, [3]float64{T, ls.q / tp, ls.h})
 	}
 	for _, l := range lins {
-		a, b := cm.linear(1, l[0], l[1], l[2], cm.fp8)
+		a, b := cm.linear(-1, l[0], l[1], l[2], cm.fp8)
 		f, bw = f.plus(a), bw.plus(b)
 	}
 	gF, gB = f.gemm, bw.gemm
@@ -261,8 +265,8 @@ func (cm *computeModel) attentionBlock(ls layerShape) (f, bw, flashF, flashB op,
 // mlpBlock times a dense MLP (or a shared expert, norm excluded) of width
 // f, on T tokens sharded by tp.
 func (cm *computeModel) mlpBlock(ls layerShape, T, f, tp float64, norm bool) (fwd, bwd op) {
-	a1, b1 := cm.linear(1, T, ls.h, ls.gated*f/tp, cm.fp8)
-	a2, b2 := cm.linear(1, T, f/tp, ls.h, cm.fp8)
+	a1, b1 := cm.linear(-1, T, ls.h, ls.gated*f/tp, cm.fp8)
+	a2, b2 := cm.linear(-1, T, f/tp, ls.h, cm.fp8)
 	fwd, bwd = a1.plus(a2), b1.plus(b2)
 	e := cm.ab
 	bytes := T * f / tp * (ls.gated + 1) * e // activation: read gated·f, write f
@@ -292,7 +296,7 @@ func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
 	a1, b1 := cm.linear(local, Me, ls.h, ls.gated*ls.fe/ls.etp, cm.fp8)
 	a2, b2 := cm.linear(local, Me, ls.fe/ls.etp, ls.h, cm.fp8)
 	fwd, bwd = a1.plus(a2), b1.plus(b2)
-	ra, rb := cm.linear(1, ls.Tsp, ls.h, ls.experts, false) // router (bf16 or fp32)
+	ra, rb := cm.linear(-1, ls.Tsp, ls.h, ls.experts, false) // router (bf16 or fp32)
 	fwd, bwd = fwd.plus(ra), bwd.plus(rb)
 	e := cm.ab
 	bytes := ls.Tsp*ls.h*5*e + // norm and residual add
@@ -354,7 +358,7 @@ func (cm *computeModel) layer(ls layerShape, moe bool) layerTime {
 		}
 		if rm["mla_up_proj"] && ls.mla != nil {
 			kvr := float64(ls.mla.KVLoraRank)
-			a, _ := cm.linear(1, ls.T, kvr, ls.heads*float64(ls.mla.QKHeadDim+ls.mla.VHeadDim)/ls.tp, cm.fp8)
+			a, _ := cm.linear(-1, ls.T, kvr, ls.heads*float64(ls.mla.QKHeadDim+ls.mla.VHeadDim)/ls.tp, cm.fp8)
 			lt.recompute = lt.recompute.plus(a)
 		}
 	}
@@ -364,7 +368,7 @@ func (cm *computeModel) layer(ls layerShape, moe bool) layerTime {
 // outputLayer times the last stage's final norm, output layer (bf16) and
 // vocab-parallel cross-entropy (fp32 logits read and written a few times).
 func (cm *computeModel) outputLayer(T, Tsp, h, vocab, tp float64) (fwd, bwd op) {
-	fwd, bwd = cm.linear(1, T, h, vocab/tp, false)
+	fwd, bwd = cm.linear(-1, T, h, vocab/tp, false)
 	ce := cm.elementwise(T*vocab/tp*(cm.ab+4*2)+Tsp*h*2*cm.ab, 6)
 	return fwd.plus(ce), bwd.plus(ce)
 }
