@@ -2,7 +2,9 @@ package megatron
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -52,6 +54,9 @@ func TestCorpusRoundTrip(t *testing.T) {
 			if n := first(h["nodes"]); n != "" {
 				o.Nodes = atoi(t, n)
 			}
+			if n := first(h["gpus-per-node"]); n != "" {
+				o.GPUsPerNode = atoi(t, n)
+			}
 			res := Import(b, o)
 			expect := first(h["expect"])
 			if code, ok := strings.CutPrefix(expect, "rejected "); ok {
@@ -94,4 +99,59 @@ func atoi(t *testing.T, s string) int {
 	n, err := mg.PyInt(s)
 	require.NoError(t, err)
 	return int(n)
+}
+
+// TestCorpusMegatronAccepts runs the compiled arguments of every imported
+// corpus configuration through Megatron-LM's own parse_args, validate_args
+// and TransformerConfig (targets/megatron/testdata/megatron_check.py). Opt-in:
+// MEGATRON_LM names a Megatron-LM checkout at the commit of options.tsv and
+// python3 needs the packaging module (see targets/megatron/testdata/README.md).
+func TestCorpusMegatronAccepts(t *testing.T) {
+	root := os.Getenv("MEGATRON_LM")
+	if root == "" {
+		t.Skip("MEGATRON_LM is not set (a Megatron-LM checkout; see internal/targets/megatron/testdata/README.md)")
+	}
+	python := ""
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		if exec.Command(py, "-c", "import packaging.version").Run() == nil {
+			python = py
+			break
+		}
+	}
+	if python == "" {
+		t.Skip("no python3 with the packaging module")
+	}
+	checker, err := filepath.Abs("../../targets/megatron/testdata/megatron_check.py")
+	require.NoError(t, err)
+	files, err := filepath.Glob("testdata/corpus/*.args")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		h := corpusHeader(string(b))
+		if first(h["expect"]) != "round-trip" {
+			continue
+		}
+		name := strings.TrimSuffix(filepath.Base(f), ".args")
+		t.Run(name, func(t *testing.T) {
+			o := Options{File: f, Cluster: first(h["cluster"])}
+			if n := first(h["nodes"]); n != "" {
+				o.Nodes = atoi(t, n)
+			}
+			if n := first(h["gpus-per-node"]); n != "" {
+				o.GPUsPerNode = atoi(t, n)
+			}
+			res := Import(b, o)
+			require.NotNil(t, res.Compiled)
+			file := filepath.Join(dir, name+".args")
+			require.NoError(t, os.WriteFile(file, []byte(strings.Join(res.Compiled, "\n")+"\n"), 0o644))
+			cmd := exec.Command(python, checker, strconv.Itoa(res.World), file)
+			// the environment parc's launch gives the workers
+			cmd.Env = append(os.Environ(), "MEGATRON_LM="+root, "CUDA_DEVICE_MAX_CONNECTIONS="+res.Env["CUDA_DEVICE_MAX_CONNECTIONS"])
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			require.True(t, strings.HasPrefix(string(out), "ok "), "%s", out)
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package megatron
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -30,6 +31,7 @@ type Result struct {
 	Compiled []string     // what parc compile of Spec gives Megatron (nil if it does not compile)
 	Diffs    []Difference // dests the compiled arguments still set differently
 	World    int          // GPUs in the job the spec describes
+	Env      map[string]string // the environment parc's launch gives the workers (launch.json), when it compiles
 }
 
 // DefaultCluster is the preset used when none is given.
@@ -118,14 +120,22 @@ func Import(src []byte, o Options) Result {
 	}
 	world = nodes * gpn
 	r.World = world
+	if ns.Values["global_batch_size"] == nil {
+		// Megatron derives it: micro_batch_size · data-parallel size.
+		get := func(d string) int64 { n, _ := asInt(ns.Values[d]); return max(n, 1) }
+		if mp := get("tensor_model_parallel_size") * get("pipeline_model_parallel_size") * get("context_parallel_size"); int64(world)%mp == 0 {
+			m.out = append(m.out, assignment{path: "train.global_batch", value: get("micro_batch_size") * (int64(world) / mp)})
+		}
+	}
 
 	var spec []byte
 	var compiled []string
 	var cdiags diag.List
+	var env map[string]string
 	usePreset := true
 	for range 4 {
 		spec = render(m.out, ns, cmd, extra, renderOptions{cluster: cluster, nodes: nodes, gpn: gpn, presetGPN: presetGPN, preset: usePreset, file: o.File})
-		compiled, cdiags = compile(spec)
+		compiled, cdiags, env = compile(spec)
 		if compiled == nil && usePreset && hasLoadError(cdiags) {
 			usePreset = false // the preset cannot take the overrides: write the model inline
 			continue
@@ -162,6 +172,7 @@ func Import(src []byte, o Options) Result {
 	}
 	r.Spec = spec
 	r.Compiled = compiled
+	r.Env = env
 
 	// What the compile says, at the input's lines.
 	lineOfPath := func(p string) int {
@@ -229,15 +240,15 @@ func hasLoadError(ds diag.List) bool {
 // Megatron for it (also when a check of parc's refuses the plan, so the
 // round trip is verified either way; nil when the spec does not load), and
 // compile's diagnostics.
-func compile(spec []byte) ([]string, diag.List) {
+func compile(spec []byte) ([]string, diag.List, map[string]string) {
 	src := compiler.Source{Path: "imported.cue", Data: spec}
 	res, diags := load.Load(src)
 	if res == nil || diags.HasErrors() {
-		return nil, diags
+		return nil, diags, nil
 	}
 	s, ds := res.Decode()
 	if s == nil {
-		return nil, append(diags, ds...)
+		return nil, append(diags, ds...), nil
 	}
 	p, _ := resolve.Resolve(src.Path, s, res.Locator(), nil)
 	args, _ := mg.Args(p, res.Locator())
@@ -245,7 +256,13 @@ func compile(spec []byte) ([]string, diag.List) {
 	if b, ok := files[compiler.ArgsFile]; ok {
 		args = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	}
-	return args, cds
+	var lj struct {
+		Env map[string]string `json:"env"`
+	}
+	if b, ok := files[compiler.LaunchJSON]; ok {
+		_ = json.Unmarshal(b, &lj)
+	}
+	return args, cds, lj.Env
 }
 
 // clusterGPUs reads gpus_per_node from a cluster preset (8 if unknown).

@@ -43,7 +43,12 @@ failed = 0
 for path in sys.argv[2:]:
     with open(path) as f:
         args = f.read().split('\n')[:-1]
-    os.environ.update(WORLD_SIZE=world, RANK='0', LOCAL_RANK='0', CUDA_DEVICE_MAX_CONNECTIONS='1')
+    os.environ.update(WORLD_SIZE=world, RANK='0', LOCAL_RANK='0')
+    # The launch's CUDA_DEVICE_MAX_CONNECTIONS: 1 unless the caller says
+    # otherwise (empty = unset, as parc's launch leaves it with Megatron-FSDP).
+    os.environ.setdefault('CUDA_DEVICE_MAX_CONNECTIONS', '1')
+    if os.environ['CUDA_DEVICE_MAX_CONNECTIONS'] == '':
+        del os.environ['CUDA_DEVICE_MAX_CONNECTIONS']
     sys.argv = ['pretrain_gpt.py'] + args
     out = io.StringIO()
     try:
