@@ -25,12 +25,12 @@ type Options struct {
 
 // Result of an import.
 type Result struct {
-	Spec     []byte       // the CUE spec; nil when the arguments are rejected
-	Diags    diag.List    // at FILE:LINE of the argument concerned
-	Args     []string     // the training command's arguments as read
-	Compiled []string     // what parc compile of Spec gives Megatron (nil if it does not compile)
-	Diffs    []Difference // dests the compiled arguments still set differently
-	World    int          // GPUs in the job the spec describes
+	Spec     []byte            // the CUE spec; nil when the arguments are rejected
+	Diags    diag.List         // at FILE:LINE of the argument concerned
+	Args     []string          // the training command's arguments as read
+	Compiled []string          // what parc compile of Spec gives Megatron (nil if it does not compile)
+	Diffs    []Difference      // dests the compiled arguments still set differently
+	World    int               // GPUs in the job the spec describes
 	Env      map[string]string // the environment parc's launch gives the workers (launch.json), when it compiles
 }
 
