@@ -5,7 +5,6 @@ import (
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/estimate"
 	"parc.dev/parc/internal/importer"
-	"parc.dev/parc/internal/layout"
 	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/solve"
 	"parc.dev/parc/internal/targets/megatron"
@@ -22,7 +21,7 @@ var compileCodes = []diag.CodeInfo{
 // order. README.md's table is generated from it.
 func Codes() []diag.CodeInfo {
 	var out []diag.CodeInfo
-	for _, stage := range [][]diag.CodeInfo{load.Codes, check.Codes, solve.Codes, layout.Codes, estimate.Codes, megatron.Codes, compileCodes, importer.Codes} {
+	for _, stage := range [][]diag.CodeInfo{load.Codes, check.Codes, solve.Codes, estimate.Codes, megatron.Codes, compileCodes, importer.Codes} {
 		out = append(out, stage...)
 	}
 	return out

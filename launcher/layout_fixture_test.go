@@ -5,7 +5,6 @@ package launcher
 import (
 	"fmt"
 
-	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/layout"
 	"parc.dev/parc/internal/targets/launchjson"
 	"parc.dev/parc/launchplan"
@@ -19,8 +18,8 @@ var fixtureLayouts = map[string]layout.Config{
 }
 
 func buildFixture(c layout.Config) (*launchplan.File, error) {
-	l, ds := layout.New(c, diag.NoPos)
-	if ds.HasErrors() {
+	l, ds := layout.New(c)
+	if ds != nil {
 		return nil, fmt.Errorf("%v", ds)
 	}
 	return launchjson.Build(l, nil, nil, 0), nil

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -111,6 +112,11 @@ func (c *checker) ranges() bool {
 			ok = false
 		}
 	}
+	if ok && s.Cluster.Nodes > spec.MaxWorld/s.Cluster.GPUsPerNode {
+		c.report("layout-world-too-large", "cluster.nodes", fmt.Sprintf("parc lays out at most %d GPUs: split the job", spec.MaxWorld),
+			"%d nodes × %d GPUs is more ranks than parc lays out", s.Cluster.Nodes, s.Cluster.GPUsPerNode)
+		ok = false
+	}
 	for i, h := range s.Parallel.HierarchicalCP {
 		if h < 1 {
 			c.report("value-range", "parallel.hierarchical_cp", "", "parallel.hierarchical_cp[%d] is %d; it must be at least 1", i, h)
@@ -128,7 +134,7 @@ func (c *checker) groups() int { return c.d.QueryGroups }
 func (c *checker) isMoE() bool { return c.s.Model.MoE != nil }
 func (c *checker) vppOn() bool { return c.s.Parallel.VPP > 1 }
 func (c *checker) gridOK() bool {
-	return c.world()%(c.s.Parallel.TP*c.s.Parallel.PP*c.s.Parallel.CP) == 0
+	return spec.Tiles(c.world(), c.s.Parallel.TP, c.s.Parallel.PP, c.s.Parallel.CP)
 }
 
 // accountedLayers is L' = L + E + Lo (Megatron's layer count with the
@@ -156,7 +162,7 @@ func (c *checker) validTP() []int {
 	a, g := s.Model.Heads, c.groups()
 	return valuesIn(1, c.world(), func(t int) bool {
 		return a%t == 0 && (g%t == 0 || t%g == 0) && c.d.FFNHidden%t == 0 &&
-			c.world()%(t*s.Parallel.PP*s.Parallel.CP) == 0
+			spec.Tiles(c.world(), t, s.Parallel.PP, s.Parallel.CP)
 	})
 }
 

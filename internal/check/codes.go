@@ -10,6 +10,8 @@ var Codes = []CodeInfo{
 	// Ranges.
 	{Code: "value-range", Severity: diag.Error, Rule: "", Meaning: "A count that must be at least 1 is 0 or negative (only possible for specs built in Go, the schema rejects it).", Fix: "Set the field to a positive integer."},
 
+	{Code: "layout-world-too-large", Severity: diag.Error, Meaning: "More GPUs than parc lays out (2^22).", Fix: "Split the job."},
+
 	// World size and the parallel grids.
 	{Code: "world-size", Severity: diag.Error, Rule: "W1", Meaning: "The cluster has fewer GPUs (nodes × gpus_per_node) than one model replica needs (tp·pp·cp).", Fix: "Add nodes, or lower tp, pp or cp; the hint lists what fits."},
 	{Code: "world-not-divisible", Severity: diag.Error, Rule: "W1/W2", Meaning: "The world size is not a multiple of tp·pp·cp, so Megatron cannot derive an integer data-parallel size.", Fix: "Pick tp, pp and cp whose product divides nodes × gpus_per_node (the hint lists valid values), or change the node count."},

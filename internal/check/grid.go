@@ -4,13 +4,7 @@ import (
 	"fmt"
 
 	"parc.dev/parc/internal/diag"
-)
-
-// Orders Megatron's pretrain entry point can build
-// (megatron/training/initialize.py).
-const (
-	OrderDefault = "tp-cp-ep-dp-pp"
-	OrderPPDP    = "tp-cp-ep-pp-dp" // --use-tp-pp-dp-mapping
+	"parc.dev/parc/internal/spec"
 )
 
 // grid checks the dense and expert grids against the world size, the rank
@@ -25,7 +19,7 @@ func (c *checker) grid() {
 			"one model replica needs tp·pp·cp = %d·%d·%d = %d GPUs but the cluster has nodes × gpus_per_node = %d × %d = %d",
 			p.TP, p.PP, p.CP, model, s.Cluster.Nodes, s.Cluster.GPUsPerNode, world)
 		c.relatedDegrees(e, "pp", p.PP, "cp", p.CP)
-	case world%model != 0:
+	case !spec.Tiles(world, p.TP, p.PP, p.CP):
 		e := c.report("world-not-divisible", "parallel.tp", c.gridHint(),
 			"world size %d (nodes × gpus_per_node = %d × %d) is not divisible by tp·pp·cp = %d·%d·%d = %d",
 			world, s.Cluster.Nodes, s.Cluster.GPUsPerNode, p.TP, p.PP, p.CP, model)
@@ -33,10 +27,13 @@ func (c *checker) grid() {
 	}
 
 	expert := c.etp() * p.EP * p.PP
-	if world%expert != 0 && world >= model && world%model == 0 {
+	expertOK := spec.Tiles(world, c.etp(), p.EP, p.PP)
+	if !expertOK && c.gridOK() {
 		// Only meaningful once the dense grid fits; otherwise the error above
 		// already says what to change.
-		eps := valuesIn(1, world, func(e int) bool { return world%(c.etp()*e*p.PP) == 0 && (!c.isMoE() || s.Model.MoE.Experts%e == 0) })
+		eps := valuesIn(1, world, func(e int) bool {
+			return spec.Tiles(world, c.etp(), e, p.PP) && (!c.isMoE() || s.Model.MoE.Experts%e == 0)
+		})
 		e := c.report("expert-grid-not-divisible", "parallel.ep",
 			fmt.Sprintf("etp·ep·pp must divide %d: valid ep with etp=%d, pp=%d: %s", world, c.etp(), p.PP, ints(eps)),
 			"world size %d is not divisible by the expert grid etp·ep·pp = %d·%d·%d = %d",
@@ -45,17 +42,17 @@ func (c *checker) grid() {
 	}
 
 	switch p.Order {
-	case OrderDefault:
-	case OrderPPDP:
-		if p.PP > 1 && c.gridOK() && world%expert == 0 && c.d.EDP != c.d.DP {
+	case spec.OrderDefault:
+	case spec.OrderPPDP:
+		if p.PP > 1 && c.gridOK() && expertOK && c.d.EDP != c.d.DP {
 			c.report("order-pp-last", "parallel.order",
-				fmt.Sprintf("use order %q, or make etp·ep equal tp·cp = %d", OrderDefault, p.TP*p.CP),
+				fmt.Sprintf("use order %q, or make etp·ep equal tp·cp = %d", spec.OrderDefault, p.TP*p.CP),
 				"order %q with pp=%d needs equal data-parallel sizes for attention and experts, but dp = %d and expert dp = %d (tp·cp = %d, etp·ep = %d)",
 				p.Order, p.PP, c.d.DP, c.d.EDP, p.TP*p.CP, c.etp()*p.EP)
 		}
 	default:
 		c.report("order-unsupported", "parallel.order",
-			fmt.Sprintf("use %q (default) or %q (--use-tp-pp-dp-mapping)", OrderDefault, OrderPPDP),
+			fmt.Sprintf("use %q (default) or %q (%s)", spec.OrderDefault, spec.OrderPPDP, spec.OrderPPDPFlag),
 			"order %q is not a rank order Megatron-Core's training entry point can build", p.Order)
 	}
 
@@ -70,7 +67,7 @@ func (c *checker) grid() {
 			Related("cluster.nodes", "nodes = %d", s.Cluster.Nodes)
 	}
 
-	if k := p.DistributedOptimizerInstances; k > 1 && c.gridOK() && world%expert == 0 {
+	if k := p.DistributedOptimizerInstances; k > 1 && c.gridOK() && expertOK {
 		dpcp := c.d.DP * p.CP
 		if dpcp%k != 0 || c.d.EDP%k != 0 {
 			ok := valuesIn(1, dpcp, func(v int) bool { return dpcp%v == 0 && c.d.EDP%v == 0 })
@@ -105,8 +102,8 @@ func (c *checker) relatedDegrees(e diag.Entry, others ...any) {
 // and pp values with the current tp and cp.
 func (c *checker) gridHint() string {
 	p, world := c.s.Parallel, c.world()
-	tps := valuesIn(1, world, func(t int) bool { return world%(t*p.PP*p.CP) == 0 })
-	pps := valuesIn(1, world, func(q int) bool { return world%(p.TP*q*p.CP) == 0 })
+	tps := valuesIn(1, world, func(t int) bool { return spec.Tiles(world, t, p.PP, p.CP) })
+	pps := valuesIn(1, world, func(q int) bool { return spec.Tiles(world, p.TP, q, p.CP) })
 	return fmt.Sprintf("tp·pp·cp must divide the world size %d: valid tp with pp=%d, cp=%d: %s; valid pp with tp=%d, cp=%d: %s",
 		world, p.PP, p.CP, ints(tps), p.TP, p.CP, ints(pps))
 }

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"parc.dev/parc/internal/spec"
 	"slices"
 )
 
@@ -23,7 +24,7 @@ func (c *checker) moe() {
 	e := m.MoE
 	if e.Experts%p.EP != 0 {
 		okEP := valuesIn(1, e.Experts, func(v int) bool {
-			return e.Experts%v == 0 && c.world()%(c.etp()*v*p.PP) == 0
+			return e.Experts%v == 0 && spec.Tiles(c.world(), c.etp(), v, p.PP)
 		})
 		c.report("ep-experts", "parallel.ep", fmt.Sprintf("ep values dividing experts=%d that fit the world size: %s", e.Experts, ints(okEP)),
 			"experts=%d is not a multiple of ep=%d", e.Experts, p.EP).
@@ -61,7 +62,7 @@ func (c *checker) moe() {
 		if e.FFNHidden != nil {
 			path = "model.moe.ffn_hidden"
 		}
-		okETP := valuesIn(1, c.world(), func(v int) bool { return f%v == 0 && c.world()%(v*p.EP*p.PP) == 0 })
+		okETP := valuesIn(1, c.world(), func(v int) bool { return f%v == 0 && spec.Tiles(c.world(), v, p.EP, p.PP) })
 		c.report("moe-ffn-etp", path, fmt.Sprintf("etp values dividing %d that fit the world size: %s", f, ints(okETP)),
 			"the expert ffn_hidden=%d is not divisible by etp=%d%s", f, etp, c.etpOrigin())
 	}

@@ -1,6 +1,9 @@
 package check
 
-import "fmt"
+import (
+	"fmt"
+	"parc.dev/parc/internal/spec"
+)
 
 // pipeline checks the split of the decoder layers over pipeline ranks and
 // virtual stages (P6–P18, P24), the interleaved schedule's pp requirement
@@ -48,7 +51,7 @@ func (c *checker) evenSplit() {
 		what = fmt.Sprintf("layers + account_for_embedding + account_for_loss = %d", Lp)
 	}
 	if Lp%pp != 0 {
-		okPP := valuesIn(1, Lp, func(q int) bool { return Lp%q == 0 && (!c.gridOK() || c.world()%(p.TP*q*p.CP) == 0) })
+		okPP := valuesIn(1, Lp, func(q int) bool { return Lp%q == 0 && (!c.gridOK() || spec.Tiles(c.world(), p.TP, q, p.CP)) })
 		which := fmt.Sprintf("pp values dividing %d that fit the world size", Lp)
 		if !c.gridOK() {
 			// The grid itself is broken (reported on its own): list the

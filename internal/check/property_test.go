@@ -186,7 +186,7 @@ var mutations = []mutation{
 		if s.Parallel.PP == 1 || d.EDP == d.DP {
 			return false
 		}
-		s.Parallel.Order = OrderPPDP
+		s.Parallel.Order = spec.OrderPPDP
 		return true
 	}},
 	{"vpp-pp", func(s *spec.Spec, d spec.Derived) bool {

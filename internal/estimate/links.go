@@ -1,7 +1,6 @@
 package estimate
 
 import (
-	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/layout"
 	"parc.dev/parc/internal/spec"
 )
@@ -19,7 +18,7 @@ const (
 // every family then counts as crossing the network.
 func DefaultLinks(s *spec.Spec, d spec.Derived) map[string]string {
 	out := map[string]string{}
-	l, _ := layout.Build(s, d, diag.NoPos)
+	l, _ := layout.Build(s, d)
 	if l == nil {
 		return out
 	}

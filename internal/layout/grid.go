@@ -203,3 +203,16 @@ func (f *Family) Locate(rank int) (group, index int, ok bool) {
 	}
 	return group, index, true
 }
+
+// SameGroups reports whether g and h build the same groups: the same axes
+// larger than 1, in the same order and sizes.
+func (g Grid) SameGroups(h Grid) bool { return g.effective() == h.effective() }
+
+// AxisLabel names an axis of the named grid as the user knows it: on the
+// expert grid tp is etp and dp is edp.
+func AxisLabel(grid, axis string) string {
+	if grid == "expert" {
+		return expertLabel(axis)
+	}
+	return axis
+}

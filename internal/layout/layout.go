@@ -1,12 +1,11 @@
 package layout
 
 import (
+	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
-	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/spec"
 )
 
@@ -41,10 +40,10 @@ type Layout struct {
 	// axes it leaves out, all of size 1, appended). Both grids use it.
 	Order string `json:"order"`
 	// MegatronOrder is the order Megatron's training scripts must be given to
-	// build exactly these groups: DefaultOrder, or PPDPOrder (pass
-	// --use-tp-pp-dp-mapping). It is the user's order when that is one of
-	// the two, otherwise the one (default first) whose groups are the same.
-	// Empty when neither is (a warning says so).
+	// build exactly these groups: spec.OrderDefault, or spec.OrderPPDP (pass
+	// --use-tp-pp-dp-mapping). It is the order of the config when that is one
+	// of the two, otherwise the one (default first) whose groups are the
+	// same; empty when neither is.
 	MegatronOrder string `json:"megatron_order"`
 	Dense         Grid   `json:"dense"`
 	Expert        Grid   `json:"expert"`
@@ -94,9 +93,8 @@ type Coords struct {
 	EDP int `json:"edp"`
 }
 
-// MaxWorld is the largest world New lays out (2^22 GPUs, 32 times the
-// 131,072-GPU benchmark); beyond it launch.json alone would be gigabytes.
-const MaxWorld = 1 << 22
+// MaxWorld is the largest world New lays out (spec.MaxWorld).
+const MaxWorld = spec.MaxWorld
 
 // FamilyNames lists the families in the order Megatron-Core creates them
 // (initialize_model_parallel).
@@ -106,16 +104,13 @@ var FamilyNames = []string{
 	"ep", "etp", "etp-ep", "etp-ep-pp", "edp",
 }
 
-// Build lays out the ranks of a spec. It reports what makes a layout
-// impossible (bad order string, a grid that does not tile the world) and
-// returns a nil Layout then; the divisibility rules themselves are also
-// checked, with more context, by internal/check.
-func Build(s *spec.Spec, d spec.Derived, at diag.Locator) (*Layout, diag.List) {
+// ConfigOf is the layout configuration of a spec.
+func ConfigOf(s *spec.Spec, d spec.Derived) Config {
 	etp := d.ETP
 	if etp == 0 && s.Parallel.ETP != nil {
 		etp = *s.Parallel.ETP
 	}
-	return New(Config{
+	return Config{
 		Nodes:         s.Cluster.Nodes,
 		GPUsPerNode:   s.Cluster.GPUsPerNode,
 		NVLinkDomain:  s.Cluster.NVLinkDomain,
@@ -127,75 +122,42 @@ func Build(s *spec.Spec, d spec.Derived, at diag.Locator) (*Layout, diag.List) {
 		Order:         s.Parallel.Order,
 		TieEmbeddings: s.Model.TieEmbeddings,
 		MTPLayers:     s.Model.MTPLayers,
-	}, at)
+	}
 }
 
-// New lays out the ranks for c. See Build.
-func New(c Config, at diag.Locator) (*Layout, diag.List) {
-	var ds diag.List
-	if c.ETP == 0 {
-		c.ETP = c.TP
-	}
-	if c.NVLinkDomain == 0 {
-		c.NVLinkDomain = c.GPUsPerNode
-	}
-	positive := []struct {
-		path string
-		v    int
-	}{
-		{"cluster.nodes", c.Nodes}, {"cluster.gpus_per_node", c.GPUsPerNode},
-		{"cluster.nvlink_domain", c.NVLinkDomain},
-		{"parallel.tp", c.TP}, {"parallel.pp", c.PP}, {"parallel.cp", c.CP},
-		{"parallel.ep", c.EP}, {"parallel.etp", c.ETP},
-	}
-	for _, p := range positive {
-		if p.v < 1 {
-			ds.Errorf(at(p.path), p.path, "layout-invalid-degree", "use a whole number ≥ 1",
-				"%s is %d; the layout needs a whole number ≥ 1", p.path, p.v)
-		}
-	}
-	axes, ods := ParseOrder(c.Order, at)
-	ds = append(ds, ods...)
-	if ds.HasErrors() {
-		return nil, ds
-	}
+// Build lays out the ranks of a spec (New on ConfigOf). The layout stage
+// reports nothing itself: every spec that reaches it has passed
+// internal/check, which reports at the user's fields each rule New refuses
+// (the grids, the order, the world's size); an error here is a bug.
+func Build(s *spec.Spec, d spec.Derived) (*Layout, error) {
+	return New(ConfigOf(s, d))
+}
 
-	world, ok := mul(c.Nodes, c.GPUsPerNode)
-	if !ok || world > MaxWorld {
-		ds.Errorf(at("cluster.nodes"), "cluster.nodes", "layout-world-too-large",
-			fmt.Sprintf("parc lays out at most %d GPUs", MaxWorld),
-			"%d nodes × %d GPUs is more ranks than parc lays out", c.Nodes, c.GPUsPerNode)
-		return nil, ds
+// New lays out the ranks for c the way Megatron-Core's RankGenerator does,
+// for any order string (with the axes it leaves out appended, as
+// RankGenerator appends them). It returns an error, with Megatron's own
+// message where Megatron raises, when c cannot be laid out: a degree below
+// 1, an order that is not a list of distinct axes or leaves out an axis
+// larger than 1, a grid that does not tile the world, one of
+// initialize_model_parallel's consistency asserts (then the layout is
+// returned too: RankGenerator builds its groups all the same), or more than
+// MaxWorld GPUs.
+func New(c Config) (*Layout, error) {
+	c = c.withDefaults()
+	axes, err := ParseOrder(c.Order)
+	if err = errors.Join(c.validate(), err); err != nil {
+		return nil, err
 	}
-	dense, dok := mul(c.TP, c.PP, c.CP)
-	expert, eok := mul(c.ETP, c.EP, c.PP)
-	if !dok || world%dense != 0 {
-		ds.Errorf(at("parallel.tp"), "parallel.tp", "layout-grid-does-not-tile",
-			divisorHint("tp", world, c.PP*c.CP, "pp·cp", c.PP*c.CP),
-			"the dense grid tp·pp·cp = %d·%d·%d = %d does not tile the world of %d GPUs (%d nodes × %d); Megatron raises \"world_size (%d) is not divisible by %d\"",
-			c.TP, c.PP, c.CP, dense, world, c.Nodes, c.GPUsPerNode, world, dense)
+	world, dp, edp, err := c.grids()
+	if err != nil {
+		return nil, err
 	}
-	if !eok || world%expert != 0 {
-		path := "parallel.ep"
-		if c.EP == 1 {
-			path = "parallel.etp"
-		}
-		ds.Errorf(at(path), path, "layout-grid-does-not-tile",
-			divisorHint("ep", world, c.ETP*c.PP, "etp·pp", c.ETP*c.PP),
-			"the expert grid etp·ep·pp = %d·%d·%d = %d does not tile the world of %d GPUs (%d nodes × %d); Megatron raises \"world_size (%d) is not divisible by expert_tensor_model_pipeline_parallel size (%d)\"",
-			c.ETP, c.EP, c.PP, expert, world, c.Nodes, c.GPUsPerNode, world, expert)
+	denseSizes := map[string]int{AxisTP: c.TP, AxisCP: c.CP, AxisEP: 1, AxisDP: dp, AxisPP: c.PP}
+	expertSizes := map[string]int{AxisTP: c.ETP, AxisCP: 1, AxisEP: c.EP, AxisDP: edp, AxisPP: c.PP}
+	full, err := completeOrder(axes, c.Order, denseSizes, expertSizes)
+	if err != nil {
+		return nil, err
 	}
-	if ds.HasErrors() {
-		return nil, ds
-	}
-
-	denseSizes := map[string]int{AxisTP: c.TP, AxisCP: c.CP, AxisEP: 1, AxisDP: world / dense, AxisPP: c.PP}
-	expertSizes := map[string]int{AxisTP: c.ETP, AxisCP: 1, AxisEP: c.EP, AxisDP: world / expert, AxisPP: c.PP}
-	full, ok := completeOrder(axes, c.Order, denseSizes, expertSizes, at(orderPath), &ds)
-	if !ok {
-		return nil, ds
-	}
-
 	l := &Layout{
 		World:        world,
 		Nodes:        c.Nodes,
@@ -205,16 +167,96 @@ func New(c Config, at diag.Locator) (*Layout, diag.List) {
 		Dense:        newGrid("dense", full, denseSizes),
 		Expert:       newGrid("expert", full, expertSizes),
 	}
-	l.checkMegatronAsserts(c, at, &ds)
-	l.MegatronOrder = l.megatronOrder(c, full, denseSizes, expertSizes)
-	if l.MegatronOrder == "" {
-		ds.Warnf(at(orderPath), orderPath, "order-not-megatron-mapping",
-			"use \""+DefaultOrder+"\" or \""+PPDPOrder+"\"",
-			"parallel.order %q gives groups that neither %q nor %q (--use-tp-pp-dp-mapping) gives, and Megatron's training scripts can only select those two; launch.json lists the groups of %q",
-			c.Order, DefaultOrder, PPDPOrder, l.Order)
-	}
-	l.checkDomain(c, at, &ds)
+	l.MegatronOrder = l.megatronOrder(full, denseSizes, expertSizes)
+	l.buildFamilies(c)
+	// The groups are well defined even where initialize_model_parallel
+	// asserts (RankGenerator builds them): return both.
+	return l, l.megatronAsserts(c)
+}
 
+// withDefaults fills ETP (= TP) and the NVLink domain (= the node).
+func (c Config) withDefaults() Config {
+	if c.ETP == 0 {
+		c.ETP = c.TP
+	}
+	if c.NVLinkDomain == 0 {
+		c.NVLinkDomain = c.GPUsPerNode
+	}
+	return c
+}
+
+// validate reports degrees below 1.
+func (c Config) validate() error {
+	var errs []error
+	for _, p := range []struct {
+		name string
+		v    int
+	}{
+		{"nodes", c.Nodes}, {"gpus_per_node", c.GPUsPerNode}, {"nvlink_domain", c.NVLinkDomain},
+		{"tp", c.TP}, {"pp", c.PP}, {"cp", c.CP}, {"ep", c.EP}, {"etp", c.ETP},
+	} {
+		if p.v < 1 {
+			errs = append(errs, fmt.Errorf("%s is %d; the layout needs a whole number ≥ 1", p.name, p.v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// grids checks that both grids tile the world (spec.Replicas) and returns
+// the world size and the two data-parallel sizes.
+func (c Config) grids() (world, dp, edp int, err error) {
+	if c.Nodes > MaxWorld/c.GPUsPerNode {
+		return 0, 0, 0, fmt.Errorf("%d nodes × %d GPUs is more ranks than parc lays out (%d)", c.Nodes, c.GPUsPerNode, MaxWorld)
+	}
+	world = c.Nodes * c.GPUsPerNode
+	var errs []error
+	dp, ok := spec.Replicas(world, c.TP, c.PP, c.CP)
+	if !ok {
+		errs = append(errs, fmt.Errorf("the dense grid tp·pp·cp = %d·%d·%d does not tile the world of %d GPUs; Megatron raises \"world_size (%d) is not divisible by %d\"",
+			c.TP, c.PP, c.CP, world, world, c.TP*c.PP*c.CP))
+	}
+	edp, ok = spec.Replicas(world, c.ETP, c.EP, c.PP)
+	if !ok {
+		errs = append(errs, fmt.Errorf("the expert grid etp·ep·pp = %d·%d·%d does not tile the world of %d GPUs; Megatron raises \"world_size (%d) is not divisible by expert_tensor_model_pipeline_parallel size (%d)\"",
+			c.ETP, c.EP, c.PP, world, world, c.ETP*c.EP*c.PP))
+	}
+	return world, dp, edp, errors.Join(errs...)
+}
+
+// megatronAsserts are the two consistency asserts of
+// initialize_model_parallel (megatron/core/parallel_state.py).
+func (l *Layout) megatronAsserts(c Config) error {
+	dp, edp := l.Dense.Axis(AxisDP).Size, l.Expert.Axis(AxisDP).Size
+	if !strings.HasSuffix(c.Order, AxisPP) && c.PP > 1 && edp != dp {
+		return fmt.Errorf("order %q does not end in pp and pp = %d, so the expert data-parallel size (%d) must equal the data-parallel size (%d): Megatron asserts \"When not using pp-last rank ordering, the data parallel size of the attention and moe layers must be the same\"",
+			c.Order, c.PP, edp, dp)
+	}
+	if c.PP > 1 && l.Dense.Axis(AxisPP).Stride != l.Expert.Axis(AxisPP).Stride {
+		return fmt.Errorf("with order %q the pipeline groups of the dense grid (stride %d) and of the expert grid (stride %d) differ; Megatron asserts \"Pipeline parallel groups are expected to be the same for Non-Expert and Expert part\"",
+			c.Order, l.Dense.Axis(AxisPP).Stride, l.Expert.Axis(AxisPP).Stride)
+	}
+	return nil
+}
+
+// megatronOrder is the one of Megatron's two orders (default first) that
+// builds the same groups, or "".
+func (l *Layout) megatronOrder(full []string, dense, expert map[string]int) string {
+	joined := strings.Join(full, "-")
+	if joined == spec.OrderDefault || joined == spec.OrderPPDP {
+		return joined
+	}
+	for _, o := range []string{spec.OrderDefault, spec.OrderPPDP} {
+		axes := strings.Split(o, "-")
+		if newGrid("dense", axes, dense).effective() == l.Dense.effective() &&
+			newGrid("expert", axes, expert).effective() == l.Expert.effective() {
+			return o
+		}
+	}
+	return ""
+}
+
+// buildFamilies creates the 16 group families and their summaries.
+func (l *Layout) buildFamilies(c Config) {
 	l.EmbeddingStages = []int{0}
 	if c.PP > 1 && (c.TieEmbeddings || c.MTPLayers > 0) {
 		l.EmbeddingStages = append(l.EmbeddingStages, c.PP-1)
@@ -238,54 +280,6 @@ func New(c Config, at diag.Locator) (*Layout, diag.List) {
 	for _, name := range FamilyNames {
 		l.families = append(l.families, fam[name])
 		l.Summaries = append(l.Summaries, l.summarize(fam[name]))
-	}
-	return l, ds
-}
-
-// checkMegatronAsserts reports the two consistency asserts of
-// initialize_model_parallel (rules W4 and W5 of notes/megatron-rules.md). The
-// groups are well defined either way, so the layout is still returned.
-func (l *Layout) checkMegatronAsserts(c Config, at diag.Locator, ds *diag.List) {
-	dp, edp := l.Dense.Axis(AxisDP).Size, l.Expert.Axis(AxisDP).Size
-	if !strings.HasSuffix(c.Order, AxisPP) && c.PP > 1 && edp != dp {
-		ds.Errorf(at(orderPath), orderPath, "order-expert-dp-mismatch",
-			fmt.Sprintf("with pp last (%q) any edp works; otherwise make etp·ep = tp·cp (now %d·%d = %d, %d·%d = %d)",
-				DefaultOrder, c.ETP, c.EP, c.ETP*c.EP, c.TP, c.CP, c.TP*c.CP),
-			"parallel.order %q does not end in pp and pp = %d, so Megatron needs the expert data-parallel size (%d) to equal the data-parallel size (%d): \"When not using pp-last rank ordering, the data parallel size of the attention and moe layers must be the same\"",
-			c.Order, c.PP, edp, dp)
-		return
-	}
-	if c.PP > 1 && l.Dense.Axis(AxisPP).Stride != l.Expert.Axis(AxisPP).Stride {
-		ds.Errorf(at(orderPath), orderPath, "order-pp-groups-differ",
-			fmt.Sprintf("put pp last (%q), or make the axes left of pp as large on both grids", DefaultOrder),
-			"with parallel.order %q the pipeline groups of the dense grid (stride %d) and of the expert grid (stride %d) differ; Megatron asserts \"Pipeline parallel groups are expected to be the same for Non-Expert and Expert part\"",
-			c.Order, l.Dense.Axis(AxisPP).Stride, l.Expert.Axis(AxisPP).Stride)
-	}
-}
-
-func (l *Layout) megatronOrder(c Config, full []string, dense, expert map[string]int) string {
-	joined := strings.Join(full, "-")
-	if joined == DefaultOrder || joined == PPDPOrder {
-		return joined
-	}
-	for _, o := range []string{DefaultOrder, PPDPOrder} {
-		axes := strings.Split(o, "-")
-		if newGrid("dense", axes, dense).effective() == l.Dense.effective() &&
-			newGrid("expert", axes, expert).effective() == l.Expert.effective() {
-			return o
-		}
-	}
-	return ""
-}
-
-// checkDomain warns when NVLink domains and nodes do not nest.
-func (l *Layout) checkDomain(c Config, at diag.Locator, ds *diag.List) {
-	d, g := c.NVLinkDomain, c.GPUsPerNode
-	if d%g != 0 && g%d != 0 {
-		ds.Warnf(at("cluster.nvlink_domain"), "cluster.nvlink_domain", "layout-nvlink-domain-misaligned",
-			fmt.Sprintf("use a multiple or a divisor of gpus_per_node (%d)", g),
-			"cluster.nvlink_domain = %d is neither a multiple nor a divisor of gpus_per_node = %d, so some node straddles two NVLink domains; parc takes domains as consecutive blocks of %d ranks",
-			d, g, d)
 	}
 }
 
@@ -365,34 +359,6 @@ func (l *Layout) Coords(rank int) Coords {
 		EP:  l.Expert.Coord(rank, AxisEP),
 		EDP: l.Expert.Coord(rank, AxisDP),
 	}
-}
-
-// mul multiplies positive ints, reporting overflow.
-func mul(xs ...int) (int, bool) {
-	p := 1
-	for _, x := range xs {
-		if x < 1 || p > math.MaxInt/x {
-			return 0, false
-		}
-		p *= x
-	}
-	return p, true
-}
-
-// divisorHint lists the values of axis that tile a world of w GPUs when the
-// other factors multiply to rest.
-func divisorHint(axis string, w, rest int, restName string, restVal int) string {
-	if rest < 1 || w%rest != 0 {
-		return fmt.Sprintf("the world of %d GPUs must be a multiple of %s (%d): change the degrees or the number of nodes", w, restName, restVal)
-	}
-	var vals []string
-	q := w / rest
-	for v := 1; v <= q && len(vals) < 12; v++ {
-		if q%v == 0 {
-			vals = append(vals, strconv.Itoa(v))
-		}
-	}
-	return fmt.Sprintf("with %s = %d, %s must divide %d: one of %s", restName, restVal, axis, q, strings.Join(vals, ", "))
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -25,5 +25,4 @@ var Codes = []diag.CodeInfo{
 	{Code: "hcl-expression", Severity: diag.Error, Meaning: "An HCL expression parc cannot evaluate to a literal (variables, functions).", Fix: "Write literal strings, numbers, bools, lists and objects."},
 	{Code: "hcl-block-label", Severity: diag.Error, Meaning: "An HCL block with a label (`model \"x\" {`).", Fix: "Write the block without a label."},
 	{Code: "hcl-duplicate-block", Severity: diag.Error, Meaning: "The same HCL block twice, or as both block and attribute.", Fix: "Merge them into one block."},
-	{Code: "load", Severity: diag.Error, Meaning: "The CUE loader did not produce exactly one instance.", Fix: "Vet one file at a time."},
 }

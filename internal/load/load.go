@@ -164,8 +164,8 @@ func fromCUE(ctx *cue.Context, abs string, data []byte, res *Result) (*cue.Value
 		Env:     []string{"CUE_REGISTRY=none"},
 	})
 	if len(insts) != 1 {
-		diags.Errorf(diag.Pos{File: abs}, "", "load", "", "expected one CUE instance, got %d", len(insts))
-		return nil, diags
+		// One file argument is one instance; anything else is a bug.
+		panic(fmt.Sprintf("parc: the CUE loader made %d instances of one file", len(insts)))
 	}
 	if err := insts[0].Err; err != nil {
 		diags = append(diags, fromCUEError(err, res)...)

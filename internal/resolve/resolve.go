@@ -1,6 +1,8 @@
 package resolve
 
 import (
+	"fmt"
+
 	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/estimate"
@@ -30,10 +32,11 @@ func Resolve(source string, s *spec.Spec, at diag.Locator, checks []Check) (*pla
 		// the same mistakes in other words.
 		return p, diags
 	}
-	l, ds := layout.Build(s, d, at)
-	diags = append(diags, ds...)
-	if l == nil {
-		return p, diags
+	l, err := layout.Build(s, d)
+	if err != nil {
+		// check reports every rule the layout refuses, at the user's
+		// fields; a spec that passed it and cannot be laid out is a bug.
+		panic(fmt.Sprintf("parc: a spec that passed every check cannot be laid out: %v", err))
 	}
 	p.Layout = l
 	diags = append(diags, check.Topology(s, familyLinks(l), at)...)

@@ -20,7 +20,7 @@ import (
 func randomGrid(rng *rand.Rand) layout.Config {
 	pick := func(xs ...int) int { return xs[rng.Intn(len(xs))] }
 	gpn := pick(1, 2, 4, 8)
-	c := layout.Config{GPUsPerNode: gpn, Order: pick2(rng, layout.DefaultOrder, layout.PPDPOrder)}
+	c := layout.Config{GPUsPerNode: gpn, Order: pick2(rng, spec.OrderDefault, spec.OrderPPDP)}
 	c.NVLinkDomain = pick(gpn, gpn, 2*gpn, 72, max(gpn/2, 1), 3*gpn)
 	for {
 		c.Nodes = pick(1, 2, 3, 4, 6, 8, 9, 18, 36)
@@ -46,7 +46,7 @@ func TestLinksMatchLayout(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for range 3000 {
 		c := randomGrid(rng)
-		l, ds := layout.New(c, diag.NoPos) // errors only for Megatron's order asserts
+		l, ds := layout.New(c) // errors only for Megatron's order asserts
 		require.NotNil(t, l, "%+v: %v", c, ds)
 		w := c.Nodes * c.GPUsPerNode
 		dp, edp := w/(c.TP*c.CP*c.PP), w/(c.ETP*c.EP*c.PP)

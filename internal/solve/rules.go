@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/spec"
 )
 
@@ -159,7 +158,7 @@ func (sv *solver) enumerateExpert(tp, cp, pp, dp int, d0 *spec.Derived) {
 					return fmt.Sprintf("the expert ffn_hidden=%d is not divisible by etp=%d", d0.MoEFFNHidden, eff)
 				})
 				continue
-			case p.Order == check.OrderPPDP && pp > 1 && edp != dp:
+			case p.Order == spec.OrderPPDP && pp > 1 && edp != dp:
 				sv.prune("order-pp-last", w, func() string {
 					return fmt.Sprintf("order %s with pp=%d needs dp = expert dp, but %d ≠ %d", p.Order, pp, dp, edp)
 				})

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	mg "parc.dev/parc/internal/targets/megatron"
+	"parc.dev/parc/internal/spec"
 )
 
 // assignment is one spec field the import writes, and the argparse dests of
@@ -168,7 +169,7 @@ func (m *mapper) explicit() {
 		m.claim("sequence_parallel")
 	}
 	if m.flag("use_tp_pp_dp_mapping") {
-		m.assign("parallel.order", mg.OrderTPPPDP, "use_tp_pp_dp_mapping")
+		m.assign("parallel.order", spec.OrderPPDP, "use_tp_pp_dp_mapping")
 	} else {
 		m.claim("use_tp_pp_dp_mapping")
 	}

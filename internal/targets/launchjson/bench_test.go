@@ -4,15 +4,15 @@ import (
 	"parc.dev/parc/launchplan"
 	"testing"
 
-	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/layout"
+	"parc.dev/parc/internal/spec"
 )
 
 // Benchmark configurations: 8-GPU nodes, default order.
 var (
-	bench1k   = layout.Config{Nodes: 128, GPUsPerNode: 8, TP: 8, PP: 4, CP: 1, EP: 8, Order: layout.DefaultOrder, TieEmbeddings: true}
-	bench16k  = layout.Config{Nodes: 2048, GPUsPerNode: 8, TP: 8, PP: 8, CP: 2, EP: 8, Order: layout.DefaultOrder, TieEmbeddings: true}
-	bench131k = layout.Config{Nodes: 16384, GPUsPerNode: 8, TP: 8, PP: 16, CP: 2, EP: 16, Order: layout.DefaultOrder, TieEmbeddings: true}
+	bench1k   = layout.Config{Nodes: 128, GPUsPerNode: 8, TP: 8, PP: 4, CP: 1, EP: 8, Order: spec.OrderDefault, TieEmbeddings: true}
+	bench16k  = layout.Config{Nodes: 2048, GPUsPerNode: 8, TP: 8, PP: 8, CP: 2, EP: 8, Order: spec.OrderDefault, TieEmbeddings: true}
+	bench131k = layout.Config{Nodes: 16384, GPUsPerNode: 8, TP: 8, PP: 16, CP: 2, EP: 16, Order: spec.OrderDefault, TieEmbeddings: true}
 )
 
 // benchLayout measures the whole layout stage plus launch.json: New (groups
@@ -22,7 +22,7 @@ func benchLayout(b *testing.B, c layout.Config) {
 	b.ReportAllocs()
 	var size int
 	for b.Loop() {
-		l, ds := layout.New(c, diag.NoPos)
+		l, ds := layout.New(c)
 		if l == nil {
 			b.Fatal(ds)
 		}

@@ -7,21 +7,21 @@ import (
 	"reflect"
 	"testing"
 
-	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/layout"
+	"parc.dev/parc/internal/spec"
 )
 
 func mustLayout(t testing.TB, c layout.Config) *layout.Layout {
 	t.Helper()
-	l, ds := layout.New(c, diag.NoPos)
-	if l == nil || ds.HasErrors() {
+	l, ds := layout.New(c)
+	if l == nil || ds != nil {
 		t.Fatalf("%+v: %v", c, ds)
 	}
 	return l
 }
 
 // exampleB is notes/megatron-rankgen.md Example B on two 8-GPU nodes.
-var exampleB = layout.Config{Nodes: 2, GPUsPerNode: 8, TP: 2, PP: 2, CP: 2, EP: 4, ETP: 1, Order: layout.DefaultOrder, TieEmbeddings: true}
+var exampleB = layout.Config{Nodes: 2, GPUsPerNode: 8, TP: 2, PP: 2, CP: 2, EP: 4, ETP: 1, Order: spec.OrderDefault, TieEmbeddings: true}
 
 func TestBuild(t *testing.T) {
 	env := launchplan.Env{"NCCL_DEBUG": "WARN"}
@@ -88,8 +88,8 @@ func TestBuildPassesCheck(t *testing.T) {
 				for cp := 1; tp*pp*cp <= world; cp *= 2 {
 					for ep := 1; ep <= world/(tp*pp*cp); ep *= 2 {
 						l, ds := layout.New(layout.Config{Nodes: c.nodes, GPUsPerNode: c.gpus, TP: tp, PP: pp, CP: cp, EP: ep, ETP: 1,
-							Order: layout.DefaultOrder, TieEmbeddings: pp > 1}, diag.NoPos)
-						if l == nil || ds.HasErrors() {
+							Order: spec.OrderDefault, TieEmbeddings: pp > 1})
+						if l == nil || ds != nil {
 							continue
 						}
 						n++
@@ -118,7 +118,7 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 		"full":       full,
 		"empty":      {},
 		"nil groups": {Version: 1, Nodes: []launchplan.Node{{Index: 0}}, Groups: launchplan.Groups{"tp": {nil, {}}}, Env: launchplan.Env{}, Command: []string{}},
-		"pp-dp":      Build(mustLayout(t, layout.Config{Nodes: 4, GPUsPerNode: 4, TP: 2, PP: 2, CP: 1, EP: 2, ETP: 1, Order: layout.PPDPOrder}), nil, nil, 1),
+		"pp-dp":      Build(mustLayout(t, layout.Config{Nodes: 4, GPUsPerNode: 4, TP: 2, PP: 2, CP: 1, EP: 2, ETP: 1, Order: spec.OrderPPDP}), nil, nil, 1),
 	}
 	for name, f := range files {
 		got := launchplan.Encode(f)
@@ -157,7 +157,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 }
 
 func TestEncodeLayout(t *testing.T) {
-	f := Build(mustLayout(t, layout.Config{Nodes: 2, GPUsPerNode: 2, TP: 2, PP: 2, CP: 1, EP: 1, Order: layout.DefaultOrder, TieEmbeddings: true}), launchplan.Env{"A": "1"}, []string{"python3", "x.py"}, 29500)
+	f := Build(mustLayout(t, layout.Config{Nodes: 2, GPUsPerNode: 2, TP: 2, PP: 2, CP: 1, EP: 1, Order: spec.OrderDefault, TieEmbeddings: true}), launchplan.Env{"A": "1"}, []string{"python3", "x.py"}, 29500)
 	got := string(launchplan.Encode(f))
 	want := `{
   "version": 1,

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"parc.dev/parc/internal/layout"
+	"parc.dev/parc/internal/spec"
 )
 
 // The JSON Schema keywords launch.schema.json may use: the ones the small
@@ -252,9 +253,9 @@ func TestGeneratedFilesValidate(t *testing.T) {
 	v := loadSchema(t)
 	for _, c := range []layout.Config{
 		exampleB,
-		{Nodes: 1, GPUsPerNode: 1, TP: 1, PP: 1, CP: 1, EP: 1, Order: layout.DefaultOrder},
-		{Nodes: 4, GPUsPerNode: 4, TP: 2, PP: 2, CP: 1, EP: 2, ETP: 1, Order: layout.PPDPOrder},
-		{Nodes: 36, GPUsPerNode: 4, NVLinkDomain: 72, TP: 4, PP: 3, CP: 2, EP: 8, ETP: 1, Order: layout.DefaultOrder, MTPLayers: 1},
+		{Nodes: 1, GPUsPerNode: 1, TP: 1, PP: 1, CP: 1, EP: 1, Order: spec.OrderDefault},
+		{Nodes: 4, GPUsPerNode: 4, TP: 2, PP: 2, CP: 1, EP: 2, ETP: 1, Order: spec.OrderPPDP},
+		{Nodes: 36, GPUsPerNode: 4, NVLinkDomain: 72, TP: 4, PP: 3, CP: 2, EP: 8, ETP: 1, Order: spec.OrderDefault, MTPLayers: 1},
 		{Nodes: 2, GPUsPerNode: 8, TP: 1, PP: 2, CP: 1, EP: 1, Order: "dp-pp"},
 	} {
 		data := launchplan.Encode(Build(mustLayout(t, c), launchplan.Env{"NCCL_DEBUG": "WARN"}, []string{"python3", "pretrain_gpt.py"}, 29500))

@@ -11,15 +11,6 @@ import (
 	"parc.dev/parc/internal/spec"
 )
 
-// The rank orders Megatron-Core's training entry point can build
-// (megatron/training/initialize.py): the default, and the one selected by
-// --use-tp-pp-dp-mapping.
-const (
-	OrderDefault  = "tp-cp-ep-dp-pp"
-	OrderTPPPDP   = "tp-cp-ep-pp-dp"
-	orderFlagTPPP = "--use-tp-pp-dp-mapping"
-)
-
 // argList builds the argument vector: flags and their values as separate
 // elements, and for each element the spec field it came from (so a value
 // Megatron cannot take can be blamed on the user's field).
@@ -150,14 +141,8 @@ func (e *emitter) parallelism() {
 	if d.SP {
 		a.flag("--sequence-parallel")
 	}
-	switch par.Order {
-	case OrderDefault:
-	case OrderTPPPDP:
-		a.flag(orderFlagTPPP)
-	default:
-		e.diags.Errorf(e.at("parallel.order"), "parallel.order", "order-not-expressible",
-			fmt.Sprintf("use %q (the default) or %q (%s)", OrderDefault, OrderTPPPDP, orderFlagTPPP),
-			"Megatron-Core can only be told the rank orders %s and %s, not %q", OrderDefault, OrderTPPPDP, par.Order)
+	if par.Order == spec.OrderPPDP { // check admits only the two orders Megatron builds
+		a.flag(spec.OrderPPDPFlag)
 	}
 	a.add("", "--distributed-backend", "nccl")
 	if par.DistributedOptimizerInstances > 1 {

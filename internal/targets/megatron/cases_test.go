@@ -183,7 +183,6 @@ func TestArgsDiagnostics(t *testing.T) {
 		codes []string
 		msg   string
 	}{
-		{"order", func(s *spec.Spec) { s.Parallel.Order = "tp-dp-cp-ep-pp" }, []string{"order-not-expressible"}, "tp-dp-cp-ep-pp"},
 		{"same-flag", func(s *spec.Spec) { s.Launch.ExtraArgs = []string{"--num-layers", "8"} }, []string{"extra-arg-conflict"}, "--num-layers"},
 		{"equals-form", func(s *spec.Spec) { s.Launch.ExtraArgs = []string{"--seq-length=1024"} }, []string{"extra-arg-conflict"}, "--seq-length"},
 		// --disable-bias-linear sets add_bias_linear: its positive spelling collides.

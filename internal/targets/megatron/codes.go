@@ -4,7 +4,6 @@ import "parc.dev/parc/internal/diag"
 
 // Codes lists every code the Megatron target emits.
 var Codes = []diag.CodeInfo{
-	{Code: "order-not-expressible", Severity: diag.Error, Meaning: "parallel.order builds groups Megatron's training scripts cannot be told to build (only the default order and --use-tp-pp-dp-mapping exist).", Fix: `Use "tp-cp-ep-dp-pp" or "tp-cp-ep-pp-dp".`},
 	{Code: "extra-arg-conflict", Severity: diag.Error, Meaning: "A raw argument in launch.extra_args sets something parc already generates from the spec.", Fix: "Set the spec field instead, or remove the extra argument."},
 	{Code: "extra-arg-unknown", Severity: diag.Warning, Meaning: "A raw argument in launch.extra_args is not one of pretrain_gpt.py's options.", Fix: "Check its spelling against Megatron-LM's arguments."},
 	{Code: "option-like-value", Severity: diag.Error, Meaning: "A value from a spec field (a data path, a checkpoint directory, a tokenizer file, a logging name) starts with \"-\": Megatron's argument parser would read it as an option (\"--train-iters=9\" in data.paths would override the generated --train-iters).", Fix: "Write a path that starts with - as ./-name."},

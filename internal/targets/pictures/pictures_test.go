@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/layout"
 	"parc.dev/parc/internal/testenv"
 )
@@ -102,7 +101,7 @@ func wellFormed(t *testing.T, svg []byte) {
 
 func testLayout(t *testing.T, c layout.Config) *layout.Layout {
 	t.Helper()
-	l, ds := layout.New(c, diag.NoPos)
+	l, ds := layout.New(c)
 	if l == nil {
 		t.Fatalf("layout: %v", ds)
 	}

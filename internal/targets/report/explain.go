@@ -4,7 +4,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"parc.dev/parc/internal/layout"
 	"parc.dev/parc/internal/plan"
 	"parc.dev/parc/internal/targets/template"
 )
@@ -60,9 +59,9 @@ func Explain(p *plan.Plan) string {
 	}
 	if p.Layout != nil {
 		section(&b, "Rank layout")
-		b.WriteString(layout.Summary(p.Layout))
+		b.WriteString(LayoutSummary(p.Layout))
 		b.WriteString("\n")
-		b.WriteString(layout.NodeMap(p.Layout, 2))
+		b.WriteString(NodeMap(p.Layout, 2))
 	}
 	if len(d.Assumptions) > 0 {
 		section(&b, "Assumptions")

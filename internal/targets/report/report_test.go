@@ -44,7 +44,7 @@ func llamaPlan(t *testing.T) *plan.Plan {
 func build(t *testing.T, source string, s *spec.Spec) *plan.Plan {
 	t.Helper()
 	d := spec.Derive(s)
-	l, ds := layout.Build(s, d, diag.NoPos)
+	l, ds := layout.Build(s, d)
 	if l == nil {
 		t.Fatalf("layout: %v", ds)
 	}

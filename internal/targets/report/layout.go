@@ -1,29 +1,35 @@
-package layout
+package report
+
+// The rank layout as text, for parc explain (presentation lives on the
+// report side; internal/layout only computes).
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"parc.dev/parc/internal/layout"
+	"parc.dev/parc/internal/spec"
 )
 
-// Summary renders the layout for `parc explain`: the world and both grids,
+// LayoutSummary renders the layout for `parc explain`: the world and both grids,
 // then one row per group family with its size, count, link and how many of
 // its groups leave a node or an NVLink domain.
-func Summary(l *Layout) string {
+func LayoutSummary(l *layout.Layout) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "world %d = %d nodes × %d GPUs, NVLink domain %d GPUs\n", l.World, l.Nodes, l.GPUsPerNode, l.NVLinkDomain)
 	mapping := "not selectable in Megatron's scripts"
 	switch l.MegatronOrder {
-	case DefaultOrder:
+	case spec.OrderDefault:
 		mapping = "Megatron default"
-	case PPDPOrder:
+	case spec.OrderPPDP:
 		mapping = "Megatron --use-tp-pp-dp-mapping"
 	}
 	fmt.Fprintf(&b, "order %s (%s)\n", l.Order, mapping)
-	for _, g := range []Grid{l.Dense, l.Expert} {
+	for _, g := range []layout.Grid{l.Dense, l.Expert} {
 		fmt.Fprintf(&b, "%-6s grid:", g.Name)
 		for _, a := range g.Axes {
-			fmt.Fprintf(&b, " %s=%d", gridAxisLabel(g.Name, a.Name), a.Size)
+			fmt.Fprintf(&b, " %s=%d", layout.AxisLabel(g.Name, a.Name), a.Size)
 		}
 		b.WriteString("  (strides")
 		for _, a := range g.Axes {
@@ -39,8 +45,8 @@ func Summary(l *Layout) string {
 
 	rows := [][]string{{"family", "grid", "size", "count", "link", "leave node", "leave domain", "nodes/group"}}
 	for _, s := range l.Summaries {
-		rows = append(rows, []string{s.Name, s.Grid, itoa(s.Size), itoa(s.Count), s.Link,
-			itoa(s.GroupsLeavingNode), itoa(s.GroupsLeavingDomain), itoa(s.MaxNodesPerGroup)})
+		rows = append(rows, []string{s.Name, s.Grid, strconv.Itoa(s.Size), strconv.Itoa(s.Count), s.Link,
+			strconv.Itoa(s.GroupsLeavingNode), strconv.Itoa(s.GroupsLeavingDomain), strconv.Itoa(s.MaxNodesPerGroup)})
 	}
 	writeTable(&b, rows, func(col int) bool { return col < 2 || col == 4 })
 	return b.String()
@@ -49,7 +55,7 @@ func Summary(l *Layout) string {
 // NodeMap renders the first nodes (at most maxNodes) as a node × GPU map: for
 // every GPU its global rank and its coordinate on each axis larger than 1
 // (expert axes too when the expert grid differs from the dense one).
-func NodeMap(l *Layout, maxNodes int) string {
+func NodeMap(l *layout.Layout, maxNodes int) string {
 	if maxNodes < 1 {
 		maxNodes = 1
 	}
@@ -66,12 +72,12 @@ func NodeMap(l *Layout, maxNodes int) string {
 			rows = append(rows, row{name, func(r int) int { return g.Coord(r, name) }})
 		}
 	}
-	if l.Expert.effective() != l.Dense.effective() {
+	if !l.Expert.SameGroups(l.Dense) {
 		for _, a := range l.Expert.Axes {
-			if a.Size > 1 && a.Name != AxisPP {
+			if a.Size > 1 && a.Name != layout.AxisPP {
 				g := l.Expert
 				name := a.Name
-				rows = append(rows, row{gridAxisLabel("expert", name), func(r int) int { return g.Coord(r, name) }})
+				rows = append(rows, row{layout.AxisLabel("expert", name), func(r int) int { return g.Coord(r, name) }})
 			}
 		}
 	}
@@ -81,14 +87,14 @@ func NodeMap(l *Layout, maxNodes int) string {
 		for i, rw := range rows {
 			label := ""
 			if i == 0 {
-				label = "node " + itoa(node)
+				label = "node " + strconv.Itoa(node)
 				if showDomain {
-					label += " (domain " + itoa(node*l.GPUsPerNode/l.NVLinkDomain) + ")"
+					label += " (domain " + strconv.Itoa(node*l.GPUsPerNode/l.NVLinkDomain) + ")"
 				}
 			}
 			line := []string{label, rw.name}
 			for gpu := range l.GPUsPerNode {
-				line = append(line, itoa(rw.at(node*l.GPUsPerNode+gpu)))
+				line = append(line, strconv.Itoa(rw.at(node*l.GPUsPerNode+gpu)))
 			}
 			table = append(table, line)
 		}
@@ -101,17 +107,10 @@ func NodeMap(l *Layout, maxNodes int) string {
 	return b.String()
 }
 
-func gridAxisLabel(grid, axis string) string {
-	if grid == "expert" {
-		return expertLabel(axis)
-	}
-	return axis
-}
-
 func seq(n int) []string {
 	out := make([]string, n)
 	for i := range out {
-		out[i] = itoa(i)
+		out[i] = strconv.Itoa(i)
 	}
 	return out
 }
