@@ -108,6 +108,9 @@ func render(as []assignment, ns *mg.Namespace, cmd Command, extra map[string]boo
 				parts = append(parts, fmt.Sprintf("%s (line %d)", st.Option, cmd.Args[st.Index].Line))
 			}
 		}
+		if a.note != "" {
+			return a.note
+		}
 		if len(parts) == 0 {
 			if d, ok := s.defaultOf(a.path); ok {
 				return "not in the arguments: Megatron's default (parc's is " + mg.Repr(d) + ")"
@@ -154,7 +157,7 @@ func render(as []assignment, ns *mg.Namespace, cmd Command, extra map[string]boo
 		} else {
 			header = append(header, fmt.Sprintf("model.vocab is not in the arguments (the tokenizer decides it): %d is a placeholder, set the tokenizer's vocabulary size", v))
 		}
-		as = append(as, assignment{path: "model.vocab", value: v})
+		as = append(as, assignment{path: "model.vocab", value: v, note: vocabNote(p, v)})
 		model["vocab"] = v
 		vals["model.vocab"] = v
 	}
@@ -373,8 +376,8 @@ func matchPreset(model map[string]any) (*preset, bool) {
 		}
 		usable := true
 		for k, pv := range pf {
-			if k == "name" {
-				continue
+			if k == "name" || k == "vocab" {
+				continue // a label; the vocabulary the arguments leave to the tokenizer
 			}
 			if _, ok := model[k]; ok {
 				continue
@@ -442,4 +445,11 @@ func ClusterPresets() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+func vocabNote(p *preset, v int64) string {
+	if p != nil {
+		return "not in the arguments (the tokenizer decides it): the vocabulary of models." + p.name
+	}
+	return fmt.Sprintf("not in the arguments (the tokenizer decides it): %d is a placeholder, set the tokenizer's vocabulary size", v)
 }

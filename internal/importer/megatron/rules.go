@@ -13,6 +13,7 @@ type assignment struct {
 	path  string
 	value any // bool, int64, float64, string, []any
 	dests []string
+	note  string // the comment when no argument says it
 }
 
 // mapper turns a Megatron namespace into spec assignments.
@@ -57,7 +58,7 @@ func (m *mapper) assign(path string, value any, dests ...string) bool {
 	if f, ok := m.s.field(path); ok {
 		value = cueValue(f, value)
 	}
-	m.out = append(m.out, assignment{path, value, dests})
+	m.out = append(m.out, assignment{path: path, value: value, dests: dests})
 	return true
 }
 
