@@ -4,4 +4,4 @@ package estimate
 
 // fittedCalibration is the calibration fitted on the measured corpus's fit
 // rows (testdata/calibration/README.md).
-var fittedCalibration = Calibration{GEMMEff: 0.662, FP8GEMMEff: 0.57, AttnEff: 0.649, KernelS: 3.32e-05, NVLinkEff: 0.935, NetworkEff: 1, GroupedRel: 0.476, MoELayerS: 0.000864}
+var fittedCalibration = Calibration{GEMMEff: 0.655, FP8GEMMEff: 0.57, AttnEff: 0.643, KernelS: 3.19e-05, NVLinkEff: 0.944, NetworkEff: 1, GroupedRel: 0.481, MoELayerS: 0.000806}

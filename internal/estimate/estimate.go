@@ -196,7 +196,17 @@ func RunWith(s *spec.Spec, d spec.Derived, links map[string]string, at diag.Loca
 		o.Sharding = ShardNone
 		switch {
 		case s.Train.FSDP:
-			o.Sharding = ShardFull
+			// Megatron-FSDP's --data-parallel-sharding-strategy.
+			switch s.Train.DataParallelShardingStrategy {
+			case "optim_grads":
+				o.Sharding = ShardGrads
+			case "optim":
+				o.Sharding = ShardOptimizer
+			case "no_shard":
+				o.Sharding = ShardNone
+			default:
+				o.Sharding = ShardFull
+			}
 		case s.Train.DistributedOptimizer:
 			o.Sharding = ShardOptimizer
 		}

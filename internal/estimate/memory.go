@@ -15,6 +15,9 @@ const (
 	// ShardOptimizer splits the optimizer state over the data-parallel ranks
 	// (Megatron's distributed optimizer, ZeRO-1).
 	ShardOptimizer Sharding = "optimizer"
+	// ShardGrads splits gradients and optimizer state (ZeRO-2; Megatron-FSDP's
+	// optim_grads, the Llama 3 paper's FSDP without resharding parameters).
+	ShardGrads Sharding = "grads"
 	// ShardFull splits weights, gradients and optimizer state (ZeRO-3 / FSDP;
 	// Megatron-FSDP's optim_grads_params).
 	ShardFull Sharding = "full"
@@ -59,6 +62,9 @@ func StateBytes(params float64, b BytesPerParam, sh Sharding, shards int) State 
 	st := State{Weights: params * b.Weights, Gradients: params * b.Gradients, Optimizer: params * b.Optimizer}
 	switch sh {
 	case ShardOptimizer:
+		st.Optimizer /= n
+	case ShardGrads:
+		st.Gradients /= n
 		st.Optimizer /= n
 	case ShardFull:
 		st.Weights /= n

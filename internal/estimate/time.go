@@ -642,7 +642,7 @@ func (c *costModel) collective(ax string) string {
 
 func (c *costModel) dataParallelCollective() string {
 	switch c.sharding {
-	case ShardOptimizer:
+	case ShardOptimizer, ShardGrads:
 		return CollectiveShardedDP
 	case ShardFull:
 		return CollectiveFSDP
@@ -673,7 +673,7 @@ func (c *costModel) gatherBytes() float64 {
 func (c *costModel) dataParallelBytes(n float64, size int) (grad, gather float64) {
 	gb, wb := c.gradBytes(), c.gatherBytes()
 	switch c.sharding {
-	case ShardOptimizer:
+	case ShardOptimizer, ShardGrads:
 		return GatherBytes(n*gb, size), GatherBytes(n*wb, size)
 	case ShardFull:
 		// Parameters gathered before every forward and backward, gradients
@@ -700,7 +700,7 @@ func (c *costModel) dataParallelTimes(n float64, size, k int, link string) (grad
 	lat := c.latency(link, float64(size-1)) * buckets
 	gather1 := func(bytes float64) float64 { return lat + c.gatherTransfer(bytes, size, k, link) }
 	switch c.sharding {
-	case ShardOptimizer:
+	case ShardOptimizer, ShardGrads:
 		return gather1(n * gb), gather1(n * wb)
 	case ShardFull:
 		m := float64(c.m)
