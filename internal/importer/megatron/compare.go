@@ -28,6 +28,9 @@ type Difference struct {
 //   - split: '969, 30, 1' when --data-path is given;
 //   - sequence_parallel: off when tensor_model_parallel_size is 1;
 //   - use_distributed_optimizer: on with --use-megatron-fsdp;
+//   - tokenizer_type: GPT2BPETokenizer (pretrain_gpt.py's args_defaults);
+//   - num_layers_per_virtual_pipeline_stage n: the virtual pipeline size
+//     (num_layers / pp) / n, as num_virtual_stages_per_pipeline_rank says it;
 //   - moe_layer_freq: an integer k and the per-layer list it stands for;
 //   - options with nargs '+' hold a one-element list where the default is
 //     the bare value (moe_aux_loss_coeff 0.0 and [0.0]).
@@ -108,6 +111,13 @@ func effective(ns *mg.Namespace, world int) map[string]any {
 	if tp, _ := asInt(v["tensor_model_parallel_size"]); tp == 1 {
 		v["sequence_parallel"] = false
 	}
+	if v["tokenizer_type"] == nil {
+		v["tokenizer_type"] = "GPT2BPETokenizer" // pretrain_gpt.py's args_defaults
+	}
+	if vpp, ok := virtualStages(v); ok && v["num_virtual_stages_per_pipeline_rank"] == nil {
+		v["num_virtual_stages_per_pipeline_rank"] = vpp
+	}
+	v["num_layers_per_virtual_pipeline_stage"] = nil // said by num_virtual_stages_per_pipeline_rank
 	if b, _ := v["use_megatron_fsdp"].(bool); b {
 		v["use_distributed_optimizer"] = true
 	}

@@ -152,9 +152,14 @@ func render(as []assignment, ns *mg.Namespace, cmd Command, extra map[string]boo
 	}
 	if _, ok := model["vocab"]; !ok {
 		v := int64(32000)
-		if p != nil {
+		gpt2 := vals["data.tokenizer.type"] == "GPT2BPETokenizer"
+		switch {
+		case p != nil:
 			v, _ = asInt(p.fields["vocab"])
-		} else {
+		case gpt2:
+			v = 50257 // GPT-2's BPE vocabulary (Radford et al. 2019; gpt2-vocab.json)
+		}
+		if p == nil && !gpt2 {
 			header = append(header, fmt.Sprintf("model.vocab is not in the arguments (the tokenizer decides it): %d is a placeholder, set the tokenizer's vocabulary size", v))
 		}
 		as = append(as, assignment{path: "model.vocab", value: v, note: vocabNote(p, v)})
@@ -448,6 +453,9 @@ func ClusterPresets() []string {
 }
 
 func vocabNote(p *preset, v int64) string {
+	if p == nil && v == 50257 {
+		return "not in the arguments: GPT-2's BPE vocabulary (GPT2BPETokenizer)"
+	}
 	if p != nil {
 		return "not in the arguments (the tokenizer decides it): the vocabulary of models." + p.name
 	}

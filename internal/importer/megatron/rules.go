@@ -3,8 +3,8 @@ package megatron
 import (
 	"strings"
 
-	mg "parc.dev/parc/internal/targets/megatron"
 	"parc.dev/parc/internal/spec"
+	mg "parc.dev/parc/internal/targets/megatron"
 )
 
 // assignment is one spec field the import writes, and the argparse dests of
@@ -159,6 +159,8 @@ func (m *mapper) explicit() {
 	m.simple("parallel.pp", "pipeline_model_parallel_size")
 	if v := m.get("num_virtual_stages_per_pipeline_rank"); v != nil {
 		m.assign("parallel.vpp", v, "num_virtual_stages_per_pipeline_rank")
+	} else if vpp, ok := virtualStages(m.ns.Values); ok {
+		m.assign("parallel.vpp", vpp, "num_layers_per_virtual_pipeline_stage")
 	}
 	m.simple("parallel.cp", "context_parallel_size")
 	m.simple("parallel.ep", "expert_model_parallel_size")
@@ -221,7 +223,14 @@ func (m *mapper) explicit() {
 		m.claim("split")
 	}
 	m.simple("data.cache_path", "data_cache_path")
-	m.simple("data.tokenizer.type", "tokenizer_type")
+	if m.get("tokenizer_type") == nil {
+		// pretrain_gpt.py passes args_defaults={'tokenizer_type': 'GPT2BPETokenizer'}
+		m.out = append(m.out, assignment{path: "data.tokenizer.type", value: "GPT2BPETokenizer", dests: []string{"tokenizer_type"},
+			note: "not in the arguments: pretrain_gpt.py's default"})
+		m.claim("tokenizer_type")
+	} else {
+		m.simple("data.tokenizer.type", "tokenizer_type")
+	}
 
 	// Checkpoints and logging.
 	if m.get("save") != nil || m.get("load") != nil {
@@ -298,8 +307,8 @@ func (m *mapper) generic(dests []string) {
 		}
 		_, set := m.ns.Set[d]
 		for _, b := range blocks {
-			name, ok := strings.CutPrefix(d, b.prefix)
-			if !ok || name == "" {
+			name, _ := strings.CutPrefix(d, b.prefix)
+			if name == "" {
 				continue
 			}
 			switch {
@@ -318,4 +327,16 @@ func (m *mapper) generic(dests []string) {
 			}
 		}
 	}
+}
+
+// virtualStages is the virtual pipeline size --num-layers-per-virtual-
+// pipeline-stage gives: (num_layers / pp) / n (validate_args), when it divides.
+func virtualStages(v map[string]any) (int64, bool) {
+	n, ok := asInt(v["num_layers_per_virtual_pipeline_stage"])
+	layers, _ := asInt(v["num_layers"])
+	pp, _ := asInt(v["pipeline_model_parallel_size"])
+	if !ok || n <= 0 || pp <= 0 || layers%pp != 0 || (layers/pp)%n != 0 {
+		return 0, false
+	}
+	return layers / pp / n, true
 }
