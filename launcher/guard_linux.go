@@ -79,6 +79,14 @@ func (g *guard) clear() {
 	}
 }
 
+// pid is the guard's process id, 0 without a guard.
+func (g *guard) pid() int {
+	if g == nil {
+		return 0
+	}
+	return g.cmd.Process.Pid
+}
+
 // close tells the guard to exit without killing anything. It does not wait
 // for the shell to be scheduled: a goroutine reaps it.
 func (g *guard) close() {

@@ -105,6 +105,8 @@ func runLauncher(t testing.TB, ctx context.Context, opts Options) result {
 
 func intp(i int) *int { return &i }
 
+func durp(d time.Duration) *time.Duration { return &d }
+
 // pidAlive reports whether pid is a live process (a zombie counts as dead).
 func pidAlive(pid int) bool {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")

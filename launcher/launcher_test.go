@@ -255,7 +255,7 @@ func TestWorkerFailureStopsEveryWorker(t *testing.T) {
 	path := writePlan(t, blockPlan(1, 4))
 	grace := 10 * time.Second
 	r := runLauncher(t, context.Background(), Options{
-		PlanPath: path, NodeRank: intp(0), Grace: grace,
+		PlanPath: path, NodeRank: intp(0), Grace: durp(grace),
 		Env: cleanEnv(workerVar+"=exit", "PARC_TEST_FAIL_RANK=2", "PARC_TEST_CODE=3",
 			"PARC_TEST_PIDDIR="+pids, "CUDA_VISIBLE_DEVICES=0,1,2,3"),
 	})
@@ -277,7 +277,7 @@ func TestWorkerIgnoringSIGTERMIsKilled(t *testing.T) {
 	pids := t.TempDir()
 	path := writePlan(t, blockPlan(1, 3))
 	r := runLauncher(t, context.Background(), Options{
-		PlanPath: path, NodeRank: intp(0), Grace: 300 * time.Millisecond,
+		PlanPath: path, NodeRank: intp(0), Grace: durp(300 * time.Millisecond),
 		Env: cleanEnv(workerVar+"=ignore-term", "PARC_TEST_FAIL_RANK=0",
 			"PARC_TEST_PIDDIR="+pids, "CUDA_VISIBLE_DEVICES=0,1,2"),
 	})
@@ -292,7 +292,7 @@ func TestWorkerIgnoringSIGTERMIsKilled(t *testing.T) {
 func TestWorkerKilledBySignalIsReported(t *testing.T) {
 	path := writePlan(t, blockPlan(1, 2))
 	r := runLauncher(t, context.Background(), Options{
-		PlanPath: path, NodeRank: intp(0), Grace: time.Second,
+		PlanPath: path, NodeRank: intp(0), Grace: durp(time.Second),
 		Command: []string{"sh", "-c", `if [ "$RANK" = 1 ]; then kill -SEGV $$; fi; sleep 30`},
 		Env:     cleanEnv("CUDA_VISIBLE_DEVICES=0,1"),
 	})
@@ -336,7 +336,7 @@ func TestContextCancelStopsWorkers(t *testing.T) {
 		cancel()
 	}()
 	r := runLauncher(t, ctx, Options{
-		PlanPath: path, NodeRank: intp(0), Grace: 5 * time.Second,
+		PlanPath: path, NodeRank: intp(0), Grace: durp(5 * time.Second),
 		Env: cleanEnv(workerVar+"=exit", "PARC_TEST_FAIL_RANK=-1", "PARC_TEST_PIDDIR="+pids, "CUDA_VISIBLE_DEVICES=0,1"),
 	})
 	assert.Equal(t, 128+15, r.code)
@@ -348,7 +348,7 @@ func TestRestarts(t *testing.T) {
 	path := writePlan(t, blockPlan(1, 2))
 	env := cleanEnv(workerVar+"=restart", "PARC_TEST_FAIL_RANK=0", "PARC_TEST_OK_ATTEMPT=2", "CUDA_VISIBLE_DEVICES=0,1")
 
-	r := runLauncher(t, context.Background(), Options{PlanPath: path, NodeRank: intp(0), MaxRestarts: 2, Grace: 5 * time.Second, Env: env})
+	r := runLauncher(t, context.Background(), Options{PlanPath: path, NodeRank: intp(0), MaxRestarts: 2, Grace: durp(5 * time.Second), Env: env})
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.NoError(t, r.err)
 	// Rank 1 may be stopped before it prints in the failing attempts.
@@ -358,7 +358,7 @@ func TestRestarts(t *testing.T) {
 	assert.Contains(t, r.stderr, "restarting this node's workers (restart 1 of 2)")
 	assert.Contains(t, r.stderr, "restarting this node's workers (restart 2 of 2)")
 
-	r = runLauncher(t, context.Background(), Options{PlanPath: path, NodeRank: intp(0), MaxRestarts: 1, Grace: 5 * time.Second, Env: env})
+	r = runLauncher(t, context.Background(), Options{PlanPath: path, NodeRank: intp(0), MaxRestarts: 1, Grace: durp(5 * time.Second), Env: env})
 	assert.Equal(t, 5, r.code)
 	assert.EqualError(t, r.err, "rank 0 exited with code 5 (attempt 2 of 2)")
 }
@@ -381,7 +381,7 @@ func TestLogDir(t *testing.T) {
 
 	// A failure shows the end of the failing rank's log.
 	r = runLauncher(t, context.Background(), Options{
-		PlanPath: path, NodeRank: intp(0), LogDir: logs, Grace: 5 * time.Second,
+		PlanPath: path, NodeRank: intp(0), LogDir: logs, Grace: durp(5 * time.Second),
 		Command: []string{"sh", "-c", `if [ "$RANK" = 1 ]; then echo "Traceback: boom"; exit 4; fi; sleep 30`},
 		Env:     cleanEnv("CUDA_VISIBLE_DEVICES=0,1"),
 	})
@@ -391,7 +391,7 @@ func TestLogDir(t *testing.T) {
 
 func TestPrefixedOutput(t *testing.T) {
 	var out syncBuffer
-	o := &output{stdout: &out, stderr: &out}
+	o := newOutput(&out, &out)
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
 	long := strings.Repeat("x", 100<<10)
@@ -401,7 +401,7 @@ func TestPrefixedOutput(t *testing.T) {
 	}()
 	var wg waitGroup
 	wg.Add(1)
-	o.copyLines(&out, []byte(" 7: "), r, &wg.WaitGroup)
+	o.copyLines(&o.stdout, []byte(" 7: "), r, &wg.WaitGroup)
 	assert.Equal(t, " 7: one\n 7: two\n 7: "+long+"\n 7: last\n", out.String())
 }
 
@@ -415,7 +415,7 @@ func TestSignalDuringTeardownPreventsRestart(t *testing.T) {
 	go func() {
 		code, err := Run(context.Background(), Options{
 			PlanPath: path, NodeRank: intp(0), Signals: sigs, Stdout: &syncBuffer{}, Stderr: &errb,
-			Grace: time.Minute, MaxRestarts: 3,
+			Grace: durp(time.Minute), MaxRestarts: 3,
 			Env: cleanEnv(workerVar+"=ignore-term", "PARC_TEST_FAIL_RANK=0", "CUDA_VISIBLE_DEVICES=0,1"),
 		})
 		done <- result{code: code, err: err}

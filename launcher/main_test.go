@@ -44,7 +44,7 @@ type childOptions struct {
 	NodeRank    *int     `json:"node_rank,omitempty"`
 	MasterAddr  string   `json:"master_addr,omitempty"`
 	LogDir      string   `json:"log_dir,omitempty"`
-	GraceMS     int      `json:"grace_ms,omitempty"`
+	GraceMS     *int     `json:"grace_ms,omitempty"` // nil: the plan's, else the default
 	MaxRestarts int      `json:"max_restarts,omitempty"`
 	Command     []string `json:"command,omitempty"`
 }
@@ -61,9 +61,14 @@ func launcherProcess(spec string) int {
 			env = append(env, kv)
 		}
 	}
+	var grace *time.Duration
+	if o.GraceMS != nil {
+		d := time.Duration(*o.GraceMS) * time.Millisecond
+		grace = &d
+	}
 	code, err := Run(context.Background(), Options{
 		PlanPath: o.Plan, NodeRank: o.NodeRank, MasterAddr: o.MasterAddr, LogDir: o.LogDir,
-		Grace: time.Duration(o.GraceMS) * time.Millisecond, MaxRestarts: o.MaxRestarts,
+		Grace: grace, MaxRestarts: o.MaxRestarts,
 		Command: o.Command, Env: env,
 	})
 	if err != nil {
@@ -144,6 +149,52 @@ func worker(behaviour string) int {
 		if attempt < okAttempt {
 			time.Sleep(time.Minute)
 		}
+		return 0
+	case "chatty":
+		// PARC_TEST_LINES lines on stdout and stderr, 2 ms apart, then
+		// rank-R.done in PARC_TEST_PIDDIR: a worker whose output reader
+		// went away must still run to its end.
+		n, _ := strconv.Atoi(os.Getenv("PARC_TEST_LINES"))
+		for i := range n {
+			fmt.Printf("rank %d line %d\n", rank, i)
+			fmt.Fprintf(os.Stderr, "rank %d err %d\n", rank, i)
+			time.Sleep(2 * time.Millisecond)
+		}
+		if dir := os.Getenv("PARC_TEST_PIDDIR"); dir != "" {
+			writePid(filepath.Join(dir, fmt.Sprintf("rank-%d.done", rank)), n)
+		}
+		return 0
+	case "setsid-child":
+		// A grandchild in its own session (setsid): neither the worker's
+		// process group nor the parent-death signal reaches it. The worker
+		// then exits with PARC_TEST_CODE (or, when PARC_TEST_WAIT is set,
+		// waits to be signalled).
+		child := exec.Command("sleep", "300")
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if dir := os.Getenv("PARC_TEST_PIDDIR"); dir != "" {
+			writePid(filepath.Join(dir, fmt.Sprintf("rank-%d.child.pid", rank)), child.Process.Pid)
+		}
+		if os.Getenv("PARC_TEST_WAIT") != "" {
+			time.Sleep(5 * time.Minute)
+		}
+		time.Sleep(300 * time.Millisecond) // every worker has started its child
+		code, _ := strconv.Atoi(os.Getenv("PARC_TEST_CODE"))
+		return code
+	case "checkpoint":
+		// On SIGTERM it "saves a checkpoint" for PARC_TEST_SAVE_MS, writes
+		// rank-R.saved in PARC_TEST_PIDDIR and exits 0, as Megatron does
+		// with --exit-signal-handler.
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM)
+		writePid(filepath.Join(os.Getenv("PARC_TEST_PIDDIR"), fmt.Sprintf("rank-%d.ready", rank)), 0)
+		<-ch
+		ms, _ := strconv.Atoi(os.Getenv("PARC_TEST_SAVE_MS"))
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		writePid(filepath.Join(os.Getenv("PARC_TEST_PIDDIR"), fmt.Sprintf("rank-%d.saved", rank)), ms)
 		return 0
 	case "true":
 		return 0

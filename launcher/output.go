@@ -9,23 +9,53 @@ import (
 )
 
 // output serialises the workers' prefixed lines and the launcher's messages,
-// so that lines from different ranks never mix.
+// so that lines from different ranks never mix. A destination that fails (a
+// closed pipe: `parc launch ... | head`) is dropped from then on, with one
+// warning on stderr; the copiers keep reading the workers' pipes, so no
+// worker blocks on a full pipe or dies of SIGPIPE.
 type output struct {
 	mu             sync.Mutex
-	stdout, stderr io.Writer
+	stdout, stderr sink
+}
+
+// sink is one destination and whether writing to it has failed.
+type sink struct {
+	w      io.Writer
+	name   string
+	failed bool
+}
+
+func newOutput(stdout, stderr io.Writer) *output {
+	return &output{stdout: sink{w: stdout, name: "stdout"}, stderr: sink{w: stderr, name: "stderr"}}
+}
+
+// writeLocked writes b to s unless s has failed; o.mu is held.
+func (o *output) writeLocked(s *sink, b []byte) {
+	if s.failed {
+		return
+	}
+	if _, err := s.w.Write(b); err != nil {
+		s.failed = true
+		if s != &o.stderr {
+			o.writeLocked(&o.stderr, fmt.Appendf(nil,
+				"parc launch: warning: cannot write the workers' output to %s (%v): dropping it from now on; the workers keep running (--log-dir keeps each rank's output in a file)\n",
+				s.name, err))
+		}
+	}
 }
 
 // logf writes one launcher message to stderr.
 func (o *output) logf(format string, args ...any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	fmt.Fprintf(o.stderr, "parc launch: "+format+"\n", args...)
+	o.writeLocked(&o.stderr, fmt.Appendf(nil, "parc launch: "+format+"\n", args...))
 }
 
 // copyLines copies r to dst line by line, each line starting with prefix. A
 // line longer than the buffer is written in pieces (only the first carries
-// the prefix); a last line without newline gets one.
-func (o *output) copyLines(dst io.Writer, prefix []byte, r *os.File, wg *sync.WaitGroup) {
+// the prefix); a last line without newline gets one. It reads r to its end
+// even when dst has failed.
+func (o *output) copyLines(dst *sink, prefix []byte, r *os.File, wg *sync.WaitGroup) {
 	defer wg.Done()
 	defer r.Close()
 	br := bufio.NewReaderSize(r, 64<<10)
@@ -44,7 +74,7 @@ func (o *output) copyLines(dst io.Writer, prefix []byte, r *os.File, wg *sync.Wa
 				buf = append(buf, '\n') // EOF inside a line
 			}
 			o.mu.Lock()
-			_, _ = dst.Write(buf)
+			o.writeLocked(dst, buf)
 			o.mu.Unlock()
 		}
 		if err == bufio.ErrBufferFull {

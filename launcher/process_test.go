@@ -60,7 +60,7 @@ func TestLauncherSIGKILLLeavesNoOrphan(t *testing.T) {
 // Real SIGUSR2 and SIGINT sent to the launcher process reach every worker.
 func TestRealSignalsReachEveryWorker(t *testing.T) {
 	path := writePlan(t, blockPlan(1, 3))
-	cmd, out, errb := startLauncherProcess(t, childOptions{Plan: path, NodeRank: intp(0), GraceMS: 5000},
+	cmd, out, errb := startLauncherProcess(t, childOptions{Plan: path, NodeRank: intp(0), GraceMS: intp(5000)},
 		cleanEnv(workerVar+"=signals", "CUDA_VISIBLE_DEVICES=0,1,2"))
 	require.True(t, waitFor(20*time.Second, func() bool { return strings.Count(out.String(), "ready") == 3 }), errb.String())
 	require.NoError(t, cmd.Process.Signal(syscall.SIGUSR2))
@@ -77,7 +77,7 @@ func TestRealSignalsReachEveryWorker(t *testing.T) {
 func TestLauncherSIGTERMStopsWorkerTrees(t *testing.T) {
 	pids := t.TempDir()
 	path := writePlan(t, blockPlan(1, 2))
-	cmd, _, errb := startLauncherProcess(t, childOptions{Plan: path, NodeRank: intp(0), GraceMS: 5000},
+	cmd, _, errb := startLauncherProcess(t, childOptions{Plan: path, NodeRank: intp(0), GraceMS: intp(5000)},
 		cleanEnv(workerVar+"=sleep-with-child", "PARC_TEST_PIDDIR="+pids, "CUDA_VISIBLE_DEVICES=0,1"))
 	require.True(t, waitFor(20*time.Second, func() bool { return len(readPids(t, pids)) == 4 }), errb.String())
 	got := readPids(t, pids)

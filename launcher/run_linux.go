@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +35,14 @@ const outputDrain = 2 * time.Second
 // they have all exited. It returns the exit code for the launcher and, when
 // that code is not 0, an error that says why. ExitUsage means a usage or
 // preflight error and that nothing was started.
+//
+// While it runs, the calling process is a child subreaper
+// (PR_SET_CHILD_SUBREAPER): a worker's descendants that leave it (a daemon,
+// `setsid sleep`) are adopted by the launcher, and every descendant still
+// alive when an attempt ends is killed and reaped. A program that calls Run
+// should start no other children meanwhile. A closed stdout or stderr (say
+// `parc launch ... | head`) stops neither the launcher nor the workers: their
+// output is dropped from then on, with one warning.
 func Run(ctx context.Context, opts Options) (int, error) {
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
@@ -43,13 +50,30 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	if opts.Stderr == nil {
 		opts.Stderr = os.Stderr
 	}
-	if opts.Grace <= 0 {
-		opts.Grace = DefaultGrace
+	if opts.Grace != nil && *opts.Grace < 0 {
+		return ExitUsage, fmt.Errorf("--grace is %s, it must be 0 (SIGKILL at once) or more", *opts.Grace)
 	}
 	if opts.MaxRestarts < 0 {
 		return ExitUsage, fmt.Errorf("--max-restarts is %d, it must be 0 or more", opts.MaxRestarts)
 	}
-	s, err := prepare(ctx, opts)
+	ignoreSIGPIPE()
+	// Subscribe before the preflight, so that a signal during it stops the
+	// GPU query too instead of leaving it behind.
+	sigs := opts.Signals
+	if sigs == nil {
+		ch := make(chan os.Signal, 8)
+		signal.Notify(ch, append(append([]os.Signal{}, terminating...), forwardOnly...)...)
+		defer signal.Stop(ch)
+		sigs = ch
+	}
+	spawn := make(chan spawnRequest)
+	go spawner(spawn)
+	defer close(spawn)
+
+	s, sig, err := prepareInterruptible(ctx, opts, spawn, sigs)
+	if sig != nil {
+		return 128 + int(sig.(syscall.Signal)), fmt.Errorf("%s during the preflight: nothing was started", sigName(sig.(syscall.Signal)))
+	}
 	if err != nil {
 		return ExitUsage, err
 	}
@@ -58,22 +82,62 @@ func Run(ctx context.Context, opts Options) (int, error) {
 			return ExitUsage, fmt.Errorf("cannot create the log directory: %w", err)
 		}
 	}
-	// Subscribe only now: during the preflight, nothing runs and a signal
-	// may simply end the launcher.
-	sigs := opts.Signals
-	if sigs == nil {
-		ch := make(chan os.Signal, 8)
-		signal.Notify(ch, append(append([]os.Signal{}, terminating...), forwardOnly...)...)
-		defer signal.Stop(ch)
-		sigs = ch
-	}
-	sup := &supervisor{s: s, opts: opts, out: &output{stdout: opts.Stdout, stderr: opts.Stderr}}
+	sup := &supervisor{s: s, opts: opts, spawn: spawn, out: newOutput(opts.Stdout, opts.Stderr)}
+	sup.grace, sup.graceFrom = graceOf(opts, s.plan)
 	for _, w := range s.warnings {
 		sup.out.logf("warning: %s", w)
 	}
 	sup.out.logf("node %d of %d: ranks %s of %d, master %s:%d, %s",
 		s.nodeRank, len(s.plan.Nodes), rankList(s.node.Workers), s.plan.WorldSize, s.masterAddr, s.masterPort, s.gpus)
+	restore, err := becomeSubreaper()
+	if err != nil {
+		sup.out.logf("warning: cannot become a child subreaper (%v); processes that leave a worker may outlive the job", err)
+	}
+	defer restore()
 	return sup.run(ctx, sigs)
+}
+
+// graceOf is the time between the stop signal and SIGKILL: --grace, else
+// the plan's grace_seconds, else DefaultGrace; and where it came from.
+func graceOf(opts Options, plan *launchplan.File) (time.Duration, string) {
+	switch {
+	case opts.Grace != nil:
+		return *opts.Grace, "--grace"
+	case plan.GraceSeconds != nil:
+		return time.Duration(*plan.GraceSeconds) * time.Second, "the plan's grace_seconds"
+	}
+	return defaultGrace, "default"
+}
+
+// prepareInterruptible runs the preflight (prepare) and returns early, with
+// the signal, when a terminating signal arrives meanwhile: the preflight's
+// context is cancelled, which kills a running GPU query. Forward-only
+// signals are dropped (no worker runs yet).
+func prepareInterruptible(ctx context.Context, opts Options, spawn chan<- spawnRequest, sigs <-chan os.Signal) (*nodeSetup, os.Signal, error) {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		s   *nodeSetup
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := prepare(pctx, opts, spawn)
+		done <- result{s, err}
+	}()
+	for {
+		select {
+		case r := <-done:
+			return r.s, nil, r.err
+		case sig := <-sigs:
+			if !isTerminating(sig) {
+				continue
+			}
+			cancel()
+			<-done // the GPU query is killed and reaped
+			return nil, sig, nil
+		}
+	}
 }
 
 func rankList(ws []launchplan.Worker) string {
@@ -88,11 +152,13 @@ func rankList(ws []launchplan.Worker) string {
 }
 
 type supervisor struct {
-	s     *nodeSetup
-	opts  Options
-	out   *output
-	spawn chan spawnRequest
-	guard *guard
+	s         *nodeSetup
+	opts      Options
+	out       *output
+	spawn     chan spawnRequest
+	guard     *guard
+	grace     time.Duration
+	graceFrom string
 }
 
 // proc is one started worker.
@@ -119,9 +185,6 @@ type attemptResult struct {
 }
 
 func (sup *supervisor) run(ctx context.Context, sigs <-chan os.Signal) (int, error) {
-	sup.spawn = make(chan spawnRequest)
-	go spawner(sup.spawn)
-	defer close(sup.spawn)
 	g, err := startGuard(sup.spawn)
 	if err != nil {
 		sup.out.logf("warning: no guard process (%v); workers' children may outlive a SIGKILLed launcher", err)
@@ -162,151 +225,192 @@ func pendingStop(sigs <-chan os.Signal) os.Signal {
 	}
 }
 
+// attempt runs this node's workers once: start them all, supervise them
+// until every one has exited, clean up what they left, and say how it ended.
 func (sup *supervisor) attempt(ctx context.Context, sigs <-chan os.Signal, attempt int) attemptResult {
-	workers := sup.s.node.Workers
-	procs := make([]*proc, 0, len(workers))
-	events := make(chan exitEvent, len(workers))
-	var readers sync.WaitGroup
-	width := len(strconv.Itoa(sup.s.plan.WorldSize - 1))
+	a, err := sup.start(attempt)
+	if err != nil {
+		return attemptResult{code: ExitUsage, err: err}
+	}
+	a.supervise(ctx, sigs)
+	a.teardown()
+	return a.outcome()
+}
 
-	// Everything is prepared first, then all workers are started in one
-	// batch on the spawner's thread.
+// attemptRun is one attempt's running state.
+type attemptRun struct {
+	sup      *supervisor
+	attempt  int
+	procs    []*proc
+	events   chan exitEvent
+	readers  sync.WaitGroup // the output copiers
+	running  int
+	stopping bool
+	grace    <-chan time.Time
+	firstBad *proc // first non-zero exit, in exit order
+	res      attemptResult
+}
+
+// start prepares every worker first, then starts them all in one batch on
+// the spawner's thread, and watches each for its exit.
+func (sup *supervisor) start(attempt int) (*attemptRun, error) {
+	workers := sup.s.node.Workers
+	a := &attemptRun{sup: sup, attempt: attempt, events: make(chan exitEvent, len(workers))}
+	width := len(strconv.Itoa(sup.s.plan.WorldSize - 1))
 	var parentEnds []*os.File // the child's ends of pipes and log files
 	for _, w := range workers {
-		p, ends, err := sup.prepare(w, attempt, width, &readers)
+		p, ends, err := sup.prepare(w, attempt, width, &a.readers)
 		parentEnds = append(parentEnds, ends...)
 		if err != nil {
 			closeAll(parentEnds)
-			return attemptResult{code: ExitUsage, err: fmt.Errorf("cannot start rank %d: %w", w.Rank, err)}
+			return nil, fmt.Errorf("cannot start rank %d: %w", w.Rank, err)
 		}
-		procs = append(procs, p)
+		a.procs = append(a.procs, p)
 	}
-	cmds := make([]*exec.Cmd, len(procs))
-	for i, p := range procs {
+	cmds := make([]*exec.Cmd, len(a.procs))
+	for i, p := range a.procs {
 		cmds[i] = p.cmd
 	}
 	started, err := startOn(sup.spawn, cmds)
 	closeAll(parentEnds)
-	procs = procs[:started]
+	a.procs = a.procs[:started]
 	pgids := make([]int, started)
-	for i, p := range procs {
+	for i, p := range a.procs {
 		p.pid = p.cmd.Process.Pid
 		pgids[i] = p.pid
 	}
 	sup.guard.add(pgids)
 	if err != nil {
 		// Nothing may keep running: stop what did start.
-		for _, q := range procs {
-			_ = syscall.Kill(-q.pid, syscall.SIGKILL)
-		}
-		for _, q := range procs {
-			_ = q.cmd.Wait()
-		}
-		sup.guard.clear()
-		return attemptResult{code: ExitUsage, err: fmt.Errorf("cannot start rank %d: %w", workers[started].Rank, err)}
+		a.signalAll(syscall.SIGKILL)
+		a.teardown()
+		return nil, fmt.Errorf("cannot start rank %d: %w", workers[started].Rank, err)
 	}
-	for i, p := range procs {
+	for i, p := range a.procs {
 		go func(i, pid int) {
 			st, err := waitExited(pid)
 			if err != nil {
 				st = exitStatus{code: -1}
 			}
-			events <- exitEvent{i: i, status: st}
+			a.events <- exitEvent{i: i, status: st}
 		}(i, p.pid)
 	}
+	a.running = len(a.procs)
+	return a, nil
+}
 
-	var (
-		res      attemptResult
-		stopping bool
-		grace    <-chan time.Time
-		ctxDone  = ctx.Done()
-		firstBad *proc // first non-zero exit, in exit order
-	)
-	signalAll := func(sig syscall.Signal) {
-		for _, p := range procs {
-			_ = syscall.Kill(-p.pid, sig) // the whole process group; ESRCH when it is gone
-		}
-	}
-	stop := func(sig syscall.Signal) {
-		stopping = true
-		signalAll(sig)
-		grace = time.After(sup.opts.Grace)
-	}
-	running := len(procs)
-	for running > 0 {
+// supervise handles exits, signals, cancellation and the grace period until
+// every worker has exited (none is reaped yet).
+func (a *attemptRun) supervise(ctx context.Context, sigs <-chan os.Signal) {
+	ctxDone := ctx.Done()
+	for a.running > 0 {
 		select {
-		case ev := <-events:
-			p := procs[ev.i]
-			p.status = ev.status
-			running--
-			if !ev.status.failed() {
-				continue
-			}
-			if firstBad == nil {
-				firstBad = p
-			}
-			if !stopping {
-				res.failed = p
-				sup.out.logf("rank %d (pid %d) %s; stopping the other %s of this node (SIGTERM, SIGKILL after %s)",
-					p.w.Rank, p.pid, p.status, countWorkers(running), sup.opts.Grace)
-				stop(syscall.SIGTERM)
-			}
+		case ev := <-a.events:
+			a.exited(ev)
 		case sig := <-sigs:
-			ss, _ := sig.(syscall.Signal)
-			if !isTerminating(sig) {
-				signalAll(ss)
-				continue
-			}
-			if stopping {
-				if res.signal == nil {
-					res.signal = sig // no restart after this attempt
-				}
-				sup.out.logf("%s while stopping: killing every worker now", sigName(ss))
-				signalAll(syscall.SIGKILL)
-				continue
-			}
-			res.signal = sig
-			sup.out.logf("%s: forwarding it to every worker, SIGKILL after %s", sigName(ss), sup.opts.Grace)
-			stop(ss)
+			a.signalled(sig)
 		case <-ctxDone:
 			ctxDone = nil
-			res.cause = context.Cause(ctx).Error()
-			if !stopping {
-				sup.out.logf("stopping: %s", res.cause)
-				stop(syscall.SIGTERM)
+			a.res.cause = context.Cause(ctx).Error()
+			if !a.stopping {
+				a.sup.out.logf("stopping: %s", a.res.cause)
+				a.stop(syscall.SIGTERM)
 			}
-		case <-grace:
-			grace = nil
-			sup.out.logf("%s still running after %s: SIGKILL", countWorkers(running), sup.opts.Grace)
-			signalAll(syscall.SIGKILL)
+		case <-a.grace:
+			a.grace = nil
+			a.sup.out.logf("%s still running after %s: SIGKILL", countWorkers(a.running), a.sup.grace)
+			a.signalAll(syscall.SIGKILL)
 		}
 	}
+}
 
-	// Every worker has exited but none is reaped yet, so no process group id
-	// can have been reused: kill whatever the workers left behind, then reap.
-	signalAll(syscall.SIGKILL)
-	for _, p := range procs {
+// exited records a worker's exit; the first failure stops the others.
+func (a *attemptRun) exited(ev exitEvent) {
+	p := a.procs[ev.i]
+	p.status = ev.status
+	a.running--
+	if !ev.status.failed() {
+		return
+	}
+	if a.firstBad == nil {
+		a.firstBad = p
+	}
+	if !a.stopping {
+		a.res.failed = p
+		a.sup.out.logf("rank %d (pid %d) %s; stopping the other %s of this node (SIGTERM, SIGKILL after %s)",
+			p.w.Rank, p.pid, p.status, countWorkers(a.running), a.sup.grace)
+		a.stop(syscall.SIGTERM)
+	}
+}
+
+// signalled forwards a signal; a terminating one stops the workers, a second
+// one while they stop kills them.
+func (a *attemptRun) signalled(sig os.Signal) {
+	ss, _ := sig.(syscall.Signal)
+	if !isTerminating(sig) {
+		a.signalAll(ss)
+		return
+	}
+	if a.stopping {
+		if a.res.signal == nil {
+			a.res.signal = sig // no restart after this attempt
+		}
+		a.sup.out.logf("%s while stopping: killing every worker now", sigName(ss))
+		a.signalAll(syscall.SIGKILL)
+		return
+	}
+	a.res.signal = sig
+	a.sup.out.logf("%s: forwarding it to every worker, SIGKILL after %s (%s)", sigName(ss), a.sup.grace, a.sup.graceFrom)
+	a.stop(ss)
+}
+
+func (a *attemptRun) signalAll(sig syscall.Signal) {
+	for _, p := range a.procs {
+		_ = syscall.Kill(-p.pid, sig) // the whole process group; ESRCH when it is gone
+	}
+}
+
+func (a *attemptRun) stop(sig syscall.Signal) {
+	a.stopping = true
+	a.signalAll(sig)
+	a.grace = time.After(a.sup.grace)
+}
+
+// teardown runs once every worker has exited but none is reaped, so no
+// process group id can have been reused: it kills whatever the workers left
+// behind (their process groups, then every other descendant, adopted as the
+// subreaper), reaps, and waits a little for output still in the pipes.
+func (a *attemptRun) teardown() {
+	a.signalAll(syscall.SIGKILL)
+	if n, names := killDescendants(a.sup.guard.pid()); n > 0 {
+		a.sup.out.logf("killed %s the workers left behind: %s", countProcesses(n), names)
+	}
+	for _, p := range a.procs {
 		_ = p.cmd.Wait()
 	}
-	sup.guard.clear()
+	a.sup.guard.clear()
 	drained := make(chan struct{})
-	go func() { readers.Wait(); close(drained) }()
+	go func() { a.readers.Wait(); close(drained) }()
 	select {
 	case <-drained:
 	case <-time.After(outputDrain):
 	}
+}
 
+// outcome is the attempt's result once every worker has exited.
+func (a *attemptRun) outcome() attemptResult {
+	res := a.res
 	switch {
 	case res.failed != nil:
 		p := res.failed
 		res.code = p.status.exitCode()
-		res.err = fmt.Errorf("rank %d %s (attempt %d of %d)", p.w.Rank, p.status, attempt+1, sup.opts.MaxRestarts+1)
+		res.err = fmt.Errorf("rank %d %s (attempt %d of %d)", p.w.Rank, p.status, a.attempt+1, a.sup.opts.MaxRestarts+1)
 		if p.logPath != "" {
-			sup.out.logf("last lines of %s:\n%s", p.logPath, tail(p.logPath, 20))
+			a.sup.out.logf("last lines of %s:\n%s", p.logPath, tail(p.logPath, 20))
 		}
-	case firstBad != nil:
-		res.code = firstBad.status.exitCode()
-		res.err = fmt.Errorf("stopped (%s); rank %d %s", res.stopReason(), firstBad.w.Rank, firstBad.status)
+	case a.firstBad != nil:
+		res.code = a.firstBad.status.exitCode()
+		res.err = fmt.Errorf("stopped (%s); rank %d %s", res.stopReason(), a.firstBad.w.Rank, a.firstBad.status)
 	}
 	return res
 }
@@ -320,6 +424,13 @@ func (r attemptResult) stopReason() string {
 		return sigName(r.signal.(syscall.Signal))
 	}
 	return r.cause
+}
+
+func countProcesses(n int) string {
+	if n == 1 {
+		return "1 process"
+	}
+	return strconv.Itoa(n) + " processes"
 }
 
 func countWorkers(n int) string {
@@ -379,8 +490,8 @@ func (sup *supervisor) prepare(w launchplan.Worker, attempt, width int, readers 
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	readers.Add(2)
-	go sup.out.copyLines(sup.out.stdout, prefix, outR, readers)
-	go sup.out.copyLines(sup.out.stderr, prefix, errR, readers)
+	go sup.out.copyLines(&sup.out.stdout, prefix, outR, readers)
+	go sup.out.copyLines(&sup.out.stderr, prefix, errR, readers)
 	return p, []*os.File{outW, errW}, nil
 }
 
@@ -388,44 +499,6 @@ func closeAll(files []*os.File) {
 	for _, f := range files {
 		f.Close()
 	}
-}
-
-// spawnRequest asks the spawner to start commands, in order, stopping at
-// the first that fails.
-type spawnRequest struct {
-	cmds []*exec.Cmd
-	done chan spawnResult
-}
-
-type spawnResult struct {
-	started int
-	err     error
-}
-
-// spawner starts every process from one locked OS thread that lives as long
-// as the supervisor: Linux sends the parent-death signal when the creating
-// thread exits, not the process (go.dev/issue/27505).
-func spawner(reqs <-chan spawnRequest) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	for r := range reqs {
-		var res spawnResult
-		for _, c := range r.cmds {
-			if res.err = c.Start(); res.err != nil {
-				break
-			}
-			res.started++
-		}
-		r.done <- res
-	}
-}
-
-// startOn starts cmds on the spawner and returns how many started.
-func startOn(spawn chan<- spawnRequest, cmds []*exec.Cmd) (int, error) {
-	done := make(chan spawnResult, 1)
-	spawn <- spawnRequest{cmds: cmds, done: done}
-	r := <-done
-	return r.started, r.err
 }
 
 // tail returns the last lines of a file, for the failure report.

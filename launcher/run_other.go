@@ -12,3 +12,7 @@ import (
 func Run(ctx context.Context, opts Options) (int, error) {
 	return ExitUsage, errors.New("parc launch runs on Linux only")
 }
+
+func nvidiaSMICount(ctx context.Context, smi string, spawn chan<- spawnRequest) (int, error) {
+	return 0, errors.New("parc launch runs on Linux only")
+}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,8 +25,12 @@ const ExitUsage = 2
 // DefaultMasterPort is used when the plan's master_port is 0 (torchrun's default).
 const DefaultMasterPort = launchplan.DefaultMasterPort
 
-// DefaultGrace is how long workers get between SIGTERM and SIGKILL.
+// DefaultGrace is how long workers get between SIGTERM and SIGKILL when
+// neither --grace nor the plan's grace_seconds says.
 const DefaultGrace = 10 * time.Second
+
+// defaultGrace is DefaultGrace; tests lower it.
+var defaultGrace = DefaultGrace
 
 // nvidiaSMITimeout bounds the GPU query: a node whose driver hangs fails the
 // preflight instead of hanging the job.
@@ -48,8 +51,10 @@ type Options struct {
 	// MaxRestarts is how many times this node's workers are restarted after
 	// a failure (TORCHELASTIC_MAX_RESTARTS).
 	MaxRestarts int
-	// Grace is the time between SIGTERM and SIGKILL; 0 means DefaultGrace.
-	Grace time.Duration
+	// Grace is the time between the stop signal and SIGKILL; 0 kills at
+	// once, negative is an error. nil means the plan's grace_seconds, else
+	// DefaultGrace.
+	Grace *time.Duration
 	// Command is the worker command; empty means the plan's command.
 	Command []string
 	// Env is the launcher's environment, inherited by workers; nil means
@@ -96,7 +101,7 @@ type nodeSetup struct {
 
 // prepare resolves the node rank, master address, GPU count and command,
 // and runs every preflight check. Errors here mean nothing may start.
-func prepare(ctx context.Context, opts Options) (*nodeSetup, error) {
+func prepare(ctx context.Context, opts Options, spawn chan<- spawnRequest) (*nodeSetup, error) {
 	base := opts.Env
 	if base == nil {
 		base = os.Environ()
@@ -132,7 +137,7 @@ func prepare(ctx context.Context, opts Options) (*nodeSetup, error) {
 	if err := checkSlurm(plan, env); err != nil {
 		return nil, err
 	}
-	if err := s.checkGPUs(ctx, env); err != nil {
+	if err := s.checkGPUs(ctx, env, spawn); err != nil {
 		return nil, err
 	}
 
@@ -240,7 +245,7 @@ func checkSlurm(plan *launchplan.File, env environ) error {
 // narrowed by CUDA_VISIBLE_DEVICES when that is set (nvidia-smi ignores it);
 // without nvidia-smi from CUDA_VISIBLE_DEVICES, else SLURM_GPUS_ON_NODE. When
 // none is available the check is skipped with a warning.
-func (s *nodeSetup) checkGPUs(ctx context.Context, env environ) error {
+func (s *nodeSetup) checkGPUs(ctx context.Context, env environ, spawn chan<- spawnRequest) error {
 	want := s.plan.GPUsPerNode
 	var (
 		n      int
@@ -249,7 +254,7 @@ func (s *nodeSetup) checkGPUs(ctx context.Context, env environ) error {
 	smi, smiErr := lookPath("nvidia-smi", env)
 	switch {
 	case smiErr == nil:
-		c, err := nvidiaSMICount(ctx, smi)
+		c, err := nvidiaSMICount(ctx, smi, spawn)
 		if err != nil {
 			return err
 		}
@@ -292,30 +297,6 @@ func visibleDevices(v string) int {
 		return 0
 	}
 	return len(strings.Split(v, ","))
-}
-
-func nvidiaSMICount(ctx context.Context, smi string) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, nvidiaSMITimeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, smi, "--query-gpu=index", "--format=csv,noheader").Output()
-	if ctx.Err() != nil {
-		return 0, fmt.Errorf("nvidia-smi did not answer within %s: the GPU driver looks hung", nvidiaSMITimeout)
-	}
-	if err != nil {
-		msg := ""
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			msg = ": " + strings.TrimSpace(string(ee.Stderr))
-		}
-		return 0, fmt.Errorf("nvidia-smi failed (%v)%s", err, msg)
-	}
-	n := 0
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.TrimSpace(line) != "" {
-			n++
-		}
-	}
-	return n, nil
 }
 
 // lookPath finds a command in the PATH of env (not of the launcher's own

@@ -92,7 +92,7 @@ func TestTorchGlooGroupsMatchPlan(t *testing.T) {
 			var outs, errs []*syncBuffer
 			for _, n := range plan.Nodes {
 				cmd, out, errb := startLauncherProcess(t, childOptions{
-					Plan: path, NodeRank: intp(n.Index), MasterAddr: "127.0.0.1", GraceMS: 3000,
+					Plan: path, NodeRank: intp(n.Index), MasterAddr: "127.0.0.1", GraceMS: intp(3000),
 					Command: []string{python, worker},
 				}, env)
 				cmds, outs, errs = append(cmds, cmd), append(outs, out), append(errs, errb)

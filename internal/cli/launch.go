@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +16,7 @@ func newLaunchCmd() *cobra.Command {
 	var (
 		opts     launcher.Options
 		nodeRank int
+		grace    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "launch --plan DIR/launch.json [--node-rank N] [--master-addr A] [-- CMD ARGS...]",
@@ -34,9 +36,14 @@ without nvidia-smi CUDA_VISIBLE_DEVICES or SLURM_GPUS_ON_NODE) equals the
 plan's gpus_per_node, and under Slurm that SLURM_NNODES matches the plan and
 that srun runs one launch per node.
 
-When a worker fails, every other worker gets SIGTERM, then SIGKILL after
---grace. SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 are forwarded to every
-worker's process group. No worker outlives the launcher.
+When a worker fails, every other worker gets SIGTERM, then SIGKILL after the
+grace period: --grace, else the plan's grace_seconds (launch.grace_seconds in
+the spec, which covers cluster.slurm.preempt_signal_seconds), else 10s.
+SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 are forwarded to every worker's
+process group. No worker, and no process a worker started, outlives the
+launcher: it adopts them as a child subreaper and kills them when the workers
+end. A closed stdout (parc launch ... | head) stops nothing: the workers'
+output is dropped from then on, with one warning (--log-dir keeps it).
 
 Exit status: 0 when every worker exits 0; 2 for a usage or preflight error
 (nothing was started); otherwise the exit code of the first worker that
@@ -54,6 +61,12 @@ failed, 128+N when it was killed by signal N.`,
 			}
 			if cmd.Flags().Changed("node-rank") {
 				opts.NodeRank = &nodeRank
+			}
+			if cmd.Flags().Changed("grace") {
+				if grace < 0 {
+					return usageError{fmt.Errorf("--grace is %s: it must be 0 (SIGKILL right after the stop signal) or more", grace)}
+				}
+				opts.Grace = &grace
 			}
 			opts.Command = args
 			opts.Stdout = cmd.OutOrStdout()
@@ -78,6 +91,6 @@ failed, 128+N when it was killed by signal N.`,
 	f.StringVar(&opts.MasterAddr, "master-addr", "", "rank 0's address (default: the plan's, else the first host of $SLURM_JOB_NODELIST)")
 	f.StringVar(&opts.LogDir, "log-dir", "", "write each rank's output to DIR/attempt-A/rank-R.log instead of prefixing it")
 	f.IntVar(&opts.MaxRestarts, "max-restarts", 0, "restart this node's workers up to N times after a failure")
-	f.DurationVar(&opts.Grace, "grace", launcher.DefaultGrace, "time between SIGTERM and SIGKILL when stopping workers")
+	f.DurationVar(&grace, "grace", launcher.DefaultGrace, "time between the stop signal and SIGKILL when stopping workers; 0 kills at once (default: the plan's grace_seconds, else 10s)")
 	return cmd
 }

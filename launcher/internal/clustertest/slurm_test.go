@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"parc.dev/parc/internal/targets/slurm"
 	"parc.dev/parc/internal/targets/template"
 	"parc.dev/parc/internal/testenv"
+	"parc.dev/parc/launcher/hostlist"
 	"parc.dev/parc/launchplan"
 )
 
@@ -80,9 +82,17 @@ func compileJob(t *testing.T, python, program string) job {
 	return job{dir: dir, port: s.Launch.MasterPort}
 }
 
-// run submits the job and waits for it; it returns the final state, the
-// exit code Slurm recorded ("3:0") and the job's output.
-func (j job) run(t *testing.T) (state, exit, log string) {
+// jobResult is how a job ended: its final state, the exit code Slurm
+// recorded ("3:0"), the nodes it ran on, in order (Slurm chooses them: a test
+// may not assume which), and its output.
+type jobResult struct {
+	state, exit string
+	nodes       []string
+	log         string
+}
+
+// run submits the job and waits for it.
+func (j job) run(t *testing.T) jobResult {
 	t.Helper()
 	logFile := filepath.Join(j.dir, "job.out")
 	sb := exec.Command("sbatch", "--parsable", "--output="+logFile, slurm.ScriptName)
@@ -92,10 +102,11 @@ func (j job) run(t *testing.T) (state, exit, log string) {
 	id := strings.TrimSpace(strings.Split(string(out), ";")[0])
 	t.Cleanup(func() { _ = exec.Command("scancel", id).Run() })
 	start := time.Now()
-	state, exit = waitDone(t, id, 150*time.Second)
-	t.Logf("job %s %s (exit %s) after %s", id, state, exit, time.Since(start).Round(100*time.Millisecond))
+	r := waitDone(t, id, 150*time.Second)
+	t.Logf("job %s %s (exit %s) on %v after %s", id, r.state, r.exit, r.nodes, time.Since(start).Round(100*time.Millisecond))
 	data, _ := os.ReadFile(logFile)
-	return state, exit, string(data)
+	r.log = string(data)
+	return r
 }
 
 // Real PyTorch through the emitted submit.sbatch: srun starts one launcher
@@ -107,14 +118,17 @@ func TestGlooThroughSubmitSbatch(t *testing.T) {
 	worker, err := filepath.Abs("../../testdata/gloo_worker.py")
 	require.NoError(t, err)
 	j := compileJob(t, python, worker)
-	state, _, log := j.run(t)
-	require.Equal(t, "COMPLETED", state, "job log:\n%s", log)
+	r := j.run(t)
+	log := r.log
+	require.Equal(t, "COMPLETED", r.state, "job log:\n%s", log)
+	require.Len(t, r.nodes, 2)
 
 	// Each launcher checked the node before starting: Slurm's node count,
-	// and 4 GPUs from the allocation.
+	// and 4 GPUs from the allocation. The master is the job's first node,
+	// whichever Slurm chose.
 	for n := range 2 {
-		assert.Contains(t, log, fmt.Sprintf("parc launch: node %d of 2: ranks %s of 8, master n1:%d, 4 GPUs",
-			n, []string{"0,1,2,3", "4,5,6,7"}[n], j.port))
+		assert.Contains(t, log, fmt.Sprintf("parc launch: node %d of 2: ranks %s of 8, master %s:%d, 4 GPUs",
+			n, []string{"0,1,2,3", "4,5,6,7"}[n], r.nodes[0], j.port))
 	}
 	plan, err := launchplan.Decode(mustRead(t, filepath.Join(j.dir, slurm.LaunchFile)))
 	require.NoError(t, err)
@@ -146,46 +160,57 @@ func TestGlooThroughSubmitSbatch(t *testing.T) {
 // exit code, here node 0's 143 = SIGTERM, as the job's.)
 func TestFailFastThroughSubmitSbatch(t *testing.T) {
 	testenv.NeedSlurm(t)
-	marker := fmt.Sprintf("%d", 600+time.Now().Nanosecond()%300) // sleep N: unique enough to find leftovers
+	// sleep 1000.<pid><ns>: unique to this run, to find its leftovers even
+	// while other runs of this test share the machine.
+	marker := fmt.Sprintf("1000.%d%09d", os.Getpid(), time.Now().Nanosecond())
 	program := filepath.Join(t.TempDir(), "worker.sh")
 	require.NoError(t, os.WriteFile(program, []byte(`if [ "$RANK" = 5 ]; then sleep 1; echo "rank 5 fails"; exit 3; fi
 echo "rank $RANK waiting"
 exec sleep `+marker+"\n"), 0o755))
 	j := compileJob(t, "/bin/sh", program)
 	start := time.Now()
-	state, exit, log := j.run(t)
-	assert.Equal(t, "FAILED", state, log)
-	assert.NotEqual(t, "0:0", exit, log)
+	r := j.run(t)
+	log := r.log
+	assert.Equal(t, "FAILED", r.state, log)
+	assert.NotEqual(t, "0:0", r.exit, log)
+	require.Len(t, r.nodes, 2, log)
 	assert.Less(t, time.Since(start), 60*time.Second)
 	assert.Contains(t, log, "parc launch: rank 5 (pid")
 	assert.Contains(t, log, "exited with code 3; stopping the other 3 workers of this node")
 	assert.Contains(t, log, "parc launch: rank 5 exited with code 3 (attempt 1 of 1)")
-	assert.Contains(t, log, "n2: task 1: Exited with exit code 3")
-	out, _ := exec.Command("pgrep", "-f", "^sleep "+marker+"$").Output()
+	// Task 1 (node 1 of the plan) runs on the job's second node, whichever
+	// Slurm chose (issue 12, item 19: n2 only when the cluster is idle).
+	assert.Contains(t, log, r.nodes[1]+": task 1: Exited with exit code 3")
+	out, _ := exec.Command("pgrep", "-f", "^sleep "+regexp.QuoteMeta(marker)+"$").Output()
 	assert.Empty(t, strings.TrimSpace(string(out)), "workers left running after the job:\n%s", log)
 }
 
 // waitDone polls the job every 200 ms (sbatch --wait polls every 2 to 32 s)
-// and returns its final state (COMPLETED, FAILED, CANCELLED, TIMEOUT, ...)
-// and exit code ("3:0").
-func waitDone(t *testing.T, id string, timeout time.Duration) (state, exit string) {
+// and returns its final state (COMPLETED, FAILED, CANCELLED, TIMEOUT, ...),
+// exit code ("3:0") and nodes.
+func waitDone(t *testing.T, id string, timeout time.Duration) jobResult {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		out, _ := exec.Command("scontrol", "-o", "show", "job", id).Output()
-		state, exit = "", ""
+		var r jobResult
 		for _, f := range strings.Fields(string(out)) {
 			if v, ok := strings.CutPrefix(f, "JobState="); ok {
-				state = v
+				r.state = v
 			}
 			if v, ok := strings.CutPrefix(f, "ExitCode="); ok {
-				exit = v
+				r.exit = v
+			}
+			if v, ok := strings.CutPrefix(f, "NodeList="); ok && v != "(null)" {
+				nodes, err := hostlist.Expand(v)
+				require.NoError(t, err, "NodeList=%s", v)
+				r.nodes = nodes
 			}
 		}
-		switch state {
+		switch r.state {
 		case "", "PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED":
 		default:
-			return state, exit
+			return r
 		}
 		if time.Now().After(deadline) {
 			_ = exec.Command("scancel", id).Run()

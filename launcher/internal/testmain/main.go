@@ -29,10 +29,15 @@ func main() {
 	fs.StringVar(&opts.MasterAddr, "master-addr", "", "rank 0's address")
 	fs.StringVar(&opts.LogDir, "log-dir", "", "per-rank log directory")
 	fs.IntVar(&opts.MaxRestarts, "max-restarts", 0, "restarts after a failure")
-	fs.DurationVar(&opts.Grace, "grace", launcher.DefaultGrace, "SIGTERM to SIGKILL")
+	grace := fs.Duration("grace", launcher.DefaultGrace, "SIGTERM to SIGKILL (default: the plan's grace_seconds, else 10s)")
 	if err := fs.Parse(os.Args[2:]); err != nil {
 		os.Exit(launcher.ExitUsage)
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "grace" {
+			opts.Grace = grace
+		}
+	})
 	if *nodeRank >= 0 {
 		opts.NodeRank = nodeRank
 	}
