@@ -96,6 +96,8 @@ func render(p *plan.Plan, set *template.Set, warnings diag.List, at diag.Locator
 		files[TorchrunSh] = b
 	}
 	lf := launchjson.Build(p.Layout, megatron.Env(p), megatron.Command(p, args), p.Spec.Launch.MasterPort)
+	grace := p.Spec.GraceSeconds()
+	lf.GraceSeconds = &grace
 	files[LaunchJSON] = launchplan.Encode(lf)
 	rep, err := report.Files(p, warnings, set)
 	if err != nil {

@@ -38,6 +38,7 @@ func Run(s *spec.Spec, d spec.Derived, at diag.Locator) diag.List {
 	c.launchEnv()
 	c.launchValues()
 	c.slurm()
+	c.grace()
 	return c.r.List.Sort()
 }
 

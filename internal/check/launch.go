@@ -2,7 +2,9 @@ package check
 
 import (
 	"fmt"
+
 	"maps"
+	"parc.dev/parc/internal/spec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -174,6 +176,27 @@ func SlurmTime(s string) (int, error) {
 		return n[0]*60 + n[1], nil
 	}
 	return n[0]*3600 + n[1]*60 + n[2], nil // HH:MM:SS
+}
+
+// grace checks the grace period against the preemption warning and what
+// the launcher can give.
+func (c *checker) grace() {
+	s := c.s
+	g := s.GraceSeconds()
+	path := "launch.grace_seconds"
+	if s.Launch.GraceSeconds == nil {
+		path = "launch.launcher"
+	}
+	if sl := s.Cluster.Slurm; sl != nil && sl.PreemptSignalSeconds != nil && s.Launch.GraceSeconds != nil && g < *sl.PreemptSignalSeconds {
+		c.report("launch-grace", path, fmt.Sprintf("set grace_seconds to %d (or remove it: that is the default)", *sl.PreemptSignalSeconds),
+			"grace_seconds=%d is shorter than the preemption warning (cluster.slurm.preempt_signal_seconds=%d): workers checkpointing on the warning are SIGKILLed after %d s",
+			g, *sl.PreemptSignalSeconds, g)
+	}
+	if s.Launch.Launcher == "torchrun" && g > spec.TorchrunGraceSeconds {
+		c.report("launch-grace", path, `use launch.launcher "parc" (or "srun", which waits for Slurm's KillWait)`,
+			"torchrun SIGKILLs workers %d s after SIGTERM (fixed in torch.distributed.elastic before --shutdown-timeout; Debian's torch 1.13 has no option) but the grace period is %d s",
+			spec.TorchrunGraceSeconds, g)
+	}
 }
 
 // slurm checks the Slurm fields parc writes into the batch script.

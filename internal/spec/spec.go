@@ -292,16 +292,19 @@ type Logging struct {
 }
 
 type Launch struct {
-	Launcher   string            `json:"launcher"` // torchrun | srun | parc
-	Program    string            `json:"program"`
-	Python     string            `json:"python"`
-	Workdir    *string           `json:"workdir,omitempty"`
-	MasterPort int               `json:"master_port"`
-	ExtraArgs  []string          `json:"extra_args"`
-	Env        map[string]string `json:"env"`
-	Container  *Container        `json:"container,omitempty"`
-	Templates  *string           `json:"templates,omitempty"`
-	ParcBinary string            `json:"parc_binary"`
+	Launcher   string  `json:"launcher"` // torchrun | srun | parc
+	Program    string  `json:"program"`
+	Python     string  `json:"python"`
+	Workdir    *string `json:"workdir,omitempty"`
+	MasterPort int     `json:"master_port"`
+	// GraceSeconds is the time between the stop signal and SIGKILL when the
+	// workers are stopped (see Spec.GraceSeconds for the default).
+	GraceSeconds *int              `json:"grace_seconds,omitempty"`
+	ExtraArgs    []string          `json:"extra_args"`
+	Env          map[string]string `json:"env"`
+	Container    *Container        `json:"container,omitempty"`
+	Templates    *string           `json:"templates,omitempty"`
+	ParcBinary   string            `json:"parc_binary"`
 }
 
 type Container struct {

@@ -63,6 +63,9 @@ type Data struct {
 	// PreemptSeconds is cluster.slurm.preempt_signal_seconds (0 = no preemption handling).
 	PreemptSeconds int
 	ParcBinary     string
+	// GraceSeconds is the plan's grace period (Spec.GraceSeconds): in
+	// launch.json for parc, TORCH_ELASTIC_SHUTDOWN_TIMEOUT for torchrun.
+	GraceSeconds int
 }
 
 // NewData computes the template data of a plan.
@@ -75,7 +78,7 @@ func NewData(p *plan.Plan) *Data {
 		Launcher: l.Launcher, JobName: s.Model.Name,
 		Nodes: cl.Nodes, GPUsPerNode: cl.GPUsPerNode, World: cl.Nodes * cl.GPUsPerNode, TasksPerNode: 1,
 		Env: megatron.SortedEnv(p), Python: l.Python, Program: l.Program, MasterPort: l.MasterPort,
-		ParcBinary: l.ParcBinary,
+		ParcBinary: l.ParcBinary, GraceSeconds: s.GraceSeconds(),
 	}
 	if d.Source == "." || d.Source == "/" {
 		d.Source = "a spec given in memory"

@@ -36,6 +36,9 @@ type Data struct {
 	Program     string
 	Workdir     string
 	MasterPort  int
+	// GraceSeconds is the plan's grace period (Spec.GraceSeconds), given to
+	// torchrun as TORCH_ELASTIC_SHUTDOWN_TIMEOUT.
+	GraceSeconds int
 }
 
 // NewData computes the template data of a plan.
@@ -46,7 +49,7 @@ func NewData(p *plan.Plan) *Data {
 		ArgsFile: megatron.ArgsFile, Nodes: s.Cluster.Nodes, LastNode: s.Cluster.Nodes - 1,
 		GPUsPerNode: s.Cluster.GPUsPerNode, World: s.Cluster.Nodes * s.Cluster.GPUsPerNode,
 		Env: megatron.SortedEnv(p), Python: s.Launch.Python, Program: s.Launch.Program,
-		MasterPort: s.Launch.MasterPort,
+		MasterPort: s.Launch.MasterPort, GraceSeconds: s.GraceSeconds(),
 	}
 	if d.Source == "." || d.Source == "/" {
 		d.Source = "a spec given in memory"

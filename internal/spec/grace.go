@@ -1,0 +1,30 @@
+package spec
+
+// DefaultGraceSeconds is the grace period (stop signal to SIGKILL) when
+// neither launch.grace_seconds nor a preemption warning says otherwise: 30 s,
+// Slurm's default KillWait (slurm.conf(5)) and the fixed timeout of torchrun's
+// PContext.close (torch.distributed.elastic.multiprocessing.api), so that the
+// three launcher modes agree by default.
+const DefaultGraceSeconds = 30
+
+// TorchrunGraceSeconds is the time torchrun gives its workers between
+// forwarding SIGTERM and SIGKILL: fixed at 30 s in PContext.close up to
+// torch releases with --shutdown-timeout / TORCH_ELASTIC_SHUTDOWN_TIMEOUT
+// (pytorch/pytorch#172596; Debian's torch 1.13 has neither).
+const TorchrunGraceSeconds = 30
+
+// GraceSeconds is the plan's grace period: how long workers get between the
+// stop signal (SIGTERM, or the preemption warning's) and SIGKILL. It is
+// launch.grace_seconds when set; else, with a preemption warning
+// (cluster.slurm.preempt_signal_seconds), the whole warning, so that a
+// checkpoint started on the warning may use all of it; else
+// DefaultGraceSeconds.
+func (s *Spec) GraceSeconds() int {
+	if s.Launch.GraceSeconds != nil {
+		return *s.Launch.GraceSeconds
+	}
+	if sl := s.Cluster.Slurm; sl != nil && sl.PreemptSignalSeconds != nil {
+		return max(*sl.PreemptSignalSeconds, DefaultGraceSeconds)
+	}
+	return DefaultGraceSeconds
+}
