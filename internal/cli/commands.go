@@ -12,5 +12,6 @@ func commands() []*cobra.Command {
 		newLaunchCmd(),
 		newSolveCmd(),
 		newImportCmd(),
+		newVersionCmd(),
 	}
 }

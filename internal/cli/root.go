@@ -63,7 +63,9 @@ allocated, lays the ranks out on the cluster and emits Megatron-Core arguments,
 a Slurm batch script, a torchrun script and a launch plan.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate(versionText())
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

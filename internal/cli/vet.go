@@ -16,7 +16,10 @@ type vetReport struct {
 }
 
 func newVetCmd() *cobra.Command {
-	var format string
+	var (
+		format string
+		quiet  bool
+	)
 	cmd := &cobra.Command{
 		Use:   "vet FILE...",
 		Short: "Check specs: every mistake at once, at its file:line:col",
@@ -25,10 +28,20 @@ func newVetCmd() *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			var all diag.List
+			var (
+				all diag.List
+				oks []string // "ok  FILE (N warnings)" for each file without errors
+			)
 			for _, f := range args {
 				_, diags := compiler.Vet(compiler.Source{Path: f})
 				all = append(all, relDiags(diags)...)
+				if !diags.HasErrors() {
+					ok := "ok  " + relPath(f)
+					if n := len(diags); n > 0 {
+						ok += fmt.Sprintf(" (%d warning%s)", n, plural(n))
+					}
+					oks = append(oks, ok)
+				}
 			}
 			if format == "json" {
 				rep := vetReport{Valid: !all.HasErrors(), Diagnostics: all}
@@ -40,6 +53,11 @@ func newVetCmd() *cobra.Command {
 				}
 			} else {
 				printDiags(cmd.ErrOrStderr(), all)
+				if !quiet {
+					for _, ok := range oks {
+						fmt.Fprintln(cmd.ErrOrStderr(), ok)
+					}
+				}
 				if all.HasErrors() {
 					fmt.Fprintf(cmd.ErrOrStderr(), "parc vet: %s\n", summary(all))
 				}
@@ -51,5 +69,6 @@ func newVetCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the diagnostics, not the ok line of a valid file")
 	return cmd
 }
