@@ -2,9 +2,7 @@ package cli
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -68,42 +66,4 @@ func staleFiles(dir string, files compiler.Files) []string {
 		}
 	}
 	return out
-}
-
-// writeFiles writes every artifact atomically: each goes to a temporary file
-// in dir first and is renamed over its name only once all of them were
-// written, so a failure leaves the old files in place.
-func writeFiles(dir string, files compiler.Files) (err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmps := map[string]string{}
-	defer func() {
-		for _, t := range tmps {
-			_ = os.Remove(t)
-		}
-	}()
-	for _, name := range files.Names() {
-		f, err := os.CreateTemp(dir, "."+name+".tmp-*")
-		if err != nil {
-			return err
-		}
-		tmps[name] = f.Name()
-		mode := fs.FileMode(0o644)
-		if compiler.Executable(name) {
-			mode = 0o755
-		}
-		_, werr := f.Write(files[name])
-		cerr := f.Close()
-		if err := errors.Join(werr, cerr, os.Chmod(f.Name(), mode)); err != nil {
-			return err
-		}
-	}
-	for _, name := range files.Names() {
-		if err := os.Rename(tmps[name], filepath.Join(dir, name)); err != nil {
-			return err
-		}
-		delete(tmps, name)
-	}
-	return nil
 }
