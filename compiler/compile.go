@@ -55,6 +55,7 @@ func Compile(src Source, o Options) (*plan.Plan, Files, diag.List) {
 		return nil, nil, diags.Sort()
 	}
 	at := res.Locator()
+	diags = append(diags, res.Ranges(relativePaths(&p.Spec, at))...)
 	set, ds := templateSet(src, p, o, at)
 	diags = append(diags, res.Ranges(ds)...)
 	if set == nil {

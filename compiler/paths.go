@@ -1,0 +1,75 @@
+package compiler
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/spec"
+)
+
+// relativePaths reports paths that will resolve somewhere the user may not
+// expect. The rule (README, "Working directory"): a job resolves every
+// relative path against its working directory, launch.workdir when set
+// (submit.sbatch and torchrun.sh cd there before starting the workers), else
+// the directory sbatch was run in (or its --chdir); parc rewrites no path.
+// Slurm opens cluster.slurm.output/error before the script runs, relative to
+// the submission directory, and creates no directory for them.
+func relativePaths(s *spec.Spec, at diag.Locator) diag.List {
+	r := diag.NewReporter(at)
+	type field struct{ path, v string }
+	var rel []field
+	add := func(path string, v *string) {
+		if v != nil && *v != "" && !filepath.IsAbs(*v) && !strings.HasPrefix(*v, "$") && !strings.HasPrefix(*v, "~") {
+			rel = append(rel, field{path, *v})
+		}
+	}
+	add("launch.program", &s.Launch.Program)
+	for i := range s.Data.Paths {
+		if _, err := strconv.ParseFloat(s.Data.Paths[i], 64); err != nil { // not a blend weight
+			add("data.paths", &s.Data.Paths[i])
+		}
+	}
+	add("data.cache_path", s.Data.CachePath)
+	add("data.tokenizer.model", s.Data.Tokenizer.Model)
+	add("data.tokenizer.vocab_file", s.Data.Tokenizer.VocabFile)
+	add("data.tokenizer.merge_file", s.Data.Tokenizer.MergeFile)
+	if ck := s.Checkpoint; ck != nil {
+		add("checkpoint.save", ck.Save)
+		add("checkpoint.load", ck.Load)
+	}
+	add("logging.tensorboard_dir", s.Logging.TensorboardDir)
+	switch wd := s.Launch.Workdir; {
+	case wd != nil && !filepath.IsAbs(*wd) && !strings.HasPrefix(*wd, "$"):
+		r.Warnf("launch.workdir", "relative-path", "give an absolute directory, e.g. the Megatron-LM checkout on the cluster",
+			"launch.workdir %q is relative: the job resolves it against the directory sbatch is run in (or --chdir), and every relative path of the spec against that", *wd)
+	case wd == nil && len(rel) > 0:
+		names := make([]string, 0, len(rel))
+		for _, f := range rel {
+			names = append(names, fmt.Sprintf("%s %q", f.path, f.v))
+		}
+		if len(names) > 4 {
+			names = append(names[:4], fmt.Sprintf("and %d more", len(rel)-4))
+		}
+		r.Warnf(rel[0].path, "relative-path", `set launch.workdir to an absolute directory (the Megatron-LM checkout that holds pretrain_gpt.py), or make the paths absolute`,
+			"without launch.workdir the job resolves relative paths against the directory sbatch is run in (or --chdir), not the output directory: %s", strings.Join(names, ", "))
+	}
+	if sl := s.Cluster.Slurm; sl != nil {
+		for _, f := range []struct {
+			path string
+			v    *string
+		}{{"cluster.slurm.output", sl.Output}, {"cluster.slurm.error", sl.Error}} {
+			if f.v == nil {
+				continue
+			}
+			if dir := filepath.Dir(*f.v); dir != "." && dir != "/" {
+				r.Warnf(f.path, "slurm-output-dir", fmt.Sprintf("create %s before sbatch (mkdir -p %s), or write the file into an existing directory", dir, dir),
+					"Slurm opens %s %q before the script runs and does not create its directory %q: the job fails to start when it is missing%s",
+					f.path, *f.v, dir, map[bool]string{true: "", false: " (relative to the directory sbatch is run in, or --chdir)"}[filepath.IsAbs(*f.v)])
+			}
+		}
+	}
+	return r.List
+}

@@ -1,0 +1,62 @@
+package compiler
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Issue 12, item 14: compile warns where a relative path will resolve
+// somewhere the user may not expect (the job's working directory is the one
+// sbatch runs in, not the output directory), and about an --output directory
+// Slurm will not create.
+func TestRelativePathWarnings(t *testing.T) {
+	for _, c := range []struct {
+		name, extra string
+		want        []string // substrings of the warnings, in order; none when empty
+	}{
+		{"default program, no workdir", ``,
+			[]string{`relative-path: without launch.workdir the job resolves relative paths against the directory sbatch is run in (or --chdir), not the output directory: launch.program "pretrain_gpt.py"`}},
+		{"absolute workdir", `launch: {workdir: "/opt/Megatron-LM"}`, nil},
+		{"relative workdir", `launch: {workdir: "Megatron-LM"}`, []string{`launch.workdir "Megatron-LM" is relative`}},
+		{"absolute program, relative checkpoint", `launch: {program: "/opt/m/pretrain_gpt.py"}
+checkpoint: {save: "ckpt", interval: 100}`, []string{`checkpoint.save "ckpt"`}},
+		{"output in logs/", `launch: {workdir: "/opt/m"}
+cluster: slurm: {output: "logs/%x-%j.out"}`, []string{`slurm-output-dir: Slurm opens cluster.slurm.output "logs/%x-%j.out" before the script runs and does not create its directory "logs"`}},
+		{"output in the submission dir", `launch: {workdir: "/opt/m"}
+cluster: slurm: {output: "%x-%j.out"}`, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := Source{Path: filepath.Join(t.TempDir(), "plan.cue"), Data: []byte(`
+model: {layers: 4, hidden: 256, heads: 8, vocab: 1024}
+cluster: {
+	nodes: 1, gpus_per_node: 2
+	gpu: {name: "H100", memory_gib: 80, bf16_tflops: 989}
+	nvlink_gbps: 450, network_gbps: 50
+}
+train: {seq_length: 512, micro_batch: 1, global_batch: 8, iters: 10}
+` + c.extra + "\n")}
+			_, files, diags := Compile(src, Options{})
+			require.False(t, diags.HasErrors(), "%v", diags)
+			require.NotEmpty(t, files)
+			var got []string
+			for _, d := range diags {
+				if d.Code == "relative-path" || d.Code == "slurm-output-dir" {
+					got = append(got, d.String())
+				}
+			}
+			require.Len(t, got, len(c.want), "%v", got)
+			for i, w := range c.want {
+				assert.Contains(t, got[i], w)
+			}
+			// vet stays quiet about it: it is about where the job runs.
+			_, vd := Vet(src)
+			for _, d := range vd {
+				assert.False(t, strings.Contains(d.Code, "relative-path"), "vet: %v", d)
+			}
+		})
+	}
+}
