@@ -7,7 +7,13 @@
 # checks, and prints one summary line.
 set -euo pipefail
 
-readonly DIR=/var/lib/parc-slurm                 # configs' state, spool, pid and log files
+# The test cluster keeps to itself, so that it runs beside a Slurm the machine
+# already has: its own configuration (never /etc/slurm; clients find it through
+# SLURM_CONF), state directory, cluster name (parc-test) and ports.
+readonly DIR=/var/lib/parc-test-slurm            # config, state, spool, pid and log files
+readonly CONF_DIR=$DIR/etc
+export SLURM_CONF=$CONF_DIR/slurm.conf
+readonly CTLD_PORT=${PARC_SLURM_PORT:-16817}     # slurmctld; the 4 slurmd listen on the next 4
 readonly NODES=(n1 n2 n3 n4)
 readonly PY=/usr/bin/python3                      # Debian's python, the one python3-torch serves
 TEMPLATES="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/slurm"
@@ -63,16 +69,19 @@ fi
 
 # --- 3. Slurm configuration ------------------------------------------------
 host=$(hostname)
-render() { sed -e "s|@HOST@|$host|g" -e "s|@DIR@|$DIR|g" "$TEMPLATES/$1.in"; }
+render() {
+  sed -e "s|@HOST@|$host|g" -e "s|@DIR@|$DIR|g" -e "s|@CTLD_PORT@|$CTLD_PORT|g" \
+    -e "s|@SLURMD_PORTS@|$((CTLD_PORT + 1))-$((CTLD_PORT + ${#NODES[@]}))|g" "$TEMPLATES/$1.in"
+}
 config_changed=0
-install_config() { # name: writes /etc/slurm/<name> when its content differs
+install_config() { # name: writes $CONF_DIR/<name> when its content differs
   local want
   want=$(render "$1")
-  if [ ! -f "/etc/slurm/$1" ] || [ -L "/etc/slurm/$1" ] || [ "$(cat "/etc/slurm/$1")" != "$want" ]; then
-    need_root "write /etc/slurm/$1"
-    mkdir -p /etc/slurm
-    rm -f "/etc/slurm/$1"
-    printf '%s\n' "$want" >"/etc/slurm/$1"
+  if [ ! -f "$CONF_DIR/$1" ] || [ -L "$CONF_DIR/$1" ] || [ "$(cat "$CONF_DIR/$1")" != "$want" ]; then
+    need_root "write $CONF_DIR/$1"
+    mkdir -p "$CONF_DIR"
+    rm -f "$CONF_DIR/$1"
+    printf '%s\n' "$want" >"$CONF_DIR/$1"
     config_changed=1
   fi
 }
@@ -126,13 +135,28 @@ if ! munge_ok; then
 fi
 
 # --- 5. Slurm daemons ---------------------------------------------------------
-# node_states prints "name state" for the gpu partition, e.g. "n1 idle".
-node_states() { timeout 10 sinfo -h -N -p gpu -o '%N %t' 2>/dev/null | sort -u; }
-all_nodes_in() { # regex: true when each of n1..n4 is in a state matching it
+# node_states prints "partition name state gres" per node, e.g. "gpu* n1 idle gpu:8".
+node_states() { timeout 10 sinfo -h -N -o '%P %N %t %G' 2>/dev/null | sort -u; }
+all_nodes_in() { # regex: true when the partitions the tests use hold their nodes
+  # (gpu = n1..n4 with gpu:8, the default; debug = n1, n2), each in a state matching it
   local states
   states=$(node_states) || return 1
   for n in "${NODES[@]}"; do
-    grep -qE "^$n ($1)\$" <<<"$states" || return 1
+    grep -qE "^gpu\* $n ($1) gpu:8\$" <<<"$states" || return 1
+  done
+  for n in n1 n2; do
+    grep -qE "^debug $n ($1) gpu:8\$" <<<"$states" || return 1
+  done
+}
+# port_owner port: the "pid comm" listening on a TCP port, if any.
+port_owner() {
+  ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*users:(("\([^"]*\)",pid=\([0-9]*\).*/\2 \1/p' | head -n 1
+}
+check_ports() { # every port of the test cluster is free (our own daemons are stopped by now)
+  local p owner
+  for p in $(seq "$CTLD_PORT" $((CTLD_PORT + ${#NODES[@]}))); do
+    owner=$(port_owner "$p")
+    [ -z "$owner" ] || die "port $p, which the test cluster needs, is in use by ${owner#* } (pid ${owner%% *}): set PARC_SLURM_PORT to another base port (now $CTLD_PORT)"
   done
 }
 alive() { # pid: runs and is no zombie (this machine's init does not reap them)
@@ -172,10 +196,11 @@ stop_slurm() {
   kill -9 "${left[@]}" 2>/dev/null || true
 }
 start_slurm() {
-  slurmctld -c </dev/null >>"$DIR/log/slurmctld.out" 2>&1 9>&- || die "slurmctld did not start (see $DIR/log/slurmctld.log)"
+  check_ports
+  slurmctld -c -f "$SLURM_CONF" </dev/null >>"$DIR/log/slurmctld.out" 2>&1 9>&- || die "slurmctld did not start (see $DIR/log/slurmctld.log)"
   for _ in $(seq 50); do timeout 5 scontrol ping >/dev/null 2>&1 && break; sleep 0.2; done
   for n in "${NODES[@]}"; do
-    slurmd -N "$n" </dev/null >>"$DIR/log/slurmd-$n.out" 2>&1 9>&- || die "slurmd $n did not start (see $DIR/log/slurmd-$n.log)"
+    slurmd -N "$n" -f "$SLURM_CONF" </dev/null >>"$DIR/log/slurmd-$n.out" 2>&1 9>&- || die "slurmd $n did not start (see $DIR/log/slurmd-$n.log)"
   done
 }
 
@@ -195,16 +220,16 @@ if [ "$config_changed" = 1 ] || ! ours "$DIR/run/slurmctld.pid" slurmctld >/dev/
         echo "--- tail $f" >&2
         tail -n 15 "$f" >&2 || true
       done
-      die "the 4 Slurm nodes were not idle after 60 s"
+      die "the test cluster's partitions (gpu = n[1-4], debug = n[1-2], gpu:8 each) were not idle after 60 s"
     fi
     sleep 0.2
   done
 fi
 
 # --- 6. summary ---------------------------------------------------------------
-printf 'setup-test-env: ready in %ss: slurm %s (nodes n[1-4]: 8 cpus, 16000 MB, gpu:8; partitions gpu*=n[1-4], debug=n[1-2]), munge %s, torch %s (python %s, gloo), shellcheck %s, pre-commit %s, rsvg-convert %s\n' \
+printf 'setup-test-env: ready in %ss: slurm %s (cluster parc-test, SLURM_CONF=%s, ports %s-%s; nodes n[1-4]: 8 cpus, 16000 MB, gpu:8; partitions gpu*=n[1-4], debug=n[1-2]), munge %s, torch %s (python %s, gloo), shellcheck %s, pre-commit %s, rsvg-convert %s\n' \
   "$SECONDS" \
-  "$(sinfo --version | awk '{print $2}')" \
+  "$(sinfo --version | awk '{print $2}')" "$SLURM_CONF" "$CTLD_PORT" $((CTLD_PORT + ${#NODES[@]})) \
   "$(munge --version | awk '{sub(/^munge-/, "", $1); print $1}')" \
   "$torch_version" "$py_version" \
   "$(shellcheck --version | awk '/^version:/{print $2}')" \

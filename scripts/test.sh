@@ -8,5 +8,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # On these machines python3 on PATH is pyenv's, which has no torch; this makes
 # it Debian's /usr/bin/python3, the one python3-torch installs into.
 export PYENV_VERSION=system
+# The test cluster's own configuration (scripts/setup-test-env.sh), never the
+# machine's /etc/slurm.
+export SLURM_CONF=${PARC_SLURM_CONF:-/var/lib/parc-test-slurm/etc/slurm.conf}
 command -v go >/dev/null || PATH="$PATH:/usr/local/go/bin"
 exec go test -count=1 "$@" ./...

@@ -6,10 +6,15 @@
 package testenv
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 const setup = "run scripts/setup-test-env.sh (installs and starts it)"
@@ -67,12 +72,69 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// NeedSlurm requires a running local Slurm cluster with idle nodes.
+// SlurmConf is the test cluster's configuration (scripts/setup-test-env.sh
+// writes it; never /etc/slurm, so that a machine's own Slurm is left alone).
+const SlurmConf = "/var/lib/parc-test-slurm/etc/slurm.conf"
+
+var (
+	slurmOnce  sync.Once
+	slurmError string // why the test cluster is not usable; "" when it is
+)
+
+// NeedSlurm requires parc's local test cluster, running and laid out as the
+// tests expect: partition gpu (the default) with n1..n4 and debug with n1,
+// n2, each node with gpu:8 and not down. It points the Slurm clients of this
+// process and its children at the cluster (SLURM_CONF, unless already set).
+// Without it the test is skipped, or fails under CI.
 func NeedSlurm(t testing.TB) {
 	t.Helper()
 	NeedCommand(t, "sbatch", "sinfo", "squeue")
-	out, err := exec.Command("sinfo", "-h", "-o", "%N %t").Output()
-	if err != nil || len(out) == 0 {
-		missing(t, "a running Slurm cluster (slurmctld + slurmd)")
+	slurmOnce.Do(func() {
+		if os.Getenv("SLURM_CONF") == "" {
+			os.Setenv("SLURM_CONF", SlurmConf)
+		}
+		conf := os.Getenv("SLURM_CONF")
+		if _, err := os.Stat(conf); err != nil {
+			slurmError = fmt.Sprintf("no test cluster configuration (%v)", err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "sinfo", "-h", "-N", "-o", "%P %N %t %G").Output()
+		if err != nil {
+			slurmError = fmt.Sprintf("sinfo with SLURM_CONF=%s: %v", conf, err)
+			return
+		}
+		slurmError = checkLayout(string(out))
+	})
+	if slurmError != "" {
+		missing(t, "parc's Slurm test cluster ("+slurmError+")")
 	}
+}
+
+// checkLayout checks sinfo -N -o '%P %N %t %G' against the layout the tests
+// rely on (scripts/slurm/README.md); it returns what is wrong, or "".
+func checkLayout(sinfo string) string {
+	have := map[string]string{} // "partition node" -> "state gres"
+	for _, line := range strings.Split(strings.TrimSpace(sinfo), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 4 {
+			have[f[0]+" "+f[1]] = f[2] + " " + f[3]
+		}
+	}
+	var bad []string
+	for _, want := range []string{"gpu* n1", "gpu* n2", "gpu* n3", "gpu* n4", "debug n1", "debug n2"} {
+		v, ok := have[want]
+		state, gres, _ := strings.Cut(v, " ")
+		switch {
+		case !ok:
+			bad = append(bad, "no node "+want)
+		case gres != "gpu:8":
+			bad = append(bad, want+" has gres "+gres)
+		case strings.HasPrefix(state, "down") || strings.HasPrefix(state, "drain") || strings.HasPrefix(state, "fail") ||
+			strings.HasSuffix(state, "*"):
+			bad = append(bad, want+" is "+state)
+		}
+	}
+	return strings.Join(bad, ", ")
 }
