@@ -11,8 +11,8 @@ func TestCheckLayout(t *testing.T) {
 		t.Errorf("the test cluster is refused: %s", got)
 	}
 	for sinfo, want := range map[string]string{
-		"":                                  "no node gpu* n1",
-		"batch* node01 idle (null)\n":       "no node gpu* n1, no node gpu* n2, no node gpu* n3, no node gpu* n4, no node debug n1, no node debug n2",
+		"":                            "no node gpu* n1",
+		"batch* node01 idle (null)\n": "no node gpu* n1, no node gpu* n2, no node gpu* n3, no node gpu* n4, no node debug n1, no node debug n2",
 		ours[:len(ours)-len("debug n2 mix gpu:8\n")]: "no node debug n2",
 		"gpu* n1 down* gpu:8\n" + ours[19:]:          "gpu* n1 is down*",
 		"gpu* n1 idle gpu:4\n" + ours[19:]:           "gpu* n1 has gres gpu:4",
