@@ -3,9 +3,13 @@
 // plan, checks the node before any worker starts (node index, GPU count, the
 // Slurm allocation), starts this node's workers with the torchrun-compatible
 // environment (RANK, LOCAL_RANK, WORLD_SIZE, ...), and supervises them: output
-// prefixed by rank or written to per-rank files, fail-fast teardown of every
-// worker when one fails, signal forwarding, optional restarts, and no worker
-// outliving the launcher.
+// prefixed by rank or written to per-rank files (a closed stdout drops it
+// with one warning and stops nothing), fail-fast teardown of every worker
+// when one fails (the stop signal, then SIGKILL after the grace period:
+// Options.Grace, else the plan's grace_seconds, else DefaultGrace), signal
+// forwarding, optional restarts, and no worker or process a worker started
+// outliving the launcher (process groups, a child subreaper that adopts and
+// kills what workers leave, the parent-death signal and a guard process).
 //
 // Unlike torchrun there is no rendezvous: the plan fixes every rank, so a
 // node starts exactly the ranks the plan gives it.
