@@ -106,7 +106,7 @@ var triggers = []trigger{
 		"m/cue.mod/pkg/ex.com/b/b.cue": "package b\n\nimport \"ex.com/a\"\n\ny: a.x\n",
 	}},
 	{code: "pipeline-bubble", file: "p.cue", text: strings.Replace(tiny, "global_batch: 64", "global_batch: 4", 1)},
-	{code: "comms-exceed-compute", file: "p.cue", text: strings.Replace(tiny, "nvlink_gbps:  450", "nvlink_gbps:  0.001", 1)},
+	{code: "comms-exceed-compute", file: "p.cue", text: strings.Replace(tiny, "nvlink_gbps: 450", "nvlink_gbps: 0.001", 1)},
 	{code: "extra-arg-conflict", file: "p.cue", text: tiny + `launch: extra_args: ["--num-layers", "8"]` + "\n"},
 	{code: "extra-arg-unknown", file: "p.cue", text: tiny + `launch: extra_args: ["--no-such-flag"]` + "\n"},
 	{code: "option-like-value", file: "p.cue", text: tiny + `data: {mock: false, paths: ["--train-iters=9"]}` + "\n"},
@@ -115,6 +115,8 @@ var triggers = []trigger{
 		dir: map[string]string{"elsewhere/megatron.args.tmpl": "x"}},
 	{code: "too-many-fields", file: "p.cue", text: tiny + "launch: env: {" + manyEnv(10001) + "}\n"},
 	{code: "memory-above-headroom", file: "p.cue", run: "solve", text: strings.Replace(dense("1", "68", "tp: 2"), "micro_batch: 1", "micro_batch: 1 | 2", 1)},
+	{code: "relative-path", file: "p.cue", run: "compile", text: tiny},
+	{code: "slurm-output-dir", file: "p.cue", run: "compile", text: tiny + `cluster: slurm: output: "logs/%x-%j.out"` + "\n"},
 	{code: "templates-dir", file: "p.cue", run: "compile", text: tiny + `launch: templates: "nowhere"` + "\n"},
 	{code: "template", file: "p.cue", run: "compile", text: tiny, dir: map[string]string{"tpl/submit.sbatch.tmpl": "{{.Nope}}"}, opts: Options{Templates: "tpl"}},
 }
