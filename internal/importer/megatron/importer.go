@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,6 +89,13 @@ func Import(src []byte, o Options) Result {
 	s := theSchema()
 	m := &mapper{ns: ns, claimed: map[string]bool{}, s: s}
 	m.explicit()
+	if cmd.Program != "" && path.Base(cmd.Program) != "pretrain_gpt.py" {
+		// Other entry points add options of their own; parc passes the
+		// arguments to the same program.
+		m.out = append(m.out, assignment{path: "launch.program", value: cmd.Program, note: "the input's training program"})
+		r.Diags.Warnf(at(0), "launch.program", "import-program", "check the spec against that program's own options",
+			"the training command runs %s, not pretrain_gpt.py: its arguments are read with pretrain_gpt.py's parser", cmd.Program)
+	}
 	m.generic(slices.Sorted(maps.Keys(ns.Values)))
 	// Dests the input sets that no field took: their arguments, verbatim.
 	extra := map[string]bool{}
@@ -190,7 +199,7 @@ func Import(src []byte, o Options) Result {
 	for _, d := range cdiags {
 		pos := at(lineOfPath(d.Path))
 		if d.Path == "launch.extra_args" {
-			pos = at(-1)
+			pos = at(extraArgIndex(d.Message, ns))
 		}
 		d.File, d.Line, d.Column = pos.File, pos.Line, pos.Column
 		r.Diags = append(r.Diags, d)
@@ -360,4 +369,22 @@ func parcWrites(compiled []string, dest string) bool {
 		}
 	}
 	return n >= 2
+}
+
+var extraArgRE = regexp.MustCompile(`extra_args\[\d+\] (--[^ =]+)`)
+
+// extraArgIndex finds the input argument a diagnostic about
+// launch.extra_args[i] names ("extra_args[4] --mock-data ..."): the index
+// of the option in the input, or -1.
+func extraArgIndex(msg string, ns *mg.Namespace) int {
+	m := extraArgRE.FindStringSubmatch(msg)
+	if m == nil {
+		return -1
+	}
+	if o, ok := mg.Options[m[1]]; ok {
+		if s, ok := ns.Set[o.Dest]; ok {
+			return s.Index
+		}
+	}
+	return -1
 }
