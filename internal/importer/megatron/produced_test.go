@@ -40,6 +40,7 @@ func TestEveryCodeIsProduced(t *testing.T) {
 		"import-cluster-assumed": base,
 		"import-nodes-assumed":   base,
 		"import-extra-arg":       base + "--profile\n",
+		"import-program":         "python pretrain_bert.py " + strings.ReplaceAll(base, "\n", " ") + "\n",
 	} {
 		res := Import([]byte(in), Options{File: "in.sh"})
 		assert.Contains(t, res.Diags.Codes(), code, "%q: %v", in, res.Diags)
