@@ -1,6 +1,7 @@
 package megatron
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
+
+var update = flag.Bool("update", false, "rewrite README.md's import example from the importer's output")
 
 // TestREADMEImportExample keeps README.md's "Import an existing script"
 // example equal to what the importer really writes for the script.
@@ -32,10 +35,18 @@ func TestREADMEImportExample(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(want), script, "the README's script is testdata/readme/train_mixtral_8x7b.sh")
 	res := Import(want, Options{File: "train_mixtral_8x7b.sh", Cluster: "dgx_h100"})
-	require.Equal(t, string(res.Spec), spec)
 	var got []string
 	for _, d := range res.Diags {
 		got = append(got, fmt.Sprintf("%s:%d:%d: %s %s: %s", d.File, d.Line, d.Column, d.Severity, d.Code, d.Message))
 	}
-	require.Equal(t, strings.Join(got, "\n")+"\n", warnings)
+	gotWarnings := strings.Join(got, "\n") + "\n"
+	if *update {
+		old := text[i:j]
+		repl := strings.Replace(old, "```cue\n"+spec+"```", "```cue\n"+string(res.Spec)+"```", 1)
+		repl = strings.Replace(repl, "```\n"+warnings+"```", "```\n"+gotWarnings+"```", 1)
+		require.NoError(t, os.WriteFile("../../../README.md", []byte(text[:i]+repl+text[j:]), 0o644))
+		return
+	}
+	require.Equal(t, string(res.Spec), spec, "go test ./internal/importer/megatron -run TestREADMEImportExample -update rewrites it")
+	require.Equal(t, gotWarnings, warnings, "go test ./internal/importer/megatron -run TestREADMEImportExample -update rewrites it")
 }
