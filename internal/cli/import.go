@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"parc.dev/parc/internal/importer/hf"
 	"parc.dev/parc/internal/importer/megatron"
 )
 
@@ -16,7 +17,51 @@ func newImportCmd() *cobra.Command {
 		Use:   "import",
 		Short: "Write a spec from an existing launch configuration",
 	}
-	cmd.AddCommand(newImportMegatronCmd())
+	cmd.AddCommand(newImportMegatronCmd(), newImportHFCmd())
+	return cmd
+}
+
+func newImportHFCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "hf CONFIG.json",
+		Short: "Write a spec's model section from a Hugging Face config.json (- = stdin)",
+		Long: `import hf reads a Hugging Face config.json (Llama, Qwen2/Qwen3, Mixtral,
+DeepSeek-V3, GPT-OSS) and writes the spec's model section as CUE. A key that
+changes the model and has no spec field (sliding windows, attention sinks) is
+named in a warning. Exit 1 when the file is not a decoder's config.json.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var src []byte
+			var err error
+			name := args[0]
+			if name == "-" {
+				src, err = io.ReadAll(cmd.InOrStdin())
+				name = "<stdin>"
+			} else {
+				src, err = os.ReadFile(name)
+			}
+			if err != nil {
+				return err
+			}
+			res := hf.Import(src, name)
+			printDiags(cmd.ErrOrStderr(), relDiags(res.Diags))
+			if res.Spec == nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "parc import: %s; nothing written\n", summary(res.Diags))
+				return exitError{ExitSpec}
+			}
+			if out == "" || out == "-" {
+				_, err := cmd.OutOrStdout().Write(res.Spec)
+				return err
+			}
+			if err := writeFileAtomic(out, res.Spec); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "parc import: wrote %s (%s)\n", out, summary(res.Diags))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "write the model to OUT.cue (default stdout)")
 	return cmd
 }
 

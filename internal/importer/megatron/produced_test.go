@@ -47,6 +47,9 @@ func TestEveryCodeIsProduced(t *testing.T) {
 		record(res)
 	}
 	for _, c := range importer.Codes {
+		if strings.HasPrefix(c.Code, "import-hf-") {
+			continue // parc import hf's (importer/hf tests them)
+		}
 		assert.True(t, produced[c.Code], "no input produces %s", c.Code)
 	}
 }
