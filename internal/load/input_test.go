@@ -161,3 +161,27 @@ func TestCycles(t *testing.T) {
 	assert.Contains(t, d.Message, "a.cue:3:8")
 	assert.Contains(t, d.Message, "b.cue:3:8")
 }
+
+// TestGPUFiguresBounded: hardware figures outside physical ranges are
+// out-of-range at their line (issue 12 item 7: memory_gib 1e-10 passed the
+// memory check, bf16_tflops 1e-320 printed +Inf).
+func TestGPUFiguresBounded(t *testing.T) {
+	for _, tc := range []struct{ from, to, path string }{
+		{"memory_gib: 80", "memory_gib: 1e-10", "cluster.gpu.memory_gib"},
+		{"memory_gib: 80", "memory_gib: 1e9", "cluster.gpu.memory_gib"},
+		{"bf16_tflops: 989", "bf16_tflops: 1e-320", "cluster.gpu.bf16_tflops"},
+		{"bf16_tflops: 989", "bf16_tflops: 1e12", "cluster.gpu.bf16_tflops"},
+		{"nvlink_gbps: 450", "nvlink_gbps: 1e-300", "cluster.nvlink_gbps"},
+		{"network_gbps: 50", "network_gbps: 1e-9", "cluster.network_gbps"},
+		{"network_gbps: 50", "network_gbps: 1e300", "cluster.network_gbps"},
+	} {
+		l := diagsFor(t, mem("plan.cue", strings.Replace(goodCUE, tc.from, tc.to, 1)))
+		d := find(l, "out-of-range")
+		require.NotNil(t, d, "%s: %v", tc.to, l)
+		assert.Equal(t, tc.path, d.Path)
+		assert.Greater(t, d.Line, 1, "%v", d)
+	}
+	// Real figures pass: GB300's 288 GB, 1 GbE (0.125 GB/s), B200's 2250 TFLOP/s.
+	ok := strings.NewReplacer("memory_gib: 80", "memory_gib: 288", "network_gbps: 50", "network_gbps: 0.125", "bf16_tflops: 989", "bf16_tflops: 2250").Replace(goodCUE)
+	assert.Empty(t, diagsFor(t, mem("plan.cue", ok)))
+}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"regexp"
 	"path"
 	"strings"
 
@@ -119,6 +120,7 @@ func NewData(p *plan.Plan, warnings diag.List) *Data {
 		}
 		data.Warnings = append(data.Warnings, line)
 	}
+	data.finite()
 	return data
 }
 
@@ -268,4 +270,43 @@ func Pattern(axis, collective string) string {
 		return "all-gather of parameters forward and backward + reduce-scatter of gradients, every microbatch"
 	}
 	return "all-reduce of gradients, once per step, bucket by bucket"
+}
+
+// nonFinite matches what fmt prints for an infinite or undefined float.
+var nonFinite = regexp.MustCompile(`[+-]?Inf\b|\bNaN\b`)
+
+// finite replaces every infinite or undefined number in the formatted text
+// with "n/a". The schema bounds the hardware figures so the estimates stay
+// finite, but a spec built in Go (or a figure the estimate cannot divide
+// by) must never show "+Inf s" or "NaN" in report.md or explain.
+func (data *Data) finite() {
+	fix := func(p *string) { *p = nonFinite.ReplaceAllString(*p, "n/a") }
+	rows := func(rs []Row) {
+		for i := range rs {
+			fix(&rs[i].Value)
+		}
+	}
+	fix(&data.Title)
+	rows(data.Summary)
+	rows(data.Params)
+	rows(data.Pipeline)
+	rows(data.Compute)
+	for i := range data.Memory {
+		m := &data.Memory[i]
+		for _, p := range []*string{&m.Stage, &m.Layers, &m.Params, &m.InFlight, &m.Weights, &m.Gradients, &m.Optimizer,
+			&m.Activations, &m.ActLayers, &m.ActEmbedding, &m.ActLogits, &m.ActRecompute, &m.Total, &m.OfGPU} {
+			fix(p)
+		}
+	}
+	for i := range data.Comms {
+		c := &data.Comms[i]
+		for _, p := range []*string{&c.Size, &c.Bytes, &c.PerLayer, &c.Bandwidth, &c.Time, &c.Exposed} {
+			fix(p)
+		}
+	}
+	for _, l := range [][]string{data.MemoryNotes, data.Warnings, data.Assumptions} {
+		for i := range l {
+			fix(&l[i])
+		}
+	}
 }

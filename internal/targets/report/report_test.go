@@ -267,3 +267,23 @@ func TestHostileNames(t *testing.T) {
 		}
 	}
 }
+
+// TestNoInfinityOrNaN: figures the schema would refuse (a spec built in Go)
+// never print +Inf or NaN in report.md or explain.
+func TestNoInfinityOrNaN(t *testing.T) {
+	p := llamaPlan(t)
+	p.Spec.Cluster.GPU.BF16TFLOPs = 1e-320
+	p.Spec.Cluster.GPU.MemoryGiB = 1e-10
+	p.Spec.Cluster.NetworkGBps = 1e-300
+	p = build(t, "plan.cue", &p.Spec)
+	md, err := Render(p, nil, template.Builtin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"report.md": string(md), "explain": Explain(p)} {
+		if m := nonFinite.FindString(text); m != "" {
+			i := strings.Index(text, m)
+			t.Errorf("%s prints %q: …%s…", name, m, text[max(0, i-80):min(len(text), i+20)])
+		}
+	}
+}
