@@ -2,8 +2,8 @@ package report
 
 import (
 	"fmt"
-	"regexp"
 	"path"
+	"regexp"
 	"strings"
 
 	"parc.dev/parc/internal/diag"
