@@ -396,7 +396,7 @@ func TestSolveMatchesBruteForce(t *testing.T) {
 	}{
 		{"dense tp pp vpp mb recompute", fmt.Sprintf(tiny, "80", "tp: int, pp: int, vpp: int", "int", "string"),
 			map[string][]any{"parallel.tp": upTo(8), "parallel.pp": upTo(8), "parallel.vpp": upTo(8), "train.micro_batch": upTo(16), "train.recompute": allModes}},
-		{"dense tp cp pp, memory-bound", fmt.Sprintf(tiny, "0.02", "tp: int, cp: int, pp: int", "int", `"none"`),
+		{"dense tp cp pp, memory-bound", fmt.Sprintf(strings.Replace(tiny, "hidden: 256", "hidden: 1024", 1), "1", "tp: int, cp: int, pp: int", "int", `"none"`),
 			map[string][]any{"parallel.tp": upTo(8), "parallel.cp": upTo(8), "parallel.pp": upTo(8), "train.micro_batch": upTo(16)}},
 		{"dense constrained", fmt.Sprintf(tiny, "80", "tp: 1 | 2 | 8, pp: >=2, vpp: int", "int", "string"),
 			map[string][]any{"parallel.tp": ints(1, 2, 8), "parallel.pp": ints(2, 3, 4, 5, 6, 7, 8), "parallel.vpp": upTo(8), "train.micro_batch": upTo(16), "train.recompute": allModes}},
@@ -555,7 +555,8 @@ func codesOf(ds diag.List) []string {
 }
 
 func TestNoFeasiblePlanMemory(t *testing.T) {
-	res := loadText(t, "plan.cue", fmt.Sprintf(tiny, "0.001", "tp: int, pp: int", "int", "string"))
+	// The schema's smallest GPU (1 GiB) with a model too big for it.
+	res := loadText(t, "plan.cue", fmt.Sprintf(strings.Replace(tiny, "hidden: 256", "hidden: 16384", 1), "1", "tp: int, pp: int", "int", "string"))
 	r, ds := solve.Solve(res, solve.Options{})
 	require.NotNil(t, r)
 	assert.Empty(t, r.Candidates)
