@@ -106,7 +106,7 @@ var triggers = []trigger{
 		"m/cue.mod/pkg/ex.com/b/b.cue": "package b\n\nimport \"ex.com/a\"\n\ny: a.x\n",
 	}},
 	{code: "pipeline-bubble", file: "p.cue", text: strings.Replace(tiny, "global_batch: 64", "global_batch: 4", 1)},
-	{code: "comms-exceed-compute", file: "p.cue", text: strings.Replace(tiny, "nvlink_gbps: 450", "nvlink_gbps: 0.001", 1)},
+	{code: "comms-exceed-compute", file: "p.cue", text: strings.Replace(tiny, "nvlink_gbps: 450", "nvlink_gbps: 0.1", 1)},
 	{code: "extra-arg-conflict", file: "p.cue", text: tiny + `launch: extra_args: ["--num-layers", "8"]` + "\n"},
 	{code: "extra-arg-unknown", file: "p.cue", text: tiny + `launch: extra_args: ["--no-such-flag"]` + "\n"},
 	{code: "option-like-value", file: "p.cue", text: tiny + `data: {mock: false, paths: ["--train-iters=9"]}` + "\n"},
