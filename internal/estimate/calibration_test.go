@@ -324,6 +324,14 @@ func (r *calRow) estimated(cal Calibration) float64 {
 	return e.TokensPerS / float64(r.d.World)
 }
 
+// mfu is the row's estimated MFU under cal.
+func (r *calRow) mfu(cal Calibration) float64 {
+	o := DefaultOptions()
+	o.Calibration = cal
+	e, _ := RunWith(r.s, r.d, r.links, diag.NoPos, o)
+	return e.MFU
+}
+
 type calStats struct{ median, worst, mean float64 }
 
 func errStats(errs []float64) calStats {
@@ -434,6 +442,9 @@ func TestCalibration(t *testing.T) {
 		}
 		est := r.estimated(cal)
 		e := est/r.measured - 1
+		if mfu := r.mfu(cal); mfu <= 0 || mfu > 1 {
+			t.Errorf("%s: MFU %g outside (0, 1] of the precision's dense peak", r.id, mfu)
+		}
 		results = append(results, calResult{row: r, est: est, err: e})
 		if r.holdout {
 			holdErrs = append(holdErrs, e)

@@ -46,10 +46,16 @@ func TestExplainJSONContract(t *testing.T) {
 			t.Errorf("%s = %v, want a positive whole number", p, get(p))
 		}
 	}
-	for _, p := range []string{"pipeline.bubble_fraction", "flops_per_step", "step_time_s", "tokens_per_s", "mfu"} {
+	for _, p := range []string{"pipeline.bubble_fraction", "flops_per_step", "step_time_s", "tokens_per_s", "mfu", "model_tflops_per_gpu"} {
 		if v, ok := get(p).(float64); !ok || v <= 0 {
 			t.Errorf("%s = %v, want a positive number", p, get(p))
 		}
+	}
+	// model TFLOP/s per GPU is Megatron's FLOPs per step / step time / GPUs.
+	near(t, "model_tflops_per_gpu", get("model_tflops_per_gpu").(float64)*1e12*get("step_time_s").(float64)*128,
+		get("flops_per_step").(float64), 1e-12)
+	if m := get("mfu").(float64); m > 1 {
+		t.Errorf("mfu %g above the dense peak", m)
 	}
 	for _, ax := range []string{"tp", "dp", "pp"} {
 		if l := get("comms." + ax + ".link"); l != LinkNVLink && l != LinkNetwork {
