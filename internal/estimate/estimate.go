@@ -140,8 +140,8 @@ type Compute struct {
 	// with tokens and divides exactly by tp·cp.
 	IdealTimeS float64 `json:"ideal_time_s"`
 	// MicrobatchBoundS is a lower bound of MicrobatchTimeS proportional to
-	// the microbatch's tokens: the ideal compute plus the bandwidth part of
-	// the tp, ep, etp and pp traffic compute cannot hide.
+	// the microbatch's tokens: the ideal compute, the memory-bound work, and
+	// the bandwidth part of the tp, ep, etp and pp traffic compute cannot hide.
 	MicrobatchBoundS float64 `json:"microbatch_bound_s"`
 }
 

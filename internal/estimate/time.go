@@ -482,7 +482,9 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 		m*sc.gemm, m*sc.attn, m*sc.mem, m*sc.fixed
 	perGPU := float64(c.tp * c.cp)
 	e.Compute.IdealTimeS = m * sc.ideal
-	e.Compute.MicrobatchBoundS = sc.ideal + clocks[slow].commBound
+	// Memory-bound work is proportional to the tokens too (at the same tp
+	// and cp), so it belongs to the microbatch bound, not to IdealTimeS.
+	e.Compute.MicrobatchBoundS = sc.ideal + sc.mem + clocks[slow].commBound
 	e.Compute.FLOPsPerGPU = m * (works[slow].flops + works[slow].recompute) / perGPU
 	if e.Compute.TimeS > 0 && peak > 0 {
 		e.Compute.Efficiency = e.Compute.FLOPsPerGPU / (e.Compute.TimeS * peak)
