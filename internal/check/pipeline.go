@@ -28,9 +28,12 @@ func (c *checker) pipeline() {
 		}
 	}
 
-	if c.uneven() {
+	switch {
+	case p.Layout != nil:
+		c.pipelineLayout()
+	case c.uneven():
 		c.unevenSplit()
-	} else {
+	default:
 		c.evenSplit()
 	}
 
@@ -127,6 +130,13 @@ func (c *checker) unevenSplit() {
 		return
 	}
 	if stages == 0 {
+		if vpp > 1 {
+			// get_transformer_layer_offset (transformer_layer.py) divides the
+			// middle layers per virtual chunk by middle_pipeline_stages = 0
+			// on every rank but the first: ZeroDivisionError at start-up.
+			c.report("uneven-vpp-no-middle", c.unevenPath(), "set vpp: 1, or leave a middle stage (pp > 2, or give only one of first/last_stage_layers)",
+				"first_stage_layers and last_stage_layers take all %d layers of the pp=%d stages, leaving no middle stage; with vpp=%d Megatron's layer-offset computation divides by the 0 middle stages and fails at start-up", L, pp, vpp)
+		}
 		return
 	}
 	if middle%stages != 0 {

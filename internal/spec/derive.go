@@ -100,12 +100,16 @@ func MoELayerPattern(layers, freq, dense int) []bool {
 
 // StageLayers splits the decoder layers over pipeline ranks and virtual stages
 // as Megatron-Core does (transformer_block.py::get_num_layers_to_build and
-// transformer_layer.py::get_transformer_layer_offset). It returns nil when the
+// transformer_layer.py::get_transformer_layer_offset), or as parallel.layout
+// places them (PipelineParallelLayerLayout.get_num_layers_to_build). It returns nil when the
 // split is not possible; internal/check reports why.
 func StageLayers(layers int, p Parallel) [][]LayerRange {
 	pp, vpp := p.PP, p.VPP
 	if pp < 1 || vpp < 1 || layers < 1 {
 		return nil
+	}
+	if p.Layout != nil {
+		return layoutStageLayers(layers, p)
 	}
 	counts := make([][]int, pp) // counts[r][v]
 	for r := range counts {

@@ -146,6 +146,7 @@ type Parallel struct {
 	Order                         string  `json:"order"`
 	FirstStageLayers              *int    `json:"first_stage_layers,omitempty"`
 	LastStageLayers               *int    `json:"last_stage_layers,omitempty"`
+	Layout                        *string `json:"layout,omitempty"` // --pipeline-model-parallel-layout
 	AccountForEmbedding           bool    `json:"account_for_embedding"`
 	AccountForLoss                bool    `json:"account_for_loss"`
 	MicrobatchGroupSize           *int    `json:"microbatch_group_size,omitempty"`

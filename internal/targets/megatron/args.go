@@ -103,8 +103,15 @@ func (e *emitter) parallelism() {
 	m, par := &s.Model, &s.Parallel
 	a.int("--tensor-model-parallel-size", par.TP)
 	a.int("--pipeline-model-parallel-size", par.PP)
+	if par.Layout != nil {
+		// The layout gives the virtual stages itself; Megatron accepts only
+		// one of the two (validate_args).
+		a.str("parallel.layout", "--pipeline-model-parallel-layout", *par.Layout)
+	}
 	if par.VPP > 1 {
-		a.int("--num-virtual-stages-per-pipeline-rank", par.VPP)
+		if par.Layout == nil {
+			a.int("--num-virtual-stages-per-pipeline-rank", par.VPP)
+		}
 		if par.MicrobatchGroupSize != nil {
 			a.int("--microbatch-group-size-per-virtual-pipeline-stage", *par.MicrobatchGroupSize)
 		}

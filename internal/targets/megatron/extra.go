@@ -8,16 +8,38 @@ import (
 	"parc.dev/parc/internal/diag"
 )
 
-// exclusive lists dests of which Megatron accepts at most one (validate_args:
-// F1 bf16/fp16, T1/T2 iteration- or sample-based training, T3 warmup, T6 one
-// data source, P1 one way to give the virtual pipeline).
+// exclusive lists groups of dests of which Megatron accepts at most one
+// (megatron/training/arguments.py::validate_args and TransformerConfig at
+// d98e8a64): F1 bf16/fp16, T1/T2 iteration- or sample-based training and
+// schedules, T3 one warmup, T6 one data source, P1 one way to give the
+// virtual pipeline; the pipeline layout beside the uneven first/last stages
+// and the account-for flags, and those two beside each other
+// (TransformerConfig); the deprecated CUDA-graph spellings beside the new
+// ones; fp8 beside fp4; the two FSDPs; torch FSDP2 beside the distributed
+// optimizer; --recompute-activations (selective) beside a granularity.
 var exclusive = [][]string{
 	{"bf16", "fp16"},
 	{"train_iters", "train_samples"},
+	{"train_iters", "lr_decay_samples"}, {"train_iters", "lr_warmup_samples"},
+	{"train_samples", "lr_decay_iters"}, {"train_samples", "lr_warmup_iters"},
 	{"lr_warmup_iters", "lr_warmup_samples", "lr_warmup_fraction"},
 	{"lr_decay_iters", "lr_decay_samples"},
 	{"mock_data", "data_path", "train_data_path", "valid_data_path", "test_data_path"},
 	{"num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank", "pipeline_model_parallel_layout"},
+	{"pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers"},
+	{"pipeline_model_parallel_layout", "decoder_last_pipeline_num_layers"},
+	{"pipeline_model_parallel_layout", "account_for_embedding_in_pipeline_split"},
+	{"pipeline_model_parallel_layout", "account_for_loss_in_pipeline_split"},
+	{"decoder_first_pipeline_num_layers", "account_for_embedding_in_pipeline_split"},
+	{"decoder_first_pipeline_num_layers", "account_for_loss_in_pipeline_split"},
+	{"decoder_last_pipeline_num_layers", "account_for_embedding_in_pipeline_split"},
+	{"decoder_last_pipeline_num_layers", "account_for_loss_in_pipeline_split"},
+	{"cuda_graph_scope_deprecated", "cuda_graph_modules"},
+	{"enable_cuda_graph", "external_cuda_graph", "cuda_graph_impl"},
+	{"fp8", "fp4"},
+	{"use_torch_fsdp2", "use_megatron_fsdp"},
+	{"use_torch_fsdp2", "use_distributed_optimizer"},
+	{"recompute_activations", "recompute_granularity"},
 }
 
 // optionKey is what an option sets: its argparse dest when Megatron's parser

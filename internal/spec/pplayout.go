@@ -1,0 +1,180 @@
+package spec
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// PipelineLayout is a parsed --pipeline-model-parallel-layout: the layers of
+// every pipeline stage in model order (stage i = virtual stage i/pp of
+// pipeline rank i%pp), as Megatron-Core's PipelineParallelLayerLayout
+// (megatron/core/transformer/pipeline_parallel_layer_layout.py at d98e8a64)
+// reads the string: "E" embedding, "L" loss, "t" a decoder (transformer)
+// layer, "m" an MTP layer; "|" ends a stage; "x*n" repeats a character and
+// "(...)*n" a group; commas are cosmetic.
+type PipelineLayout struct {
+	Stages []LayoutStage
+}
+
+// LayoutStage is the layers of one stage in order, one character each
+// (E, t, m, L).
+type LayoutStage struct {
+	Layers string
+}
+
+// Count returns how many layers of type c ('E', 'L', 't', 'm') the stage has.
+func (s LayoutStage) Count(c byte) int { return strings.Count(s.Layers, string(c)) }
+
+// LayoutError is a layout string Megatron's parser rejects, with the
+// 0-based byte offset of the problem in the string.
+type LayoutError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *LayoutError) Error() string { return fmt.Sprintf("at offset %d: %s", e.Offset, e.Msg) }
+
+// maxLayoutLayers bounds the unrolled layout (hostile input: "(t*9999)*9999").
+const maxLayoutLayers = 1 << 20
+
+// ParsePipelineLayout parses a layout string as Megatron's parse_str_to_list
+// does: commas removed, then "(group)*n" unrolled, then "x*n", then split at
+// "|". It differs only in reporting positions and in refusing an unrolled
+// layout of more than 2^20 layers.
+func ParsePipelineLayout(s string) (*PipelineLayout, error) {
+	// Each element is a character of the string and its offset, so an
+	// error after unrolling still points into the user's string.
+	type char struct {
+		c   byte
+		off int
+	}
+	var in []char
+	for i := 0; i < len(s); i++ {
+		if s[i] != ',' {
+			in = append(in, char{s[i], i})
+		}
+	}
+	// Megatron: re.sub(r'\(([^)]+)\)\*(\d+)', ...) — a group without
+	// parentheses inside, followed by *digits; non-overlapping, left to right.
+	count := func(cs []char, i int) (n, end int, ok bool) {
+		j := i
+		for j < len(cs) && cs[j].c >= '0' && cs[j].c <= '9' {
+			j++
+		}
+		if j == i {
+			return 0, i, false
+		}
+		var digits strings.Builder
+		for _, c := range cs[i:j] {
+			digits.WriteByte(c.c)
+		}
+		v, err := strconv.Atoi(digits.String())
+		if err != nil || v > maxLayoutLayers {
+			return 0, i, false
+		}
+		return v, j, true
+	}
+	var groups []char
+	for i := 0; i < len(in); {
+		if in[i].c == '(' {
+			j := i + 1
+			for j < len(in) && in[j].c != ')' {
+				j++
+			}
+			if j < len(in) && in[j].c == ')' && j > i+1 && j+1 < len(in) && in[j+1].c == '*' {
+				if n, end, ok := count(in, j+2); ok {
+					if (j-i-1)*n+len(groups) > maxLayoutLayers {
+						return nil, &LayoutError{in[i].off, fmt.Sprintf("the layout unrolls to more than %d layers", maxLayoutLayers)}
+					}
+					for range n {
+						groups = append(groups, in[i+1:j]...)
+					}
+					i = end
+					continue
+				}
+			}
+		}
+		groups = append(groups, in[i])
+		i++
+	}
+	// Megatron: re.sub(r'(.)\*(\d+)', ...).
+	var flat []char
+	for i := 0; i < len(groups); {
+		if i+1 < len(groups) && groups[i+1].c == '*' {
+			if n, end, ok := count(groups, i+2); ok {
+				if n+len(flat) > maxLayoutLayers {
+					return nil, &LayoutError{groups[i].off, fmt.Sprintf("the layout unrolls to more than %d layers", maxLayoutLayers)}
+				}
+				for range n {
+					flat = append(flat, groups[i])
+				}
+				i = end
+				continue
+			}
+		}
+		flat = append(flat, groups[i])
+		i++
+	}
+	l := &PipelineLayout{}
+	var stage strings.Builder
+	for _, c := range flat {
+		switch c.c {
+		case '|':
+			l.Stages = append(l.Stages, LayoutStage{stage.String()})
+			stage.Reset()
+		case 'E', 'L', 't', 'm':
+			stage.WriteByte(c.c)
+		default:
+			return nil, &LayoutError{c.off, fmt.Sprintf("invalid layer character %q (known: E embedding, L loss, t decoder layer, m MTP layer, | stage end, x*n and (…)*n repeats)", c.c)}
+		}
+	}
+	l.Stages = append(l.Stages, LayoutStage{stage.String()})
+	return l, nil
+}
+
+// Count returns how many layers of type c all stages have together.
+func (l *PipelineLayout) Count(c byte) int {
+	n := 0
+	for _, s := range l.Stages {
+		n += s.Count(c)
+	}
+	return n
+}
+
+// Flat is every layer in model order (the stages concatenated).
+func (l *PipelineLayout) Flat() string {
+	var b strings.Builder
+	for _, s := range l.Stages {
+		b.WriteString(s.Layers)
+	}
+	return b.String()
+}
+
+// Stage returns the stage of pipeline rank r in virtual stage v.
+func (l *PipelineLayout) Stage(pp, r, v int) LayoutStage { return l.Stages[v*pp+r] }
+
+// layoutStageLayers assigns the decoder layers from a layout: [r][v].
+func layoutStageLayers(layers int, p Parallel) [][]LayerRange {
+	l, err := ParsePipelineLayout(*p.Layout)
+	if err != nil || p.PP < 1 || len(l.Stages)%p.PP != 0 {
+		return nil
+	}
+	vpp := len(l.Stages) / p.PP
+	if vpp != p.VPP || l.Count('t') != layers {
+		return nil
+	}
+	out := make([][]LayerRange, p.PP)
+	for r := range out {
+		out[r] = make([]LayerRange, vpp)
+	}
+	next := 0
+	for v := range vpp {
+		for r := range p.PP {
+			n := l.Stage(p.PP, r, v).Count('t')
+			out[r][v] = LayerRange{First: next, Count: n}
+			next += n
+		}
+	}
+	return out
+}
