@@ -300,12 +300,13 @@ type Launch struct {
 	MasterPort int     `json:"master_port"`
 	// GraceSeconds is the time between the stop signal and SIGKILL when the
 	// workers are stopped (see Spec.GraceSeconds for the default).
-	GraceSeconds *int              `json:"grace_seconds,omitempty"`
-	ExtraArgs    []string          `json:"extra_args"`
-	Env          map[string]string `json:"env"`
-	Container    *Container        `json:"container,omitempty"`
-	Templates    *string           `json:"templates,omitempty"`
-	ParcBinary   string            `json:"parc_binary"`
+	GraceSeconds  *int              `json:"grace_seconds,omitempty"`
+	ExtraArgs     []string          `json:"extra_args"`
+	ExtensionArgs []string          `json:"extension_args,omitempty"` // options of a parser extension, allowed in ExtraArgs
+	Env           map[string]string `json:"env"`
+	Container     *Container        `json:"container,omitempty"`
+	Templates     *string           `json:"templates,omitempty"`
+	ParcBinary    string            `json:"parc_binary"`
 }
 
 type Container struct {

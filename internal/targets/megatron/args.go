@@ -633,7 +633,7 @@ func (e *emitter) logging() {
 // generated arguments, and rejects values megatron.args cannot hold.
 func (e *emitter) extraArgs() {
 	a, s, at := &e.argList, e.s, e.at
-	e.diags = append(e.diags, ExtraArgConflicts(a.args, s.Launch.ExtraArgs, isPretrainGPT(s.Launch.Program), at)...)
+	e.diags = append(e.diags, ExtraArgConflicts(a.args, s.Launch.ExtraArgs, isPretrainGPT(s.Launch.Program), at, s.Launch.ExtensionArgs...)...)
 	a.add("launch.extra_args", s.Launch.ExtraArgs...)
 
 	// Nothing a spec says may become an option: a value from a spec field

@@ -195,6 +195,17 @@ func TestArgsDiagnostics(t *testing.T) {
 		{"exclusive", func(s *spec.Spec) { s.Launch.ExtraArgs = []string{"--fp16"} }, []string{"extra-arg-conflict"}, "--bf16"},
 		{"exclusive-data", func(s *spec.Spec) { s.Launch.ExtraArgs = []string{"--data-path", "/x"} }, []string{"extra-arg-conflict"}, "--mock-data"},
 		{"unknown", func(s *spec.Spec) { s.Launch.ExtraArgs = []string{"--no-such-option"} }, []string{"extra-arg-unknown"}, ""},
+		{"unknown-typo", func(s *spec.Spec) { s.Launch.ExtraArgs = []string{"--manul-gc"} }, []string{"extra-arg-unknown"}, "--manul-gc"},
+		{"extension", func(s *spec.Spec) {
+			s.Launch.ExtraArgs, s.Launch.ExtensionArgs = []string{"--enable-gpt-oss"}, []string{"--enable-gpt-oss"}
+		}, nil, ""},
+		{"extension-other", func(s *spec.Spec) {
+			s.Launch.ExtraArgs, s.Launch.ExtensionArgs = []string{"--enable-gpt-oss", "--export-te-mcore-model"}, []string{"--enable-gpt-oss"}
+		}, []string{"extra-arg-unknown"}, "--export-te-mcore-model"},
+		{"layout-beside-uneven", func(s *spec.Spec) {
+			s.Parallel.FirstStageLayers, s.Parallel.LastStageLayers = ptr(2), ptr(2)
+			s.Launch.ExtraArgs = []string{"--pipeline-model-parallel-layout", "Et|tL"}
+		}, []string{"extra-arg-conflict"}, "--pipeline-model-parallel-layout"},
 		{"unknown-custom-program", func(s *spec.Spec) {
 			s.Launch.Program, s.Launch.ExtraArgs = "my_train.py", []string{"--my-option", "1"}
 		}, nil, ""},

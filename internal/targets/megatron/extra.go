@@ -74,9 +74,11 @@ func optionNames(args []string) []string {
 // sets what a generated argument already sets — the same option, its
 // --no-/--disable- twin or any other spelling of the same argparse dest, or a
 // member of a group Megatron accepts only one of. With strict (the program is
-// Megatron's pretrain_gpt.py), an option Megatron's parser does not know is a
-// warning: argparse would stop with "unrecognized arguments".
-func ExtraArgConflicts(generated, extra []string, strict bool, at diag.Locator) diag.List {
+// Megatron's pretrain_gpt.py), an option Megatron's parser does not know is an
+// error — argparse stops with "unrecognized arguments" — unless extensions
+// (launch.extension_args) names it as an option a parser extension of the
+// entry point adds.
+func ExtraArgConflicts(generated, extra []string, strict bool, at diag.Locator, extensions ...string) diag.List {
 	if at == nil {
 		at = diag.NoPos
 	}
@@ -106,9 +108,13 @@ func ExtraArgConflicts(generated, extra []string, strict bool, at diag.Locator) 
 				"extra_args[%d] %s cannot be combined with the generated %s (Megatron accepts only one of them)", i, name, g)
 			continue
 		}
-		if _, ok := Options[name]; strict && !ok {
-			diags.Warnf(at(path), path, "extra-arg-unknown", "check the spelling against Megatron-LM's arguments.py",
-				"extra_args[%d] %s is not an option of Megatron-Core's argument parser", i, name)
+		if _, ok := Options[name]; strict && !ok && !slices.Contains(extensions, name) {
+			hint := "check the spelling against Megatron-LM's arguments.py; an option of a parser extension (e.g. ModelOpt's --enable-gpt-oss) goes in launch.extension_args too"
+			if s := similarOption(name); s != "" {
+				hint = fmt.Sprintf("did you mean %s? (an option of a parser extension goes in launch.extension_args too)", s)
+			}
+			diags.Errorf(at(path), path, "extra-arg-unknown", hint,
+				"extra_args[%d] %s is not an option of Megatron-Core's argument parser: pretrain_gpt.py stops with \"unrecognized arguments\"", i, name)
 		}
 	}
 	return diags
@@ -127,4 +133,46 @@ func exclusiveWith(key string, generated map[string]string) string {
 		}
 	}
 	return ""
+}
+
+// similarOption returns Megatron's option closest to name (a typo: at most
+// two edits), or "".
+func similarOption(name string) string {
+	best, bestD := "", 3
+	for o := range Options {
+		if d := editDistance(name, o, bestD); d < bestD || (d == bestD && d < 3 && o < best) {
+			best, bestD = o, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, or max when it is at
+// least max.
+func editDistance(a, b string, max int) int {
+	if d := len(a) - len(b); d >= max || -d >= max {
+		return max
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c = 1 + min(prev[j-1], prev[j], cur[j-1])
+			}
+			cur[j] = c
+			rowMin = min(rowMin, c)
+		}
+		if rowMin >= max {
+			return max
+		}
+		prev, cur = cur, prev
+	}
+	return min(prev[len(b)], max)
 }

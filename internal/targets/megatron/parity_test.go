@@ -76,6 +76,18 @@ train: {distributed_optimizer: true, overlap_grad_reduce: true, overlap_param_ga
 	{"overlap-param-gather-with-step", `parallel: vpp: 2
 train: {distributed_optimizer: true, overlap_grad_reduce: true, overlap_param_gather: true, overlap_param_gather_with_optimizer_step: true}
 checkpoint: format: "torch"`, true},
+	// parallel.layout: vpp follows the layout when not written (Megatron
+	// derives it); the layout excludes the uneven-stage flags.
+	{"layout", `parallel: layout: "Et*3|t*1|t*2|t*2L"`, true},
+	{"layout-vpp-written", `parallel: {vpp: 2, layout: "Et*3|t*1|t*2|t*2L"}`, true},
+	{"layout-decoder-count", `parallel: layout: "Et*3|t*1|t*2|t*1L"`, false},
+	{"layout-loss-not-last", `parallel: layout: "Et*4|Lt*4"`, false},
+	{"layout-with-first-stage", `parallel: {layout: "Et*4|t*4L", first_stage_layers: 4}`, false},
+	{"layout-stages-not-multiple", `parallel: layout: "Et*4|t*2|t*2L"`, false},
+	{"layout-mtp", `model: mtp_layers: 1
+parallel: layout: "Et*4|t*4mL"`, true},
+	{"layout-mtp-not-last-vstage", `model: mtp_layers: 1
+parallel: layout: "Et*2|t*2m|t*2|t*2L"`, false},
 }
 
 // parityPlan decodes a case into a plan without running parc's checks, so
