@@ -23,7 +23,8 @@ naming the stale files, when DIR differs from what would be written.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, files, diags := compiler.Compile(compiler.Source{Path: args[0]}, compiler.Options{Templates: templates})
-			if err := reportDiags(cmd, relDiags(diags), p == nil, "; nothing written"); err != nil {
+			v := &view{cmd: cmd} // compile writes files; its report is text
+			if err := v.diagnostics(diags, p == nil, "; nothing written"); err != nil {
 				return err
 			}
 			if check {

@@ -3,9 +3,12 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
+	"parc.dev/parc/compiler"
+	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/plan"
 	"parc.dev/parc/internal/targets/report"
 )
@@ -17,32 +20,27 @@ func newExplainCmd() *cobra.Command {
 		Short: "Explain a plan: memory per GPU, pipeline bubble, comms per axis and link, rank layout",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
-			p, err := vetPlan(cmd, args[0])
+			v, err := newView(cmd, format)
 			if err != nil {
 				return err
 			}
-			if format == "json" {
-				b, err := explainJSON(p)
-				if err != nil {
-					return err
-				}
-				_, err = cmd.OutOrStdout().Write(b)
+			p, diags := compiler.Vet(compiler.Source{Path: args[0]})
+			if err := v.diagnostics(diags, p == nil, ""); err != nil {
 				return err
 			}
-			_, err = fmt.Fprint(cmd.OutOrStdout(), report.Explain(p))
-			return err
+			return v.result(func(w io.Writer) error {
+				_, err := fmt.Fprint(w, report.Explain(p))
+				return err
+			}, func() (any, error) { return explainJSON(p, diags) })
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	return cmd
 }
 
-// explainJSON merges the estimate's fields with the layout and the derived
-// values into one object.
-func explainJSON(p *plan.Plan) ([]byte, error) {
+// explainJSON merges the estimate's fields with the layout, the derived
+// values and the warnings into one object.
+func explainJSON(p *plan.Plan, warnings diag.List) (json.RawMessage, error) {
 	est, err := json.Marshal(p.Estimate)
 	if err != nil {
 		return nil, err
@@ -51,13 +49,12 @@ func explainJSON(p *plan.Plan) ([]byte, error) {
 	if err := json.Unmarshal(est, &obj); err != nil {
 		return nil, err
 	}
-	for k, v := range map[string]any{"layout": p.Layout, "derived": p.Derived, "source": p.Source} {
+	for k, v := range map[string]any{"layout": p.Layout, "derived": p.Derived, "source": p.Source, "diagnostics": nonNil(relDiags(warnings))} {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return nil, err
 		}
 		obj[k] = b
 	}
-	out, err := json.MarshalIndent(obj, "", "  ")
-	return append(out, '\n'), err
+	return json.Marshal(obj)
 }

@@ -31,7 +31,8 @@ shapes (shapes within the noise band of the fastest: the simplest first), and
 says why the first was chosen and why each other ranks below it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format); err != nil {
+			v, err := newView(cmd, format)
+			if err != nil {
 				return err
 			}
 			if top < 1 {
@@ -40,38 +41,29 @@ says why the first was chosen and why each other ranks below it.`,
 			if headroom < 0 || headroom > 1 {
 				return usageError{fmt.Errorf("--memory-headroom must be a fraction of the GPU's memory in (0, 1], got %g", headroom)}
 			}
-			stderr := cmd.ErrOrStderr()
 			r, diags := compiler.SolveWith(compiler.Source{Path: args[0]}, solve.Options{Top: top, MemoryHeadroom: headroom})
-			diags = relDiags(diags)
-			printDiags(stderr, diags)
 			failed := r == nil || len(r.Candidates) == 0
-			if failed {
-				fmt.Fprintf(stderr, "parc solve: %s\n", summary(diags))
+			// solve's JSON carries the diagnostics with the (possibly empty)
+			// ranking, failed or not.
+			v.failedResult = true
+			derr := v.diagnostics(diags, failed, "")
+			if failed && !v.json {
+				return derr
 			}
-			switch {
-			case format == "json":
-				rep := solveReport{Result: r, Diagnostics: diags}
+			err = v.result(func(w io.Writer) error { return writeSolveText(w, args[0], r) }, func() (any, error) {
+				rep := solveReport{Result: r, Diagnostics: nonNil(relDiags(diags))}
 				if r == nil {
 					rep.Result = &solve.Result{}
 				}
 				if rep.Candidates == nil {
 					rep.Candidates = []solve.Candidate{}
 				}
-				if rep.Diagnostics == nil {
-					rep.Diagnostics = diag.List{}
-				}
-				if err := writeJSON(cmd.OutOrStdout(), rep); err != nil {
-					return err
-				}
-			case !failed:
-				if err := writeSolveText(cmd.OutOrStdout(), args[0], r); err != nil {
-					return err
-				}
+				return rep, nil
+			})
+			if err != nil {
+				return err
 			}
-			if failed {
-				return exitError{ExitSpec}
-			}
-			return nil
+			return derr
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")

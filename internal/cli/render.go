@@ -1,5 +1,13 @@
 package cli
 
+// The view layer. A command computes (through the compiler) and hands its
+// diagnostics and its result to a view, which renders them in the format
+// --format chose: diagnostics to stderr as FILE:LINE:COL lines with the
+// source line underlined; the result as text, or as JSON on stdout. When the
+// spec has errors a JSON view prints the diagnostics JSON on stdout
+// ({"valid": false, "diagnostics": [...]}, as parc vet does), so a script
+// reading stdout always gets JSON. Commands never branch on --format.
+
 import (
 	"encoding/json"
 	"fmt"
@@ -12,10 +20,88 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"parc.dev/parc/compiler"
 	"parc.dev/parc/internal/diag"
-	"parc.dev/parc/internal/plan"
 )
+
+// view renders one command's output.
+type view struct {
+	cmd  *cobra.Command
+	json bool
+	// jsonOnly: in JSON mode the diagnostics go only into the JSON (parc
+	// vet), not to stderr as well.
+	jsonOnly bool
+	// failedResult: the command's JSON result holds the diagnostics and is
+	// printed even when the spec failed (parc solve: an empty ranking).
+	failedResult bool
+	// notes are text lines for stderr after the diagnostics (parc vet's
+	// "ok  FILE"); JSON has no place for them.
+	notes []string
+}
+
+// newView validates --format.
+func newView(cmd *cobra.Command, format string) (*view, error) {
+	switch format {
+	case "text", "json":
+		return &view{cmd: cmd, json: format == "json"}, nil
+	}
+	return nil, usageError{fmt.Errorf("--format must be text or json, got %q", format)}
+}
+
+// diagReport is the contract JSON of diagnostics (design.md, "Diagnostics
+// JSON"): parc vet --format json, and any JSON command whose spec failed.
+type diagReport struct {
+	Valid       bool      `json:"valid"`
+	Diagnostics diag.List `json:"diagnostics"`
+}
+
+// diagnostics shows diags (file names relative to the working directory).
+// When failed it adds the one-line summary (with tail) and, in JSON, prints
+// the diagnostics JSON on stdout; it returns the exit error then.
+func (v *view) diagnostics(diags diag.List, failed bool, tail string) error {
+	diags = relDiags(diags)
+	stderr := v.cmd.ErrOrStderr()
+	if !v.json || !v.jsonOnly {
+		printDiags(stderr, diags)
+		if !v.json {
+			for _, n := range v.notes {
+				fmt.Fprintln(stderr, n)
+			}
+		}
+		if failed {
+			fmt.Fprintf(stderr, "parc %s: %s%s\n", v.cmd.Name(), summary(diags), tail)
+		}
+	}
+	if !failed {
+		return nil
+	}
+	if v.json && !v.failedResult {
+		if err := writeJSON(v.cmd.OutOrStdout(), diagReport{Valid: false, Diagnostics: nonNil(diags)}); err != nil {
+			return err
+		}
+	}
+	return exitError{ExitSpec}
+}
+
+// result prints a command's result: text writes the text form; value is
+// the JSON form.
+func (v *view) result(text func(w io.Writer) error, value func() (any, error)) error {
+	if !v.json {
+		return text(v.cmd.OutOrStdout())
+	}
+	x, err := value()
+	if err != nil {
+		return err
+	}
+	return writeJSON(v.cmd.OutOrStdout(), x)
+}
+
+// nonNil makes an empty list print as [], not null.
+func nonNil(l diag.List) diag.List {
+	if l == nil {
+		return diag.List{}
+	}
+	return l
+}
 
 // relPath shows a file relative to the working directory when it is inside it.
 func relPath(file string) string {
@@ -129,30 +215,4 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// checkFormat validates --format.
-func checkFormat(f string) error {
-	if f != "text" && f != "json" {
-		return usageError{fmt.Errorf("--format must be text or json, got %q", f)}
-	}
-	return nil
-}
-
-// reportDiags prints diagnostics to the command's stderr and, when the spec
-// failed (failed true), a summary line; it returns the exit error then.
-func reportDiags(cmd *cobra.Command, diags diag.List, failed bool, tail string) error {
-	printDiags(cmd.ErrOrStderr(), diags)
-	if !failed {
-		return nil
-	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "parc %s: %s%s\n", cmd.Name(), summary(diags), tail)
-	return exitError{ExitSpec}
-}
-
-// vetPlan vets one spec for a command that needs its plan, printing the
-// diagnostics; it returns the exit error when the spec has errors.
-func vetPlan(cmd *cobra.Command, file string) (*plan.Plan, error) {
-	p, diags := compiler.Vet(compiler.Source{Path: file})
-	return p, reportDiags(cmd, relDiags(diags), p == nil, "")
 }
