@@ -13,6 +13,14 @@ import (
 type Word struct {
 	Text string
 	Line int
+	at   []int // the input line of each byte of Text (a value spread over lines); nil: all on Line
+}
+
+func (w Word) lineAt(i int) int {
+	if i < len(w.at) {
+		return w.at[i]
+	}
+	return w.Line
 }
 
 // Note is something the shell reader could not do exactly as bash would.
@@ -51,7 +59,7 @@ func Read(src string) Command {
 			}
 			header = false
 			if line != "" {
-				c.Args = append(c.Args, Word{line, i + 1})
+				c.Args = append(c.Args, Word{Text: line, Line: i + 1})
 			}
 		}
 		return c
@@ -450,11 +458,10 @@ func (l *lexer) assign(name string, appendTo bool) {
 	} else {
 		line := l.line
 		fields, _ := l.word(false)
-		text := ""
+		val = []Word{{Text: "", Line: line}}
 		if len(fields) > 0 {
-			text = fields[0].Text
+			val = fields[:1]
 		}
-		val = []Word{{text, line}}
 	}
 	if appendTo {
 		val = append(append([]Word(nil), l.vars[name]...), val...)
@@ -466,7 +473,8 @@ func (l *lexer) assign(name string, appendTo bool) {
 type fieldBuilder struct {
 	fields  []Word
 	cur     strings.Builder
-	has     bool // the current field exists (even if empty: "")
+	at      []int // the line of each byte of cur
+	has     bool  // the current field exists (even if empty: "")
 	line    int
 	literal strings.Builder // the word with quotes removed, before expansion
 	split   bool
@@ -477,14 +485,30 @@ func (f *fieldBuilder) add(s string, line int) {
 		f.line = line
 	}
 	f.cur.WriteString(s)
+	for range len(s) {
+		f.at = append(f.at, line)
+	}
+	f.has = true
+}
+
+// addWord adds the bytes [from, to) of an expanded value, each with its line.
+func (f *fieldBuilder) addWord(w Word, from, to int) {
+	if !f.has || (f.cur.Len() == 0 && to > from) {
+		f.line = w.lineAt(from)
+	}
+	f.cur.WriteString(w.Text[from:to])
+	for i := from; i < to; i++ {
+		f.at = append(f.at, w.lineAt(i))
+	}
 	f.has = true
 }
 
 func (f *fieldBuilder) end() {
 	if f.has {
-		f.fields = append(f.fields, Word{f.cur.String(), f.line})
+		f.fields = append(f.fields, Word{Text: f.cur.String(), Line: f.line, at: f.at})
 	}
 	f.cur.Reset()
+	f.at = nil
 	f.has = false
 }
 
@@ -495,23 +519,37 @@ func (f *fieldBuilder) addExpanded(vals []Word, quoted bool) {
 			f.end()
 		}
 		if quoted || !f.split {
-			f.add(v.Text, v.Line)
+			f.addWord(v, 0, len(v.Text))
 			continue
 		}
-		parts := strings.Fields(v.Text)
-		if len(parts) == 0 {
+		blank := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
+		t := v.Text
+		if t == "" {
 			continue
 		}
-		if strings.IndexAny(v.Text[:1], " \t\n") == 0 {
+		if blank(t[0]) {
 			f.end()
 		}
-		for j, p := range parts {
-			if j > 0 {
+		first := true
+		for i := 0; i < len(t); {
+			for i < len(t) && blank(t[i]) {
+				i++
+			}
+			if i >= len(t) {
+				break
+			}
+			j := i
+			for j < len(t) && !blank(t[j]) {
+				j++
+			}
+			if !first {
 				f.end()
 			}
-			f.add(p, v.Line)
+			f.addWord(v, i, j)
+			first = false
+			i = j
 		}
-		if strings.ContainsAny(v.Text[len(v.Text)-1:], " \t\n") {
+		if blank(t[len(t)-1]) {
 			f.end()
 		}
 	}
@@ -845,7 +883,7 @@ func (l *lexer) operand(quoted bool) []Word {
 	}
 	g.end()
 	if len(g.fields) == 0 {
-		return []Word{{"", line}}
+		return []Word{{Text: "", Line: line}}
 	}
 	return g.fields
 }
@@ -864,7 +902,7 @@ func (l *lexer) lookup(name string, all bool, index int) ([]Word, bool) {
 		}
 		return nil, false
 	case len(v) == 0:
-		return []Word{{"", 0}}, true
+		return []Word{{Text: "", Line: 0}}, true
 	default:
 		return v[:1], true
 	}
@@ -877,6 +915,7 @@ func (l *lexer) emit(f *fieldBuilder, vals []Word, set, quoted bool, raw, name s
 		f.add(raw, line)
 		return
 	}
+	vals = slices.Clone(vals)
 	for i := range vals {
 		if vals[i].Line == 0 {
 			vals[i].Line = line

@@ -1,6 +1,7 @@
 package megatron
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -66,9 +67,17 @@ func TestReadShell(t *testing.T) {
 	require.Equal(t, 2, c.Nodes)
 	require.Equal(t, 4, c.GPUsPerNode)
 	// each argument keeps the line it was written on
-	require.Equal(t, Word{"--num-layers", 2}, c.Args[0])
-	require.Equal(t, Word{"4096", 3}, c.Args[3])
-	require.Equal(t, Word{"--fp8-format hybrid", 5}, c.Args[4])
+	require.Equal(t, "--num-layers@2", at(c.Args[0]))
+	require.Equal(t, "4096@3", at(c.Args[3]))
+	require.Equal(t, "--fp8-format hybrid@5", at(c.Args[4]))
+
+	// the words of a multi-line string variable keep their own lines
+	c = ReadShell("ARGS=\"\n  --num-layers 4 \\\n  --hidden-size 64\n\"\npython pretrain_gpt.py $ARGS --bf16")
+	var got []string
+	for _, w := range c.Args {
+		got = append(got, at(w))
+	}
+	require.Equal(t, []string{"--num-layers@2", "4@2", "--hidden-size@3", "64@3", "--bf16@5"}, got)
 
 	c = ReadShell("if true; then\n X=1\nfi\npython pretrain_gpt.py --a $X --data-path $DATA_PATH --b $(date) --c ${#X}")
 	require.Equal(t, []string{"--a", "1", "--data-path", "$DATA_PATH", "--b", "$(date)", "--c", "${#X}"}, texts(c.Args))
@@ -83,8 +92,14 @@ func TestReadShell(t *testing.T) {
 	require.Equal(t, []string{"--num-layers", "4", "--hidden-size", "64", "--bf16"}, texts(c.Args))
 	// one argument per line (megatron.args), values verbatim
 	c = Read("--data-path\n/data/my file\n--moe-layer-freq\n([0]*3+[1]*58)\n")
-	require.Equal(t, []Word{{"--data-path", 1}, {"/data/my file", 2}, {"--moe-layer-freq", 3}, {"([0]*3+[1]*58)", 4}}, c.Args)
+	got = nil
+	for _, w := range c.Args {
+		got = append(got, at(w))
+	}
+	require.Equal(t, []string{"--data-path@1", "/data/my file@2", "--moe-layer-freq@3", "([0]*3+[1]*58)@4"}, got)
 }
+
+func at(w Word) string { return fmt.Sprintf("%s@%d", w.Text, w.Line) }
 
 func texts(ws []Word) []string {
 	var out []string
