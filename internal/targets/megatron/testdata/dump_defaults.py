@@ -14,11 +14,14 @@ stub.STUBS += ['torch', 'transformer_engine', 'triton', 'apex', 'einops', 'numpy
 from megatron.training import arguments
 p = argparse.ArgumentParser(allow_abbrev=False)
 p = arguments.add_megatron_arguments(p)
+# The namespace parse_args gives with no arguments: argparse sets each dest
+# from the first action that has it (get_default would skip a first None).
+ns = vars(p.parse_args([]))
 out = {}
 for a in p._actions:
     if a.dest == 'help' or a.dest in out:
         continue
-    d = p.get_default(a.dest)
+    d = ns[a.dest]
     def conv(v):
         if isinstance(v, enum.Enum):
             return v.name
