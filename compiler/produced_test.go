@@ -113,6 +113,8 @@ var triggers = []trigger{
 	{code: "megatron-arg-line-break", file: "p.cue", text: tiny + `launch: extra_args: ["--log-interval", "1\n2"]` + "\n"},
 	{code: "templates-outside", file: "m/p.cue", run: "compile", text: tiny + `launch: templates: "../elsewhere"` + "\n",
 		dir: map[string]string{"elsewhere/megatron.args.tmpl": "x"}},
+	{code: "missing-section", file: "p.cue", text: "import \"parc.dev/stdlib/clusters\"\n" + strings.Replace(tiny, "cluster: {nodes: 1, gpus_per_node: 8, nvlink_gbps: 450, network_gbps: 50}\ncluster: gpu: {name: \"H100\", memory_gib: 80, bf16_tflops: 989}\n", "", 1)},
+	{code: "unused-import", file: "p.cue", text: "import \"parc.dev/stdlib/models\"\n" + tiny},
 	{code: "too-many-fields", file: "p.cue", text: tiny + "launch: env: {" + manyEnv(10001) + "}\n"},
 	{code: "memory-above-headroom", file: "p.cue", run: "solve", text: strings.Replace(dense("1", "68", "tp: 2"), "micro_batch: 1", "micro_batch: 1 | 2", 1)},
 	{code: "relative-path", file: "p.cue", run: "compile", text: tiny},

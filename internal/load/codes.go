@@ -13,6 +13,8 @@ var Codes = []diag.CodeInfo{
 	{Code: "number-too-large", Severity: diag.Error, Meaning: "A number parc cannot hold: an integer outside 64 bits, or a number beyond float64's range or so small it would round to 0.", Fix: "Use a value within the limits the message names."},
 	{Code: "structural-cycle", Severity: diag.Error, Meaning: "A field whose value contains itself (x: {a: x}).", Fix: "Refer to the fields you need one by one instead of an enclosing struct."},
 	{Code: "import-cycle", Severity: diag.Error, Meaning: "CUE packages that import each other.", Fix: "Remove one of the imports of the chain the message lists."},
+	{Code: "missing-section", Severity: diag.Error, Meaning: "The spec has no model, cluster or train section at all (reported once, at the top, instead of once per required field).", Fix: "Add the section: a preset (the hint lists them) or its fields."},
+	{Code: "unused-import", Severity: diag.Error, Meaning: "A CUE import the spec does not use (CUE refuses it).", Fix: "Remove the import, or use the package."},
 	{Code: "syntax", Severity: diag.Error, Meaning: "The file is not valid CUE or HCL.", Fix: "Fix the text at the position shown."},
 	{Code: "unknown-field", Severity: diag.Error, Meaning: "A key the schema does not have (every struct is closed), often a typo or a Megatron flag name.", Fix: "Use the suggested name; the hint lists the fields allowed there."},
 	{Code: "type-mismatch", Severity: diag.Error, Meaning: "A value of the wrong type (a string where a number belongs, ...).", Fix: "Write a value of the type the hint names."},

@@ -2,6 +2,7 @@ package load
 
 import (
 	"errors"
+	"slices"
 	"fmt"
 	"math"
 	"strconv"
@@ -57,6 +58,17 @@ func (r *Result) DecodeValue(v cue.Value) (*spec.Spec, diag.List) {
 	// Likewise a closedness error can hide behind another error in the same
 	// struct: check every user field against the schema ourselves.
 	r.unknown(r.User, r.Schema, nil, seen, &diags)
+	// A whole section missing is one error, not one per required field.
+	for _, sec := range sections {
+		if !r.User.LookupPath(cue.ParsePath(sec.name)).Exists() {
+			diags.Add(r.missingSection(sec.name, sec.presets))
+			seen[sec.name] = true
+			diags = slices.DeleteFunc(diags, func(d diag.Diagnostic) bool {
+				return d.Code == "missing-field" && strings.HasPrefix(d.Path, sec.name+".")
+			})
+			r.skipMissing = append(r.skipMissing, sec.name+".")
+		}
+	}
 	r.missing(v, nil, seen, &diags)
 	r.numbers(v, nil, seen, &diags)
 	if diags.HasErrors() {
@@ -93,7 +105,7 @@ func (r *Result) missing(v cue.Value, path []string, seen map[string]bool, out *
 			r.missing(f, p, seen, out)
 			continue
 		}
-		if seen[name] || f.Err() != nil && !isIncomplete(f) {
+		if seen[name] || f.Err() != nil && !isIncomplete(f) || r.skipped(name) {
 			continue
 		}
 		if f.IsConcrete() {
@@ -161,6 +173,9 @@ func (r *Result) unknown(user, schema cue.Value, path []string, seen map[string]
 
 // fieldPos is the position of a user's field, falling back to Locate.
 func (r *Result) fieldPos(v cue.Value, path string) diag.Pos {
+	if p, ok := r.hclAt[path]; ok {
+		return p
+	}
 	if p, ok := r.userPos([]token.Pos{v.Pos()}); ok {
 		return p
 	}
@@ -246,6 +261,15 @@ func fieldPath(path []string) string {
 func isListPath(path []string) bool {
 	for _, p := range path {
 		if _, err := strconv.Atoi(p); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Result) skipped(path string) bool {
+	for _, p := range r.skipMissing {
+		if strings.HasPrefix(path, p) {
 			return true
 		}
 	}

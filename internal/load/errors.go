@@ -145,6 +145,16 @@ func (r *Result) diagnostic(e cueerrors.Error) diag.Diagnostic {
 	case strings.Contains(format, "undefined field") || strings.Contains(format, "reference") && strings.Contains(format, "not found"):
 		d.Code = "unknown-reference"
 		d.Hint = r.presetHint(e, args)
+	case strings.Contains(msg, "imported and not used"):
+		d.Code = "unused-import"
+		d.Hint = "remove the import, or use the package"
+		for _, sec := range sections {
+			if sec.presets != "" && strings.Contains(msg, `"`+StdlibImportPath+"/"+sec.presets+`"`) {
+				if top := topLevelFields(r.source.Path, r.source.Data); top != nil && !top[sec.name] {
+					return r.missingSection(sec.name, sec.presets)
+				}
+			}
+		}
 	case strings.Contains(msg, "import cycle"):
 		d.Code = "import-cycle"
 		chain := make([]string, 0, len(ps))

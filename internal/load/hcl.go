@@ -21,43 +21,54 @@ import (
 // carries its HCL position, so the schema's errors cite plan.hcl:LINE:COL
 // exactly as they cite a CUE file. Blocks become structs (`model { ... }`),
 // attributes become fields; an object attribute (`env = { ... }`) is a struct.
-func fromHCL(ctx *cue.Context, display, abs string, src []byte) (*cue.Value, diag.List) {
-	st, diags := convertHCL(display, abs, src)
+func fromHCL(ctx *cue.Context, display, abs string, src []byte) (*cue.Value, map[string]diag.Pos, diag.List) {
+	st, at, diags := convertHCLAt(display, abs, src)
 	if st == nil || diags.HasErrors() {
-		return nil, diags
+		return nil, nil, diags
 	}
 	v := ctx.BuildExpr(st, cue.Filename(abs))
 	if err := v.Err(); err != nil {
-		return nil, diags
+		diags.Errorf(diag.Pos{File: display, Line: 1, Column: 1}, "", "syntax", "", "%v", err)
+		return nil, nil, diags
 	}
-	return &v, diags
+	return &v, at, diags
 }
 
 // convertHCL parses HCL and converts it to a CUE struct literal whose nodes
 // carry positions in a token.File named abs. It returns nil on a syntax error.
 func convertHCL(display, abs string, src []byte) (*ast.StructLit, diag.List) {
+	st, _, diags := convertHCLAt(display, abs, src)
+	return st, diags
+}
+
+// convertHCLAt is convertHCL, also returning the position of every attribute
+// and block by its dotted path: CUE places the first field of a struct at
+// the struct's brace, and an HCL diagnostic must name the attribute (as a
+// CUE one names the field).
+func convertHCLAt(display, abs string, src []byte) (*ast.StructLit, map[string]diag.Pos, diag.List) {
 	var diags diag.List
 	f, hdiags := hclsyntax.ParseConfig(src, display, hcl.InitialPos)
 	diags = append(diags, fromHCLDiags(hdiags)...)
 	if hdiags.HasErrors() || f == nil {
-		return nil, diags
+		return nil, nil, diags
 	}
 	body, ok := f.Body.(*hclsyntax.Body)
 	if !ok {
 		diags.Errorf(diag.Pos{File: display, Line: 1, Column: 1}, "", "syntax", "", "not a native HCL syntax body")
-		return nil, diags
+		return nil, nil, diags
 	}
 	tf := token.NewFile(abs, -1, len(src))
 	tf.SetLinesForContent(src)
-	c := &hclConverter{file: tf, display: display}
+	c := &hclConverter{file: tf, display: display, at: map[string]diag.Pos{}}
 	st := c.body(body, "")
-	return st, append(diags, c.diags...)
+	return st, c.at, append(diags, c.diags...)
 }
 
 type hclConverter struct {
 	file    *token.File
 	display string
 	diags   diag.List
+	at      map[string]diag.Pos
 }
 
 func (c *hclConverter) pos(p hcl.Pos) token.Pos { return c.file.Pos(p.Byte, token.NoRelPos) }
@@ -108,6 +119,7 @@ func (c *hclConverter) body(b *hclsyntax.Body, prefix string) *ast.StructLit {
 		ast.SetPos(label, c.pos(a.NameRange.Start))
 		fld := &ast.Field{Label: label, Value: expr}
 		ast.SetPos(fld, c.pos(a.NameRange.Start))
+		c.at[path] = c.dpos(a.NameRange.Start)
 		items = append(items, item{a.NameRange.Start.Byte, fld})
 	}
 	seen := map[string]hcl.Range{}
@@ -135,6 +147,7 @@ func (c *hclConverter) body(b *hclsyntax.Body, prefix string) *ast.StructLit {
 		ast.SetPos(label, c.pos(blk.TypeRange.Start))
 		fld := &ast.Field{Label: label, Value: st}
 		ast.SetPos(fld, c.pos(blk.TypeRange.Start))
+		c.at[path] = c.dpos(blk.TypeRange.Start)
 		items = append(items, item{blk.TypeRange.Start.Byte, fld})
 	}
 	slices.SortFunc(items, func(x, y item) int { return x.offset - y.offset })
@@ -257,7 +270,26 @@ func fromHCLDiags(ds hcl.Diagnostics) diag.List {
 		if d.Detail != "" {
 			msg += ": " + d.Detail
 		}
-		out.Add(diag.Diagnostic{Severity: sev, Code: "syntax", Message: msg, Pos: pos})
+		out.Add(diag.Diagnostic{Severity: sev, Code: "syntax", Message: msg, Pos: pos, Hint: hclSyntaxHint(d)})
 	}
 	return out
+}
+
+// hclSyntaxHint says how to write what an HCL syntax error is about: the
+// parser's summary names the construct it expected.
+func hclSyntaxHint(d *hcl.Diagnostic) string {
+	sum := strings.ToLower(d.Summary + " " + d.Detail)
+	switch {
+	case strings.Contains(sum, "argument or block definition required"), strings.Contains(sum, "equals sign"):
+		return "set a field as `name = value` and open a section as `name {` ... `}` (HCL uses =, not :)"
+	case strings.Contains(sum, "invalid expression"), strings.Contains(sum, "missing expression"):
+		return `give the value after =: a number (8), a string ("H100"), true/false, a list ([1, 2]) or an object ({ A = "b" })`
+	case strings.Contains(sum, "multi-line string"):
+		return `close the string with " on the same line; write a line break inside it as \n`
+	case strings.Contains(sum, "unclosed"), strings.Contains(sum, "missing newline"), strings.Contains(sum, "unterminated"):
+		return "close every { with } and every \" with \"; one attribute per line"
+	case strings.Contains(sum, "invalid character"), strings.Contains(sum, "invalid multi-line"):
+		return "HCL takes letters, digits, _ and - in names, and values as numbers, \"strings\", true/false, [lists] and { objects }"
+	}
+	return "see the HCL example in the README: blocks `model { ... }`, attributes `layers = 32`"
 }

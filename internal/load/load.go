@@ -49,6 +49,10 @@ type Result struct {
 	// fieldsOf caches schemaFields (one spec can name thousands of
 	// unknown fields in one struct).
 	fieldsOf map[string][]string
+	// hclAt places the attributes and blocks of an HCL spec by path.
+	hclAt map[string]diag.Pos
+	// skipMissing are the sections reported missing as a whole.
+	skipMissing []string
 }
 
 // text returns the source of the file a diagnostic names (nil for another).
@@ -107,7 +111,8 @@ func Load(src Source) (res *Result, diags diag.List) {
 
 	switch ext {
 	case ".hcl":
-		user, ds := fromHCL(ctx, src.Path, abs, src.Data)
+		user, at, ds := fromHCL(ctx, src.Path, abs, src.Data)
+		res.hclAt = at
 		diags = append(diags, ds...)
 		if user == nil {
 			return nil, diags

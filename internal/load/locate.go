@@ -16,6 +16,9 @@ import (
 func (r *Result) Locate(path string) diag.Pos {
 	parts := strings.Split(path, ".")
 	for n := len(parts); n > 0; n-- {
+		if p, ok := r.hclAt[strings.Join(parts[:n], ".")]; ok {
+			return p
+		}
 		v := r.User.LookupPath(cue.ParsePath(strings.Join(parts[:n], ".")))
 		if !v.Exists() {
 			continue

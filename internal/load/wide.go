@@ -128,3 +128,52 @@ func isString(l ast.Label) bool {
 	lit, ok := l.(*ast.BasicLit)
 	return ok && lit.Kind == token.STRING
 }
+
+// sections are the top-level sections a spec must have, and the preset
+// package a user picks one from ("" when there are no presets).
+var sections = []struct{ name, presets string }{
+	{"model", "models"}, {"cluster", "clusters"}, {"train", ""},
+}
+
+// missingSection is the one error for a top-level section the spec does not
+// have at all (instead of CUE's "imported and not used" for its preset
+// package, or one missing-field per required field at 1:1).
+func (r *Result) missingSection(name, presets string) diag.Diagnostic {
+	file := ""
+	if len(r.Files) > 0 {
+		file = r.Display[r.Files[0]]
+	}
+	d := diag.Diagnostic{Severity: diag.Error, Code: "missing-section", Path: name, Pos: diag.Pos{File: file, Line: 1, Column: 1},
+		Message: fmt.Sprintf("the spec has no %s section", name)}
+	switch presets {
+	case "":
+		d.Hint = "add train: {seq_length: 4096, micro_batch: 1, global_batch: 64, iters: 1000} (the hint of each field says what it takes)"
+	default:
+		names := Presets(presets)
+		ex := "…"
+		if len(names) > 0 {
+			ex = names[0]
+		}
+		d.Hint = fmt.Sprintf(`add %s: %s.%s (import "%s/%s"), or write the %s out field by field; the presets: %s`,
+			name, presets, ex, StdlibImportPath, presets, name, strings.Join(names, ", "))
+	}
+	return d
+}
+
+// topLevelFields lists the labels of a CUE file's top-level fields (nil when
+// it does not parse).
+func topLevelFields(name string, data []byte) map[string]bool {
+	f, err := parser.ParseFile(name, data)
+	if err != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, d := range f.Decls {
+		if fld, ok := d.(*ast.Field); ok {
+			if n, _, err := ast.LabelName(fld.Label); err == nil {
+				out[n] = true
+			}
+		}
+	}
+	return out
+}
