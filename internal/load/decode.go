@@ -2,9 +2,9 @@ package load
 
 import (
 	"errors"
-	"slices"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
