@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,17 +28,7 @@ func TestGracePeriodReachesEveryLauncher(t *testing.T) {
 		{"torchrun", ``, `grace_seconds: 25`, 25},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			src := Source{Path: filepath.Join(t.TempDir(), "plan.cue"), Data: []byte(`
-model: {layers: 4, hidden: 256, heads: 8, vocab: 1024}
-cluster: {
-	nodes: 1, gpus_per_node: 2
-	gpu: {name: "H100", memory_gib: 80, bf16_tflops: 989}
-	nvlink_gbps: 450, network_gbps: 50
-	` + c.slurm + `
-}
-train: {seq_length: 512, micro_batch: 1, global_batch: 8, iters: 10}
-launch: {` + c.launch + `}
-`)}
+			src := smallSpec(t, "cluster: {"+c.slurm+"}\nlaunch: {"+c.launch+"}")
 			_, files, diags := Compile(src, Options{})
 			require.False(t, diags.HasErrors(), "%v", diags)
 			f, err := launchplan.Decode(files[LaunchJSON])

@@ -30,15 +30,7 @@ cluster: slurm: {output: "logs/%x-%j.out"}`, []string{`slurm-output-dir: Slurm o
 cluster: slurm: {output: "%x-%j.out"}`, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			src := Source{Path: filepath.Join(t.TempDir(), "plan.cue"), Data: []byte(`
-model: {layers: 4, hidden: 256, heads: 8, vocab: 1024}
-cluster: {
-	nodes: 1, gpus_per_node: 2
-	gpu: {name: "H100", memory_gib: 80, bf16_tflops: 989}
-	nvlink_gbps: 450, network_gbps: 50
-}
-train: {seq_length: 512, micro_batch: 1, global_batch: 8, iters: 10}
-` + c.extra + "\n")}
+			src := smallSpec(t, c.extra)
 			_, files, diags := Compile(src, Options{})
 			require.False(t, diags.HasErrors(), "%v", diags)
 			require.NotEmpty(t, files)
@@ -59,4 +51,17 @@ train: {seq_length: 512, micro_batch: 1, global_batch: 8, iters: 10}
 			}
 		})
 	}
+}
+
+// smallSpec is a valid one-node, two-GPU spec with extra CUE appended.
+func smallSpec(t *testing.T, extra string) Source {
+	return Source{Path: filepath.Join(t.TempDir(), "plan.cue"), Data: []byte(`
+model: {layers: 4, hidden: 256, heads: 8, vocab: 1024}
+cluster: {
+	nodes: 1, gpus_per_node: 2
+	gpu: {name: "H100", memory_gib: 80, bf16_tflops: 989}
+	nvlink_gbps: 450, network_gbps: 50
+}
+train: {seq_length: 512, micro_batch: 1, global_batch: 8, iters: 10}
+` + extra + "\n")}
 }
