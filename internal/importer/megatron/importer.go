@@ -122,21 +122,40 @@ func Import(src []byte, o Options) Result {
 	if gpn == 0 {
 		gpn = presetGPN
 	}
+	derived := func(world int) []assignment {
+		out := slices.Clone(m.out)
+		if ns.Values["global_batch_size"] == nil {
+			// Megatron derives it: micro_batch_size · data-parallel size.
+			get := func(d string) int64 { n, _ := asInt(ns.Values[d]); return max(n, 1) }
+			if mp := get("tensor_model_parallel_size") * get("pipeline_model_parallel_size") * get("context_parallel_size"); int64(world)%mp == 0 {
+				out = append(out, assignment{path: "train.global_batch", value: get("micro_batch_size") * (int64(world) / mp)})
+			}
+		}
+		return out
+	}
 	if nodes == 0 {
-		nodes = fewestNodes(ns, gpn)
+		// The fewest nodes the degrees and the global batch fit, and, of
+		// those tried (doubling), the first where parc's estimate fits memory.
+		cands := nodeCandidates(ns, gpn)
+		nodes = cands[0]
+		for i, tries := 0, 0; i < len(cands) && tries < 8; tries++ {
+			spec := render(derived(cands[i]*gpn), ns, cmd, map[string]bool{}, renderOptions{cluster: cluster, nodes: cands[i], gpn: gpn, presetGPN: presetGPN, preset: false, file: o.File})
+			if _, ds, _ := compile(spec); !slices.Contains(ds.Codes(), "memory-exceeds-gpu") {
+				nodes = cands[i]
+				break
+			}
+			next := i + 1
+			for next < len(cands) && cands[next] < 2*cands[i] {
+				next++
+			}
+			i = next
+		}
 		r.Diags.Warnf(at(0), "cluster.nodes", "import-nodes-assumed", "give the job's node count with --nodes N",
-			"the arguments do not say how many nodes run them: %d node(s) of %d GPUs, the fewest the parallel degrees and the global batch fit", nodes, gpn)
+			"the arguments do not say how many nodes run them: %d node(s) of %d GPUs, the fewest the parallel degrees and the global batch fit (and parc's memory estimate, where a few more nodes make it fit)", nodes, gpn)
 	}
 	world = nodes * gpn
 	r.World = world
-	if ns.Values["global_batch_size"] == nil {
-		// Megatron derives it: micro_batch_size · data-parallel size.
-		get := func(d string) int64 { n, _ := asInt(ns.Values[d]); return max(n, 1) }
-		if mp := get("tensor_model_parallel_size") * get("pipeline_model_parallel_size") * get("context_parallel_size"); int64(world)%mp == 0 {
-			m.out = append(m.out, assignment{path: "train.global_batch", value: get("micro_batch_size") * (int64(world) / mp)})
-		}
-	}
-
+	m.out = derived(world)
 	var spec []byte
 	var compiled []string
 	var cdiags diag.List
@@ -202,6 +221,8 @@ func Import(src []byte, o Options) Result {
 			pos = at(extraArgIndex(d.Message, ns))
 		}
 		d.File, d.Line, d.Column = pos.File, pos.Line, pos.Column
+		d.EndLine, d.EndColumn = pos.Line, pos.Column
+		d.Related = nil // places in the generated spec, not in the input
 		r.Diags = append(r.Diags, d)
 	}
 	for _, d := range slices.Sorted(maps.Keys(extra)) {
@@ -284,9 +305,10 @@ func clusterGPUs(name string) int {
 	return int(n)
 }
 
-// fewestNodes is the smallest node count whose GPU count the model-parallel
-// sizes divide and whose data-parallel size divides the global batch.
-func fewestNodes(ns *mg.Namespace, gpn int) int {
+// nodeCandidates lists, ascending, the node counts whose GPU count the
+// model-parallel sizes divide and whose data-parallel size divides the global
+// batch (at least one: 1).
+func nodeCandidates(ns *mg.Namespace, gpn int) []int {
 	get := func(d string, def int64) int64 {
 		if n, ok := asInt(ns.Values[d]); ok && n > 0 {
 			return n
@@ -296,7 +318,8 @@ func fewestNodes(ns *mg.Namespace, gpn int) int {
 	tp, pp, cp := get("tensor_model_parallel_size", 1), get("pipeline_model_parallel_size", 1), get("context_parallel_size", 1)
 	ep, etp := get("expert_model_parallel_size", 1), get("expert_tensor_parallel_size", tp)
 	mbs, gbs := get("micro_batch_size", 1), get("global_batch_size", 0)
-	for n := 1; n <= 1<<16; n++ {
+	var out []int
+	for n := 1; n <= 1<<16 && len(out) < 64; n++ {
 		w := int64(n * gpn)
 		if w%(tp*pp*cp) != 0 || w%(etp*ep*pp) != 0 {
 			continue
@@ -305,9 +328,12 @@ func fewestNodes(ns *mg.Namespace, gpn int) int {
 		if gbs > 0 && gbs%(mbs*dp) != 0 {
 			continue
 		}
-		return n
+		out = append(out, n)
 	}
-	return 1
+	if len(out) == 0 {
+		out = []int{1}
+	}
+	return out
 }
 
 // quote writes a CUE string literal.
