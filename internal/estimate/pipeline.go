@@ -110,9 +110,15 @@ func InFlight(p, v, m, g, r int) []int {
 	total := m * v
 	warmup := (p-r-1)*2 + (v-1)*g
 	slots := min(warmup+1, total)
-	table := interleavedTable(m, v, g)
-	for k := range slots {
-		out[table[k]]++
+	// The first slots entries of interleavedTable, counted without building
+	// it (m·v entries per rank would dominate a solver's time).
+	for start := 0; start < m && slots > 0; start += g {
+		size := min(g, m-start)
+		for c := 0; c < v && slots > 0; c++ {
+			take := min(size, slots)
+			out[c] += take
+			slots -= take
+		}
 	}
 	return out
 }

@@ -34,9 +34,9 @@ func TPBytesPerLayer(s, b, h, t int, elemBytes float64) float64 {
 // stageWork is one pipeline rank's work for one microbatch: Megatron's FLOPs
 // of its layers and what one GPU of it moves on each axis.
 type stageWork struct {
-	flops, recompute, core float64 // FLOPs of the tp·cp group: model, recompute extra, core attention
-	bytes                  map[string]float64
-	perLayer               map[string]float64
+	flops, recompute, core float64  // FLOPs of the tp·cp group: model, recompute extra, core attention
+	bytes                  axisVals // per microbatch, by axis
+	perLayer               axisVals
 	// tpUnits counts the tensor-parallel collectives in all-reduce
 	// equivalents (an all-gather and a reduce-scatter with sp) of the
 	// s·b·h activation.
@@ -57,7 +57,7 @@ func (c *costModel) elemBytes() float64 {
 
 // stageCost is rank r's work per microbatch: FLOPs, then bytes.
 func (c *costModel) stageCost(r int) stageWork {
-	w := stageWork{bytes: map[string]float64{}, perLayer: map[string]float64{}}
+	var w stageWork
 	c.stageFLOPs(r, &w)
 	c.stageBytes(r, &w)
 	return w
@@ -120,7 +120,7 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 	if c.sh.fs > 0 {
 		tpMoE += 2 + fwdExtra
 	}
-	w.perLayer["tp"] = 4 * ar
+	w.perLayer[axTP] = 4 * ar
 
 	// CP: K and V of the local shard, heads split over tp.
 	kv := 2 * elem * T * c.am.kv / float64(c.tp)
@@ -140,7 +140,7 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 			cpColls = (2 + fwdExtra) * n
 		}
 	}
-	w.perLayer["cp"] = cpLayer
+	w.perLayer[axCP] = cpLayer
 
 	// EP: dispatch and combine forward and backward of the routed tokens.
 	routed := T * c.am.topk / float64(c.tp)
@@ -157,20 +157,20 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 			etpLayer = (4 + 2*fwdExtra) * float64(c.etp-1) * elem * routed * h
 		}
 	}
-	w.perLayer["ep"], w.perLayer["etp"] = epLayer, etpLayer
+	w.perLayer[axEP], w.perLayer[axETP] = epLayer, etpLayer
 
 	for _, ch := range c.stages[r] {
 		for l := ch.First; l < ch.First+ch.Count; l++ {
 			if c.sh.isMoE(l) {
 				w.tpUnits += tpMoE
-				w.bytes["ep"] += epLayer
-				w.bytes["etp"] += etpLayer
+				w.bytes[axEP] += epLayer
+				w.bytes[axETP] += etpLayer
 				w.epColls += boolF(epLayer > 0) * (4 + 2*fwdExtra)
 				w.etpColls += boolF(etpLayer > 0) * (4 + 2*fwdExtra)
 			} else {
 				w.tpUnits += tpDense
 			}
-			w.bytes["cp"] += cpLayer
+			w.bytes[axCP] += cpLayer
 			w.cpColls += cpColls
 		}
 	}
@@ -180,7 +180,7 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 	if r == c.pp-1 {
 		w.tpUnits += 0.5 // output layer input: gathered forward, reduced backward
 	}
-	w.bytes["tp"] = w.tpUnits * ar
+	w.bytes[axTP] = w.tpUnits * ar
 	// PP: the boundary activation (sequence-parallel shard) once per chunk
 	// boundary, forward and backward.
 	if c.pp > 1 {
@@ -193,7 +193,7 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 				w.ppSends++ // backward gradient to the previous stage
 			}
 		}
-		w.bytes["pp"] = w.ppSends * act
+		w.bytes[axPP] = w.ppSends * act
 	}
 }
 
@@ -202,8 +202,8 @@ type stageClock struct {
 	compute op // forward, backward and recompute of every layer, embedding, output layer
 	fwd     float64
 	bwd     float64 // backward with recompute
-	comm    map[string]float64
-	exposed map[string]float64
+	comm    axisVals
+	exposed axisVals
 	// commBound is a lower bound of the exposed communication proportional
 	// to the microbatch's tokens (bandwidth terms only, no latency).
 	commBound float64
@@ -211,15 +211,27 @@ type stageClock struct {
 
 func (c *costModel) total(st stageClock) float64 {
 	t := st.compute.total()
-	for _, ax := range axisOrder {
-		t += st.exposed[ax]
+	for _, x := range st.exposed {
+		t += x
 	}
 	return t
 }
 
-// axisOrder fixes the order the exposed times add in: float addition is not
-// associative, and map order would make step times differ in the last bit.
-var axisOrder = [...]string{"tp", "cp", "ep", "etp", "pp"}
+// The per-microbatch axes, in the fixed order their times add in.
+const (
+	axTP = iota
+	axCP
+	axEP
+	axETP
+	axPP
+	numAxes
+)
+
+// axisVals holds one number per per-microbatch axis.
+type axisVals [numAxes]float64
+
+// axisNames are the axes' names in the comms map.
+var axisNames = [numAxes]string{"tp", "cp", "ep", "etp", "pp"}
 
 // layerTimes times the dense and the MoE decoder layer once per plan.
 func (c *costModel) layerTimes() (dense, moe layerTime) {
@@ -238,7 +250,7 @@ func (c *costModel) layerTimes() (dense, moe layerTime) {
 // axis's transfers and the part of them compute does not hide.
 func (c *costModel) stageClock(r int, w stageWork, link func(string) string) stageClock {
 	dense, moe := c.layerTimes()
-	st := stageClock{comm: map[string]float64{}, exposed: map[string]float64{}}
+	var st stageClock
 	var gemm, attn float64
 	for _, ch := range c.stages[r] {
 		nMoE := 0.0
@@ -296,53 +308,53 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		}
 		t := w.tpUnits * unit
 		lower := w.tpUnits * bytes / c.linkRate(l)
-		st.comm["tp"], st.exposed["tp"] = t, t
+		st.comm[axTP], st.exposed[axTP] = t, t
 		if c.set.tpCommOverlap {
 			// Userbuffers split each GEMM and its all-gather/reduce-scatter
 			// into chunks that pipeline; what is left is the part longer
 			// than the GEMMs and a share the chunks do not hide.
-			st.exposed["tp"] = math.Max(tpOverlapResidual*t, t-gemm)
+			st.exposed[axTP] = math.Max(tpOverlapResidual*t, t-gemm)
 			lower *= tpOverlapResidual
 		}
 		st.commBound += lower
 	}
-	if c.cp > 1 && w.bytes["cp"] > 0 {
+	if c.cp > 1 && w.bytes[axCP] > 0 {
 		l := link("cp")
-		t := c.latency(l, 1)*w.cpColls + w.bytes["cp"]/c.linkRate(l)
-		st.comm["cp"] = t
+		t := c.latency(l, 1)*w.cpColls + w.bytes[axCP]/c.linkRate(l)
+		st.comm[axCP] = t
 		if par.CPCommType == "a2a" {
-			st.exposed["cp"] = t
+			st.exposed[axCP] = t
 		} else {
 			// The ring's K/V exchange of each step overlaps the attention of
 			// the previous one.
-			st.exposed["cp"] = math.Max(c.latency(l, 1)*w.cpColls, t-attn)
+			st.exposed[axCP] = math.Max(c.latency(l, 1)*w.cpColls, t-attn)
 		}
 	}
-	if w.bytes["ep"] > 0 {
-		t, lower := c.allToAllTime(w.bytes["ep"], w.epColls, c.ep, link("ep"))
-		st.comm["ep"], st.exposed["ep"] = t, t
+	if w.bytes[axEP] > 0 {
+		t, lower := c.allToAllTime(w.bytes[axEP], w.epColls, c.ep, link("ep"))
+		st.comm[axEP], st.exposed[axEP] = t, t
 		if c.set.epOverlap {
 			// overlap_moe_expert_parallel_comm: the dispatch and combine of
 			// one microbatch run under another microbatch's compute.
-			st.exposed["ep"] = math.Max(tpOverlapResidual*t, t-st.compute.total()/2)
+			st.exposed[axEP] = math.Max(tpOverlapResidual*t, t-st.compute.total()/2)
 			lower *= tpOverlapResidual
 		}
 		st.commBound += lower
 	}
-	if w.bytes["etp"] > 0 {
+	if w.bytes[axETP] > 0 {
 		l := link("etp")
-		t := c.latency(l, float64(c.etp-1))*w.etpColls + w.bytes["etp"]/c.linkRate(l)
-		st.comm["etp"], st.exposed["etp"] = t, t
-		st.commBound += w.bytes["etp"] / c.linkRate(l)
+		t := c.latency(l, float64(c.etp-1))*w.etpColls + w.bytes[axETP]/c.linkRate(l)
+		st.comm[axETP], st.exposed[axETP] = t, t
+		st.commBound += w.bytes[axETP] / c.linkRate(l)
 	}
-	if w.bytes["pp"] > 0 {
+	if w.bytes[axPP] > 0 {
 		l := link("pp")
-		t := c.latency(l, 1)*w.ppSends + w.bytes["pp"]/c.linkRate(l)
-		st.comm["pp"], st.exposed["pp"] = t, t
+		t := c.latency(l, 1)*w.ppSends + w.bytes[axPP]/c.linkRate(l)
+		st.comm[axPP], st.exposed[axPP] = t, t
 		if c.vpp > 1 && par.OverlapP2P {
-			st.exposed["pp"] = c.latency(l, 1) * w.ppSends
+			st.exposed[axPP] = c.latency(l, 1) * w.ppSends
 		} else {
-			st.commBound += w.bytes["pp"] / c.linkRate(l)
+			st.commBound += w.bytes[axPP] / c.linkRate(l)
 		}
 	}
 	return st
@@ -449,15 +461,12 @@ func (c *costModel) peakFLOPs() float64 {
 	return c.cm.r.bf16
 }
 
-var axisGroup = map[string]string{"tp": "tp", "cp": "cp", "ep": "ep", "etp": "etp", "pp": "pp"}
-
 // time fills comms, compute, step time, tokens/s and MFU.
 func (c *costModel) time(e *Estimate, link func(string) string) {
 	e.FLOPsPerStep = MegatronFLOPs(c.s, c.d)
 	peak := c.peakFLOPs()
 	e.Compute.PeakTFLOPs = peak / 1e12
 
-	sizeOf := map[string]int{"tp": c.tp, "cp": c.cp, "ep": c.ep, "etp": c.etp, "pp": c.pp}
 	m := float64(c.m)
 	works := make([]stageWork, c.pp)
 	clocks := make([]stageClock, c.pp)
@@ -490,8 +499,9 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 		e.Compute.Efficiency = e.Compute.FLOPsPerGPU / (e.Compute.TimeS * peak)
 	}
 
-	for _, ax := range axisOrder {
-		if sizeOf[ax] <= 1 || c.axisIdle(ax) {
+	sizes := [numAxes]int{c.tp, c.cp, c.ep, c.etp, c.pp}
+	for ax, name := range axisNames {
+		if sizes[ax] <= 1 || c.axisIdle(name) {
 			continue
 		}
 		best := 0
@@ -500,19 +510,19 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 				best = r
 			}
 		}
-		if works[best].bytes[ax] == 0 && ax != "tp" {
+		if works[best].bytes[ax] == 0 && ax != axTP {
 			continue
 		}
-		l := link(axisGroup[ax])
+		l := link(name)
 		ac := AxisComm{
-			Group: axisGroup[ax], Size: sizeOf[ax], Collective: c.collective(ax),
+			Group: name, Size: sizes[ax], Collective: c.collective(name),
 			BytesPerStep: round(works[best].bytes[ax] * m), Link: l, BandwidthGBps: c.bandwidth(l),
 			TimeS: clocks[best].comm[ax] * m, ExposedS: clocks[best].exposed[ax] * m, Stage: best,
 		}
 		if pl := works[best].perLayer[ax]; pl > 0 {
 			ac.BytesPerLayer = round(pl)
 		}
-		e.Comms[ax] = ac
+		e.Comms[name] = ac
 	}
 
 	step := pipeTime + c.dataParallelTime(e, clocks, link)
