@@ -131,6 +131,40 @@ func TestLauncherSIGTERMKillsEscapedGrandchildren(t *testing.T) {
 	}
 }
 
+// An orphan adopted while the workers run is reaped when it exits, not left
+// a zombie until the job ends.
+func TestAdoptedOrphanIsReapedWhileRunning(t *testing.T) {
+	old := reapInterval
+	reapInterval = 50 * time.Millisecond
+	defer func() { reapInterval = old }()
+	pids := t.TempDir()
+	path := writePlan(t, blockPlan(1, 1))
+	done := make(chan result, 1)
+	go func() {
+		done <- runLauncher(t, context.Background(), Options{PlanPath: path, NodeRank: intp(0),
+			Env: cleanEnv(workerVar+"=orphan", "PARC_TEST_RUN_MS=4000", "PARC_TEST_PIDDIR="+pids, "CUDA_VISIBLE_DEVICES=0")})
+	}()
+	file := filepath.Join(pids, "rank-0.orphan")
+	var pid int
+	require.True(t, waitFor(20*time.Second, func() bool {
+		data, err := os.ReadFile(file)
+		pid = atoi(string(data))
+		return err == nil && pid > 0
+	}))
+	gone := waitFor(3*time.Second, func() bool {
+		_, err := os.Stat("/proc/" + itoa(pid))
+		return err != nil // reaped: no zombie left
+	})
+	select {
+	case r := <-done:
+		t.Fatalf("the launcher returned before the check: %v\n%s", r.err, r.stderr)
+	default:
+	}
+	assert.True(t, gone, "the orphan (pid %d) is still a zombie while the worker runs", pid)
+	r := <-done
+	assert.Equal(t, 0, r.code, r.stderr)
+}
+
 // Issue 12, item 11: SIGTERM while the preflight waits for nvidia-smi (a hung
 // driver) stops the launcher at once and kills nvidia-smi; nothing starts.
 func TestSignalDuringPreflightKillsNvidiaSMI(t *testing.T) {

@@ -184,6 +184,20 @@ func worker(behaviour string) int {
 		time.Sleep(300 * time.Millisecond) // every worker has started its child
 		code, _ := strconv.Atoi(os.Getenv("PARC_TEST_CODE"))
 		return code
+	case "orphan":
+		// Leaves a process that exits 300 ms later (its parent, sh, is gone
+		// at once: it is an orphan, adopted by the launcher), writes its pid
+		// to rank-R.orphan and runs on for PARC_TEST_RUN_MS.
+		out, err := exec.Command("sh", "-c", "sleep 0.3 >/dev/null 2>&1 & echo $!").Output()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+		writePid(filepath.Join(os.Getenv("PARC_TEST_PIDDIR"), fmt.Sprintf("rank-%d.orphan", rank)), pid)
+		ms, _ := strconv.Atoi(os.Getenv("PARC_TEST_RUN_MS"))
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		return 0
 	case "checkpoint":
 		// On SIGTERM it "saves a checkpoint" for PARC_TEST_SAVE_MS, writes
 		// rank-R.saved in PARC_TEST_PIDDIR and exits 0, as Megatron does

@@ -114,6 +114,34 @@ func killDescendants(keep int) (int, string) {
 	return len(killed), b.String()
 }
 
+// reapInterval is how often the supervisor reaps adopted orphans that have
+// exited; tests shorten it.
+var reapInterval = 5 * time.Second
+
+// reapZombieChildren reaps this process's zombie children except those in
+// keep: only exited processes, so nothing an exec.Cmd still waits for.
+func reapZombieChildren(keep map[int]bool) int {
+	self := os.Getpid()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || keep[pid] {
+			continue
+		}
+		if p, ok := readStat(pid); ok && p.ppid == self && p.state == 'Z' {
+			var ws syscall.WaitStatus
+			if got, _ := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); got == pid {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // procInfo is what /proc/PID/stat says of a process.
 type procInfo struct {
 	ppid  int

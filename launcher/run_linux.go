@@ -303,8 +303,12 @@ func (sup *supervisor) start(attempt int) (*attemptRun, error) {
 // every worker has exited (none is reaped yet).
 func (a *attemptRun) supervise(ctx context.Context, sigs <-chan os.Signal) {
 	ctxDone := ctx.Done()
+	reap := time.NewTicker(reapInterval)
+	defer reap.Stop()
 	for a.running > 0 {
 		select {
+		case <-reap.C:
+			a.reapAdopted()
 		case ev := <-a.events:
 			a.exited(ev)
 		case sig := <-sigs:
@@ -362,6 +366,17 @@ func (a *attemptRun) signalled(sig os.Signal) {
 	a.res.signal = sig
 	a.sup.out.logf("%s: forwarding it to every worker, SIGKILL after %s (%s)", sigName(ss), a.sup.grace, a.sup.graceFrom)
 	a.stop(ss)
+}
+
+// reapAdopted reaps the adopted orphans that have exited while the workers
+// run, so they do not pile up as zombies in a long job. The workers' own
+// zombies are left for teardown (their pids must stay taken until then).
+func (a *attemptRun) reapAdopted() {
+	keep := map[int]bool{a.sup.guard.pid(): true}
+	for _, p := range a.procs {
+		keep[p.pid] = true
+	}
+	reapZombieChildren(keep)
 }
 
 func (a *attemptRun) signalAll(sig syscall.Signal) {
