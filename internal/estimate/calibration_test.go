@@ -564,11 +564,17 @@ func calibrationReadme(results []calResult, cal Calibration, fit, hold calStats,
 // calibrationWeaknesses is said plainly in the report.
 const calibrationWeaknesses = `## Where the model is weak
 
-- It knows nothing of CUDA graphs, CPU offloading, manual GC, fused kernels a recipe turns on or off,
-  or DeepEP/HybridEP dispatchers beyond their traffic: rows that depend on them carry the error.
-- Load imbalance of MoE routing is not modelled (the Megatron-Bridge MoE rows force balanced routing).
-- Pipeline layouts (` + "`parallel.layout`" + `) other than the even or first/last-stage splits fall back to an even split.
-- Hierarchical / multi-rail network effects and switch congestion at thousands of GPUs are one efficiency.
+- Dense models (Llama, GPT, Nemotron) on H100, B200, GB200 and GB300 are mostly within 10%.
+- MoE is the weak part. One grouped-GEMM efficiency and one fixed cost per MoE layer cannot fit
+  both fine-grained MoE (Qwen3-30B-A3B, GPT-OSS-120B: many small experts, estimated up to 2x too
+  fast) and DeepSeek-V3 (estimated 20-45% too slow on Megatron-Bridge, 2x too fast on the DGX Cloud
+  v25.05 rows of the same model): the dispatcher (DeepEP/HybridEP vs all-to-all), fused kernels and
+  CUDA graphs the recipes turn on are not modelled beyond their traffic.
+- The same plan was measured in several releases, sometimes 1.8x apart (column *spread*).
+- Pipeline layouts (` + "`parallel.layout`" + `) fall back to an even split until the schema has the field.
+- Long-sequence rows (NeMo context-parallel runs, Llama 3 at 128K) print TFLOP/s whose attention
+  FLOP count is not Megatron's causal one; their conversion to tokens/s is off by that factor.
+- CPU offloading, manual GC and routing imbalance are not modelled (the MoE rows force balanced routing).
 `
 
 func calibrationSVG(results []calResult, hold calStats) string {
