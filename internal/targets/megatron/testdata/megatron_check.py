@@ -39,6 +39,7 @@ te_optimizers.FusedAdam = FusedAdam
 from megatron.core.optimizer.optimizer_config import OptimizerConfig
 
 world = sys.argv[1]
+cuda_connections = os.environ.get('CUDA_DEVICE_MAX_CONNECTIONS', '1')
 failed = 0
 for path in sys.argv[2:]:
     with open(path) as f:
@@ -46,9 +47,10 @@ for path in sys.argv[2:]:
     os.environ.update(WORLD_SIZE=world, RANK='0', LOCAL_RANK='0')
     # The launch's CUDA_DEVICE_MAX_CONNECTIONS: 1 unless the caller says
     # otherwise (empty = unset, as parc's launch leaves it with Megatron-FSDP).
-    os.environ.setdefault('CUDA_DEVICE_MAX_CONNECTIONS', '1')
-    if os.environ['CUDA_DEVICE_MAX_CONNECTIONS'] == '':
-        del os.environ['CUDA_DEVICE_MAX_CONNECTIONS']
+    if cuda_connections:
+        os.environ['CUDA_DEVICE_MAX_CONNECTIONS'] = cuda_connections
+    else:
+        os.environ.pop('CUDA_DEVICE_MAX_CONNECTIONS', None)
     sys.argv = ['pretrain_gpt.py'] + args
     out = io.StringIO()
     try:
