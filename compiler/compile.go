@@ -19,7 +19,7 @@ import (
 	"parc.dev/parc/launchplan"
 )
 
-// Artifact names in the output directory (design.md).
+// Artifact names in the output directory (docs/architecture.md, "Contracts").
 const (
 	ArgsFile    = megatron.ArgsFile
 	SbatchFile  = slurm.ScriptName

@@ -112,7 +112,8 @@ func TestTorchGlooGroupsMatchPlan(t *testing.T) {
 	}
 }
 
-// The fixtures were written by hand from notes/megatron-rankgen.md; the
+// The fixtures were written by hand from Megatron-LM's RankGenerator
+// (megatron/core/parallel_state.py at d98e8a64); the
 // same degrees through the layout and launchplan packages must give the
 // same groups (two independent derivations).
 func TestFixturesMatchLayout(t *testing.T) {

@@ -21,7 +21,7 @@ func TestREADMESpecReference(t *testing.T) {
 	for _, f := range fields {
 		paths[f.Path] = true
 	}
-	// The contract's field names (design.md) are all there.
+	// The contract's field names (docs/architecture.md, "Contracts") are all there.
 	for _, p := range []string{"model.name", "model.layers", "model.hidden", "model.ffn_hidden", "model.heads",
 		"model.query_groups", "model.kv_channels", "model.vocab", "model.max_position_embeddings",
 		"model.activation", "model.normalization", "model.position_embedding", "model.tie_embeddings",

@@ -11,7 +11,7 @@ import (
 
 // corpusCase is one configuration of testdata/corpus: overrides of the base
 // spec, the verdict Megatron-Core gives it (derived by hand from the rules in
-// shared/notes/megatron-rules.md and Megatron's source, never from parc's own
+// docs/rules.md and Megatron's source, never from parc's own
 // output), and the exact set of codes parc must report.
 type corpusCase struct {
 	Name  string         `json:"name"`

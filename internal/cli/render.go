@@ -47,7 +47,7 @@ func newView(cmd *cobra.Command, format string) (*view, error) {
 	return nil, usageError{fmt.Errorf("--format must be text or json, got %q", format)}
 }
 
-// diagReport is the contract JSON of diagnostics (design.md, "Diagnostics
+// diagReport is the contract JSON of diagnostics (docs/architecture.md, "Diagnostics
 // JSON"): parc vet --format json, and any JSON command whose spec failed.
 type diagReport struct {
 	Valid       bool      `json:"valid"`

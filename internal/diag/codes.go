@@ -7,7 +7,7 @@ package diag
 type CodeInfo struct {
 	Code     string
 	Severity Severity
-	// Rule names the Megatron-Core rule(s) of shared/notes/megatron-rules.md
+	// Rule names the Megatron-LM rule(s) of docs/rules.md
 	// the code mirrors ("" for rules Megatron cannot see).
 	Rule    string
 	Meaning string

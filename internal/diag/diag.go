@@ -76,7 +76,7 @@ type Diagnostic struct {
 	Related []Related `json:"related"`
 }
 
-// MarshalJSON writes the diagnostic as the contract says (design.md,
+// MarshalJSON writes the diagnostic as the contract says (docs/architecture.md,
 // "Diagnostics JSON" and its extension): related is a list, never null, and a
 // known start without a known end is an empty range at the start.
 func (d Diagnostic) MarshalJSON() ([]byte, error) {

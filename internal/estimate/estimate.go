@@ -9,7 +9,7 @@ import (
 
 // Estimate is the cost of one training step of a plan. Bytes are bytes (not
 // GiB) and per GPU unless a name says otherwise. It marshals to the explain
-// JSON contract (design.md) and adds fields.
+// JSON contract (docs/architecture.md, "Contracts") and adds fields.
 type Estimate struct {
 	Params       Params              `json:"params"`
 	Memory       Memory              `json:"memory"`

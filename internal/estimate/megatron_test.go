@@ -51,7 +51,9 @@ func TestMegatronPrintedNumbers(t *testing.T) {
 }
 
 // TestMegatronMemoryByHand derives GPT-3 175B's theoretical memory from the
-// formulas of notes/megatron-flags.md §10, step by step.
+// formulas of Megatron-LM's megatron/training/theoretical_memory_usage.py
+// (compute_weight_and_optimizer_memory, compute_activation_memory) at
+// d98e8a64, step by step.
 func TestMegatronMemoryByHand(t *testing.T) {
 	s := gpt175B()
 	const (

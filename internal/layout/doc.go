@@ -10,7 +10,8 @@
 // and the group of a family (a set of axes, Megatron's "token") containing r is
 // the set of ranks that agree with r on every other axis. This closed form is
 // exactly Megatron's enumeration: members ascending, groups ascending by their
-// first member (notes/megatron-rankgen.md §3). It makes every family O(world)
+// first member (generate_masked_orthogonal_rank_groups in Megatron-LM's
+// megatron/core/parallel_state.py at d98e8a64). It makes every family O(world)
 // to enumerate and O(1) per rank, so nothing is materialised until a target
 // asks for it.
 //

@@ -11,9 +11,10 @@ import (
 )
 
 // referenceGroups is a direct transcription of the algorithm of
-// generate_masked_orthogonal_rank_groups as notes/megatron-rankgen.md §3
-// describes it (prefix products, masked/unmasked decomposition, outer loop
-// over group index): an independent check on the closed form.
+// generate_masked_orthogonal_rank_groups (Megatron-LM's
+// megatron/core/parallel_state.py at d98e8a64: prefix products,
+// masked/unmasked decomposition, outer loop over group index): an
+// independent check on the closed form.
 func referenceGroups(world int, sizes []int, mask []bool) [][]int {
 	prefix := func(a []int) []int {
 		r := []int{1}
@@ -177,7 +178,7 @@ func TestFamiliesProperties(t *testing.T) {
 }
 
 // TestCoordsOfficialOrders checks the rank → coordinate formulas of
-// notes/megatron-rankgen.md §6 for both official orders.
+// by RankGenerator for both official orders.
 func TestCoordsOfficialOrders(t *testing.T) {
 	tp, cp, pp, ep, etp := 2, 2, 3, 4, 1
 	world := 48 // dp = 4, edp = 4
@@ -377,7 +378,7 @@ func TestBuildFromSpec(t *testing.T) {
 	if l == nil || err != nil {
 		t.Fatal(err)
 	}
-	// Example B of notes/megatron-rankgen.md; MTP puts the last stage in embd.
+	// World 16, tp 2, cp 2, pp 2, ep 4, etp 1; MTP puts the last stage in embd.
 	if got := l.Family("etp-ep-pp").Groups(); !reflect.DeepEqual(got, [][]int{{0, 1, 2, 3, 8, 9, 10, 11}, {4, 5, 6, 7, 12, 13, 14, 15}}) {
 		t.Fatalf("etp-ep-pp %v", got)
 	}

@@ -19,7 +19,7 @@ func base() *Spec {
 }
 
 func TestDeriveGrid(t *testing.T) {
-	// notes/megatron-rankgen.md example B: world 16, tp=2 cp=2 pp=2 ep=4 etp=1 → dp=2, edp=2.
+	// Megatron's RankGenerator on world 16, tp=2 cp=2 pp=2 ep=4 etp=1 → dp=2, edp=2.
 	s := base()
 	s.Parallel.CP, s.Parallel.EP, s.Parallel.ETP = 2, 4, ptr(1)
 	s.Model.MoE = &MoE{Experts: 8, LayerFreq: 1}

@@ -20,7 +20,8 @@ func mustLayout(t testing.TB, c layout.Config) *layout.Layout {
 	return l
 }
 
-// exampleB is notes/megatron-rankgen.md Example B on two 8-GPU nodes.
+// exampleB: world 16 on two 8-GPU nodes, tp 2, cp 2, pp 2, ep 4, etp 1 (the
+// groups RankGenerator in Megatron-LM's megatron/core/parallel_state.py builds).
 var exampleB = layout.Config{Nodes: 2, GPUsPerNode: 8, TP: 2, PP: 2, CP: 2, EP: 4, ETP: 1, Order: spec.OrderDefault, TieEmbeddings: true}
 
 func TestBuild(t *testing.T) {
