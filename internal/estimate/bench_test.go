@@ -28,6 +28,25 @@ func BenchmarkRun(b *testing.B) {
 	})
 }
 
+// BenchmarkRun405B16k estimates Llama-3-405B on 16,384 GPUs (tp 8, pp 16,
+// vpp 8 with embedding and loss accounted for, dp 128, 16 microbatches),
+// links given as a solver passes them: the cost of one solver candidate at
+// the largest scale the solver must handle.
+func BenchmarkRun405B16k(b *testing.B) {
+	s := llama70B()
+	m := &s.Model
+	m.Layers, m.Hidden, m.Heads, m.FFNHidden = 126, 16384, 128, intp(53248)
+	s.Cluster.Nodes = 2048
+	s.Parallel.TP, s.Parallel.PP, s.Parallel.VPP = 8, 16, 8
+	s.Parallel.AccountForEmbedding, s.Parallel.AccountForLoss = true, true
+	s.Train.GlobalBatch = 2048
+	d := spec.Derive(s)
+	links := DefaultLinks(s, d)
+	for b.Loop() {
+		Run(s, d, links, nil)
+	}
+}
+
 // FuzzRun: whatever degrees and shapes (each at least 1, as the schema
 // guarantees), the estimate neither panics nor produces non-finite numbers,
 // and its peak is the largest stage.

@@ -14,7 +14,17 @@
 //     FLOPs (training.py::num_floating_point_operations), implemented term by
 //     term so parc reports the same numbers Megatron prints;
 //   - the pipeline bubble, the bytes each parallel axis moves per step, the
-//     link it crosses and the time it takes there, step time, tokens/s and MFU.
+//     link it crosses and the time it takes there, step time, tokens/s, model
+//     TFLOP/s per GPU and MFU (against the dense peak of the precision the
+//     GEMMs run in).
+//
+// Time is modelled per operation (compute.go): GEMMs by their per-GPU shapes
+// (tile and wave quantization, memory roofline, fp8 only where Transformer
+// Engine applies it), flash attention, memory-bound work at HBM bandwidth,
+// fixed costs per kernel and MoE layer; collectives with latency and per-link
+// bandwidth (time.go). Its free constants (Calibration) are fitted on a corpus
+// of published measured runs (TestCalibration, testdata/calibration). Memory
+// is parc's model on every stage; Megatron's formula is a reference beside it.
 //
 // Problems are diagnostics: memory-exceeds-gpu (error), memory-near-limit,
 // pipeline-bubble and comms-exceed-compute (warnings).

@@ -89,6 +89,7 @@ type activationModel struct {
 	groupLayers             int
 	dropout                 bool            // hidden dropout > 0: a 1-byte mask per residual
 	modules                 map[string]bool // recompute_modules with selective recompute
+	perLayer                [2]float64      // layer(false), layer(true), computed once
 }
 
 func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool, set settings) activationModel {
@@ -123,7 +124,16 @@ func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool,
 	if tr.RecomputeLayers != nil {
 		am.groupLayers = max(*tr.RecomputeLayers, 1)
 	}
+	am.perLayer = [2]float64{am.layer(false), am.layer(true)}
 	return am
+}
+
+// layerOf is layer(moe), computed once per plan.
+func (am *activationModel) layerOf(moe bool) float64 {
+	if moe {
+		return am.perLayer[1]
+	}
+	return am.perLayer[0]
 }
 
 // attention is the self-attention block with its input norm (Korthikanti:
@@ -230,7 +240,7 @@ func (a StageActivations) Total() float64 { return a.Layers + a.Embedding + a.Lo
 
 // stageActivations is rank r's peak activation memory; inFlight[c] is the
 // number of microbatches of chunk c alive at the peak.
-func (am activationModel) stageActivations(sh modelShape, stages [][]spec.LayerRange, r int, inFlight []int) StageActivations {
+func (am *activationModel) stageActivations(sh modelShape, stages [][]spec.LayerRange, r int, inFlight []int) StageActivations {
 	var out StageActivations
 	for c, chunk := range stages[r] {
 		n := float64(inFlight[c])
@@ -248,10 +258,10 @@ func (am activationModel) stageActivations(sh modelShape, stages [][]spec.LayerR
 					if i < k {
 						stored += am.checkpoint()
 					} else {
-						stored += am.layer(sh.isMoE(l))
+						stored += am.layerOf(sh.isMoE(l))
 					}
 					if i < k {
-						transient = math.Max(transient, am.layer(sh.isMoE(l)))
+						transient = math.Max(transient, am.layerOf(sh.isMoE(l)))
 					}
 				}
 			} else {
@@ -259,14 +269,14 @@ func (am activationModel) stageActivations(sh modelShape, stages [][]spec.LayerR
 					stored += am.checkpoint()
 					var group float64
 					for l := chunk.First + g; l < chunk.First+min(g+N, chunk.Count); l++ {
-						group += am.layer(sh.isMoE(l))
+						group += am.layerOf(sh.isMoE(l))
 					}
 					transient = math.Max(transient, group)
 				}
 			}
 		default:
 			for l := chunk.First; l < chunk.First+chunk.Count; l++ {
-				stored += am.layer(sh.isMoE(l))
+				stored += am.layerOf(sh.isMoE(l))
 			}
 		}
 		out.Layers += n * stored
