@@ -1,0 +1,41 @@
+package megatron
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	mg "parc.dev/parc/internal/targets/megatron"
+)
+
+// TestDefaultDifferences: for every schema default that differs from
+// Megatron's (the megatron target's DefaultDifferences table), an argument
+// list that leaves the option out imports to a spec whose compiled arguments
+// give Megatron its own default back — the import writes the difference
+// explicitly. Dests Megatron leaves None are the exceptions the table
+// states (no default to give back; --lr and --eval-interval are written by
+// every real script, the tokenizer is pretrain_gpt.py's).
+func TestDefaultDifferences(t *testing.T) {
+	dense := "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 256 --max-position-embeddings 256 " +
+		"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-4 --eval-interval 100 --tensor-model-parallel-size 2 --mock-data --tokenizer-type NullTokenizer --vocab-size 1024"
+	moe := strings.Replace(dense, "--tensor-model-parallel-size 2", "--num-experts 4 --expert-model-parallel-size 4", 1)
+	for _, d := range mg.DefaultDifferences {
+		if d.Megatron() == nil {
+			continue
+		}
+		in := dense
+		if strings.HasPrefix(d.Field, "model.moe.") {
+			in = moe
+		}
+		res := Import([]byte(in), Options{File: "in", Nodes: 1})
+		require.False(t, res.Diags.HasErrors(), "%s: %v\n%s", d.Field, res.Diags, res.Spec)
+		require.NotNil(t, res.Compiled, "%s", d.Field)
+		out, errs := mg.Parse(res.Compiled)
+		require.Empty(t, errs)
+		in2, _ := mg.Parse(res.Args)
+		for _, diff := range Compare(in2, out, res.World) {
+			require.NotEqual(t, d.Dest, diff.Dest, "%s: compiled %s, Megatron's default %s\n%s", d.Field, mg.Repr(diff.Got), mg.Repr(diff.Want), res.Spec)
+		}
+	}
+}
