@@ -13,7 +13,7 @@ func (c *checker) batch() {
 	if t.GlobalBatch%unit == 0 {
 		return
 	}
-	below, above := nearestMultiples(t.GlobalBatch, unit)
+	below, above := c.nearest("global-batch", "train.global_batch", t.GlobalBatch, unit, 24, nil)
 	hint := fmt.Sprintf("nearest valid global_batch: %s", nearestText(below, above))
 	if c.vppOn() && c.s.Parallel.PP > 1 {
 		// Also satisfy the interleaved schedule's microbatch rule.
@@ -23,7 +23,7 @@ func (c *checker) batch() {
 			r := m % max(N, 1)
 			return g%unit == 0 && m >= N && (r == 0 || r >= pp)
 		}
-		b, a := nearestSatisfying(t.GlobalBatch, unit, 8*N+pp, ok)
+		b, a := c.nearest("global-batch", "train.global_batch", t.GlobalBatch, unit, 8*N+pp, ok)
 		hint += fmt.Sprintf(" (with the interleaved schedule: %s)", nearestText(b, a))
 	}
 	if t.GlobalBatch < unit {

@@ -14,8 +14,24 @@ import (
 // user's position of a spec field.
 func Run(s *spec.Spec, d spec.Derived, at diag.Locator) diag.List {
 	c := &checker{s: s, d: d, r: diag.NewReporter(at)}
+	c.run()
+	return c.r.List.Sort()
+}
+
+// Verdict is Run for callers that need the diagnostics' codes and messages
+// but show no hints (the solver's search over thousands of candidates): it
+// skips verifying the values hints suggest, which re-runs the rules once per
+// candidate value (see accepts).
+func Verdict(s *spec.Spec, d spec.Derived, at diag.Locator) diag.List {
+	c := &checker{s: s, d: d, r: diag.NewReporter(at), verifying: true}
+	c.run()
+	return c.r.List.Sort()
+}
+
+// run applies every rule.
+func (c *checker) run() {
 	if !c.ranges() {
-		return c.r.List.Sort()
+		return
 	}
 	c.grid()
 	c.tensorParallelFitsDomain()
@@ -39,13 +55,16 @@ func Run(s *spec.Spec, d spec.Derived, at diag.Locator) diag.List {
 	c.launchValues()
 	c.slurm()
 	c.grace()
-	return c.r.List.Sort()
 }
 
 type checker struct {
 	s *spec.Spec
 	d spec.Derived
 	r *diag.Reporter
+	// verifying marks a re-run that checks a hint's candidate (see accepts).
+	verifying bool
+	baseline  map[string]bool
+	suggested []suggestion
 }
 
 // report adds a diagnostic blaming path with the severity the registry gives
@@ -161,10 +180,10 @@ func (c *checker) uneven() bool {
 func (c *checker) validTP() []int {
 	s := c.s
 	a, g := s.Model.Heads, c.groups()
-	return valuesIn(1, c.world(), func(t int) bool {
+	return c.only("", "parallel.tp", valuesIn(1, c.world(), func(t int) bool {
 		return a%t == 0 && (g%t == 0 || t%g == 0) && c.d.FFNHidden%t == 0 &&
 			spec.Tiles(c.world(), t, s.Parallel.PP, s.Parallel.CP)
-	})
+	}))
 }
 
 // env returns the launch environment the workers see: cluster.env overlaid by

@@ -102,8 +102,8 @@ func (c *checker) relatedDegrees(e diag.Entry, others ...any) {
 // and pp values with the current tp and cp.
 func (c *checker) gridHint() string {
 	p, world := c.s.Parallel, c.world()
-	tps := valuesIn(1, world, func(t int) bool { return spec.Tiles(world, t, p.PP, p.CP) })
-	pps := valuesIn(1, world, func(q int) bool { return spec.Tiles(world, p.TP, q, p.CP) })
+	tps := c.only("", "parallel.tp", valuesIn(1, world, func(t int) bool { return spec.Tiles(world, t, p.PP, p.CP) }))
+	pps := c.only("", "parallel.pp", valuesIn(1, world, func(q int) bool { return spec.Tiles(world, p.TP, q, p.CP) }))
 	return fmt.Sprintf("tp·pp·cp must divide the world size %d: valid tp with pp=%d, cp=%d: %s; valid pp with tp=%d, cp=%d: %s",
 		world, p.PP, p.CP, ints(tps), p.TP, p.CP, ints(pps))
 }

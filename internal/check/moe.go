@@ -67,7 +67,7 @@ func (c *checker) moe() {
 			"the expert ffn_hidden=%d is not divisible by etp=%d%s", f, etp, c.etpOrigin())
 	}
 	if sh := e.SharedFFNHidden; sh > 0 && sh%p.TP != 0 {
-		b, a := nearestMultiples(sh, p.TP)
+		b, a := c.nearest("moe-shared-ffn-tp", "model.moe.shared_ffn_hidden", sh, p.TP, 24, nil)
 		c.report("moe-shared-ffn-tp", "model.moe.shared_ffn_hidden", "nearest multiples of tp: "+nearestText(b, a),
 			"shared_ffn_hidden=%d is not divisible by tp=%d", sh, p.TP)
 	}

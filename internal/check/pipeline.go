@@ -54,7 +54,7 @@ func (c *checker) evenSplit() {
 		what = fmt.Sprintf("layers + account_for_embedding + account_for_loss = %d", Lp)
 	}
 	if Lp%pp != 0 {
-		okPP := valuesIn(1, Lp, func(q int) bool { return Lp%q == 0 && (!c.gridOK() || spec.Tiles(c.world(), p.TP, q, p.CP)) })
+		okPP := c.only("", "parallel.pp", valuesIn(1, Lp, func(q int) bool { return Lp%q == 0 && (!c.gridOK() || spec.Tiles(c.world(), p.TP, q, p.CP)) }))
 		which := fmt.Sprintf("pp values dividing %d that fit the world size", Lp)
 		if !c.gridOK() {
 			// The grid itself is broken (reported on its own): list the
@@ -101,7 +101,7 @@ func (c *checker) unevenSplit() {
 				"%s=%d must be larger than 0", st.name, n)
 			bad = true
 		} else if vpp > 1 && n%vpp != 0 {
-			b, a := nearestMultiples(n, vpp)
+			b, a := c.nearest("uneven-vpp", "parallel."+st.name, n, vpp, 24, nil)
 			c.report("uneven-vpp", "parallel."+st.name,
 				fmt.Sprintf("use a multiple of vpp=%d: %s", vpp, nearestText(b, a)),
 				"%s=%d is not divisible by vpp=%d", st.name, n, vpp)
@@ -250,9 +250,9 @@ func (c *checker) interleave() {
 	if okM(M) {
 		return
 	}
-	below, above := nearestSatisfying(M, 1, 4*N+pp, okM)
+	below, above := c.nearest("interleave-microbatches", "train.global_batch", M*unit, unit, 4*N+pp, func(g int) bool { return okM(g / unit) })
 	hint := fmt.Sprintf("global_batch must give M ≥ %d with M mod %d = 0 or ≥ %d; nearest valid global_batch: %s",
-		N, N, pp, nearestText(below*unit, above*unit))
+		N, N, pp, nearestText(below, above))
 	if M < N {
 		c.report("interleave-microbatches", "train.global_batch", hint,
 			"the interleaved schedule needs at least N=%d microbatches (microbatch group, default pp=%d), but global_batch / (micro_batch·dp) = %d / (%d·%d) = %d",
