@@ -45,7 +45,7 @@ func (c *checker) attention() {
 	}
 	if f := c.d.FFNHidden; f%tp != 0 {
 		hint := tpHint(fmt.Sprintf("ffn_hidden=%d", f))
-		if m.FFNHidden != nil {
+		if m.FFNHidden != nil && !c.fieldFails("parallel.tp") {
 			b, ab := c.nearest("ffn-tp", "model.ffn_hidden", f, tp, 24, nil)
 			hint += "; or ffn_hidden = " + nearestText(b, ab)
 		}

@@ -9,7 +9,10 @@ func (c *checker) sequence() {
 	cp, tp := p.CP, p.TP
 
 	if cp > 1 && seq%(2*cp) != 0 {
-		b, a := c.nearest("cp-seq-length", "train.seq_length", seq, 2*cp, 24, nil)
+		b, a := 0, 0
+		if !c.fieldFails("parallel.cp") {
+			b, a = c.nearest("cp-seq-length", "train.seq_length", seq, 2*cp, 24, nil)
+		}
 		okCP := c.only("cp-seq-length", "parallel.cp", valuesIn(1, c.world(), func(v int) bool { return v == 1 || seq%(2*v) == 0 }))
 		c.report("cp-seq-length", "train.seq_length",
 			fmt.Sprintf("nearest valid seq_length: %s; or cp in %s", nearestText(b, a), ints(okCP)),
@@ -36,8 +39,12 @@ func (c *checker) sequence() {
 			"sequence parallelism needs tp > 1; with tp=1 Megatron switches it off")
 	}
 	if c.d.SP && cp >= 1 && seq%cp == 0 && (seq/cp)%tp != 0 {
-		b, a := c.nearest("sp-seq-length", "train.seq_length", seq, tp*cp, 24, nil)
-		c.report("sp-seq-length", "train.seq_length", "nearest valid seq_length: "+nearestText(b, a),
+		hint := "fix parallel.tp first (see its error): the valid sequence lengths depend on it"
+		if !c.fieldFails("parallel.tp") && !c.fieldFails("parallel.cp") {
+			b, a := c.nearest("sp-seq-length", "train.seq_length", seq, tp*cp, 24, nil)
+			hint = "nearest valid seq_length: " + nearestText(b, a)
+		}
+		c.report("sp-seq-length", "train.seq_length", hint,
 			"with sequence parallelism each tensor-parallel rank takes seq_length/(cp·tp) tokens, but %d/cp=%d is not divisible by tp=%d", seq, seq/cp, tp).
 			Related("parallel.tp", "tp = %d", tp)
 	}

@@ -26,10 +26,6 @@ func (c *checker) accepts(code, path string, v int) bool {
 	if c.verifying {
 		return true
 	}
-	s2, ok := withInt(c.s, path, v)
-	if !ok {
-		return true // not a field this verifier can set: keep the value
-	}
 	if c.baseline == nil {
 		c.baseline = map[string]bool{}
 		for _, d := range rerun(c.s) {
@@ -37,6 +33,13 @@ func (c *checker) accepts(code, path string, v int) bool {
 				c.baseline[d.Code+"\x00"+d.Path] = true
 			}
 		}
+	}
+	if path == "" {
+		return true
+	}
+	s2, ok := withInt(c.s, path, v)
+	if !ok {
+		return true // not a field this verifier can set: keep the value
 	}
 	for _, d := range rerun(s2) {
 		if d.Severity != diag.Error {
@@ -52,6 +55,23 @@ func (c *checker) accepts(code, path string, v int) bool {
 
 // maxListed is the most values a hint lists (ints prints 12).
 const maxListed = 12
+
+// fieldFails reports whether the spec already has an error at path. A value
+// derived from a field that fails its own rules (ffn_hidden as a multiple of
+// a tp that does not divide the heads) is no suggestion: it would stop
+// fitting once that field is fixed.
+func (c *checker) fieldFails(path string) bool {
+	if c.verifying {
+		return false
+	}
+	c.accepts("", "", 0) // fills the baseline
+	for k := range c.baseline {
+		if strings.HasSuffix(k, "\x00"+path) {
+			return true
+		}
+	}
+	return false
+}
 
 // only keeps the values of vs that accepts takes, at most maxListed of them
 // (the smallest), so a hint costs a bounded number of re-runs.
