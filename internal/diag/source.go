@@ -3,7 +3,9 @@ package diag
 import (
 	"bytes"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 )
 
 // WithRanges sets the end of every diagnostic whose start is known but whose
@@ -14,10 +16,18 @@ import (
 // block over several lines.
 func (l List) WithRanges(source func(file string) []byte) List {
 	out := make(List, len(l))
+	// One line index per file: thousands of diagnostics in one file (one
+	// per unknown field) must not each scan the file from its start.
+	index := map[string]lineIndex{}
 	for i, d := range l {
 		if d.EndLine == 0 && d.IsValid() && d.Column > 0 {
 			if src := source(d.File); src != nil {
-				d.EndLine, d.EndColumn = Extent(src, d.Pos)
+				ix, ok := index[d.File]
+				if !ok {
+					ix = newLineIndex(src)
+					index[d.File] = ix
+				}
+				d.EndLine, d.EndColumn = extent(src, ix, d.Pos)
 			}
 		}
 		out[i] = d
@@ -28,20 +38,37 @@ func (l List) WithRanges(source func(file string) []byte) List {
 // Line returns line n (1-based) of src without its line break, and false
 // when src has no such line.
 func Line(src []byte, n int) (string, bool) {
-	for i := 1; i < n; i++ {
-		j := bytes.IndexByte(src, '\n')
-		if j < 0 {
-			return "", false
-		}
-		src = src[j+1:]
+	if len(src) == 0 {
+		return "", n == 1
 	}
-	if n < 1 || (len(src) == 0 && n > 1) {
+	ix := cachedIndex(src)
+	if n < 1 || n > len(ix) || (n > 1 && ix[n-1] == len(src)) {
 		return "", false
 	}
-	if j := bytes.IndexByte(src, '\n'); j >= 0 {
-		src = src[:j]
+	end := len(src)
+	if n < len(ix) {
+		end = ix[n] - 1
 	}
-	return strings.TrimSuffix(string(src), "\r"), true
+	return strings.TrimSuffix(string(src[ix[n-1]:end]), "\r"), true
+}
+
+// lineCache keeps the line index of the last source Line read, so printing
+// thousands of diagnostics of one file does not scan it from the start for
+// each.
+var lineCache struct {
+	sync.Mutex
+	first *byte
+	n     int
+	ix    lineIndex
+}
+
+func cachedIndex(src []byte) lineIndex {
+	lineCache.Lock()
+	defer lineCache.Unlock()
+	if lineCache.first != &src[0] || lineCache.n != len(src) {
+		lineCache.first, lineCache.n, lineCache.ix = &src[0], len(src), newLineIndex(src)
+	}
+	return lineCache.ix
 }
 
 // Extent returns the end (line, column just past the last byte) of the field
@@ -49,8 +76,48 @@ func Line(src []byte, n int) (string, bool) {
 // extension: HCL also has # comments); strings, brackets and comments are
 // skipped as units. When p is not in src the range is empty: p itself.
 func Extent(src []byte, p Pos) (endLine, endColumn int) {
+	return extent(src, newLineIndex(src), p)
+}
+
+// lineIndex holds the offset at which each line of a source starts.
+type lineIndex []int
+
+func newLineIndex(src []byte) lineIndex {
+	ix := lineIndex{0}
+	for i, c := range src {
+		if c == '\n' {
+			ix = append(ix, i+1)
+		}
+	}
+	return ix
+}
+
+// offset is the package's offset through the index.
+func (ix lineIndex) offset(src []byte, line, col int) int {
+	if line < 1 || line > len(ix) {
+		return -1
+	}
+	off := ix[line-1]
+	lineEnd := len(src) - off
+	if line < len(ix) {
+		lineEnd = ix[line] - 1 - off
+	}
+	if col < 1 || col-1 > lineEnd {
+		return -1
+	}
+	return off + col - 1
+}
+
+// position is the package's position through the index.
+func (ix lineIndex) position(off int) (line, col int) {
+	n := sort.SearchInts(ix, off+1) // lines starting at or before off
+	return n, off - ix[n-1] + 1
+}
+
+func extent(src []byte, ix lineIndex, p Pos) (endLine, endColumn int) {
+	position := func(_ []byte, off int) (int, int) { return ix.position(min(off, len(src))) }
 	endLine, endColumn = p.Line, p.Column
-	start := offset(src, p.Line, p.Column)
+	start := ix.offset(src, p.Line, p.Column)
 	if start < 0 || start >= len(src) {
 		return
 	}
