@@ -20,11 +20,11 @@ const (
 func GiB(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
 
 func (c *costModel) diagnose(e *Estimate, at diag.Locator, o Options) diag.List {
-	var out diag.List
-	c.diagnoseMemory(e, at, o, &out)
-	c.diagnoseBubble(e, at, o, &out)
-	c.diagnoseComms(e, at, &out)
-	return out
+	r := diag.NewReporter(at)
+	c.diagnoseMemory(e, r, o)
+	c.diagnoseBubble(e, r, o)
+	c.diagnoseComms(e, r)
+	return r.List
 }
 
 // memoryBreakdown renders a stage's memory as "weights … + … = total".
@@ -35,7 +35,7 @@ func memoryBreakdown(st StageMemory) string {
 		GiB(st.ActivationsRecompute), GiB(st.Total))
 }
 
-func (c *costModel) diagnoseMemory(e *Estimate, at diag.Locator, o Options, out *diag.List) {
+func (c *costModel) diagnoseMemory(e *Estimate, r *diag.Reporter, o Options) {
 	if e.Memory.GPUBytes <= 0 || len(e.Memory.Stages) == 0 {
 		return
 	}
@@ -52,11 +52,11 @@ func (c *costModel) diagnoseMemory(e *Estimate, at diag.Locator, o Options, out 
 	}
 	switch {
 	case st.Total > e.Memory.GPUBytes:
-		out.Errorf(at(path), path, CodeMemoryExceedsGPU, hint,
+		r.Errorf(path, CodeMemoryExceedsGPU, hint,
 			"%s needs %s per GPU, more than the %s of a %s: %s",
 			where, GiB(st.Total), GiB(e.Memory.GPUBytes), gpuName(gpu.Name), memoryBreakdown(st))
 	case float64(st.Total) > near*float64(e.Memory.GPUBytes):
-		out.Warnf(at(path), path, CodeMemoryNearLimit, hint,
+		r.Warnf(path, CodeMemoryNearLimit, hint,
 			"%s needs %s per GPU, %.0f%% of the %s of a %s (above %.0f%%; allocator fragmentation and NCCL buffers need the rest): %s",
 			where, GiB(st.Total), 100*float64(st.Total)/float64(e.Memory.GPUBytes), GiB(e.Memory.GPUBytes),
 			gpuName(gpu.Name), 100*near, memoryBreakdown(st))
@@ -114,7 +114,7 @@ func (c *costModel) memoryRemedy(st StageMemory) (path, hint string) {
 	}
 }
 
-func (c *costModel) diagnoseBubble(e *Estimate, at diag.Locator, o Options, out *diag.List) {
+func (c *costModel) diagnoseBubble(e *Estimate, r *diag.Reporter, o Options) {
 	limit := o.BubbleWarn
 	if limit <= 0 || c.pp <= 1 {
 		return
@@ -138,12 +138,12 @@ func (c *costModel) diagnoseBubble(e *Estimate, at diag.Locator, o Options, out 
 		hint += fmt.Sprintf("; or lower train.micro_batch (now %d) to get more microbatches from the same global batch", tr.MicroBatch)
 	}
 	path := "train.global_batch"
-	out.Warnf(at(path), path, CodePipelineBubble, hint,
+	r.Warnf(path, CodePipelineBubble, hint,
 		"the pipeline bubble is %.1f%% of each step (pp=%d, vpp=%d, %d microbatches: %s), above %.0f%%",
 		100*b, c.pp, c.vpp, c.m, formula, 100*limit)
 }
 
-func (c *costModel) diagnoseComms(e *Estimate, at diag.Locator, out *diag.List) {
+func (c *costModel) diagnoseComms(e *Estimate, r *diag.Reporter) {
 	paths := map[string]string{
 		"tp": "parallel.tp", "cp": "parallel.cp", "ep": "parallel.ep", "etp": "parallel.etp",
 		"pp": "parallel.pp", "dp": "parallel.dp", "edp": "parallel.ep", "embd": "parallel.pp",
@@ -170,7 +170,7 @@ func (c *costModel) diagnoseComms(e *Estimate, at diag.Locator, out *diag.List) 
 		if ax == "dp" || ax == "edp" {
 			hint = "set train.overlap_grad_reduce (and overlap_param_gather) to hide it behind the backward pass, or raise train.global_batch so each step computes longer"
 		}
-		out.Warnf(at(path), path, CodeCommsExceedCompute, hint,
+		r.Warnf(path, CodeCommsExceedCompute, hint,
 			"%s communication crosses the %s link: %s per step per GPU at %.0f GB/s takes %.3g s, %.3g s of it exposed, more than the %.3g s of compute it goes with (%s)",
 			ax, ac.Link, GiB(ac.BytesPerStep), ac.BandwidthGBps, ac.TimeS, ac.ExposedS, compute, ac.Collective)
 	}

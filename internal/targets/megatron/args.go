@@ -635,6 +635,7 @@ func (e *emitter) extraArgs() {
 	a, s, at := &e.argList, e.s, e.at
 	e.diags = append(e.diags, ExtraArgConflicts(a.args, s.Launch.ExtraArgs, isPretrainGPT(s.Launch.Program), at, s.Launch.ExtensionArgs...)...)
 	a.add("launch.extra_args", s.Launch.ExtraArgs...)
+	r := diag.NewReporter(at)
 
 	// Nothing a spec says may become an option: a value from a spec field
 	// (a path, a name) that starts with "-" would be read by Megatron's
@@ -652,7 +653,7 @@ func (e *emitter) extraArgs() {
 			if strings.HasPrefix(field, "logging.wandb_") {
 				hint = "use a name that does not start with -"
 			}
-			e.diags.Errorf(at(field), field, "option-like-value", hint,
+			r.Errorf(field, "option-like-value", hint,
 				"%s = %q starts with \"-\": Megatron's argument parser would read it as an option, not as the value of %s", field, w, flag)
 		}
 	}
@@ -662,10 +663,11 @@ func (e *emitter) extraArgs() {
 			if field == "" {
 				field = "launch.extra_args"
 			}
-			e.diags.Errorf(at(field), field, "megatron-arg-line-break", "remove the line break",
+			r.Errorf(field, "megatron-arg-line-break", "remove the line break",
 				"the value %q cannot be passed to Megatron: megatron.args holds one argument per line", w)
 		}
 	}
+	e.diags = append(e.diags, r.List...)
 }
 
 // isPretrainGPT reports whether the workers run Megatron's own GPT entry

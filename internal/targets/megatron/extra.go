@@ -79,11 +79,8 @@ func optionNames(args []string) []string {
 // (launch.extension_args) names it as an option a parser extension of the
 // entry point adds.
 func ExtraArgConflicts(generated, extra []string, strict bool, at diag.Locator, extensions ...string) diag.List {
-	if at == nil {
-		at = diag.NoPos
-	}
 	const path = "launch.extra_args"
-	var diags diag.List
+	r := diag.NewReporter(at)
 	byKey := map[string]string{} // key -> first generated option name
 	for _, n := range optionNames(generated) {
 		if _, ok := byKey[optionKey(n)]; !ok {
@@ -97,13 +94,13 @@ func ExtraArgConflicts(generated, extra []string, strict bool, at diag.Locator, 
 		name, _, _ := strings.Cut(w, "=")
 		key := optionKey(name)
 		if g, ok := byKey[key]; ok {
-			diags.Errorf(at(path), path, "extra-arg-conflict",
+			r.Errorf(path, "extra-arg-conflict",
 				fmt.Sprintf("remove %s from launch.extra_args and set the spec field parc derives %s from", name, g),
 				"extra_args[%d] %s sets what the generated %s sets", i, name, g)
 			continue
 		}
 		if g := exclusiveWith(key, byKey); g != "" {
-			diags.Errorf(at(path), path, "extra-arg-conflict",
+			r.Errorf(path, "extra-arg-conflict",
 				fmt.Sprintf("remove %s from launch.extra_args, or change the spec so parc does not generate %s", name, g),
 				"extra_args[%d] %s cannot be combined with the generated %s (Megatron accepts only one of them)", i, name, g)
 			continue
@@ -113,11 +110,11 @@ func ExtraArgConflicts(generated, extra []string, strict bool, at diag.Locator, 
 			if s := similarOption(name); s != "" {
 				hint = fmt.Sprintf("did you mean %s? (an option of a parser extension goes in launch.extension_args too)", s)
 			}
-			diags.Errorf(at(path), path, "extra-arg-unknown", hint,
+			r.Errorf(path, "extra-arg-unknown", hint,
 				"extra_args[%d] %s is not an option of Megatron-Core's argument parser: pretrain_gpt.py stops with \"unrecognized arguments\"", i, name)
 		}
 	}
-	return diags
+	return r.List
 }
 
 // exclusiveWith returns the generated option that key may not be combined with.
