@@ -24,7 +24,8 @@
 //     batch's divisors for micro_batch), intersected with the user's own CUE
 //     constraint (a value is allowed when it unifies with what the user
 //     wrote).
-//  2. Rules on partial assignments. The nested enumeration tp → cp → pp → ep
+//  2. Rules on partial assignments (the grid rule is spec.Replicas, the
+//     one definition check and layout use). The nested enumeration tp → cp → pp → ep
 //     → etp → split → vpp → micro_batch drops a partial assignment as soon
 //     as a rule that check.Run or check.Topology would report as an error
 //     fails (world divisibility, dp, sequence-parallel split, the expert grid,
@@ -44,7 +45,10 @@
 //     when the bound exceeds both the K-th fastest shape and the noise band
 //     of the fastest. A plan whose weights, gradients and optimizer state
 //     alone exceed the headroom rules out every micro_batch and recompute
-//     choice with the same grid, split, vpp and sharding.
+//     choice with the same grid, split, vpp and sharding; one whose peak
+//     exceeds it rules out the larger micro batches of the same variant
+//     (the microbatches in flight hold mb·min(m, pp) samples, which never
+//     shrinks as mb grows).
 //  4. Verification. The plans shown are rebuilt the way `parc vet` builds a
 //     plan: the open fields are filled into the user's CUE value and
 //     decoded, then resolve.Resolve runs on the result. A candidate that

@@ -92,6 +92,7 @@ func leavesOf(t *testing.T, path string) *solver {
 	sv.rejected, sv.examples, sv.common = map[string]int64{}, map[string]string{}, map[diagKey]int{}
 	sv.leafRejected = map[string]int64{}
 	sv.stageBound, sv.stateTooLarge = map[stageKey]float64{}, map[stateKey]string{}
+	sv.memoryFailed = map[memKey]memFail{}
 	sv.shapeBest, sv.failed = map[shapeKey]float64{}, map[int32]bool{}
 	sv.prepareBounds()
 	sv.enumerate()

@@ -50,7 +50,7 @@ func (sv *solver) enumerate() {
 	for _, tp := range sv.dom[fTP] {
 		w := sv.weightAfter(fTP, 0)
 		switch {
-		case W%tp != 0:
+		case !spec.Tiles(W, tp):
 			sv.prune(gridWord(tp), w, func() string { return fmt.Sprintf("tp=%d does not divide the world size %d", tp, W) })
 			continue
 		case heads%tp != 0:
@@ -78,7 +78,7 @@ func (sv *solver) enumerate() {
 		for _, cp := range sv.dom[fCP] {
 			w := sv.weightAfter(fCP, 0)
 			switch {
-			case W%(tp*cp) != 0:
+			case !spec.Tiles(W, tp, cp):
 				sv.prune(gridWord(tp*cp), w, func() string { return fmt.Sprintf("tp·cp = %d·%d does not divide the world size %d", tp, cp, W) })
 				continue
 			case cp > 1 && seq%(2*cp) != 0:
@@ -93,13 +93,13 @@ func (sv *solver) enumerate() {
 			for _, pp := range sv.dom[fPP] {
 				w := sv.weightAfter(fPP, pp)
 				model := tp * cp * pp
-				if W%model != 0 {
+				dp, ok := spec.Replicas(W, tp, cp, pp)
+				if !ok {
 					sv.prune(gridWord(model), w, func() string {
 						return fmt.Sprintf("tp·cp·pp = %d·%d·%d does not divide the world size %d", tp, cp, pp, W)
 					})
 					continue
 				}
-				dp := W / model
 				if p.DP != nil && *p.DP != dp {
 					sv.prune("dp-mismatch", w, func() string {
 						return fmt.Sprintf("parallel.dp = %d but tp=%d cp=%d pp=%d give dp=%d", *p.DP, tp, cp, pp, dp)
@@ -141,14 +141,13 @@ func (sv *solver) enumerateExpert(tp, cp, pp, dp int, d0 *spec.Derived) {
 			if etp == etpFollowsTP {
 				eff = tp
 			}
-			expert := eff * ep * pp
-			if W%expert != 0 {
+			edp, ok := spec.Replicas(W, eff, ep, pp)
+			if !ok {
 				sv.prune("expert-grid-not-divisible", w, func() string {
 					return fmt.Sprintf("etp·ep·pp = %d·%d·%d does not divide the world size %d", eff, ep, pp, W)
 				})
 				continue
 			}
-			edp := W / expert
 			switch {
 			case moe != nil && s.Model.Bias && eff != 1:
 				sv.prune("moe-bias-etp", w, func() string { return fmt.Sprintf("MoE with linear biases needs etp=1, not %d", eff) })

@@ -26,6 +26,9 @@ type search struct {
 	// gradients and optimizer state alone exceed the memory headroom.
 	// The value is the code a leaf there is rejected with.
 	stateTooLarge map[stateKey]string
+	// memoryFailed rules out the larger micro batches of a variant that
+	// did not fit.
+	memoryFailed map[memKey]memFail
 
 	found []foundPlan // feasible leaves, in the order found
 	// shapeBest is the least step time found for each parallel shape;
@@ -66,6 +69,22 @@ type foundPlan struct {
 }
 
 type stateKey struct{ grid, vpp, split, shard int32 }
+
+// memKey is a leaf but its micro batch; memFail the smallest micro batch
+// found above the memory limit with it.
+type memKey struct {
+	stateKey
+	rc int8
+}
+
+type memFail struct {
+	mb   int32
+	code string
+}
+
+func (sv *solver) variantKey(lf *leaf) memKey {
+	return memKey{stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}, lf.rc}
+}
 
 type stageKey struct {
 	tp, cp, ep, etp int32
@@ -265,6 +284,10 @@ func (sv *solver) searchTo(k int) {
 			sv.rejectLeaf(code, nil)
 			continue
 		}
+		if f, ok := sv.memoryFailed[sv.variantKey(lf)]; ok && lf.mb >= f.mb {
+			sv.rejectLeaf(f.code, nil)
+			continue
+		}
 		if lf.stage == 0 && !sv.opts.Exhaustive {
 			lf.stage = 1
 			if b := sv.stageBoundOf(lf); b > lf.key {
@@ -318,6 +341,15 @@ func (sv *solver) evaluate(i int32) {
 			}
 		}
 		sv.rejectLeaf(code, msg)
+		// A larger micro batch needs at least as much memory (the
+		// activations of the microbatches in flight, mb·min(m, pp) samples,
+		// do not shrink as mb grows; the state does not change).
+		if code == CodeAboveHeadroom || code == estimate.CodeMemoryExceedsGPU {
+			k := sv.variantKey(lf)
+			if f, ok := sv.memoryFailed[k]; !ok || lf.mb < f.mb {
+				sv.memoryFailed[k] = memFail{mb: lf.mb, code: code}
+			}
+		}
 		if !sv.hasSmallest || fp.peak < sv.smallest.peak {
 			sv.smallest, sv.hasSmallest = fp, true
 		}

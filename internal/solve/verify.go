@@ -31,6 +31,7 @@ func (sv *solver) run() *Result {
 	sv.common = map[diagKey]int{}
 	sv.stageBound = map[stageKey]float64{}
 	sv.stateTooLarge = map[stateKey]string{}
+	sv.memoryFailed = map[memKey]memFail{}
 	sv.shapeBest = map[shapeKey]float64{}
 	sv.failed = map[int32]bool{}
 
