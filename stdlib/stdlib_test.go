@@ -15,6 +15,7 @@ import (
 	"cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/parser"
 
+	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/spec"
 	"parc.dev/parc/schema"
 	"parc.dev/parc/stdlib"
@@ -165,7 +166,7 @@ func TestPresetsAreValid(t *testing.T) {
 				}
 				v = v.FillPath(cue.ParsePath("nodes"), 1)
 			}
-			u := v.Unify(d)
+			u := load.PresetDefaults(v, d).Unify(d)
 			if err := u.Validate(cue.Concrete(true)); err != nil {
 				t.Errorf("%s: %s is not a valid %s: %s", p.file, p.name, def, errors.Details(err, nil))
 			}
@@ -196,7 +197,7 @@ func decodeModels(t *testing.T) map[string]spec.Model {
 	out := map[string]spec.Model{}
 	for _, p := range loadPresets(t, ctx, "models") {
 		var m spec.Model
-		if err := p.value.Unify(d).Decode(&m); err != nil {
+		if err := load.PresetDefaults(p.value, d).Unify(d).Decode(&m); err != nil {
 			t.Fatalf("%s: decode: %v", p.name, err)
 		}
 		out[p.name] = m

@@ -126,6 +126,7 @@ func Load(src Source) (res *Result, diags diag.List) {
 		}
 		res.User = *user
 	}
+	res.User = presetDefaults(res.User, plan)
 	res.Plan = res.User.Unify(plan)
 	return res, diags
 }

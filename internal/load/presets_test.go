@@ -41,3 +41,50 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: 64}
 		}
 	}
 }
+
+// A preset is a starting point: each of its fields can be overridden, and a
+// field left alone keeps the preset's value even where the schema's default
+// differs (rotary_base 500000, not the schema's 10000).
+func TestPresetFieldsAreDefaults(t *testing.T) {
+	load := func(override string) (*Result, error) {
+		res, diags := Load(mem("p.cue", `
+import (
+	"parc.dev/stdlib/models"
+	"parc.dev/stdlib/clusters"
+)
+model:   models.llama3_8b & {`+override+`}
+cluster: clusters.dgx_h100 & {nodes: 1}
+train: {seq_length: 4096, micro_batch: 1, global_batch: 64}
+`))
+		if diags.HasErrors() {
+			return nil, fmt.Errorf("%v", diags)
+		}
+		return res, nil
+	}
+	res, err := load("")
+	require.NoError(t, err)
+	s, diags := res.Decode()
+	require.Empty(t, diags)
+	assert.Equal(t, 500000, s.Model.RotaryBase)
+	assert.Equal(t, 131072, *s.Model.MaxPositionEmbeddings)
+	assert.Equal(t, "swiglu", s.Model.Activation)
+	assert.False(t, s.Model.TieEmbeddings)
+
+	res, err = load(`max_position_embeddings: 8192, rotary_base: 10000, activation: "gelu", tie_embeddings: true, rope_scaling_factor: 4`)
+	require.NoError(t, err)
+	s, diags = res.Decode()
+	require.Empty(t, diags)
+	assert.Equal(t, 10000, s.Model.RotaryBase)
+	assert.Equal(t, 8192, *s.Model.MaxPositionEmbeddings)
+	assert.Equal(t, "gelu", s.Model.Activation)
+	assert.True(t, s.Model.TieEmbeddings)
+	assert.Equal(t, 4.0, *s.Model.RopeScalingFactor)
+	assert.Equal(t, 32, s.Model.Layers, "the fields not overridden stay the preset's")
+
+	// The schema still applies to an override.
+	res, err = load(`activation: "relu"`)
+	if err == nil {
+		_, diags = res.Decode()
+		require.True(t, diags.HasErrors(), "relu is not an activation of the schema")
+	}
+}
