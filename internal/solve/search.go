@@ -284,7 +284,7 @@ func (sv *solver) searchTo(k int) {
 			sv.rejectLeaf(code, nil)
 			continue
 		}
-		if f, ok := sv.memoryFailed[sv.variantKey(lf)]; ok && lf.mb >= f.mb {
+		if f, ok := sv.memoryFailed[sv.variantKey(lf)]; ok && lf.mb >= f.mb && !sv.opts.Exhaustive {
 			sv.rejectLeaf(f.code, nil)
 			continue
 		}
