@@ -8,8 +8,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"parc.dev/parc/internal/importer"
 	"slices"
-	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue/format"
@@ -272,7 +272,7 @@ func Import(src []byte, file string) Result {
 				continue
 			}
 			seen[f.path] = true
-			fmt.Fprintf(&b, "%s%s: %s // %s\n", ind, f.path, literal(f.value), sanitize(f.key))
+			fmt.Fprintf(&b, "%s%s: %s // %s\n", ind, f.path, importer.CUELiteral(f.value), sanitize(f.key))
 		}
 		if blk != "" {
 			b.WriteString("\t}\n")
@@ -285,25 +285,6 @@ func Import(src []byte, file string) Result {
 	}
 	r.Spec = spec
 	return r
-}
-
-func literal(v any) string {
-	switch x := v.(type) {
-	case bool:
-		return strconv.FormatBool(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case float64:
-		s := strconv.FormatFloat(x, 'g', -1, 64)
-		if !strings.ContainsAny(s, ".eIN") {
-			s += ".0"
-		}
-		return s
-	case string:
-		q, _ := json.Marshal(x)
-		return string(q)
-	}
-	return fmt.Sprint(v)
 }
 
 func sanitize(s string) string {

@@ -2,12 +2,10 @@ package megatron
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"parc.dev/parc/compiler"
@@ -334,54 +332,6 @@ func nodeCandidates(ns *mg.Namespace, gpn int) []int {
 		out = []int{1}
 	}
 	return out
-}
-
-// quote writes a CUE string literal.
-func quote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
-// literal writes a value as CUE.
-func literal(v any) string {
-	switch x := v.(type) {
-	case bool:
-		return strconv.FormatBool(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case float64:
-		s := strconv.FormatFloat(x, 'g', -1, 64)
-		if !strings.ContainsAny(s, ".eIN") {
-			s += ".0"
-		}
-		return s
-	case string:
-		return quote(x)
-	case []any:
-		parts := make([]string, len(x))
-		for i, e := range x {
-			parts[i] = literal(e)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	}
-	return quote(fmt.Sprint(v))
 }
 
 // parcWrites reports whether the compiled arguments set dest besides the

@@ -3,6 +3,7 @@ package megatron
 import (
 	"fmt"
 	"io/fs"
+	"parc.dev/parc/internal/importer"
 	"path"
 	"slices"
 	"strings"
@@ -217,7 +218,7 @@ func render(as []assignment, ns *mg.Namespace, cmd Command, extra map[string]boo
 		}
 		var lits []string
 		for _, w := range words {
-			lits = append(lits, quote(w))
+			lits = append(lits, importer.CUEString(w))
 		}
 		extraWords = append(extraWords, &node{text: strings.Join(lits, ", ") + ",", comment: fmt.Sprintf("line %d: no spec field", cmd.Args[st.Index].Line)})
 	}
@@ -318,7 +319,7 @@ func writeBlock(b *strings.Builder, n *node, p string, depth int) {
 			writeBlock(b, c, p+"."+c.name, depth+1)
 			continue
 		}
-		b.WriteString(literal(c.value))
+		b.WriteString(importer.CUELiteral(c.value))
 		if c.comment != "" {
 			fmt.Fprintf(b, " // %s", sanitizeComment(c.comment))
 		}
@@ -330,7 +331,7 @@ func writeBlock(b *strings.Builder, n *node, p string, depth int) {
 func label(name string) string {
 	for i, r := range name {
 		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
-			return quote(name)
+			return importer.CUEString(name)
 		}
 	}
 	return name
