@@ -2,19 +2,15 @@ package megatron
 
 import (
 	"fmt"
-	"io/fs"
 	"parc.dev/parc/internal/importer"
-	"path"
 	"slices"
 	"strings"
 	"sync"
 
 	"cuelang.org/go/cue"
-	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/format"
 
 	mg "parc.dev/parc/internal/targets/megatron"
-	"parc.dev/parc/stdlib"
 )
 
 type renderOptions struct {
@@ -413,30 +409,14 @@ var (
 func clusterPreset(name string) map[string]any {
 	clustersOnce.Do(func() {
 		clusterVals = map[string]map[string]any{}
-		ctx := cuecontext.New()
-		_ = fs.WalkDir(stdlib.FS, "clusters", func(p string, e fs.DirEntry, err error) error {
-			if err != nil || e.IsDir() || path.Ext(p) != ".cue" {
-				return nil
-			}
-			data, err := stdlib.FS.ReadFile(p)
-			if err != nil {
-				return nil
-			}
-			v := ctx.CompileBytes(data, cue.Filename(p))
-			it, err := v.Fields()
-			if err != nil {
-				return nil
-			}
-			for it.Next() {
-				m := map[string]any{}
-				if g := it.Value().LookupPath(cue.ParsePath("gpus_per_node")); g.Exists() {
-					if n, err := g.Int64(); err == nil {
-						m["gpus_per_node"] = n
-					}
+		eachPreset("clusters", func(name string, v cue.Value) {
+			m := map[string]any{}
+			if g := v.LookupPath(cue.ParsePath("gpus_per_node")); g.Exists() {
+				if n, err := g.Int64(); err == nil {
+					m["gpus_per_node"] = n
 				}
-				clusterVals[it.Selector().Unquoted()] = m
 			}
-			return nil
+			clusterVals[name] = m
 		})
 	})
 	return clusterVals[name]

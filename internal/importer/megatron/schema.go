@@ -174,38 +174,44 @@ var (
 	presets     []preset
 )
 
+// eachPreset calls fn with every preset (top-level field not hidden and no
+// definition) of the embedded stdlib package dir ("models" or "clusters").
+func eachPreset(dir string, fn func(name string, v cue.Value)) {
+	ctx := cuecontext.New()
+	_ = fs.WalkDir(stdlib.FS, dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || path.Ext(p) != ".cue" {
+			return nil
+		}
+		b, err := stdlib.FS.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		it, err := ctx.CompileBytes(b, cue.Filename(p)).Fields()
+		if err != nil {
+			return nil
+		}
+		for it.Next() {
+			name := it.Selector().Unquoted()
+			if !strings.HasPrefix(name, "_") && !strings.HasPrefix(name, "#") {
+				fn(name, it.Value())
+			}
+		}
+		return nil
+	})
+}
+
 // modelPresets loads stdlib/models: each preset's fields, flattened.
 func modelPresets() []preset {
 	presetsOnce.Do(func() {
-		ctx := cuecontext.New()
-		_ = fs.WalkDir(stdlib.FS, "models", func(p string, e fs.DirEntry, err error) error {
-			if err != nil || e.IsDir() || path.Ext(p) != ".cue" {
-				return nil
+		eachPreset("models", func(name string, v cue.Value) {
+			m, ok := goValue(v)
+			mm, isMap := m.(map[string]any)
+			if !ok || !isMap {
+				return
 			}
-			b, err := stdlib.FS.ReadFile(p)
-			if err != nil {
-				return nil
-			}
-			v := ctx.CompileBytes(b, cue.Filename(p))
-			it, err := v.Fields()
-			if err != nil {
-				return nil
-			}
-			for it.Next() {
-				name := it.Selector().Unquoted()
-				if strings.HasPrefix(name, "_") || strings.HasPrefix(name, "#") {
-					continue
-				}
-				m, ok := goValue(it.Value())
-				mm, isMap := m.(map[string]any)
-				if !ok || !isMap {
-					continue
-				}
-				flat := map[string]any{}
-				flatten("", mm, flat)
-				presets = append(presets, preset{name, flat})
-			}
-			return nil
+			flat := map[string]any{}
+			flatten("", mm, flat)
+			presets = append(presets, preset{name, flat})
 		})
 		slices.SortFunc(presets, func(a, b preset) int { return strings.Compare(a.name, b.name) })
 	})
