@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"parc.dev/parc/internal/diag"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -32,33 +33,12 @@ changes the model and has no spec field (sliding windows, attention sinks) is
 named in a warning. Exit 1 when the file is not a decoder's config.json.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var src []byte
-			var err error
-			name := args[0]
-			if name == "-" {
-				src, err = io.ReadAll(cmd.InOrStdin())
-				name = "<stdin>"
-			} else {
-				src, err = os.ReadFile(name)
-			}
+			src, name, err := readImportInput(cmd, args[0])
 			if err != nil {
 				return err
 			}
 			res := hf.Import(src, name)
-			printDiags(cmd.ErrOrStderr(), relDiags(res.Diags))
-			if res.Spec == nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "parc import: %s; nothing written\n", summary(res.Diags))
-				return exitError{ExitSpec}
-			}
-			if out == "" || out == "-" {
-				_, err := cmd.OutOrStdout().Write(res.Spec)
-				return err
-			}
-			if err := writeFileAtomic(out, res.Spec); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "parc import: wrote %s (%s)\n", out, summary(res.Diags))
-			return nil
+			return writeImport(cmd, out, res.Spec, res.Diags)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write the model to OUT.cue (default stdout)")
@@ -89,40 +69,12 @@ reject the arguments (or parc's checks do), each problem at FILE:LINE.`,
 			if gpus < 0 || nodes < 0 {
 				return usageError{fmt.Errorf("--gpus-per-node and --nodes take a positive count")}
 			}
-			var src []byte
-			var err error
-			name := args[0]
-			if name == "-" {
-				src, err = io.ReadAll(cmd.InOrStdin())
-				name = "<stdin>"
-			} else {
-				src, err = os.ReadFile(name)
-			}
+			src, name, err := readImportInput(cmd, args[0])
 			if err != nil {
 				return err
 			}
 			res := megatron.Import(src, megatron.Options{File: name, Cluster: cluster, GPUsPerNode: gpus, Nodes: nodes})
-			printDiags(cmd.ErrOrStderr(), relDiags(res.Diags))
-			if res.Spec == nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "parc import: %s; nothing written\n", summary(res.Diags))
-				return exitError{ExitSpec}
-			}
-			// A spec parc's checks refuse is still written: it says what the
-			// arguments say, and the errors point at the lines to change.
-			if out == "" || out == "-" {
-				if _, err := cmd.OutOrStdout().Write(res.Spec); err != nil {
-					return err
-				}
-			} else {
-				if err := writeFileAtomic(out, res.Spec); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "parc import: wrote %s (%s)\n", out, summary(res.Diags))
-			}
-			if res.Diags.HasErrors() {
-				return exitError{ExitSpec}
-			}
-			return nil
+			return writeImport(cmd, out, res.Spec, res.Diags)
 		},
 	}
 	cmd.Flags().StringVar(&cluster, "cluster", "", "cluster preset of the stdlib (default "+megatron.DefaultCluster+")")
@@ -130,6 +82,42 @@ reject the arguments (or parc's checks do), each problem at FILE:LINE.`,
 	cmd.Flags().IntVar(&nodes, "nodes", 0, "nodes in the job (default: torchrun's --nnodes, else the fewest the degrees fit)")
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write the spec to OUT.cue (default stdout)")
 	return cmd
+}
+
+// readImportInput reads an importer's input file, or standard input for "-".
+func readImportInput(cmd *cobra.Command, name string) ([]byte, string, error) {
+	if name == "-" {
+		src, err := io.ReadAll(cmd.InOrStdin())
+		return src, "<stdin>", err
+	}
+	src, err := os.ReadFile(name)
+	return src, name, err
+}
+
+// writeImport prints an import's diagnostics and writes its spec to out
+// (stdout for "" or "-"). A spec parc's checks refuse is still written: it
+// says what the input says, and the errors point at the lines to change;
+// the exit status is then 1, as it is when there is no spec at all.
+func writeImport(cmd *cobra.Command, out string, spec []byte, diags diag.List) error {
+	printDiags(cmd.ErrOrStderr(), relDiags(diags))
+	if spec == nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "parc import: %s; nothing written\n", summary(diags))
+		return exitError{ExitSpec}
+	}
+	if out == "" || out == "-" {
+		if _, err := cmd.OutOrStdout().Write(spec); err != nil {
+			return err
+		}
+	} else {
+		if err := writeFileAtomic(out, spec); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "parc import: wrote %s (%s)\n", out, summary(diags))
+	}
+	if diags.HasErrors() {
+		return exitError{ExitSpec}
+	}
+	return nil
 }
 
 // writeFileAtomic writes data to a temporary file beside path and renames it.
