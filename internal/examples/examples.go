@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"parc.dev/parc/compiler"
+	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/plan"
+	"parc.dev/parc/internal/spec"
 )
 
 // Dir is the examples/ folder of the repository.
@@ -41,4 +43,25 @@ func Plans(t testing.TB) map[string]*plan.Plan {
 		t.Fatal("no examples")
 	}
 	return out
+}
+
+// Tiny returns the plan of examples/tiny-gpt-local.cue (the one that runs on
+// the local test cluster) with edit applied to its spec, resolved again
+// through every check, so the edited plan is one parc would compile. A spec
+// with errors, before or after the edit, fails the test.
+func Tiny(t testing.TB, edit func(s *spec.Spec)) *plan.Plan {
+	t.Helper()
+	p, diags := compiler.Vet(compiler.Source{Path: filepath.Join(Dir(), "tiny-gpt-local.cue")})
+	if diags.HasErrors() {
+		t.Fatalf("tiny-gpt-local.cue: %v", diags)
+	}
+	s := p.Spec
+	if edit != nil {
+		edit(&s)
+	}
+	p, diags = compiler.Resolve(p.Source, &s, diag.NoPos)
+	if diags.HasErrors() {
+		t.Fatalf("tiny-gpt-local.cue after the edit: %v", diags)
+	}
+	return p
 }

@@ -15,8 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"parc.dev/parc/compiler"
-	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/plan"
 	"parc.dev/parc/internal/spec"
 	"parc.dev/parc/internal/targets/megatron"
@@ -29,18 +27,7 @@ func ptr[T any](v T) *T { return &v }
 
 func examples(t *testing.T) map[string]*plan.Plan { return exampleplans.Plans(t) }
 
-func tiny(t *testing.T, edit func(s *spec.Spec)) *plan.Plan {
-	t.Helper()
-	p, diags := compiler.Vet(compiler.Source{Path: "../../../examples/tiny-gpt-local.cue"})
-	require.False(t, diags.HasErrors(), "%v", diags)
-	s := p.Spec
-	if edit != nil {
-		edit(&s)
-	}
-	p, diags = compiler.Resolve(p.Source, &s, diag.NoPos)
-	require.False(t, diags.HasErrors(), "%v", diags)
-	return p
-}
+func tiny(t *testing.T, edit func(s *spec.Spec)) *plan.Plan { return exampleplans.Tiny(t, edit) }
 
 func render(t *testing.T, p *plan.Plan) []byte {
 	t.Helper()
