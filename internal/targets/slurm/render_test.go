@@ -4,7 +4,6 @@ import (
 	exampleplans "parc.dev/parc/internal/examples"
 	"testing"
 
-
 	"parc.dev/parc/internal/plan"
 	"parc.dev/parc/internal/spec"
 )
