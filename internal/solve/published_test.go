@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,10 +54,23 @@ func withValues(res *load.Result, values map[string]any) *load.Result {
 	return &r
 }
 
+// knownMisses are the testdata/published configurations whose published
+// plan parc's model rates more than 10% slower than its own pick today
+// (issue 14 is open for them).
+var knownMisses = map[string]bool{
+	"deepseek-v3-2048-h800":        true, // 1.62: the pick drops full recompute and uses tp2 cp2 ep8
+	"llama3-405b-16k-128k-context": true, // 1.29
+	"llama3-405b-16k":              true, // 1.38: full recompute is needed under the 90% headroom at tp8
+	"llama3-405b-8k":               true, // 1.38
+	"nemo-llama3-70b":              true, // 1.32
+	"nemo-mixtral-8x7b":            true, // 1.26
+}
+
 // TestPublishedPlans: on training configurations published by papers and
 // vendors' recipes (testdata/published, each citing its source), with every
-// degree, the micro batch and the recompute mode open, parc solve's top 5
-// holds the published plan or plans the cost model rates at least as good.
+// degree, the micro batch and the recompute mode open, parc solve finds a
+// plan and rates the published one within 10% of its pick (knownMisses
+// aside).
 // The published plan must pass every check: where its source leaves a field
 // unsaid (recompute, vpp, micro batch), the best value the checks allow is
 // taken. Its step time is checked against compiler.Resolve on the spec with
@@ -94,19 +106,23 @@ func TestPublishedPlans(t *testing.T) {
 			require.False(t, ds.HasErrors(), "%v", ds)
 			assert.InEpsilon(t, plan.Estimate.StepTimeS, p.StepTimeS, 1e-11)
 
-			var labels []string
-			for _, c := range top.Candidates {
-				labels = append(labels, c.Label())
+			// Issue 14's acceptance: parc rates the published plan (one that
+			// ran on a real cluster) within 10% of its own pick. The
+			// solver's pick is never rated slower than the published plan
+			// beyond the noise band, so the test can only fail one way: the
+			// model thinks experts leave time on the table. knownMisses
+			// names the configurations where it does today; a listed one
+			// that comes within 10% fails too, so the list only shrinks.
+			ratio := p.StepTimeS / top.Candidates[0].StepTimeS
+			name := strings.TrimSuffix(filepath.Base(f), ".cue")
+			t.Logf("published %s: %.4g s/step; pick %s: %.4g s/step; published/pick %.3f",
+				p.Label(), p.StepTimeS, top.Candidates[0].Label(), top.Candidates[0].StepTimeS, ratio)
+			switch {
+			case ratio > 1.10 && !knownMisses[name]:
+				t.Errorf("parc rates the published plan %.1f%% slower than its pick (limit 10%%)", 100*(ratio-1))
+			case ratio <= 1.10 && knownMisses[name]:
+				t.Errorf("now within 10%% of the pick (%.3f): remove %s from knownMisses", ratio, name)
 			}
-			inTop := slices.Contains(labels, p.Label())
-			atLeastAsGood := top.Candidates[0].StepTimeS <= p.StepTimeS
-			assert.True(t, inTop || atLeastAsGood,
-				"published %s (%.4g s) is not in the top 5 and nothing there is rated at least as good:\n%s",
-				p.Label(), p.StepTimeS, strings.Join(labels, "\n"))
-			rank := slices.Index(labels, p.Label()) + 1
-			t.Logf("published %s: %.4g s/step (rank %d in the top 5; 0 = below); best %s: %.4g s/step (%+.1f%% vs published)",
-				p.Label(), p.StepTimeS, rank, top.Candidates[0].Label(), top.Candidates[0].StepTimeS,
-				100*(top.Candidates[0].StepTimeS-p.StepTimeS)/p.StepTimeS)
 		})
 	}
 }
