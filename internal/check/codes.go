@@ -129,7 +129,7 @@ var Codes = []CodeInfo{
 	{Code: "slurm-option", Severity: diag.Error, Rule: "", Meaning: "An entry of cluster.slurm.extra is not an sbatch option.", Fix: "Write each entry as \"--option=value\"."},
 	{Code: "slurm-nodes", Severity: diag.Error, Rule: "", Meaning: "cluster.slurm.extra sets the node or GPU count differently from the cluster (nodes, gpus_per_node).", Fix: "Remove the option from extra; parc derives it from cluster.nodes and gpus_per_node."},
 	{Code: "slurm-cpus", Severity: diag.Error, Rule: "", Meaning: "cpus_per_task × gpus_per_node (one task per GPU) exceeds cpus_per_node.", Fix: "Lower cluster.slurm.cpus_per_task."},
-	{Code: "launch-grace", Severity: diag.Warning, Rule: "", Meaning: "The workers' grace period (stop signal to SIGKILL) is shorter than the preemption warning, or the launcher cannot give it (torchrun kills 30 s after SIGTERM).", Fix: "Raise launch.grace_seconds to preempt_signal_seconds (or drop it: that is the default), or use launch.launcher \"parc\"."},
+	{Code: "launch-grace", Severity: diag.Warning, Rule: "", Meaning: "The workers' grace period (stop signal to SIGKILL) is shorter than the preemption warning.", Fix: "Raise launch.grace_seconds to preempt_signal_seconds (or drop it: that is the default)."},
 	{Code: "slurm-preempt", Severity: diag.Error, Rule: "", Meaning: "preempt_signal_seconds is not below the time limit, or above Slurm's limit of 65535 s.", Fix: "Use a signal lead time shorter than the time limit."},
 
 	// Topology (needs the rank layout).

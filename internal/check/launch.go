@@ -2,9 +2,7 @@ package check
 
 import (
 	"fmt"
-
 	"maps"
-	"parc.dev/parc/internal/spec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -191,11 +189,6 @@ func (c *checker) grace() {
 		c.report("launch-grace", path, fmt.Sprintf("set grace_seconds to %d (or remove it: that is the default)", *sl.PreemptSignalSeconds),
 			"grace_seconds=%d is shorter than the preemption warning (cluster.slurm.preempt_signal_seconds=%d): workers checkpointing on the warning are SIGKILLed after %d s",
 			g, *sl.PreemptSignalSeconds, g)
-	}
-	if s.Launch.Launcher == "torchrun" && g > spec.TorchrunGraceSeconds {
-		c.report("launch-grace", path, `use launch.launcher "parc" (or "srun", which waits for Slurm's KillWait)`,
-			"torchrun SIGKILLs workers %d s after SIGTERM (fixed in torch.distributed.elastic before --shutdown-timeout; Debian's torch 1.13 has no option) but the grace period is %d s",
-			spec.TorchrunGraceSeconds, g)
 	}
 }
 

@@ -2,16 +2,10 @@ package spec
 
 // DefaultGraceSeconds is the grace period (stop signal to SIGKILL) when
 // neither launch.grace_seconds nor a preemption warning says otherwise: 30 s,
-// Slurm's default KillWait (slurm.conf(5)) and the fixed timeout of torchrun's
+// Slurm's default KillWait (slurm.conf(5)) and torchrun's default timeout in
 // PContext.close (torch.distributed.elastic.multiprocessing.api), so that the
 // three launcher modes agree by default.
 const DefaultGraceSeconds = 30
-
-// TorchrunGraceSeconds is the time torchrun gives its workers between
-// forwarding SIGTERM and SIGKILL: fixed at 30 s in PContext.close up to
-// torch releases with --shutdown-timeout / TORCH_ELASTIC_SHUTDOWN_TIMEOUT
-// (pytorch/pytorch#172596; Debian's torch 1.13 has neither).
-const TorchrunGraceSeconds = 30
 
 // GraceSeconds is the plan's grace period: how long workers get between the
 // stop signal (SIGTERM, or the preemption warning's) and SIGKILL. It is

@@ -10,6 +10,7 @@ import (
 	"parc.dev/parc/internal/plan"
 	"parc.dev/parc/internal/targets/megatron"
 	"parc.dev/parc/internal/targets/template"
+	"parc.dev/parc/internal/targets/torchrun"
 )
 
 // ScriptName is the batch script's file name, and TemplateName its template
@@ -64,8 +65,12 @@ type Data struct {
 	PreemptSeconds int
 	ParcBinary     string
 	// GraceSeconds is the plan's grace period (Spec.GraceSeconds): in
-	// launch.json for parc, TORCH_ELASTIC_SHUTDOWN_TIMEOUT for torchrun.
+	// launch.json for parc, TORCH_ELASTIC_SHUTDOWN_TIMEOUT and TorchrunMain
+	// for torchrun.
 	GraceSeconds int
+	// TorchrunMain is the Python program that runs torchrun with the grace
+	// period (torchrun.Main).
+	TorchrunMain string
 }
 
 // NewData computes the template data of a plan.
@@ -78,7 +83,7 @@ func NewData(p *plan.Plan) *Data {
 		Launcher: l.Launcher, JobName: s.Model.Name,
 		Nodes: cl.Nodes, GPUsPerNode: cl.GPUsPerNode, World: cl.Nodes * cl.GPUsPerNode, TasksPerNode: 1,
 		Env: megatron.SortedEnv(p), Python: l.Python, Program: l.Program, MasterPort: l.MasterPort,
-		ParcBinary: l.ParcBinary, GraceSeconds: s.GraceSeconds(),
+		ParcBinary: l.ParcBinary, GraceSeconds: s.GraceSeconds(), TorchrunMain: torchrun.Main,
 	}
 	if d.Source == "." || d.Source == "/" {
 		d.Source = "a spec given in memory"

@@ -37,8 +37,10 @@ type Data struct {
 	Workdir     string
 	MasterPort  int
 	// GraceSeconds is the plan's grace period (Spec.GraceSeconds), given to
-	// torchrun as TORCH_ELASTIC_SHUTDOWN_TIMEOUT.
+	// torchrun as TORCH_ELASTIC_SHUTDOWN_TIMEOUT and to Main.
 	GraceSeconds int
+	// Main is the Python program that runs torchrun with the grace period.
+	Main string
 }
 
 // NewData computes the template data of a plan.
@@ -49,7 +51,7 @@ func NewData(p *plan.Plan) *Data {
 		ArgsFile: megatron.ArgsFile, Nodes: s.Cluster.Nodes, LastNode: s.Cluster.Nodes - 1,
 		GPUsPerNode: s.Cluster.GPUsPerNode, World: s.Cluster.Nodes * s.Cluster.GPUsPerNode,
 		Env: megatron.SortedEnv(p), Python: s.Launch.Python, Program: s.Launch.Program,
-		MasterPort: s.Launch.MasterPort, GraceSeconds: s.GraceSeconds(),
+		MasterPort: s.Launch.MasterPort, GraceSeconds: s.GraceSeconds(), Main: Main,
 	}
 	if d.Source == "." || d.Source == "/" {
 		d.Source = "a spec given in memory"
