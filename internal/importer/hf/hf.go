@@ -121,19 +121,13 @@ func Import(src []byte, file string) Result {
 				"rope_theta %s is not a whole number: model.rotary_base (Megatron's --rotary-base is an int) cannot hold it", n)
 		}
 	}
+	mla := false
+	if _, ok := num("kv_lora_rank"); ok {
+		mla = true
+	}
 	if rs, ok := c["rope_scaling"].(map[string]any); ok {
-		kind, _ := rs["rope_type"].(string)
-		if kind == "" {
-			kind, _ = rs["type"].(string)
-		}
-		if f, ok := rs["factor"].(json.Number); ok && (kind == "llama3" || kind == "yarn") {
-			v, _ := f.Float64()
-			put("model.rope_scaling_factor", "rope_scaling", v)
-		} else {
-			r.Diags.Warnf(pos, "model", "import-hf-unexpressed", "check the model's RoPE against the spec",
-				"rope_scaling %q has no spec field; the spec has no RoPE scaling", kind)
-			used["rope_scaling"] = true
-		}
+		used["rope_scaling"] = true
+		importRopeScaling(&r, pos, rs, mla, put)
 	}
 	if t, ok := c["tie_word_embeddings"].(bool); ok {
 		put("model.tie_embeddings", "tie_word_embeddings", t)
@@ -174,7 +168,7 @@ func Import(src []byte, file string) Result {
 		for _, k := range []string{"num_experts_per_tok", "experts_per_token"} {
 			putInt("model.moe.topk", k)
 		}
-		if !putInt("model.moe.ffn_hidden", "moe_intermediate_size") && mt == "mixtral" {
+		if !putInt("model.moe.ffn_hidden", "moe_intermediate_size") && (mt == "mixtral" || mt == "gpt_oss") {
 			putInt("model.moe.ffn_hidden", "intermediate_size")
 		}
 		if n, ok := num("n_shared_experts"); ok {
@@ -191,6 +185,32 @@ func Import(src []byte, file string) Result {
 		if tm, _ := c["topk_method"].(string); tm == "noaux_tc" {
 			put("model.moe.expert_bias", "topk_method", true)
 		}
+		// Top-k weight normalisation (norm_topk_prob; the config classes of
+		// Qwen2-MoE, Qwen3-MoE and DeepSeek-V2 default to false, Mixtral,
+		// GPT-OSS and DeepSeek-V3 always normalise). Megatron's router
+		// (moe_utils.topk_routing_with_score_function at d98e8a64): softmax
+		// after top-k, its default, normalises; --moe-router-pre-softmax
+		// takes top-k of the full softmax, unnormalised; sigmoid scores
+		// are always normalised when topk > 1.
+		norm, present := c["norm_topk_prob"].(bool)
+		used["norm_topk_prob"] = true
+		if !present {
+			norm = mt != "qwen2_moe" && mt != "qwen3_moe" && mt != "deepseek_v2"
+		}
+		topk := int64(0)
+		for _, k := range []string{"num_experts_per_tok", "experts_per_token"} {
+			if n, ok := num(k); ok {
+				topk, _ = n.Int64()
+			}
+		}
+		sigmoid, _ := c["scoring_func"].(string)
+		switch {
+		case sigmoid == "sigmoid" && !norm && topk > 1:
+			r.Diags.Warnf(pos, "model.moe", "import-hf-unexpressed", "check the routing weights against the model",
+				"norm_topk_prob false with sigmoid scores: Megatron's router always normalises the top-%d sigmoid scores, the spec cannot say otherwise", topk)
+		case sigmoid != "sigmoid" && !norm:
+			put("model.moe.router_pre_softmax", "norm_topk_prob", true)
+		}
 		putInt("model.moe.router_num_groups", "n_group")
 		putInt("model.moe.router_group_topk", "topk_group")
 		putNum("model.moe.router_topk_scaling_factor", "routed_scaling_factor")
@@ -200,7 +220,7 @@ func Import(src []byte, file string) Result {
 		used["decoder_sparse_step"] = true
 	}
 	// Multi-latent attention.
-	if _, ok := num("kv_lora_rank"); ok {
+	if mla {
 		putInt("model.mla.q_lora_rank", "q_lora_rank")
 		putInt("model.mla.kv_lora_rank", "kv_lora_rank")
 		putInt("model.mla.qk_head_dim", "qk_nope_head_dim")
@@ -216,7 +236,7 @@ func Import(src []byte, file string) Result {
 
 	// What changes the model and has no field.
 	for _, k := range []string{"sliding_window", "use_sliding_window", "layer_types", "attention_sinks", "swiglu_limit",
-		"mlp_only_layers", "partial_rotary_factor", "attn_logit_softcapping", "final_logit_softcapping", "norm_topk_prob"} {
+		"mlp_only_layers", "partial_rotary_factor", "attn_logit_softcapping", "final_logit_softcapping"} {
 		v, ok := get(k)
 		if !ok || used[k] {
 			continue
@@ -227,8 +247,21 @@ func Import(src []byte, file string) Result {
 		if l, isList := v.([]any); isList && len(l) == 0 {
 			continue
 		}
+		if u, set := c["use_sliding_window"].(bool); k == "sliding_window" && set && !u {
+			continue // Qwen2/Qwen3 write a window and switch it off
+		}
+		if l, isList := v.([]any); isList && len(l) > 4 {
+			v = fmt.Sprintf("%v … %d entries", l[:2], len(l))
+		}
 		r.Diags.Warnf(pos, "model", "import-hf-unexpressed", "check the spec against the model's architecture",
 			"config.json's %s (%v) has no spec field: the spec does not describe it", k, v)
+	}
+	if mt == "gpt_oss" {
+		// GptOssAttention has a learned sink logit per head, and its experts
+		// a clamped, offset GLU; Megatron runs them only with ModelOpt's
+		// --enable-gpt-oss extension.
+		r.Diags.Warnf(pos, "model", "import-hf-unexpressed", "check the spec against the model's architecture",
+			"GPT-OSS's attention sinks and its clamped GLU (x·σ(1.702x)·(up+1)) have no spec field: the spec describes plain attention and SwiGLU experts of the same shapes")
 	}
 
 	var b strings.Builder
@@ -266,12 +299,18 @@ func Import(src []byte, file string) Result {
 			fmt.Fprintf(&b, "\t%s: {\n", blk)
 			ind = "\t\t"
 		}
-		seen := map[string]bool{}
+		// A field written twice keeps its first place and its last value
+		// (rope_scaling of type yarn turns rope_theta's "rope" into "yarn").
+		last := map[string]field{}
 		for _, f := range blocks[blk] {
-			if seen[f.path] {
+			last[f.path] = f
+		}
+		for _, f := range blocks[blk] {
+			if _, todo := last[f.path]; !todo {
 				continue
 			}
-			seen[f.path] = true
+			f = last[f.path]
+			delete(last, f.path)
 			fmt.Fprintf(&b, "%s%s: %s // %s\n", ind, f.path, importer.CUELiteral(f.value), sanitize(f.key))
 		}
 		if blk != "" {
@@ -285,6 +324,86 @@ func Import(src []byte, file string) Result {
 	}
 	r.Spec = spec
 	return r
+}
+
+// importRopeScaling maps a config.json rope_scaling onto Megatron's RoPE
+// options (Megatron-LM d98e8a64):
+//   - "llama3": --use-rope-scaling --rope-scaling-factor (model.rope_scaling_factor);
+//     Megatron's RotaryEmbedding._apply_scaling fixes low_freq_factor 1,
+//     high_freq_factor 4 and original_max_position_embeddings 8192.
+//   - "yarn" with MLA (DeepSeek-V3): --rotary-scaling-factor, --mscale,
+//     --mscale-all-dim, which core_transformer_config_from_args copies into
+//     MLATransformerConfig; its original_max_position_embeddings, beta_fast and
+//     beta_slow are not arguments and stay 4096, 32 and 1.
+//   - "yarn" without MLA (GPT-OSS): --position-embedding-type yarn with
+//     --rotary-scaling-factor, --yarn-original-max-position-embeddings,
+//     --yarn-beta-fast, --yarn-beta-slow, --mscale, --mscale-all-dim
+//     (argument_utils._apply_yarn_config_from_args).
+//
+// This is the mapping Megatron-Bridge's model_bridge uses too
+// (MLA_ROPE_SCALING_MAPPING, YARN_ROPE_SCALING_MAPPING; LlamaBridge for
+// llama3). Anything else is named in a warning.
+func importRopeScaling(r *Result, pos diag.Pos, rs map[string]any, mla bool, put func(path, key string, v any)) {
+	kind, _ := rs["rope_type"].(string)
+	if kind == "" {
+		kind, _ = rs["type"].(string)
+	}
+	number := func(k string) (float64, bool) {
+		n, ok := rs[k].(json.Number)
+		if !ok {
+			return 0, false
+		}
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	unexpressed := func(format string, args ...any) {
+		r.Diags.Warnf(pos, "model", "import-hf-unexpressed", "check the model's RoPE against the spec", format, args...)
+	}
+	// fixed warns when config.json gives k a value Megatron cannot take
+	// (it uses want, with no argument to change it).
+	fixed := func(k string, want float64, why string) {
+		if v, ok := number(k); ok && v != want {
+			unexpressed("rope_scaling %s %v: %s uses %v and has no argument for it", k, v, why, want)
+		}
+	}
+	factor, hasFactor := number("factor")
+	switch {
+	case kind == "llama3" && hasFactor:
+		put("model.rope_scaling_factor", "rope_scaling.factor", factor)
+		fixed("low_freq_factor", 1, "Megatron's llama3 RoPE scaling")
+		fixed("high_freq_factor", 4, "Megatron's llama3 RoPE scaling")
+		fixed("original_max_position_embeddings", 8192, "Megatron's llama3 RoPE scaling")
+	case kind == "yarn" && hasFactor:
+		put("model.rotary_scaling_factor", "rope_scaling.factor", factor)
+		if v, ok := number("mscale"); ok {
+			put("model.mscale", "rope_scaling.mscale", v)
+		}
+		if v, ok := number("mscale_all_dim"); ok {
+			put("model.mscale_all_dim", "rope_scaling.mscale_all_dim", v)
+		}
+		if mla {
+			fixed("original_max_position_embeddings", 4096, "Megatron's multi-latent attention")
+			fixed("beta_fast", 32, "Megatron's multi-latent attention")
+			fixed("beta_slow", 1, "Megatron's multi-latent attention")
+		} else {
+			put("model.position_embedding", "rope_scaling.rope_type", "yarn")
+			if v, ok := number("original_max_position_embeddings"); ok && v == float64(int64(v)) && v >= 1 {
+				put("model.yarn_original_max_position_embeddings", "rope_scaling.original_max_position_embeddings", int64(v))
+			}
+			if v, ok := number("beta_fast"); ok {
+				put("model.yarn_beta_fast", "rope_scaling.beta_fast", v)
+			}
+			if v, ok := number("beta_slow"); ok {
+				put("model.yarn_beta_slow", "rope_scaling.beta_slow", v)
+			}
+		}
+		if t, ok := rs["truncate"].(bool); ok && !t {
+			// --no-yarn-correction-range-round-to-int has no spec field.
+			unexpressed("rope_scaling truncate false (--no-yarn-correction-range-round-to-int) has no spec field: Megatron rounds the YaRN correction range")
+		}
+	default:
+		unexpressed("rope_scaling %q has no spec field; the spec has no RoPE scaling", kind)
+	}
 }
 
 func sanitize(s string) string {

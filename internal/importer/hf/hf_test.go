@@ -1,6 +1,7 @@
 package hf
 
 import (
+	"io/fs"
 	"os"
 	"strings"
 	"testing"
@@ -9,63 +10,187 @@ import (
 	"cuelang.org/go/cue/cuecontext"
 	"github.com/stretchr/testify/require"
 
+	"parc.dev/parc/internal/load"
+	"parc.dev/parc/internal/spec"
+	"parc.dev/parc/schema"
 	"parc.dev/parc/stdlib"
 )
 
-// TestPresets imports published config.json files (testdata/README.md) and
-// compares every model field the import writes with the stdlib preset of
-// the same model, whose values were checked against the papers and the same
-// files; and every shape field of the preset must be written.
+// published maps each config.json of testdata (its source in
+// testdata/README.md) to the stdlib preset of the same model.
+var published = map[string]string{
+	"llama3_1_8b.json":     "llama3_8b",
+	"llama3_1_70b.json":    "llama3_70b",
+	"llama3_1_405b.json":   "llama3_405b",
+	"mixtral_8x7b.json":    "mixtral_8x7b",
+	"qwen2_5_72b.json":     "qwen2_5_72b",
+	"qwen3_8b.json":        "qwen3_8b",
+	"qwen3_32b.json":       "qwen3_32b",
+	"qwen3_30b_a3b.json":   "qwen3_30b_a3b",
+	"qwen3_235b_a22b.json": "qwen3_235b_a22b",
+	"deepseek_v3.json":     "deepseek_v3",
+}
+
+// decode unifies a model with the schema's #Model (a preset's defaults
+// winning over the schema's, as the loader does) and decodes it.
+func decode(t *testing.T, v cue.Value) spec.Model {
+	t.Helper()
+	ctx := v.Context()
+	def := ctx.CompileBytes(schema.Source, cue.Filename(schema.Filename)).LookupPath(cue.ParsePath("#Model"))
+	require.NoError(t, def.Err())
+	u := load.PresetDefaults(v, def).Unify(def)
+	require.NoError(t, u.Validate(cue.Concrete(true)))
+	var m spec.Model
+	require.NoError(t, u.Decode(&m))
+	return m
+}
+
+// withoutLabels clears what a config.json does not state: the name (a
+// label), MLA's kv_channels (Megatron's recipe writes 128; the head
+// dimensions come from mla) and the load-balancing loss (a training choice).
+func withoutLabels(m spec.Model) spec.Model {
+	m.Name = ""
+	if m.MLA != nil {
+		m.KVChannels = nil
+	}
+	if m.MoE != nil {
+		mo := *m.MoE
+		mo.RouterLoadBalancing, mo.AuxLossCoeff = "", 0
+		m.MoE = &mo
+	}
+	return m
+}
+
+// TestPresets imports published config.json files and compares the model
+// each import describes with the stdlib preset of the same model, field by
+// field after the schema's defaults are filled in on both sides: the import
+// says no more and no less than the preset, whose values were checked
+// against the papers and the same files.
 func TestPresets(t *testing.T) {
 	ctx := cuecontext.New()
-	for file, preset := range map[string]string{
-		"llama3_1_8b.json":  "llama3_8b",
-		"mixtral_8x7b.json": "mixtral_8x7b",
-		"qwen2_5_72b.json":  "qwen2_5_72b",
-		"deepseek_v3.json":  "deepseek_v3",
-	} {
+	presets := map[string]cue.Value{}
+	entries, err := fs.ReadDir(stdlib.FS, "models")
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := stdlib.FS.ReadFile("models/" + e.Name())
+		require.NoError(t, err)
+		v := ctx.CompileBytes(b)
+		it, err := v.Fields()
+		require.NoError(t, err)
+		for it.Next() {
+			presets[it.Selector().Unquoted()] = it.Value()
+		}
+	}
+	for file, preset := range published {
 		t.Run(file, func(t *testing.T) {
 			src, err := os.ReadFile("testdata/" + file)
 			require.NoError(t, err)
 			res := Import(src, file)
 			require.False(t, res.Diags.HasErrors(), "%v", res.Diags)
+			require.Empty(t, res.Diags, "a published model the presets describe imports without warnings")
 			got := ctx.CompileBytes(res.Spec).LookupPath(cue.ParsePath("model"))
 			require.NoError(t, got.Err(), "%s", res.Spec)
-			var pv cue.Value
-			for _, f := range []string{"models/llama3.cue", "models/mixtral.cue", "models/qwen2_5.cue", "models/deepseek_v3.cue"} {
-				b, err := stdlib.FS.ReadFile(f)
-				require.NoError(t, err)
-				if v := ctx.CompileBytes(b).LookupPath(cue.ParsePath(preset)); v.Exists() {
-					pv = v
-				}
-			}
-			require.True(t, pv.Exists())
-			var walk func(g, p cue.Value, path string)
-			walk = func(g, p cue.Value, path string) {
-				it, err := p.Fields()
-				require.NoError(t, err)
-				for it.Next() {
-					name := it.Selector().Unquoted()
-					switch name {
-					case "name", "kv_channels", "layer_freq", "router_load_balancing", "aux_loss_coeff":
-						// a label; MLA's head dim comes from mla; the
-						// default; the balancing loss is a training choice
-						// (the paper's), not in config.json
-						continue
-					}
-					gv := g.LookupPath(cue.MakePath(cue.Str(name)))
-					require.True(t, gv.Exists(), "%s%s: the preset has it, the import does not\n%s", path, name, res.Spec)
-					if it.Value().IncompleteKind() == cue.StructKind {
-						walk(gv, it.Value(), path+name+".")
-						continue
-					}
-					want, _ := it.Value().MarshalJSON()
-					have, _ := gv.MarshalJSON()
-					require.JSONEq(t, string(want), string(have), "%s%s\n%s", path, name, res.Spec)
-				}
-			}
-			walk(got, pv, "")
+			pv, ok := presets[preset]
+			require.True(t, ok, "no preset %s", preset)
+			require.Equal(t, withoutLabels(decode(t, pv)), withoutLabels(decode(t, got)), "preset %s (want) vs import (got)\n%s", preset, res.Spec)
 		})
+	}
+}
+
+// TestPresetsDiffer: the comparison above can fail — an import differing
+// from the preset in one field is caught.
+func TestPresetsDiffer(t *testing.T) {
+	ctx := cuecontext.New()
+	src, err := os.ReadFile("testdata/deepseek_v3.json")
+	require.NoError(t, err)
+	changed := strings.Replace(string(src), `"factor": 40`, `"factor": 4`, 1)
+	require.NotEqual(t, string(src), changed)
+	a := decode(t, ctx.CompileBytes(Import(src, "a").Spec).LookupPath(cue.ParsePath("model")))
+	b := decode(t, ctx.CompileBytes(Import([]byte(changed), "b").Spec).LookupPath(cue.ParsePath("model")))
+	require.NotEqual(t, withoutLabels(a), withoutLabels(b))
+}
+
+// TestRopeScaling checks the mapping of rope_scaling onto Megatron's options
+// for the three kinds published models use, and that values Megatron cannot
+// take are named.
+func TestRopeScaling(t *testing.T) {
+	ctx := cuecontext.New()
+	model := func(t *testing.T, file string, edit func(string) string) (spec.Model, []string) {
+		src, err := os.ReadFile("testdata/" + file)
+		require.NoError(t, err)
+		res := Import([]byte(edit(string(src))), file)
+		require.False(t, res.Diags.HasErrors(), "%v", res.Diags)
+		var msgs []string
+		for _, d := range res.Diags {
+			msgs = append(msgs, d.Message)
+		}
+		return decode(t, ctx.CompileBytes(res.Spec).LookupPath(cue.ParsePath("model"))), msgs
+	}
+	same := func(s string) string { return s }
+
+	// Llama 3.1: --use-rope-scaling --rope-scaling-factor 8.
+	m, _ := model(t, "llama3_1_8b.json", same)
+	require.Equal(t, 8.0, *m.RopeScalingFactor)
+	require.Nil(t, m.RotaryScalingFactor)
+	require.Equal(t, "rope", m.PositionEmbedding)
+	_, msgs := model(t, "llama3_1_8b.json", func(s string) string {
+		return strings.Replace(s, `"high_freq_factor": 4.0`, `"high_freq_factor": 2.0`, 1)
+	})
+	require.Len(t, msgs, 1)
+	require.Contains(t, msgs[0], "high_freq_factor 2")
+
+	// DeepSeek-V3 (MLA): the YaRN factor and both mscales.
+	m, _ = model(t, "deepseek_v3.json", same)
+	require.Nil(t, m.RopeScalingFactor)
+	require.Equal(t, 40.0, *m.RotaryScalingFactor)
+	require.Equal(t, 1.0, m.Mscale)
+	require.Equal(t, 1.0, m.MscaleAllDim)
+	require.Nil(t, m.YarnBetaFast, "MLA's betas are not Megatron arguments")
+	_, msgs = model(t, "deepseek_v3.json", func(s string) string {
+		return strings.Replace(s, `"beta_fast": 32`, `"beta_fast": 16`, 1)
+	})
+	require.Len(t, msgs, 1)
+	require.Contains(t, msgs[0], "beta_fast 16")
+
+	// GPT-OSS (YaRN without MLA): position_embedding yarn and the --yarn-* options.
+	m, msgs = model(t, "gpt_oss_20b.json", same)
+	require.Equal(t, "yarn", m.PositionEmbedding)
+	require.Equal(t, 32.0, *m.RotaryScalingFactor)
+	require.Equal(t, 4096, *m.YarnOriginalMaxPositionEmbeddings)
+	require.Equal(t, 32.0, *m.YarnBetaFast)
+	require.Equal(t, 1.0, *m.YarnBetaSlow)
+	require.Equal(t, 0.0, m.MscaleAllDim)
+	joined := strings.Join(msgs, "\n")
+	for _, w := range []string{"truncate false", "sliding_window", "layer_types", "swiglu_limit", "attention sinks"} {
+		require.Contains(t, joined, w)
+	}
+	require.Equal(t, 32, m.MoE.Experts)
+	require.Equal(t, 4, m.MoE.TopK)
+	require.Equal(t, 2880, *m.MoE.FFNHidden)
+
+	// A scaling Megatron has no option for.
+	_, msgs = model(t, "llama3_1_8b.json", func(s string) string { return strings.Replace(s, `"llama3"`, `"dynamic"`, 1) })
+	require.Len(t, msgs, 1)
+	require.Contains(t, msgs[0], `"dynamic"`)
+}
+
+// TestTopKNormalisation: norm_topk_prob false with softmax scores is
+// Megatron's --moe-router-pre-softmax; true is its default.
+func TestTopKNormalisation(t *testing.T) {
+	ctx := cuecontext.New()
+	src, err := os.ReadFile("testdata/qwen3_30b_a3b.json")
+	require.NoError(t, err)
+	for _, c := range []struct {
+		from, to string
+		pre      bool
+	}{
+		{`"norm_topk_prob": true`, `"norm_topk_prob": true`, false},
+		{`"norm_topk_prob": true`, `"norm_topk_prob": false`, true},
+		{`"norm_topk_prob": true,`, ``, true}, // Qwen3MoeConfig's default is false
+	} {
+		res := Import([]byte(strings.Replace(string(src), c.from, c.to, 1)), "config.json")
+		m := decode(t, ctx.CompileBytes(res.Spec).LookupPath(cue.ParsePath("model")))
+		require.Equal(t, c.pre, m.MoE.RouterPreSoftmax, "%s -> %q", c.from, c.to)
 	}
 }
 
@@ -103,6 +228,6 @@ func TestUnexpressed(t *testing.T) {
 		"hidden_act": "silu", "tie_word_embeddings": false}`), "config.json")
 	require.False(t, res.Diags.HasErrors(), "%v", res.Diags)
 	require.Contains(t, res.Diags.Codes(), "import-hf-unexpressed")
-	require.Contains(t, string(res.Spec), "experts: 32")
-	require.Contains(t, string(res.Spec), "topk:    4")
+	require.Regexp(t, `experts:\s+32`, string(res.Spec))
+	require.Regexp(t, `topk:\s+4`, string(res.Spec))
 }

@@ -112,9 +112,7 @@ func (m *mapper) explicit() {
 	mla := m.flag("multi_latent_attention")
 	if m.flag("use_rope_scaling") {
 		m.assign("model.rope_scaling_factor", m.get("rope_scaling_factor"), "use_rope_scaling", "rope_scaling_factor")
-	} else if mla && m.isSet("rotary_scaling_factor") {
-		m.assign("model.rope_scaling_factor", m.get("rotary_scaling_factor"), "rotary_scaling_factor")
-	}
+	} // --rotary-scaling-factor (YaRN, MLA's too) is model.rotary_scaling_factor: see generic
 	if !m.isSet("rope_scaling_factor") {
 		m.claim("rope_scaling_factor") // Megatron reads it only with --use-rope-scaling
 	}
