@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -414,7 +415,7 @@ func TestClusterPresets(t *testing.T) {
 	d := schemaDef(t, ctx, "#Cluster")
 	for _, p := range loadPresets(t, ctx, "clusters") {
 		var c spec.Cluster
-		if err := p.value.FillPath(cue.ParsePath("nodes"), 1).Unify(d).Decode(&c); err != nil {
+		if err := load.PresetDefaults(p.value.FillPath(cue.ParsePath("nodes"), 1), d).Unify(d).Decode(&c); err != nil {
 			t.Fatalf("%s: decode: %v", p.name, err)
 		}
 		if c.NVLinkDomain%c.GPUsPerNode != 0 {
@@ -438,9 +439,97 @@ func TestClusterPresets(t *testing.T) {
 		}
 		// A site may replace the NCCL settings: they are defaults.
 		over := p.value.FillPath(cue.ParsePath("nodes"), 1).
-			FillPath(cue.ParsePath("env.NCCL_SOCKET_IFNAME"), "=ib0").Unify(d)
+			FillPath(cue.ParsePath("env.NCCL_SOCKET_IFNAME"), "=ib0")
+		over = load.PresetDefaults(over, d).Unify(d)
 		if err := over.Validate(cue.Concrete(true)); err != nil {
 			t.Errorf("%s: env is not overridable: %s", p.name, errors.Details(err, nil))
 		}
+	}
+}
+
+// TestEveryFieldIsADefault: a preset is a starting point (issue 13 §4). Every
+// field of every model and cluster preset is overridden, one at a time, with
+// another value of its kind; the preset must take it without a conflict.
+func TestEveryFieldIsADefault(t *testing.T) {
+	ctx := cuecontext.New()
+	for dir := range packages {
+		for _, p := range loadPresets(t, ctx, dir) {
+			var walk func(v cue.Value, path []cue.Selector)
+			walk = func(v cue.Value, path []cue.Selector) {
+				it, err := v.Fields()
+				if err != nil {
+					t.Fatalf("%s: %v", p.name, err)
+				}
+				for it.Next() {
+					sel := append(slices.Clone(path), it.Selector())
+					f := it.Value()
+					if f.IncompleteKind() == cue.StructKind {
+						walk(f, sel)
+						continue
+					}
+					d, ok := f.Default()
+					if !ok {
+						t.Errorf("%s: %s.%s has no default", p.file, p.name, cue.MakePath(sel...))
+						continue
+					}
+					var other any
+					switch d.Kind() {
+					case cue.StringKind:
+						s, _ := d.String()
+						other = s + "-custom"
+					case cue.BoolKind:
+						b, _ := d.Bool()
+						other = !b
+					case cue.IntKind:
+						i, _ := d.Int64()
+						other = i + 1
+					case cue.FloatKind, cue.NumberKind:
+						x, _ := d.Float64()
+						other = x + 0.5
+					default:
+						t.Errorf("%s: %s.%s: unexpected kind %v", p.file, p.name, cue.MakePath(sel...), d.Kind())
+						continue
+					}
+					u := p.value.FillPath(cue.MakePath(sel...), other)
+					got := u.LookupPath(cue.MakePath(sel...))
+					if err := got.Validate(cue.Concrete(true)); err != nil {
+						t.Errorf("%s: %s.%s cannot be overridden with %v: %v", p.file, p.name, cue.MakePath(sel...), other, err)
+					}
+				}
+			}
+			walk(p.value, nil)
+		}
+	}
+}
+
+// TestREADMEListsThePresets keeps the README's list of presets equal to the
+// embedded ones.
+func TestREADMEListsThePresets(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "<!-- presets:begin -->")
+	list, _, ok2 := strings.Cut(rest, "<!-- presets:end -->")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no presets:begin/end block")
+	}
+	listed := map[string]bool{}
+	for _, f := range strings.Split(list, "`") {
+		if f != "" && !strings.ContainsAny(f, " ,.:\n") {
+			listed[f] = true
+		}
+	}
+	ctx := cuecontext.New()
+	for dir := range packages {
+		for _, p := range loadPresets(t, ctx, dir) {
+			if !listed[p.name] {
+				t.Errorf("README.md does not list the %s preset %s", dir, p.name)
+			}
+			delete(listed, p.name)
+		}
+	}
+	for name := range listed {
+		t.Errorf("README.md lists %s, which is no preset", name)
 	}
 }

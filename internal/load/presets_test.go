@@ -88,3 +88,44 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: 64}
 		require.True(t, diags.HasErrors(), "relu is not an activation of the schema")
 	}
 }
+
+// Cluster presets are starting points too: an H100 NVL-class 94 GiB part, a
+// different link or a node count of the user's own replace the datasheet
+// figures without a conflict, and the fields left alone keep them.
+func TestClusterPresetFieldsAreDefaults(t *testing.T) {
+	res, diags := Load(mem("p.cue", `
+import (
+	"parc.dev/stdlib/models"
+	"parc.dev/stdlib/clusters"
+)
+model:   models.llama3_8b
+cluster: clusters.dgx_h100 & {nodes: 4, gpu: {memory_gib: 94, name: "H100-94GB"}, network_gbps: 25, nvlink_domain: 4}
+train: {seq_length: 4096, micro_batch: 1, global_batch: 64}
+`))
+	require.False(t, diags.HasErrors(), "%v", diags)
+	s, diags := res.Decode()
+	require.Empty(t, diags)
+	assert.Equal(t, 94.0, s.Cluster.GPU.MemoryGiB)
+	assert.Equal(t, "H100-94GB", s.Cluster.GPU.Name)
+	assert.Equal(t, 25.0, s.Cluster.NetworkGBps)
+	assert.Equal(t, 4, s.Cluster.NVLinkDomain)
+	assert.Equal(t, 4, s.Cluster.Nodes)
+	assert.Equal(t, 989.0, s.Cluster.GPU.BF16TFLOPs, "the fields not overridden stay the preset's")
+	assert.Equal(t, 450.0, s.Cluster.NVLinkGBps)
+	assert.Equal(t, 8, s.Cluster.GPUsPerNode)
+
+	// The schema still applies to an override.
+	bad, diags := Load(mem("p.cue", `
+import (
+	"parc.dev/stdlib/models"
+	"parc.dev/stdlib/clusters"
+)
+model:   models.llama3_8b
+cluster: clusters.dgx_h100 & {nodes: 1, gpu: {memory_gib: 0}}
+train: {seq_length: 4096, micro_batch: 1, global_batch: 64}
+`))
+	if !diags.HasErrors() {
+		_, diags = bad.Decode()
+	}
+	require.True(t, diags.HasErrors(), "memory_gib 0 is below the schema's bound")
+}
