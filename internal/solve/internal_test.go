@@ -91,7 +91,7 @@ func leavesOf(t *testing.T, path string) *solver {
 	require.NotNil(t, sv, "%v", ds)
 	sv.rejected, sv.examples, sv.common = map[string]int64{}, map[string]string{}, map[diagKey]int{}
 	sv.leafRejected = map[string]int64{}
-	sv.stageBound, sv.stateTooLarge = map[stageKey]float64{}, map[stateKey]string{}
+	sv.stateTooLarge = map[stateKey]string{}
 	sv.memoryFailed = map[memKey]memFail{}
 	sv.shapeBest, sv.failed = map[shapeKey]float64{}, map[int32]bool{}
 	sv.prepareBounds()
@@ -165,9 +165,11 @@ func TestBoundsBelowStepTime(t *testing.T) {
 			e, _ := estimate.Run(&s, d, sv.grids[lf.grid].links.links, diag.NoPos)
 			b1 := lf.key
 			b2 := sv.stageBoundOf(lf)
+			b3, _ := sv.exactBoundOf(lf, true)
 			label := fmt.Sprintf("%s %s", f, sv.leafLabel(lf))
 			assert.LessOrEqual(t, b1, e.StepTimeS*(1+1e-12), "compute bound: "+label)
 			assert.LessOrEqual(t, b2, e.StepTimeS*(1+1e-12), "one-stage bound: "+label)
+			assert.LessOrEqual(t, b3, e.StepTimeS*(1+1e-12), "exact one-stage bound: "+label)
 			n++
 		}
 		assert.Greater(t, n, 200, f)

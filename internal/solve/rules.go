@@ -27,6 +27,7 @@ type leaf struct {
 type gridInfo struct {
 	links   gridLinks
 	dp, edp int
+	unit    int32 // index into search.units
 }
 
 // enumerate walks tp → cp → pp → ep → etp → split → vpp → micro_batch →
@@ -176,7 +177,7 @@ func (sv *solver) enumerateExpert(tp, cp, pp, dp int, d0 *spec.Derived) {
 				})
 				continue
 			}
-			sv.grids = append(sv.grids, gridInfo{links: gl, dp: dp, edp: edp})
+			sv.grids = append(sv.grids, gridInfo{links: gl, dp: dp, edp: edp, unit: sv.unitFor(tp, cp, ep, eff, gl.key)})
 			grid := int32(len(sv.grids) - 1)
 			sv.enumerateSchedule(grid, tp, cp, pp, ep, etp, dp)
 		}
@@ -194,30 +195,26 @@ func (sv *solver) enumerateSchedule(grid int32, tp, cp, pp, ep, etp, dp int) {
 		group = *p.MicrobatchGroupSize
 	}
 	inner := int32(len(sv.dom[fRC]) * len(sv.shards))
-	rc0 := sv.dom[fRC][0]
-	for _, sc := range sv.dom[fRC] {
-		if sv.sampleCompute[sc] < sv.sampleCompute[rc0] {
-			rc0 = sc
-		}
-	}
+	rc0 := sv.rcLeast
 	for _, si := range sv.splitsOf[pp] {
 		sp := sv.splits[si]
 		if code, msg := pipelineRule(L, pp, sp); code != "" {
 			sv.prune(code, sv.weightAfter(fFirst, pp), msg)
 			continue
 		}
-		for _, vpp := range sv.dom[fVPP] {
-			w := sv.weightAfter(fVPP, pp)
-			if code, msg := sv.vppRule(pp, vpp, sp); code != "" {
-				sv.prune(code, w, msg)
-				continue
-			}
-			if sv.duplicateSplit(pp, vpp, si) {
-				sv.prune(duplicateSplit, w, func() string {
-					return fmt.Sprintf("with pp=%d vpp=%d, %s gives every stage the layers of a simpler split", pp, vpp, sv.splits[si])
-				})
-				continue
-			}
+		w := sv.weightAfter(fVPP, pp)
+		vp := sv.vppPlanOf(pp, si)
+		for _, r := range vp.runs {
+			sv.prune(r.code, w*r.n, func() string {
+				if r.code == duplicateSplit {
+					return fmt.Sprintf("with pp=%d vpp=%d, %s gives every stage the layers of a simpler split", pp, r.value, sv.splits[si])
+				}
+				_, msg := sv.vppRule(pp, int(r.value), sp)
+				return msg()
+			})
+		}
+		for _, vpp32 := range vp.pass {
+			vpp := int(vpp32)
 			if vpp > 1 && pp > 1 && group < pp {
 				sv.prune("interleave-microbatches", w, func() string {
 					return fmt.Sprintf("microbatch_group_size=%d is smaller than pp=%d", group, pp)
@@ -228,23 +225,88 @@ func (sv *solver) enumerateSchedule(grid int32, tp, cp, pp, ep, etp, dp int) {
 				tp: int32(tp), cp: int32(cp), pp: int32(pp), ep: int32(ep), etp: int32(etp),
 				vpp: int32(vpp), split: si, rc: int8(rc0), grid: grid, node: true,
 			}
-			for _, mb := range sv.dom[fMB] {
-				if code, msg := sv.batchRule(pp, vpp, dp, group, mb); code != "" {
-					sv.prune(code, sv.weightAfter(fMB, pp), msg)
-					continue
-				}
-				if nd.n == 0 {
-					nd.mb = int32(mb)
-				}
-				nd.n += inner
+			mp := sv.batchPlanOf(pp, vpp, dp, group)
+			wm := sv.weightAfter(fMB, pp)
+			for _, r := range mp.runs {
+				sv.prune(r.code, wm*r.n, func() string {
+					_, msg := sv.batchRule(pp, vpp, dp, group, int(r.value))
+					return msg()
+				})
 			}
-			if nd.n == 0 {
+			if len(mp.pass) == 0 {
 				continue
 			}
+			nd.mb = mp.pass[0]
+			nd.n = int32(len(mp.pass)) * inner
 			nd.key = sv.computeBound(&nd)
 			sv.leaves = append(sv.leaves, nd)
 		}
 	}
+}
+
+// pruneRun is n values of one level a rule rejects with code; value is the
+// first of them (for the example).
+type pruneRun struct {
+	code  string
+	n     int64
+	value int32
+}
+
+// levelPlan is the values of one level that pass its rules and, in order of
+// first appearance, the codes that reject the others.
+type levelPlan struct {
+	pass []int32
+	runs []pruneRun
+}
+
+func (lp *levelPlan) add(code string, v int) {
+	if code == "" {
+		lp.pass = append(lp.pass, int32(v))
+		return
+	}
+	for i := range lp.runs {
+		if lp.runs[i].code == code {
+			lp.runs[i].n++
+			return
+		}
+	}
+	lp.runs = append(lp.runs, pruneRun{code: code, n: 1, value: int32(v)})
+}
+
+// vppPlanOf is the vpp level under pp stages and split si: vppRule, then
+// duplicateSplit. It depends on nothing else, so every grid with pp stages
+// shares it.
+func (sv *solver) vppPlanOf(pp int, si int32) *levelPlan {
+	k := [2]int32{int32(pp), si}
+	if lp, ok := sv.vppPlans[k]; ok {
+		return lp
+	}
+	lp := &levelPlan{}
+	for _, vpp := range sv.dom[fVPP] {
+		code, _ := sv.vppRule(pp, vpp, sv.splits[si])
+		if code == "" && sv.duplicateSplit(pp, vpp, si) {
+			code = duplicateSplit
+		}
+		lp.add(code, vpp)
+	}
+	sv.vppPlans[k] = lp
+	return lp
+}
+
+// batchPlanOf is the micro batch level: batchRule, which reads vpp only as
+// vpp > 1.
+func (sv *solver) batchPlanOf(pp, vpp, dp, group int) *levelPlan {
+	k := [4]int32{int32(pp), int32(min(vpp, 2)), int32(dp), int32(group)}
+	if lp, ok := sv.batchPlans[k]; ok {
+		return lp
+	}
+	lp := &levelPlan{}
+	for _, mb := range sv.dom[fMB] {
+		code, _ := sv.batchRule(pp, vpp, dp, group, mb)
+		lp.add(code, mb)
+	}
+	sv.batchPlans[k] = lp
+	return lp
 }
 
 // batchRule is the global batch's rules for one micro batch (B4/B5,
@@ -265,42 +327,45 @@ func (sv *solver) batchRule(pp, vpp, dp, group, mb int) (string, func() string) 
 	return "", nil
 }
 
-// computeBound is the first bound of a leaf or node: (m + (p−1)/v)
-// microbatch slots of the slowest stage, which computes at least 1/p of the
-// model.
-func (sv *solver) computeBound(lf *leaf) float64 {
-	dp := sv.grids[lf.grid].dp
-	m := sv.base.Train.GlobalBatch / (int(lf.mb) * dp)
-	return (float64(m) + float64(lf.pp-1)/float64(lf.vpp)) / float64(lf.pp) *
-		float64(lf.mb) * sv.sampleCompute[lf.rc] / float64(lf.tp*lf.cp)
-}
-
 // expand replaces node i by its complete assignments, each with its first
 // bound, and returns their indices.
 func (sv *solver) expand(i int32) []int32 {
 	nd := sv.leaves[i]
+	var out []int32
+	sv.eachAssignment(&nd, func(mb int32, rc int8) {
+		lf := nd
+		lf.node, lf.n, lf.stage = false, 1, 0
+		lf.mb, lf.rc = mb, rc
+		b, exact := sv.cheapBound(&lf)
+		lf.key = b
+		if exact {
+			lf.stage = 2
+		}
+		for sh := range sv.shards {
+			lf.shard = int8(sh)
+			sv.leaves = append(sv.leaves, lf)
+			out = append(out, int32(len(sv.leaves)-1))
+		}
+	})
+	return out
+}
+
+// eachAssignment calls f with every micro batch the batch rules allow for
+// node nd and every recompute mode, in the enumeration's order.
+func (sv *solver) eachAssignment(nd *leaf, f func(mb int32, rc int8)) {
 	dp := sv.grids[nd.grid].dp
 	group := int(nd.pp)
 	if g := sv.base.Parallel.MicrobatchGroupSize; g != nil {
 		group = *g
 	}
-	var out []int32
 	for _, mb := range sv.dom[fMB] {
 		if code, _ := sv.batchRule(int(nd.pp), int(nd.vpp), dp, group, mb); code != "" {
 			continue
 		}
 		for _, rc := range sv.dom[fRC] {
-			for sh := range sv.shards {
-				lf := nd
-				lf.node, lf.n, lf.stage = false, 1, 0
-				lf.mb, lf.rc, lf.shard = int32(mb), int8(rc), int8(sh)
-				lf.key = sv.computeBound(&lf)
-				sv.leaves = append(sv.leaves, lf)
-				out = append(out, int32(len(sv.leaves)-1))
-			}
+			f(int32(mb), int8(rc))
 		}
 	}
-	return out
 }
 
 // duplicateSplit is what Result.Rejected counts the pipeline splits under

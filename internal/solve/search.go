@@ -20,8 +20,19 @@ type search struct {
 	// sampleCompute[rc] is one sample's compute through the whole model at
 	// tp = cp = 1 (seconds): the first bound's unit.
 	sampleCompute [3]float64
-	// stageBound caches the one-stage estimate's microbatch time.
-	stageBound map[stageKey]float64
+	// units are the one-stage estimates the second and third bounds
+	// scale, one per unitKey (gridInfo.unit indexes them).
+	units  []unit
+	unitOf map[unitKey]int32
+	// mbs is the micro batch domain, ascending (a leaf's micro batch's
+	// index in it indexes unit.exact).
+	mbs []int32
+	// rcLeast is the recompute mode of least compute.
+	rcLeast int8
+	// vppPlans and batchPlans cache the vpp and micro batch levels of the
+	// enumeration, which depend on few of the levels above.
+	vppPlans   map[[2]int32]*levelPlan
+	batchPlans map[[4]int32]*levelPlan
 	// stateTooLarge marks (grid, vpp, split, shard) whose weights,
 	// gradients and optimizer state alone exceed the memory headroom.
 	// The value is the code a leaf there is rejected with.
@@ -86,11 +97,6 @@ func (sv *solver) variantKey(lf *leaf) memKey {
 	return memKey{stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}, lf.rc}
 }
 
-type stageKey struct {
-	tp, cp, ep, etp int32
-	links           string
-}
-
 type diagKey struct{ code, path, message string }
 
 // leafSpec is the base spec with the leaf's values.
@@ -108,69 +114,6 @@ func (sv *solver) leafSpec(lf *leaf) spec.Spec {
 	sv.splits[lf.split].apply(p)
 	sv.shards[lf.shard].apply(&s.Train)
 	return s
-}
-
-// prepareBounds computes one sample's compute time through the whole model
-// per recompute mode: the same spec on one GPU (tp = cp = pp = 1, whose
-// padded vocabulary is the smallest), one microbatch of one sample.
-func (sv *solver) prepareBounds() {
-	for _, rc := range sv.dom[fRC] {
-		s := sv.base
-		s.Cluster.Nodes, s.Cluster.GPUsPerNode, s.Cluster.NVLinkDomain = 1, 1, 1
-		p := &s.Parallel
-		p.TP, p.CP, p.PP, p.VPP, p.EP = 1, 1, 1, 1, 1
-		p.ETP, p.DP, p.SP, p.MicrobatchGroupSize = nil, nil, nil, nil
-		p.FirstStageLayers, p.LastStageLayers = nil, nil
-		p.AccountForEmbedding, p.AccountForLoss = false, false
-		s.Train.MicroBatch, s.Train.GlobalBatch = 1, 1
-		s.Train.Recompute = recomputeModes[rc]
-		s.Train.DistributedOptimizer, s.Train.FSDP = false, false
-		d := spec.Derive(&s)
-		e, _ := estimate.Run(&s, d, allNVLink, diag.NoPos)
-		sv.sampleCompute[rc] = e.Compute.IdealTimeS // proportional to FLOPs, below any plan's compute
-	}
-}
-
-var allNVLink = map[string]string{
-	"tp": estimate.LinkNVLink, "cp": estimate.LinkNVLink, "dp": estimate.LinkNVLink, "dp-cp": estimate.LinkNVLink,
-	"pp": estimate.LinkNVLink, "embd": estimate.LinkNVLink, "ep": estimate.LinkNVLink, "etp": estimate.LinkNVLink,
-	"edp": estimate.LinkNVLink,
-}
-
-// stageBoundOf is the second bound: the whole model as one pipeline stage
-// (same tp, cp, ep, etp and links) takes T per microbatch, compute plus
-// exposed tp/cp/ep/etp communication. The p stages of the leaf together take
-// at least T per microbatch (the same layers, the same per-layer bytes;
-// context-parallel exposure max(0, comm − attention) summed over stages is
-// at least that of the sums), so the slowest takes at least T/p, and the
-// step at least (m + (p−1)/v)·T/p. T is computed once per key, for one
-// sample and the least recomputation allowed: every term of a stage's
-// microbatch time is proportional to the tokens of the microbatch, and more
-// recomputation only adds time (it adds FLOPs and bytes; the longer
-// attention it hides context-parallel traffic behind is the recomputed
-// attention itself).
-func (sv *solver) stageBoundOf(lf *leaf) float64 {
-	g := &sv.grids[lf.grid]
-	k := stageKey{tp: lf.tp, cp: lf.cp, ep: lf.ep, etp: lf.etp, links: g.links.key}
-	T, ok := sv.stageBound[k]
-	if !ok {
-		one := *lf
-		one.mb, one.rc = 1, int8(sv.dom[fRC][0])
-		s := sv.leafSpec(&one)
-		p := &s.Parallel
-		p.PP, p.VPP = 1, 1
-		p.FirstStageLayers, p.LastStageLayers = nil, nil
-		p.AccountForEmbedding, p.AccountForLoss = false, false
-		p.MicrobatchGroupSize, p.DP = nil, nil
-		s.Train.DistributedOptimizer, s.Train.FSDP = false, false
-		d := spec.Derive(&s)
-		e, _ := estimate.Run(&s, d, g.links.links, diag.NoPos)
-		T = e.Compute.MicrobatchBoundS // proportional to the microbatch's tokens
-		sv.stageBound[k] = T
-		sv.boundEstimates++
-	}
-	m := float64(sv.base.Train.GlobalBatch / (int(lf.mb) * g.dp))
-	return (m + float64(lf.pp-1)/float64(lf.vpp)) / float64(lf.pp) * float64(lf.mb) * T
 }
 
 // Heap on (key, index).
@@ -267,36 +210,75 @@ func (sv *solver) searchTo(k int) {
 				sv.leafRejected[code] += int64(lf.n)
 				continue
 			}
-			if lf.stage == 0 && !sv.opts.Exhaustive {
-				lf.stage = 1
-				if b := sv.stageBoundOf(lf); b > lf.key {
-					lf.key = b
-					sv.push(i)
-					continue
-				}
+			if sv.tighten(i, k) {
+				continue
 			}
 			for _, j := range sv.expand(i) {
 				sv.push(j)
 			}
 			continue
 		}
-		if code := sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}]; code != "" {
-			sv.rejectLeaf(code, nil)
+		if sv.memoryRuledOut(lf) || sv.tighten(i, k) {
 			continue
-		}
-		if f, ok := sv.memoryFailed[sv.variantKey(lf)]; ok && lf.mb >= f.mb && !sv.opts.Exhaustive {
-			sv.rejectLeaf(f.code, nil)
-			continue
-		}
-		if lf.stage == 0 && !sv.opts.Exhaustive {
-			lf.stage = 1
-			if b := sv.stageBoundOf(lf); b > lf.key {
-				lf.key = b
-				sv.push(i)
-				continue
-			}
 		}
 		sv.evaluate(i)
+	}
+}
+
+// memoryRuledOut rejects a leaf the memory found so far rules out: its
+// weights, gradients and optimizer state alone exceed the headroom, or a
+// smaller micro batch of the same variant did not fit.
+func (sv *solver) memoryRuledOut(lf *leaf) bool {
+	if code := sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}]; code != "" {
+		sv.rejectLeaf(code, nil)
+		return true
+	}
+	if f, ok := sv.memoryFailed[sv.variantKey(lf)]; ok && lf.mb >= f.mb && !sv.opts.Exhaustive {
+		sv.rejectLeaf(f.code, nil)
+		return true
+	}
+	return false
+}
+
+// completeShapes estimates every assignment of the given shapes the bound
+// left in the heap, so a shape's variants are all its plans that pass every
+// check, whatever the bound skipped. They cannot change the ranking: each
+// one left has a bound above the threshold, so it is slower than its
+// shape's best.
+func (sv *solver) completeShapes(gs []group) {
+	want := map[shapeKey]bool{}
+	for _, g := range gs {
+		want[g.shape] = true
+	}
+	var todo []int32
+	sv.heap = slices.DeleteFunc(sv.heap, func(i int32) bool {
+		if want[sv.shapeOf(&sv.leaves[i])] {
+			todo = append(todo, i)
+			return true
+		}
+		return false
+	})
+	for i := len(sv.heap)/2 - 1; i >= 0; i-- {
+		sv.down(i)
+	}
+	slices.Sort(todo)
+	for len(todo) > 0 {
+		i := todo[0]
+		todo = todo[1:]
+		lf := &sv.leaves[i]
+		if lf.node {
+			if code := sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, -1}]; code != "" {
+				sv.infeasible += int64(lf.n)
+				sv.rejected[code] += int64(lf.n)
+				sv.leafRejected[code] += int64(lf.n)
+				continue
+			}
+			todo = append(sv.expand(i), todo...)
+			continue
+		}
+		if !sv.memoryRuledOut(lf) {
+			sv.evaluate(i)
+		}
 	}
 }
 

@@ -29,7 +29,6 @@ func (sv *solver) run() *Result {
 	sv.examples = map[string]string{}
 	sv.leafRejected = map[string]int64{}
 	sv.common = map[diagKey]int{}
-	sv.stageBound = map[stageKey]float64{}
 	sv.stateTooLarge = map[stateKey]string{}
 	sv.memoryFailed = map[memKey]memFail{}
 	sv.shapeBest = map[shapeKey]float64{}
@@ -87,6 +86,10 @@ func (sv *solver) run() *Result {
 		if ok {
 			break
 		}
+	}
+	if len(sv.heap) > 0 {
+		sv.completeShapes(groups[:min(top, len(groups))])
+		groups = sv.ranked()
 	}
 	var verified []Candidate
 	for i, g := range groups {

@@ -1,0 +1,266 @@
+package solve
+
+import (
+	"math"
+	"slices"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/estimate"
+	"parc.dev/parc/internal/spec"
+)
+
+// The search's lower bounds of a leaf's step time, cheapest first. Each is
+// at most the estimate's step time of every complete assignment it stands
+// for (TestBoundsBelowStepTime samples it); a node (a grid, split and vpp
+// standing for its micro batches, recompute modes and optimizer
+// shardings) takes the least over them.
+//
+//  1. computeBound: (m + (p−1)/v) microbatch slots of the slowest pipeline
+//     rank, which computes at least 1/p of the model's FLOPs at the
+//     calibrated efficiency of a large GEMM, divided over tp·cp
+//     (sampleCompute, one estimate per recompute mode).
+//  2. stageBoundOf: the same with the whole model's microbatch bound as one
+//     pipeline stage (Compute.MicrobatchBoundS: ideal compute, memory-bound
+//     work and the bandwidth part of the exposed tp/ep/etp traffic),
+//     computed once per unit (tp, cp, ep, etp and their links) for one
+//     sample and scaled by the micro batch, plus the kernels' fixed cost
+//     of a microbatch (Compute.KernelOverheadS per microbatch: a count of
+//     kernels, the same for every micro batch; more with recomputation).
+//  3. exactBoundOf: the same with the whole model's exact microbatch time as
+//     one pipeline stage (Compute.MicrobatchTimeS), per unit, micro batch
+//     and recompute mode — shared by every pp, vpp, split and dp with that
+//     unit, so the GEMM costs of one layer shape are estimated once.
+//
+// Why the one-stage time bounds a pipelined plan: a pipeline rank's
+// microbatch time is the time of its layers (each layer's time depends on
+// the layer's shape, not on the rank it sits on), the embedding on the
+// first rank and the output layer on the last, plus per axis the exposed
+// part of its communication, max(residual·t, t − what hides it), which is
+// convex, so summed over the ranks it is at least that of the sums; and the
+// point-to-point sends, which the one-stage plan does not have. So the p
+// ranks' microbatch times add up to at least T, the slowest takes at least
+// T/p, and the step, (m + (p−1)/v) times the slowest rank's microbatch plus
+// the data-parallel wait and the optimizer step, at least
+// (m + (p−1)/v)·T/p. More recomputation only adds time (it adds FLOPs and
+// bytes; the longer attention it hides context-parallel traffic behind is
+// the recomputed attention itself, and what it hides expert traffic behind
+// is half the compute it adds), so the unit of the least recomputation
+// bounds the others.
+
+// unitKey is what the whole model's microbatch time as one pipeline stage
+// depends on besides the micro batch and the recompute mode: the degrees
+// that shape each layer's work and the links of their groups.
+type unitKey struct {
+	tp, cp, ep, etp int32
+	links           string
+}
+
+// unit caches the one-stage estimates of one unitKey.
+type unit struct {
+	// sample is the second bound's microbatch bound for one sample (0: not
+	// computed), fixed the kernels' fixed cost of one microbatch.
+	sample, fixed float64
+	// exact[mbIndex·3 + rc] is the third bound's microbatch time (−1: not
+	// computed).
+	exact []float64
+}
+
+// unitFor returns the unit index of a grid's degrees and links.
+func (sv *solver) unitFor(tp, cp, ep, etp int, links string) int32 {
+	k := unitKey{int32(tp), int32(cp), int32(ep), int32(etp), links}
+	if i, ok := sv.unitOf[k]; ok {
+		return i
+	}
+	sv.units = append(sv.units, unit{})
+	sv.unitOf[k] = int32(len(sv.units) - 1)
+	return int32(len(sv.units) - 1)
+}
+
+// prepareBounds computes one sample's compute time through the whole model
+// per recompute mode: the same spec on one GPU (tp = cp = pp = 1, whose
+// padded vocabulary is the smallest), one microbatch of one sample; and
+// the tables the other bounds use.
+func (sv *solver) prepareBounds() {
+	for _, rc := range sv.dom[fRC] {
+		s := sv.base
+		s.Cluster.Nodes, s.Cluster.GPUsPerNode, s.Cluster.NVLinkDomain = 1, 1, 1
+		p := &s.Parallel
+		p.TP, p.CP, p.PP, p.VPP, p.EP = 1, 1, 1, 1, 1
+		p.ETP, p.DP, p.SP, p.MicrobatchGroupSize = nil, nil, nil, nil
+		p.FirstStageLayers, p.LastStageLayers = nil, nil
+		p.AccountForEmbedding, p.AccountForLoss = false, false
+		s.Train.MicroBatch, s.Train.GlobalBatch = 1, 1
+		s.Train.Recompute = recomputeModes[rc]
+		s.Train.DistributedOptimizer, s.Train.FSDP = false, false
+		d := spec.Derive(&s)
+		e, _ := estimate.Run(&s, d, allNVLink, diag.NoPos)
+		sv.sampleCompute[rc] = e.Compute.IdealTimeS // proportional to FLOPs, below any plan's compute
+	}
+	sv.rcLeast = int8(sv.dom[fRC][0])
+	for _, rc := range sv.dom[fRC] {
+		if sv.sampleCompute[rc] < sv.sampleCompute[sv.rcLeast] {
+			sv.rcLeast = int8(rc)
+		}
+	}
+	sv.mbs = sv.mbs[:0]
+	for _, mb := range sv.dom[fMB] {
+		sv.mbs = append(sv.mbs, int32(mb))
+	}
+	slices.Sort(sv.mbs)
+	sv.unitOf = map[unitKey]int32{}
+	sv.units = sv.units[:0]
+	sv.vppPlans = map[[2]int32]*levelPlan{}
+	sv.batchPlans = map[[4]int32]*levelPlan{}
+}
+
+var allNVLink = map[string]string{
+	"tp": estimate.LinkNVLink, "cp": estimate.LinkNVLink, "dp": estimate.LinkNVLink, "dp-cp": estimate.LinkNVLink,
+	"pp": estimate.LinkNVLink, "embd": estimate.LinkNVLink, "ep": estimate.LinkNVLink, "etp": estimate.LinkNVLink,
+	"edp": estimate.LinkNVLink,
+}
+
+// oneStage is estimate.Run on the leaf's spec as one pipeline stage with
+// micro batch mb and recompute mode rc.
+func (sv *solver) oneStage(lf *leaf, mb int32, rc int8) *estimate.Estimate {
+	one := *lf
+	one.mb, one.rc = mb, rc
+	s := sv.leafSpec(&one)
+	p := &s.Parallel
+	p.PP, p.VPP = 1, 1
+	p.FirstStageLayers, p.LastStageLayers = nil, nil
+	p.AccountForEmbedding, p.AccountForLoss = false, false
+	p.MicrobatchGroupSize, p.DP = nil, nil
+	s.Train.DistributedOptimizer, s.Train.FSDP = false, false
+	// Time does not depend on the GPU's memory; the whole model on one
+	// stage rarely fits, and the diagnostic would only cost time.
+	s.Cluster.GPU.MemoryGiB = 0
+	e, _ := estimate.Run(&s, spec.Derive(&s), sv.grids[lf.grid].links.links, diag.NoPos)
+	sv.boundEstimates++
+	return e
+}
+
+// slots is the bounds' factor (m + (p−1)/v)/p for the leaf's micro batch.
+func (sv *solver) slots(lf *leaf) float64 {
+	m := float64(sv.base.Train.GlobalBatch / (int(lf.mb) * sv.grids[lf.grid].dp))
+	return (m + float64(lf.pp-1)/float64(lf.vpp)) / float64(lf.pp)
+}
+
+// computeBound is the first bound.
+func (sv *solver) computeBound(lf *leaf) float64 {
+	return sv.slots(lf) * float64(lf.mb) * sv.sampleCompute[lf.rc] / float64(lf.tp*lf.cp)
+}
+
+// stageBoundOf is the second bound.
+func (sv *solver) stageBoundOf(lf *leaf) float64 {
+	u := &sv.units[sv.grids[lf.grid].unit]
+	if u.sample == 0 {
+		e := sv.oneStage(lf, 1, sv.rcLeast)
+		u.sample = max(e.Compute.MicrobatchBoundS, math.SmallestNonzeroFloat64)
+		u.fixed = e.Compute.KernelOverheadS / float64(max(e.Pipeline.Microbatches, 1))
+	}
+	return sv.slots(lf) * (float64(lf.mb)*u.sample + u.fixed)
+}
+
+// exactUnit returns the third bound's unit of the leaf's grid for micro
+// batch mb and recompute mode rc, computing it if compute is set; ok is
+// false when it is not known.
+func (sv *solver) exactUnit(lf *leaf, mb int32, rc int8, compute bool) (T float64, ok bool) {
+	u := &sv.units[sv.grids[lf.grid].unit]
+	if u.exact == nil {
+		u.exact = make([]float64, 3*len(sv.mbs))
+		for i := range u.exact {
+			u.exact[i] = -1
+		}
+	}
+	j, _ := slices.BinarySearch(sv.mbs, mb)
+	x := &u.exact[3*j+int(rc)]
+	if *x < 0 {
+		if !compute {
+			return 0, false
+		}
+		*x = sv.oneStage(lf, mb, rc).Compute.MicrobatchTimeS
+	}
+	return *x, true
+}
+
+// exactBoundOf is the third bound of a leaf; with compute false, ok is
+// false when its unit is not known yet.
+func (sv *solver) exactBoundOf(lf *leaf, compute bool) (b float64, ok bool) {
+	T, ok := sv.exactUnit(lf, lf.mb, lf.rc, compute)
+	if !ok {
+		return 0, false
+	}
+	return sv.slots(lf) * T, true
+}
+
+// cheapBound is the best bound of a leaf that costs no new estimate but
+// the second bound's unit: the third when its unit is known, else the
+// first two and the third of the least recomputation when that is known;
+// exact says whether it is the leaf's own third bound.
+func (sv *solver) cheapBound(lf *leaf) (b float64, exact bool) {
+	if x, ok := sv.exactBoundOf(lf, false); ok {
+		return x, true
+	}
+	b = max(sv.computeBound(lf), sv.stageBoundOf(lf))
+	if lf.rc != sv.rcLeast {
+		if T, ok := sv.exactUnit(lf, lf.mb, sv.rcLeast, false); ok {
+			b = max(b, sv.slots(lf)*T)
+		}
+	}
+	return b, false
+}
+
+// nodeExactBound is the third bound of a node: the least over its micro
+// batches and recompute modes of their third bound. It computes the units
+// lazily, least bound first, and stops when the least is exact (done) or
+// above limit: the node is then behind another or past the threshold, and
+// goes on when it is popped again.
+func (sv *solver) nodeExactBound(nd *leaf, limit float64) (b float64, done bool) {
+	for {
+		b = math.Inf(1)
+		var arg leaf
+		exact := false
+		sv.eachAssignment(nd, func(mb int32, rc int8) {
+			lf := *nd
+			lf.mb, lf.rc = mb, rc
+			if x, ok := sv.cheapBound(&lf); x < b {
+				b, exact, arg = x, ok, lf
+			}
+		})
+		if exact || b > limit || math.IsInf(b, 1) {
+			return b, exact
+		}
+		sv.exactBoundOf(&arg, true)
+	}
+}
+
+// tighten raises the bound of leaf or node i (just popped) to its third
+// bound, and pushes it back when that moves it behind the top of the heap
+// or past threshold(k); it reports whether it did.
+func (sv *solver) tighten(i int32, k int) bool {
+	lf := &sv.leaves[i]
+	if lf.stage >= 2 || sv.opts.Exhaustive {
+		return false
+	}
+	limit := sv.threshold(k) * (1 + 1e-9)
+	if len(sv.heap) > 0 {
+		limit = min(limit, sv.leaves[sv.heap[0]].key)
+	}
+	var b float64
+	if lf.node {
+		var done bool
+		b, done = sv.nodeExactBound(lf, limit)
+		if done {
+			lf.stage = 2
+		}
+	} else {
+		b, _ = sv.exactBoundOf(lf, true)
+		lf.stage = 2
+	}
+	lf.key = max(lf.key, b)
+	if lf.stage < 2 || lf.key > limit || len(sv.heap) > 0 && sv.less(sv.heap[0], i) {
+		sv.push(i)
+		return true
+	}
+	return false
+}
