@@ -216,21 +216,43 @@ func (sv *solver) cheapBound(lf *leaf) (b float64, exact bool) {
 // above limit: the node is then behind another or past the threshold, and
 // goes on when it is popped again.
 func (sv *solver) nodeExactBound(nd *leaf, limit float64) (b float64, done bool) {
+	type pair struct {
+		lf    leaf
+		b     float64
+		exact bool
+	}
+	var pairs []pair
+	sv.eachAssignment(nd, func(mb int32, rc int8) {
+		lf := *nd
+		lf.mb, lf.rc = mb, rc
+		x, ok := sv.cheapBound(&lf)
+		pairs = append(pairs, pair{lf, x, ok})
+	})
 	for {
-		b = math.Inf(1)
-		var arg leaf
-		exact := false
-		sv.eachAssignment(nd, func(mb int32, rc int8) {
-			lf := *nd
-			lf.mb, lf.rc = mb, rc
-			if x, ok := sv.cheapBound(&lf); x < b {
-				b, exact, arg = x, ok, lf
+		arg := -1
+		for j := range pairs {
+			if arg < 0 || pairs[j].b < pairs[arg].b {
+				arg = j
 			}
-		})
-		if exact || b > limit || math.IsInf(b, 1) {
-			return b, exact
 		}
-		sv.exactBoundOf(&arg, true)
+		if arg < 0 {
+			return math.Inf(1), true
+		}
+		p := &pairs[arg]
+		if p.exact || p.b > limit {
+			return p.b, p.exact
+		}
+		x, _ := sv.exactBoundOf(&p.lf, true)
+		p.b, p.exact = max(p.b, x), true
+		if p.lf.rc == sv.rcLeast {
+			// The least recomputation's unit bounds the other modes.
+			for j := range pairs {
+				q := &pairs[j]
+				if !q.exact && q.lf.mb == p.lf.mb {
+					q.b = max(q.b, x) // the same micro batch: the same slots
+				}
+			}
+		}
 	}
 }
 

@@ -53,6 +53,9 @@ type solver struct {
 	// parc searches because the pipeline is its to choose (see splitImplied).
 	implied [nFields]bool
 	user    [nFields]cue.Value
+	// allowsAll[f] is 1 when the user's constraint on f allows every value
+	// of its kind, 2 when not, 0 before it is known.
+	allowsAll [nFields]int8
 	world   int
 
 	// dom[f] are field f's candidate values after the user's constraint
@@ -78,7 +81,7 @@ type solver struct {
 func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 	sv := &solver{res: res, at: res.Locator(), opts: opts}
 	var ds diag.List
-	v := res.Plan
+	vals := map[string]any{}
 	for _, p := range res.Open() {
 		f, ok := spec.OpenFieldOf(p)
 		if !ok {
@@ -92,12 +95,12 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 				"%s is open but parc found no value its constraint %v allows (it tries %s)", p, sv.user[f], triedValues(f))
 			continue
 		}
-		v = v.FillPath(cue.ParsePath(p), ph)
+		vals[p] = ph
 	}
 	if ds.HasErrors() {
 		return nil, ds
 	}
-	s, dds := res.DecodeValue(v)
+	s, dds := res.DecodeValue(fillAll(res.Plan, vals))
 	ds = append(ds, dds...)
 	if s == nil {
 		return nil, ds
@@ -159,6 +162,21 @@ func (sv *solver) allowed(f field, c any) bool {
 		return true
 	}
 	uv := sv.user[f]
+	if sv.allowsAll[f] == 0 {
+		// A constraint as general as its kind (`tp: int`) allows every
+		// value of it: one subsumption instead of a unification a value.
+		sv.allowsAll[f] = 2
+		top := map[bool]string{true: "int", false: "string"}[f != fRC]
+		if isBool(f) {
+			top = "bool"
+		}
+		if uv.Subsume(uv.Context().CompileString(top)) == nil {
+			sv.allowsAll[f] = 1
+		}
+	}
+	if sv.allowsAll[f] == 1 {
+		return true
+	}
 	return uv.Unify(uv.Context().Encode(c)).Err() == nil
 }
 

@@ -178,15 +178,15 @@ func (sv *solver) baseLeaf() leaf {
 // the plan has errors.
 func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 	lf := &sv.leaves[i]
-	v := sv.res.Plan
+	vals := map[string]any{}
 	for f := range nFields {
 		if sv.searched(f) {
 			if x, ok := sv.openValue(f, lf); ok {
-				v = v.FillPath(cue.ParsePath(f.Path()), x)
+				vals[f.Path()] = x
 			}
 		}
 	}
-	s, ds := sv.res.DecodeValue(v)
+	s, ds := sv.res.DecodeValue(fillAll(sv.res.Plan, vals))
 	if s == nil || ds.HasErrors() {
 		sv.rejectVerified(ds)
 		return nil, ds
@@ -236,6 +236,30 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 	slices.Sort(c.Warnings)
 	c.leaf = i
 	return c, ds
+}
+
+// fillAll fills the dotted paths of vals into v at once: one unification
+// of a struct instead of one FillPath a field (several times faster on a
+// plan that imports the stdlib).
+func fillAll(v cue.Value, vals map[string]any) cue.Value {
+	if len(vals) == 0 {
+		return v
+	}
+	root := map[string]any{}
+	for p, x := range vals {
+		m := root
+		parts := strings.Split(p, ".")
+		for _, k := range parts[:len(parts)-1] {
+			sub, ok := m[k].(map[string]any)
+			if !ok {
+				sub = map[string]any{}
+				m[k] = sub
+			}
+			m = sub
+		}
+		m[parts[len(parts)-1]] = x
+	}
+	return v.FillPath(cue.Path{}, root)
 }
 
 // rejectVerified counts a found plan whose verification failed under its
