@@ -56,7 +56,7 @@ type solver struct {
 	// allowsAll[f] is 1 when the user's constraint on f allows every value
 	// of its kind, 2 when not, 0 before it is known.
 	allowsAll [nFields]int8
-	world   int
+	world     int
 
 	// dom[f] are field f's candidate values after the user's constraint
 	// (recompute: indices into recomputeModes; etp: etpFollowsTP = unset;
