@@ -379,6 +379,16 @@ func (c *costModel) memory(e *Estimate) {
 			// The layer being computed and the one prefetched are gathered in full.
 			w += 2 * c.largestLayerPerGPU() * c.state.Weights
 		}
+		if c.sharding == ShardFull || c.sharding == ShardGrads {
+			// Gradients are reduce-scattered layer by layer: the layer whose
+			// gradients are being computed and the one being reduced hold
+			// them in full. Megatron-FSDP allocates two unit-sized gradient
+			// buffers (param_and_grad_buffer.py, ParamAndGradBuffer: the
+			// "fsdp_grads" FixedPoolAllocator of UB_BUFFER_NUM = 2 with
+			// fsdp_double_buffer; the "at least two FSDP units" of
+			// docs/user-guide/features/megatron_fsdp.md otherwise).
+			g += 2 * c.largestLayerPerGPU() * c.state.Gradients
+		}
 		if c.fp8Params() {
 			// fp8_param_gather keeps the linear layers' weights in fp8 only;
 			// embeddings and the output layer stay 16-bit (one more byte).

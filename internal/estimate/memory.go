@@ -88,6 +88,11 @@ type activationModel struct {
 	method                  string
 	groupLayers             int
 	dropout                 bool            // hidden dropout > 0: a 1-byte mask per residual
+	attnDropout             bool            // attention dropout > 0: unfused attention keeps a mask and the dropped probabilities
+	teCrossEntropy          bool            // kernels.cross_entropy_loss_fusion with the "te" implementation
+	mla                     bool            // multi-latent attention
+	qlora, kvlora, pos      float64         // MLA: q and kv down-projection widths, RoPE key width
+	out                     float64         // core-attention output width (heads·v_head_dim), the output projection's input
 	modules                 map[string]bool // recompute_modules with selective recompute
 	perLayer                [2]float64      // layer(false), layer(true), computed once
 }
@@ -100,12 +105,13 @@ func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool,
 		a: float64(sh.a), f: float64(sh.f), fe: float64(sh.fe), fs: float64(sh.fs),
 		experts: float64(sh.experts), topk: float64(sh.topk), gated: float64(sh.gated),
 		v: float64(sh.vocab), t: float64(max(p.TP, 1)), etp: float64(max(d.ETP, 1)), rep: 1,
-		fused: fused || p.CP > 1, ab: 2, gb: 2, recompute: tr.Recompute, method: tr.RecomputeMethod,
-		groupLayers: 1, dropout: tr.HiddenDropout > 0, modules: map[string]bool{},
+		fused: fusedAttention(s, fused), ab: 2, gb: 2, recompute: tr.Recompute, method: tr.RecomputeMethod,
+		groupLayers: 1, dropout: tr.HiddenDropout > 0, attnDropout: tr.AttentionDropout > 0, modules: map[string]bool{},
 	}
 	if tr.Recompute == "selective" {
 		am.modules = set.recomputeModules
 	}
+	am.teCrossEntropy = s.Kernels.CrossEntropyLossFusion && s.Kernels.CrossEntropyFusionImpl == "te"
 	am.tokens = am.s * float64(tr.MicroBatch)
 	if d.SP {
 		am.rep = am.t
@@ -116,10 +122,16 @@ func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool,
 	case "fp8":
 		am.gb = 1 // Transformer Engine saves the fp8 copy of a GEMM's input
 	}
+	am.out = am.q
 	if sh.mla != nil {
 		ml := sh.mla
 		am.q = float64(int64(ml.QKHeadDim+ml.QKPosEmbHeadDim) * sh.a)
 		am.kv = float64(int64(ml.QKHeadDim+ml.QKPosEmbHeadDim+ml.VHeadDim)*sh.a) / 2
+		am.mla, am.out = true, float64(int64(ml.VHeadDim)*sh.a)
+		am.kvlora, am.pos = float64(ml.KVLoraRank), float64(ml.QKPosEmbHeadDim)
+		if ml.QLoraRank != nil {
+			am.qlora = float64(*ml.QLoraRank)
+		}
 	}
 	if tr.RecomputeLayers != nil {
 		am.groupLayers = max(*tr.RecomputeLayers, 1)
@@ -136,25 +148,77 @@ func (am *activationModel) layerOf(moe bool) float64 {
 	return am.perLayer[0]
 }
 
+// fusedAttention reports whether attention runs in a fused kernel that keeps
+// no s² probabilities: the estimate's assumption (Options.FusedAttention)
+// unless kernels.attention_backend names an unfused one ("unfused": TE's
+// UnfusedDotProductAttention, "local": Megatron's DotProductAttention;
+// AttnBackend in megatron/core/transformer/enums.py); context parallelism
+// always runs TE's fused attention.
+func fusedAttention(s *spec.Spec, assume bool) bool {
+	if s.Parallel.CP > 1 {
+		return true
+	}
+	switch s.Kernels.AttentionBackend {
+	case "unfused", "local":
+		return false
+	case "flash", "fused":
+		return true
+	}
+	return assume
+}
+
+// normOutput is a norm's output, saved by the GEMMs (or the recompute
+// checkpoint) that read it, unless "layernorm" is recomputed: then
+// TransformerLayer runs the norm under CheckpointWithoutOutput and frees its
+// output after use (transformer_layer.py, recompute_input_layernorm /
+// recompute_pre_mlp_layernorm, discard_output_and_register_recompute).
+func (am activationModel) normOutput(width float64) float64 {
+	if am.modules["layernorm"] {
+		return 0
+	}
+	return width * am.tokens * am.h / am.rep
+}
+
 // attention is the self-attention block with its input norm (Korthikanti:
 // 11sbh + 5as²b, plus 2sbh for the norm).
 func (am activationModel) attention() float64 {
 	T := am.tokens
-	m := am.ab*T*am.h/am.rep + // norm input
-		am.ab*T*(am.q+2*am.kv)/am.t + // Q, K, V
-		am.gb*T*am.q/am.t // output-projection input
-	if !am.modules["layernorm"] {
-		m += am.gb * T * am.h / am.rep // QKV GEMM input (the norm's output)
+	m := am.ab*T*am.h/am.rep + // norm input (the residual stream)
+		am.normOutput(am.gb) // QKV (or MLA down-projection) GEMM input
+	if am.mla {
+		// MultiLatentAttention.get_query_key_value_tensors: the down
+		// projections' outputs before and after their norms (q_layernorm,
+		// kv_layernorm; the up projections read the normed ones) and the
+		// RoPE key, sequence-sharded like the residual stream.
+		m += am.ab * T * (2*am.qlora + 2*am.kvlora + am.pos) / am.rep
+		if !am.modules["mla_up_proj"] {
+			// query, key and value, which core attention saves; with
+			// "mla_up_proj" the up projections and RoPE run under
+			// CheckpointWithoutOutput and their outputs are freed once core
+			// attention has run (qkv_up_checkpoint.discard_output_and_register_recompute).
+			m += am.ab * T * (am.q + 2*am.kv) / am.t
+		}
+	} else {
+		m += am.ab * T * (am.q + 2*am.kv) / am.t // Q, K, V
 	}
+	m += am.gb * T * am.out / am.t // core-attention output, the output projection's input
 	if am.dropout {
 		m += T * am.h / am.rep // dropout mask (1 byte)
 	}
 	switch {
 	case am.fused:
 		m += 4 * T * am.a / am.t // fp32 softmax statistics of fused attention
-	case am.recompute == "none":
-		// softmax output, its dropout mask and output: (2+1+2)·a·s²·b
-		m += (2*am.ab + 1) * am.a / am.t * am.s * am.s * (T / am.s)
+	case am.recompute == "none" || !am.modules["core_attn"]:
+		// The a·s²·b attention probabilities of unfused attention (TE's
+		// UnfusedDotProductAttention, Megatron's local DotProductAttention):
+		// the softmax output, and with attention dropout its mask and the
+		// dropped probabilities (Korthikanti: 5as²b with dropout). Selective
+		// recompute of "core_attn" keeps none of it.
+		per := am.ab
+		if am.attnDropout {
+			per += 1 + am.ab
+		}
+		m += per * am.a / am.t * am.s * am.s * (T / am.s)
 	}
 	return m
 }
@@ -167,12 +231,12 @@ func (am activationModel) denseMLP() float64 {
 		m += T * am.h / am.rep // dropout mask
 	}
 	if am.modules["mlp"] {
-		return m // recomputed from its input in the backward
+		// TransformerLayer wraps the dense MLP in tensor_parallel.checkpoint
+		// (recompute_mlp): it keeps only its input, the norm's output.
+		return m + am.normOutput(am.ab)
 	}
-	if !am.modules["layernorm"] {
-		m += am.gb * T * am.h / am.rep // fc1 input
-	}
-	return m + am.ab*T*am.f*am.gated/am.t + // activation-function input
+	return m + am.normOutput(am.gb) + // fc1 input
+		am.ab*T*am.f*am.gated/am.t + // activation-function input
 		am.gb*T*am.f/am.t // fc2 input
 }
 
@@ -185,11 +249,15 @@ func (am activationModel) moeMLP() float64 {
 	if am.dropout {
 		m += T * am.h / am.rep // dropout mask
 	}
+	// The norm's output: the router's, the dispatcher's and the shared
+	// expert's input, or the input the "moe" checkpoint keeps.
+	m += am.normOutput(am.ab)
 	if am.modules["moe"] {
-		return m // recomputed from its input in the backward
+		// MoELayer.forward runs route, dispatch, experts and combine under
+		// tensor_parallel.checkpoint (moe_layer_recompute).
+		return m
 	}
-	m += am.ab*T*am.h/am.rep + // router and dispatcher input
-		8*T*am.experts/am.rep + // fp32 router logits and probabilities
+	m += 8*T*am.experts/am.rep + // fp32 router logits and probabilities
 		routed*(am.gb*am.h+am.ab*am.fe*am.gated/am.etp+am.ab*am.h) // fc1 input, activation input, unpermute input
 	if !am.modules["moe_act"] {
 		m += routed * am.gb * am.fe / am.etp // fc2 input (the activation's output)
@@ -221,10 +289,20 @@ func (am activationModel) embedding() float64 {
 	return m
 }
 
-// logits is the last stage's output layer: final-norm input, output-layer
-// input and the fp32 logits the cross-entropy keeps.
+// logits is the last stage's output layer at its peak: final-norm input,
+// output-layer input and the logits. Megatron's vocab_parallel_cross_entropy
+// (tensor_parallel/cross_entropy.py; the "native" fused one alike) copies
+// the 16-bit logits to fp32 and keeps the fp32 softmax for the backward,
+// which turns it into the gradient in place and casts it back to 16 bits:
+// 2 + 4 bytes per logit are alive at once, forward and backward. TE's fused
+// cross entropy (cross_entropy_fusion_impl "te") writes the gradient into
+// the 16-bit logits themselves.
 func (am activationModel) logits() float64 {
-	return am.ab*am.tokens*am.h/am.rep + am.gb*am.tokens*am.h/am.rep + 4*am.tokens*am.v/am.t
+	perLogit := am.ab + 4
+	if am.teCrossEntropy {
+		perLogit = am.ab
+	}
+	return am.ab*am.tokens*am.h/am.rep + am.gb*am.tokens*am.h/am.rep + perLogit*am.tokens*am.v/am.t
 }
 
 // StageActivations is a stage's activation memory, by part.
