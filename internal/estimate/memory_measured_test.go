@@ -224,3 +224,44 @@ between steps (mostly that state).
 	fmt.Fprintf(&b, "\nRuns of at least %d GiB: %s. Smaller runs: %s.\n", bigRun>>30, stat(big), stat(small))
 	return b.String()
 }
+
+// knownCorpusOverGPU are the import corpus's configurations whose estimate
+// exceeds the GPU's memory, with the reason (the list can only shrink).
+var knownCorpusOverGPU = map[string]string{}
+
+// TestImportCorpusFits: the real launch configurations of the import corpus
+// (internal/importer/megatron/testdata/corpus, each from a public script)
+// that parc imports must fit parc's memory model on the cluster their header
+// names (estimate ≤ GPU memory), knownCorpusOverGPU aside; those above the
+// solver's 90% headroom are logged.
+func TestImportCorpusFits(t *testing.T) {
+	files, err := filepath.Glob("../importer/megatron/testdata/corpus/*.args")
+	if err != nil || len(files) < 10 {
+		t.Fatalf("import corpus: %d files, %v", len(files), err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".args")
+		b, _ := os.ReadFile(f)
+		if !strings.Contains(string(b), "# expect: round-trip") {
+			continue
+		}
+		e, why := importArgs(t, f)
+		if e == nil {
+			t.Errorf("%s: %s", name, why)
+			continue
+		}
+		frac := e.Memory.FractionOfGPU
+		reason, known := knownCorpusOverGPU[name]
+		switch {
+		case frac > 1 && !known:
+			t.Errorf("%s: parc estimates %s per GPU, %.1f%% of the GPU", name, estimate.GiB(e.Memory.PerGPUPeakBytes), 100*frac)
+		case frac <= 1 && known:
+			t.Errorf("%s now fits (%.1f%%): remove it from knownCorpusOverGPU", name, 100*frac)
+		case frac > 1:
+			t.Logf("known: %s %.1f%%: %s", name, 100*frac, reason)
+		default:
+			t.Logf("%s: %s, %.1f%% of the GPU%s", name, estimate.GiB(e.Memory.PerGPUPeakBytes), 100*frac,
+				map[bool]string{true: " (above the 90% headroom)", false: ""}[frac > 0.9])
+		}
+	}
+}
