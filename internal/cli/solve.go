@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"parc.dev/parc/compiler"
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/solve"
+	"parc.dev/parc/internal/targets/report"
 )
 
 func newSolveCmd() *cobra.Command {
@@ -55,8 +58,15 @@ says why the first was chosen and why each other ranks below it.`,
 				if r == nil {
 					rep.Result = &solve.Result{}
 				}
-				if rep.Candidates == nil {
-					rep.Candidates = []solve.Candidate{}
+				rep.Candidates = []solveCandidate{}
+				for _, c := range rep.Result.Candidates {
+					sc := solveCandidate{Candidate: c}
+					if c.Spec != nil {
+						if ps, ok := report.Pipeline(c.Spec); ok {
+							sc.Pipeline = &ps
+						}
+					}
+					rep.Candidates = append(rep.Candidates, sc)
 				}
 				return rep, nil
 			})
@@ -78,7 +88,60 @@ says why the first was chosen and why each other ranks below it.`,
 // stderr.
 type solveReport struct {
 	*solve.Result
-	Diagnostics diag.List `json:"diagnostics"`
+	// Candidates replaces Result.Candidates in the JSON, in its place:
+	// each candidate with its pipeline split.
+	Candidates  []solveCandidate `json:"-"`
+	Diagnostics diag.List        `json:"diagnostics"`
+}
+
+// MarshalJSON writes the result's fields in their order, the candidates
+// (with their pipeline) where Result has them, then the diagnostics.
+func (r solveReport) MarshalJSON() ([]byte, error) {
+	base, err := json.Marshal(struct {
+		*solve.Result
+		Diagnostics diag.List `json:"diagnostics"`
+	}{r.Result, r.Diagnostics})
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(base))
+	if _, err := dec.Token(); err != nil { // {
+		return nil, err
+	}
+	var out bytes.Buffer
+	out.WriteByte('{')
+	for first := true; dec.More(); first = false {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		if key == "candidates" {
+			if raw, err = json.Marshal(r.Candidates); err != nil {
+				return nil, err
+			}
+		}
+		k, _ := json.Marshal(key)
+		if !first {
+			out.WriteByte(',')
+		}
+		out.Write(k)
+		out.WriteByte(':')
+		out.Write(raw)
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
+}
+
+// solveCandidate is a candidate with where its layers run: the layers of
+// each pipeline rank and virtual stage, the layout string when there is
+// one, and the ranks of the embedding and the loss.
+type solveCandidate struct {
+	solve.Candidate
+	Pipeline *report.PipelineSplit `json:"pipeline,omitempty"`
 }
 
 // writeSolveText prints the ranking as a table, then why each plan ranks
@@ -117,6 +180,11 @@ func writeSolveText(w io.Writer, file string, r *solve.Result) error {
 	}
 	if r.Explanation != "" {
 		fmt.Fprintf(&b, "\n%s\n", r.Explanation)
+	}
+	if len(r.Candidates) > 0 && r.Candidates[0].Spec != nil {
+		if ps, ok := report.Pipeline(r.Candidates[0].Spec); ok {
+			fmt.Fprintf(&b, "\nIts pipeline: %s.\n", ps.Text)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
