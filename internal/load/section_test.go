@@ -64,3 +64,89 @@ func TestHCLSyntaxHints(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingSectionHintPasses: what the hint tells the user to add, added,
+// gives a spec the loader accepts (for each section in turn).
+func TestMissingSectionHintPasses(t *testing.T) {
+	const imports = "import (\n\t\"parc.dev/stdlib/models\"\n\t\"parc.dev/stdlib/clusters\"\n)\n\n"
+	sections := map[string]string{
+		"model":   "model: models.llama3_8b\n",
+		"cluster": "cluster: clusters.dgx_h100 & {nodes: 1}\n",
+		"train":   "train: {seq_length: 4096, micro_batch: 1, global_batch: 64}\n",
+	}
+	for missing := range sections {
+		t.Run(missing, func(t *testing.T) {
+			text := imports
+			for name, s := range sections {
+				if name != missing {
+					text += s
+				}
+			}
+			l := diagsFor(t, mem("plan.cue", text))
+			require.Len(t, l, 1, "%v", l)
+			hint := l[0].Hint
+			add, ok := strings.CutPrefix(hint, "add ")
+			require.True(t, ok, hint)
+			if i := strings.Index(add, " (import"); i >= 0 {
+				add = add[:i]
+			}
+			add = strings.SplitN(add, " (the hint", 2)[0]
+			res, diags := Load(mem("plan.cue", text+add+"\n"))
+			require.Empty(t, diags, "adding %q", add)
+			_, diags = res.Decode()
+			require.Empty(t, diags, "adding %q", add)
+		})
+	}
+}
+
+// TestMissingSectionHCLHintPasses: in an HCL spec the hint names the block
+// and a preset's figures (HCL cannot import presets); written out as HCL, they
+// load, and equal the preset's.
+func TestMissingSectionHCLHintPasses(t *testing.T) {
+	blocks := map[string]string{
+		"model": "model {\n  layers = 32\n  hidden = 4096\n  ffn_hidden = 14336\n  heads = 32\n  query_groups = 8\n  vocab = 128256\n" +
+			"  activation = \"swiglu\"\n  normalization = \"rmsnorm\"\n  position_embedding = \"rope\"\n  rotary_base = 500000\n  tie_embeddings = false\n  bias = false\n}\n",
+		"cluster": "cluster {\n  nodes = 1\n  gpus_per_node = 8\n  nvlink_gbps = 450\n  network_gbps = 50\n" +
+			"  gpu {\n    name = \"H100-SXM5-80GB\"\n    memory_gib = 80\n    bf16_tflops = 989\n  }\n}\n",
+		"train": "train {\n  seq_length = 4096\n  micro_batch = 1\n  global_batch = 64\n  iters = 1000\n}\n",
+	}
+	for missing := range blocks {
+		t.Run(missing, func(t *testing.T) {
+			text := ""
+			for name, b := range blocks {
+				if name != missing {
+					text += b
+				}
+			}
+			l := diagsFor(t, mem("plan.hcl", text))
+			require.Len(t, l, 1, "%v", l)
+			assert.Equal(t, "missing-section", l[0].Code)
+			// Every attribute the block writes is named in the hint.
+			for _, line := range strings.Split(blocks[missing], "\n") {
+				if k, v, ok := strings.Cut(strings.TrimSpace(line), " = "); ok {
+					assert.Contains(t, l[0].Hint, k+" = "+v, "the hint names %s", k)
+				}
+			}
+		})
+	}
+	// Written out, the blocks load; the model and cluster are the presets'.
+	res, diags := Load(mem("plan.hcl", blocks["model"]+blocks["cluster"]+blocks["train"]))
+	require.Empty(t, diags)
+	h, diags := res.Decode()
+	require.Empty(t, diags)
+	res, diags = Load(mem("plan.cue", "import (\n\t\"parc.dev/stdlib/models\"\n\t\"parc.dev/stdlib/clusters\"\n)\n\n"+
+		"model: models.llama3_8b\ncluster: clusters.dgx_h100 & {nodes: 1}\ntrain: {seq_length: 4096, micro_batch: 1, global_batch: 64, iters: 1000}\n"))
+	require.Empty(t, diags)
+	c, diags := res.Decode()
+	require.Empty(t, diags)
+	h.Model.Name, c.Model.Name = "", ""
+	h.Model.MaxPositionEmbeddings, c.Model.MaxPositionEmbeddings = nil, nil
+	h.Model.RopeScalingFactor, c.Model.RopeScalingFactor = nil, nil
+	assert.Equal(t, c.Model, h.Model, "llama3_8b's shape (max_position_embeddings and RoPE scaling aside)")
+	assert.Equal(t, c.Cluster.GPUsPerNode, h.Cluster.GPUsPerNode)
+	assert.Equal(t, c.Cluster.NVLinkGBps, h.Cluster.NVLinkGBps)
+	assert.Equal(t, c.Cluster.NetworkGBps, h.Cluster.NetworkGBps)
+	assert.Equal(t, c.Cluster.GPU.MemoryGiB, h.Cluster.GPU.MemoryGiB)
+	assert.Equal(t, c.Cluster.GPU.BF16TFLOPs, h.Cluster.GPU.BF16TFLOPs)
+	assert.Equal(t, c.Cluster.GPU.Name, h.Cluster.GPU.Name)
+}

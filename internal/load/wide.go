@@ -2,6 +2,7 @@ package load
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -145,6 +146,11 @@ func (r *Result) missingSection(name, presets string) diag.Diagnostic {
 	}
 	d := diag.Diagnostic{Severity: diag.Error, Code: "missing-section", Path: name, Pos: diag.Pos{File: file, Line: 1, Column: 1},
 		Message: fmt.Sprintf("the spec has no %s section", name)}
+	if len(r.Files) > 0 && strings.HasSuffix(r.Files[0], ".hcl") {
+		// HCL cannot import presets: name the block and a preset's figures.
+		d.Hint = hclSectionHint[name]
+		return d
+	}
 	switch presets {
 	case "":
 		d.Hint = "add train: {seq_length: 4096, micro_batch: 1, global_batch: 64, iters: 1000} (the hint of each field says what it takes)"
@@ -154,10 +160,32 @@ func (r *Result) missingSection(name, presets string) diag.Diagnostic {
 		if len(names) > 0 {
 			ex = names[0]
 		}
-		d.Hint = fmt.Sprintf(`add %s: %s.%s (import "%s/%s"), or write the %s out field by field; the presets: %s`,
-			name, presets, ex, StdlibImportPath, presets, name, strings.Join(names, ", "))
+		suffix := ""
+		if presets == "clusters" {
+			// A cluster preset leaves the node count to the spec: the
+			// suggestion must be complete to pass.
+			if slices.Contains(names, "dgx_h100") {
+				ex = "dgx_h100"
+			}
+			suffix = " & {nodes: 1}"
+		}
+		d.Hint = fmt.Sprintf(`add %s: %s.%s%s (import "%s/%s"), or write the %s out field by field; the presets: %s`,
+			name, presets, ex, suffix, StdlibImportPath, presets, name, strings.Join(names, ", "))
 	}
 	return d
+}
+
+// hclSectionHint is missing-section's hint in an HCL spec: the block to
+// write, with the figures of a stdlib preset (TestMissingSectionHCLHintPasses
+// writes them out and loads the spec).
+var hclSectionHint = map[string]string{
+	"model": `add a model block; HCL cannot import presets, so write the fields of one from stdlib/models, ` +
+		`e.g. llama3_8b: layers = 32, hidden = 4096, ffn_hidden = 14336, heads = 32, query_groups = 8, vocab = 128256, ` +
+		`activation = "swiglu", normalization = "rmsnorm", position_embedding = "rope", rotary_base = 500000, tie_embeddings = false, bias = false`,
+	"cluster": `add a cluster block; HCL cannot import presets, so write the figures of one from stdlib/clusters, ` +
+		`e.g. dgx_h100: nodes = 1, gpus_per_node = 8, nvlink_gbps = 450, network_gbps = 50, ` +
+		`and a gpu block with name = "H100-SXM5-80GB", memory_gib = 80, bf16_tflops = 989`,
+	"train": `add a train block: seq_length = 4096, micro_batch = 1, global_batch = 64, iters = 1000 (the hint of each field says what it takes)`,
 }
 
 // topLevelFields lists the labels of a CUE file's top-level fields (nil when
