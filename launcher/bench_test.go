@@ -16,7 +16,7 @@ import (
 // and waiting for them:
 //
 //	direct    exec.Cmd for each worker, started together, then waited for
-//	run       launcher.Run in this process (plan, preflight, guard, pipes,
+//	run       launcher.Run in this process (plan, preflight, shims, pipes,
 //	          supervision)
 //	binary    the launcher as its own process (launcher/internal/testmain,
 //	          which is `parc launch` without the compiler): what a job pays.

@@ -8,8 +8,13 @@
 // when one fails (the stop signal, then SIGKILL after the grace period:
 // Options.Grace, else the plan's grace_seconds, else DefaultGrace), signal
 // forwarding, optional restarts, and no worker or process a worker started
-// outliving the launcher (process groups, a child subreaper that adopts and
-// kills what workers leave, the parent-death signal and a guard process).
+// outliving the launcher, even a SIGKILLed one: each worker runs under a
+// shim (a copy of the launcher's own executable, see shim_linux.go) that is
+// its parent and a child subreaper, so whatever the worker starts, `setsid`
+// daemons included, stays its descendant; the shim kills them all when the
+// worker exits or the launcher dies, and the launcher, a subreaper too,
+// kills what is left when an attempt ends. A program linking this package
+// must let its init run before main (it always does): the shim starts there.
 //
 // Unlike torchrun there is no rendezvous: the plan fixes every rank, so a
 // node starts exactly the ranks the plan gives it.

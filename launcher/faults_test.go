@@ -110,7 +110,7 @@ func TestEscapedGrandchildIsKilled(t *testing.T) {
 					assert.Contains(t, r.stderr, "sleep (pid "+itoa(pid)+")")
 				}
 			}
-			assert.Contains(t, r.stderr, "processes the workers left behind")
+			assert.Equal(t, 2, strings.Count(r.stderr, "parc launch: killed 1 process the worker (pid "), r.stderr)
 		})
 	}
 }

@@ -115,7 +115,7 @@ func worker(behaviour string) int {
 		return 0
 	case "sleep-with-child":
 		// A grandchild in the worker's process group: the parent-death signal
-		// does not reach it, only the process-group kill and the guard do.
+		// does not reach it, only the process-group kill and the shim do.
 		child := exec.Command("sleep", "300")
 		if err := child.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, err)

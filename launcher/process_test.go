@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,8 +37,8 @@ func startLauncherProcess(t *testing.T, o childOptions, env []string) (*exec.Cmd
 }
 
 // The launcher killed with SIGKILL can do nothing, yet leaves no orphan: the
-// workers get the parent-death signal, and the guard kills the workers'
-// process groups, which holds their children too.
+// workers' shims get the parent-death signal and kill every descendant,
+// their children included.
 func TestLauncherSIGKILLLeavesNoOrphan(t *testing.T) {
 	pids := t.TempDir()
 	path := writePlan(t, blockPlan(1, 2))
@@ -55,6 +56,48 @@ func TestLauncherSIGKILLLeavesNoOrphan(t *testing.T) {
 		assert.True(t, waitFor(5*time.Second, func() bool { return !pidAlive(pid) }),
 			"%s (pid %d) outlived the SIGKILLed launcher", name, pid)
 	}
+}
+
+// Issue 12, item 9: the launcher SIGKILLed while a worker's `setsid sleep`
+// (its own session and process group, re-parented when its parent exits)
+// runs: neither the process-group kill nor the parent-death signal reaches
+// it, and once the launcher is gone it is not the launcher's descendant any
+// more. The worker's shim, its subreaper, still has it and kills it. Each
+// worker leaves two such sleeps, one whose parent (a subshell) has exited
+// and one whose parent (the worker) still runs; the sleeps carry a token
+// unique to this run, so the check finds exactly them, by command line.
+func TestLauncherSIGKILLKillsEscapedGrandchildren(t *testing.T) {
+	token := fmt.Sprintf("1000.%d%d", os.Getpid(), time.Now().UnixNano()%1_000_000)
+	path := writePlan(t, blockPlan(1, 2))
+	cmd, _, errb := startLauncherProcess(t, childOptions{Plan: path, NodeRank: intp(0), GraceMS: intp(5000),
+		Command: []string{"sh", "-c", "(setsid sleep " + token + " &) ; setsid sleep " + token + " & echo started; wait"}},
+		cleanEnv("CUDA_VISIBLE_DEVICES=0,1"))
+	require.True(t, waitFor(20*time.Second, func() bool { return len(sleepers(token)) == 4 }),
+		"%v\n%s", sleepers(token), errb.String())
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	assert.True(t, waitFor(5*time.Second, func() bool { return len(sleepers(token)) == 0 }),
+		"setsid sleeps outlived the SIGKILLed launcher: %v", sleepers(token))
+	for _, pid := range sleepers(token) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// sleepers lists the live processes running `sleep token`.
+func sleepers(token string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && string(cmdline) == "sleep\x00"+token+"\x00" && pidAlive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // Real SIGUSR2 and SIGINT sent to the launcher process reach every worker.

@@ -57,8 +57,8 @@ func ignoreSIGPIPE() {
 	})
 }
 
-// killDescendants SIGKILLs every descendant of this process except the guard
-// (pid keep) and the workers' zombies, reaps those that are its children and
+// killDescendants SIGKILLs every descendant of this process except keep
+// (0: none) and its descendants, and the workers' zombies, reaps those that are its children and
 // are not the workers (orphans it adopted as the subreaper), and repeats
 // until none is left or 5 s have passed. It returns how many it killed and
 // their names. The workers must all have exited (zombies not yet reaped): a

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -156,7 +157,6 @@ type supervisor struct {
 	opts      Options
 	out       *output
 	spawn     chan spawnRequest
-	guard     *guard
 	grace     time.Duration
 	graceFrom string
 }
@@ -164,10 +164,12 @@ type supervisor struct {
 // proc is one started worker.
 type proc struct {
 	w       launchplan.Worker
-	cmd     *exec.Cmd
-	pid     int // also its process group id
+	cmd     *exec.Cmd // the worker's shim (shim_linux.go)
+	pid     int       // the shim's pid, also the process group id
+	wpid    int       // the worker's own pid
 	status  exitStatus
 	logPath string
+	started *os.File // the shim's status pipe
 }
 
 type exitEvent struct {
@@ -185,13 +187,6 @@ type attemptResult struct {
 }
 
 func (sup *supervisor) run(ctx context.Context, sigs <-chan os.Signal) (int, error) {
-	g, err := startGuard(sup.spawn)
-	if err != nil {
-		sup.out.logf("warning: no guard process (%v); workers' children may outlive a SIGKILLed launcher", err)
-	}
-	sup.guard = g
-	defer sup.guard.close()
-
 	for attempt := 0; ; attempt++ {
 		res := sup.attempt(ctx, sigs, attempt)
 		if res.failed != nil && attempt < sup.opts.MaxRestarts && !res.interrupted() {
@@ -273,13 +268,25 @@ func (sup *supervisor) start(attempt int) (*attemptRun, error) {
 	}
 	started, err := startOn(sup.spawn, cmds)
 	closeAll(parentEnds)
-	a.procs = a.procs[:started]
-	pgids := make([]int, started)
-	for i, p := range a.procs {
-		p.pid = p.cmd.Process.Pid
-		pgids[i] = p.pid
+	for _, p := range a.procs[started:] {
+		p.started.Close()
 	}
-	sup.guard.add(pgids)
+	a.procs = a.procs[:started]
+	for _, p := range a.procs {
+		p.pid = p.cmd.Process.Pid
+	}
+	// Each shim says whether it started its worker.
+	for i, p := range a.procs {
+		if err != nil {
+			p.started.Close()
+			continue
+		}
+		if wpid, serr := readStarted(p.started); serr != nil {
+			err, started = serr, i
+		} else {
+			p.wpid = wpid
+		}
+	}
 	if err != nil {
 		// Nothing may keep running: stop what did start.
 		a.signalAll(syscall.SIGKILL)
@@ -342,7 +349,7 @@ func (a *attemptRun) exited(ev exitEvent) {
 	if !a.stopping {
 		a.res.failed = p
 		a.sup.out.logf("rank %d (pid %d) %s; stopping the other %s of this node (SIGTERM, SIGKILL after %s)",
-			p.w.Rank, p.pid, p.status, countWorkers(a.running), a.sup.grace)
+			p.w.Rank, p.wpid, p.status, countWorkers(a.running), a.sup.grace)
 		a.stop(syscall.SIGTERM)
 	}
 }
@@ -372,7 +379,7 @@ func (a *attemptRun) signalled(sig os.Signal) {
 // run, so they do not pile up as zombies in a long job. The workers' own
 // zombies are left for teardown (their pids must stay taken until then).
 func (a *attemptRun) reapAdopted() {
-	keep := map[int]bool{a.sup.guard.pid(): true}
+	keep := map[int]bool{}
 	for _, p := range a.procs {
 		keep[p.pid] = true
 	}
@@ -394,16 +401,16 @@ func (a *attemptRun) stop(sig syscall.Signal) {
 // teardown runs once every worker has exited but none is reaped, so no
 // process group id can have been reused: it kills whatever the workers left
 // behind (their process groups, then every other descendant, adopted as the
-// subreaper), reaps, and waits a little for output still in the pipes.
+// subreaper: a shim killed by SIGKILL could not clean up), reaps, and waits
+// a little for output still in the pipes.
 func (a *attemptRun) teardown() {
 	a.signalAll(syscall.SIGKILL)
-	if n, names := killDescendants(a.sup.guard.pid()); n > 0 {
+	if n, names := killDescendants(0); n > 0 {
 		a.sup.out.logf("killed %s the workers left behind: %s", countProcesses(n), names)
 	}
 	for _, p := range a.procs {
 		_ = p.cmd.Wait()
 	}
-	a.sup.guard.clear()
 	drained := make(chan struct{})
 	go func() { a.readers.Wait(); close(drained) }()
 	select {
@@ -464,21 +471,47 @@ func isTerminating(sig os.Signal) bool {
 	return false
 }
 
-// prepare builds one worker's command: its own process group, SIGKILL as its
-// parent-death signal, and its output prefixed by rank or written to its log
-// file. It returns the files the child inherits, which the launcher closes
-// once the child has started.
+// prepare builds one worker's command: its shim (shim_linux.go), leading
+// its own process group, and its output prefixed by rank or written to its
+// log file. It returns the files the child inherits, which the launcher
+// closes once the child has started.
 func (sup *supervisor) prepare(w launchplan.Worker, attempt, width int, readers *sync.WaitGroup) (*proc, []*os.File, error) {
-	cmd := &exec.Cmd{
-		Path: sup.s.command[0],
-		Args: sup.s.command,
-		Env:  sup.s.workerEnv(w, attempt, sup.opts.MaxRestarts),
-		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid:   true,
-			Pdeathsig: syscall.SIGKILL,
-		},
+	startedR, startedW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
 	}
-	p := &proc{w: w, cmd: cmd}
+	cmd := shimCommand(sup.s.command, sup.s.workerEnv(w, attempt, sup.opts.MaxRestarts), startedW)
+	p := &proc{w: w, cmd: cmd, started: startedR}
+	p, ends, err := sup.output(p, attempt, width, readers)
+	if err != nil {
+		startedR.Close()
+		startedW.Close()
+		return nil, nil, err
+	}
+	return p, append(ends, startedW), nil
+}
+
+// readStarted reads a shim's report: the worker's pid, or why it could not
+// start it.
+func readStarted(r *os.File) (int, error) {
+	defer r.Close()
+	data, _ := io.ReadAll(io.LimitReader(r, 4<<10))
+	line := strings.TrimSpace(string(data))
+	if pid, ok := strings.CutPrefix(line, "ok "); ok {
+		if n, err := strconv.Atoi(pid); err == nil {
+			return n, nil
+		}
+	}
+	if msg, ok := strings.CutPrefix(line, "err "); ok {
+		return 0, errors.New(msg)
+	}
+	return 0, fmt.Errorf("its supervising process (%s) ended before starting it", shimName)
+}
+
+// output connects a worker's stdout and stderr to its log file, or to pipes
+// whose lines are prefixed by rank.
+func (sup *supervisor) output(p *proc, attempt, width int, readers *sync.WaitGroup) (*proc, []*os.File, error) {
+	cmd, w := p.cmd, p.w
 	if sup.opts.LogDir != "" {
 		dir := filepath.Join(sup.opts.LogDir, fmt.Sprintf("attempt-%d", attempt))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -554,5 +587,3 @@ func sigName(s syscall.Signal) string {
 	}
 	return "signal " + strconv.Itoa(int(s))
 }
-
-var errNoGuard = errors.New("no /bin/sh")
