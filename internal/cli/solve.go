@@ -163,7 +163,7 @@ func writeSolveText(w io.Writer, file string, r *solve.Result) error {
 			vs = fmt.Sprintf("%+.1f%%", c.VsBestPct)
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%.4g\t%s\t%.1f GiB (%.0f%%)\t%.1f%%\t%.1f%%\t%d\t\n",
-			c.Rank, p.TP, p.PP, p.VPP, p.CP, p.EP, p.ETP, p.DP, splitText(p), t.MicroBatch, t.Recompute, optimizerText(t),
+			c.Rank, p.TP, p.PP, p.VPP, p.CP, p.EP, p.ETP, p.DP, splitText(p), t.MicroBatch, recomputeText(t), optimizerText(t),
 			c.StepTimeS, vs, float64(c.Memory.PerGPUPeakBytes)/(1<<30), 100*c.Memory.FractionOfGPU,
 			100*c.Breakdown.BubbleFraction, 100*c.MFU, len(c.Variants))
 	}
@@ -211,6 +211,15 @@ func splitText(p solve.Parallel) string {
 		return "+loss"
 	}
 	return "even"
+}
+
+// recomputeText is the recompute column: the mode, and the modules when
+// the plan writes them ("selective[mla_up_proj,mlp]").
+func recomputeText(t solve.Train) string {
+	if t.RecomputeModules == nil {
+		return t.Recompute
+	}
+	return t.Recompute + "[" + strings.Join(t.RecomputeModules, ",") + "]"
 }
 
 func optimizerText(t solve.Train) string {

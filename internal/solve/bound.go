@@ -60,8 +60,8 @@ type unit struct {
 	// sample is the second bound's microbatch bound for one sample (0: not
 	// computed), fixed the kernels' fixed cost of one microbatch.
 	sample, fixed float64
-	// exact[mbIndex·3 + rc] is the third bound's microbatch time (−1: not
-	// computed).
+	// exact[mbIndex·len(recomputes) + rc] is the third bound's microbatch
+	// time (−1: not computed).
 	exact []float64
 }
 
@@ -81,6 +81,7 @@ func (sv *solver) unitFor(tp, cp, ep, etp int, links string) int32 {
 // padded vocabulary is the smallest), one microbatch of one sample; and
 // the tables the other bounds use.
 func (sv *solver) prepareBounds() {
+	sv.sampleCompute = make([]float64, len(sv.recomputes))
 	for _, rc := range sv.dom[fRC] {
 		s := sv.base
 		s.Cluster.Nodes, s.Cluster.GPUsPerNode, s.Cluster.NVLinkDomain = 1, 1, 1
@@ -90,7 +91,7 @@ func (sv *solver) prepareBounds() {
 		p.FirstStageLayers, p.LastStageLayers = nil, nil
 		p.AccountForEmbedding, p.AccountForLoss = false, false
 		s.Train.MicroBatch, s.Train.GlobalBatch = 1, 1
-		s.Train.Recompute = recomputeModes[rc]
+		sv.recomputes[rc].apply(&s.Train)
 		s.Train.DistributedOptimizer, s.Train.FSDP = false, false
 		d := spec.Derive(&s)
 		e, _ := estimate.Run(&s, d, allNVLink, diag.NoPos)
@@ -167,13 +168,13 @@ func (sv *solver) stageBoundOf(lf *leaf) float64 {
 func (sv *solver) exactUnit(lf *leaf, mb int32, rc int8, compute bool) (T float64, ok bool) {
 	u := &sv.units[sv.grids[lf.grid].unit]
 	if u.exact == nil {
-		u.exact = make([]float64, 3*len(sv.mbs))
+		u.exact = make([]float64, len(sv.recomputes)*len(sv.mbs))
 		for i := range u.exact {
 			u.exact[i] = -1
 		}
 	}
 	j, _ := slices.BinarySearch(sv.mbs, mb)
-	x := &u.exact[3*j+int(rc)]
+	x := &u.exact[j*len(sv.recomputes)+int(rc)]
 	if *x < 0 {
 		if !compute {
 			return 0, false

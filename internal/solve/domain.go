@@ -3,9 +3,11 @@ package solve
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"cuelang.org/go/cue"
 
+	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/spec"
@@ -34,9 +36,50 @@ const (
 
 const nFields = spec.NumOpenFields
 
-// recomputeModes are train.recompute's values, least recomputation first
-// (an index into this list is a candidate's recompute value).
+// recomputeModes are train.recompute's values, least recomputation first.
 var recomputeModes = []string{"none", "selective", "full"}
+
+// recompute is one recomputation choice: train.recompute and, for
+// selective recomputation, train.recompute_modules (nil: not written,
+// Megatron's default ["core_attn"]). A candidate's recompute value is an
+// index into solver.recomputes.
+type recompute struct {
+	mode    string
+	modules []string
+}
+
+func (r recompute) apply(t *spec.Train) {
+	t.Recompute = r.mode
+	t.RecomputeModules = r.modules
+}
+
+// String is "full", "selective", "selective[mla_up_proj,mlp]".
+func (r recompute) String() string {
+	if r.modules == nil {
+		return r.mode
+	}
+	return r.mode + "[" + strings.Join(r.modules, ",") + "]"
+}
+
+// moduleLists are the train.recompute_modules parc tries with selective
+// recomputation when train.recompute is open and the spec writes no
+// modules: Megatron's default (core attention) and the lists of
+// Megatron-Bridge's performance recipes — ["moe_act"] and ["layernorm",
+// "moe_act"] (Qwen3 and GPT-OSS MoE recipes), ["mla_up_proj"] and
+// ["mla_up_proj", "mlp"] (DeepSeek-V3 on GB200/B200 and on H100, Kimi K2);
+// and ["layernorm", "mla_up_proj"], what DeepSeek-V3 itself recomputed
+// (arXiv:2412.19437 §3.2.3: the RMSNorms and the MLA up-projections).
+// A list the model cannot use (check's recompute-modules rule: moe_act
+// needs grouped-GEMM experts, mla_up_proj multi-latent attention) is not
+// tried.
+var moduleLists = [][]string{
+	nil,
+	{"moe_act"},
+	{"layernorm", "moe_act"},
+	{"mla_up_proj"},
+	{"mla_up_proj", "mlp"},
+	{"layernorm", "mla_up_proj"},
+}
 
 // etpFollowsTP is the etp value meaning "not set: etp = tp".
 const etpFollowsTP = 0
@@ -71,6 +114,11 @@ type solver struct {
 	dupSplit map[[3]int32]bool
 	// shards are the (distributed_optimizer, fsdp) pairs tried.
 	shards []shard
+	// recomputes are the recomputation choices tried, least first;
+	// modulesImplied: parc chooses train.recompute_modules (recompute is
+	// open and the spec writes no modules).
+	recomputes     []recompute
+	modulesImplied bool
 
 	diags diag.List
 	search
@@ -265,19 +313,7 @@ func (sv *solver) domains() {
 	} else {
 		fixed(fMB, s.Train.MicroBatch)
 	}
-	if sv.open[fRC] {
-		for i, m := range recomputeModes {
-			if sv.allowed(fRC, m) {
-				sv.dom[fRC] = append(sv.dom[fRC], i)
-			}
-		}
-	} else {
-		i := slices.Index(recomputeModes, s.Train.Recompute)
-		if i < 0 {
-			i = 0
-		}
-		fixed(fRC, i)
-	}
+	sv.recomputeDomain()
 	for _, f := range []field{fEmb, fLoss, fDO, fFSDP} {
 		switch {
 		case sv.open[f]:
@@ -303,6 +339,58 @@ func (sv *solver) domains() {
 	for _, pp := range sv.dom[fPP] {
 		sv.splitsOf[pp] = sv.splitsFor(pp)
 	}
+}
+
+// recomputeDomain fills sv.recomputes and dom[fRC]: the spec's own choice
+// when train.recompute is set; else every mode the user's constraint
+// allows, selective with each applicable module list of moduleLists when
+// the spec writes no train.recompute_modules (with the spec's list when it
+// does).
+func (sv *solver) recomputeDomain() {
+	t := sv.base.Train
+	sv.recomputes = nil
+	if !sv.open[fRC] {
+		sv.recomputes = []recompute{{t.Recompute, t.RecomputeModules}}
+		sv.dom[fRC] = []int{0}
+		return
+	}
+	sv.modulesImplied = !sv.res.User.LookupPath(cue.ParsePath("train.recompute_modules")).Exists()
+	for _, m := range recomputeModes {
+		if !sv.allowed(fRC, m) {
+			continue
+		}
+		if m != "selective" || !sv.modulesImplied {
+			sv.recomputes = append(sv.recomputes, recompute{m, t.RecomputeModules})
+			continue
+		}
+		for _, mods := range moduleLists {
+			r := recompute{m, mods}
+			if mods == nil || sv.modulesApply(r) {
+				sv.recomputes = append(sv.recomputes, r)
+			}
+		}
+	}
+	selective := 0
+	for i, r := range sv.recomputes {
+		sv.dom[fRC] = append(sv.dom[fRC], i)
+		selective += btoi(r.mode == "selective")
+	}
+	// Only Megatron's default applies (a dense model without MLA): parc
+	// chose nothing the spec did not say.
+	sv.modulesImplied = sv.modulesImplied && selective > 1
+}
+
+// modulesApply reports whether check accepts r's module list for the
+// model (the recompute-modules rule).
+func (sv *solver) modulesApply(r recompute) bool {
+	s := sv.base
+	r.apply(&s.Train)
+	for _, x := range check.Verdict(&s, spec.Derive(&s), diag.NoPos) {
+		if x.Severity == diag.Error && x.Code == "recompute-modules" {
+			return false
+		}
+	}
+	return true
 }
 
 func btoi(b bool) int {
@@ -397,7 +485,7 @@ func (sv *solver) openValue(f field, lf *leaf) (any, bool) {
 	case fMB:
 		return int(lf.mb), true
 	case fRC:
-		return recomputeModes[lf.rc], true
+		return sv.recomputes[lf.rc].mode, true
 	case fEmb:
 		return sp.emb, sv.open[f] || sp.emb
 	case fLoss:

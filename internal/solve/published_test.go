@@ -56,14 +56,23 @@ func withValues(res *load.Result, values map[string]any) *load.Result {
 
 // knownMisses are the testdata/published configurations whose published
 // plan parc's model rates more than 10% slower than its own pick today
-// (issue 14 is open for them).
+// (issue 14 is open for them), with the ratio and its cause. "Memory" means:
+// the memory model puts the published plan without full recomputation
+// above the GPU (or the 90% headroom), so the published plan is charged
+// full recomputation; with the memory limit lifted (memory_gib: 160 for
+// both) the published plan is within 10% of the pick, so the search and
+// the step-time model agree with the experts there.
 var knownMisses = map[string]bool{
-	"deepseek-v3-2048-h800":        true, // 1.62: the pick drops full recompute and uses tp2 cp2 ep8
-	"llama3-405b-16k-128k-context": true, // 1.29
-	"llama3-405b-16k":              true, // 1.38: full recompute is needed under the 90% headroom at tp8
-	"llama3-405b-8k":               true, // 1.38
-	"nemo-llama3-70b":              true, // 1.32
-	"nemo-mixtral-8x7b":            true, // 1.26
+	// 1.62. Memory: without full recomputation tp1 pp16 ep64 needs 143
+	// GiB (DeepSeek-V3 cached activations in fp8 and recomputed only the
+	// RMSNorms and MLA up-projections, §3.2.3/§3.3). Time: with the memory
+	// lifted still 1.33, of which the ep all-to-all exposed at network
+	// speed (DeepSeek's DualPipe hides it under compute).
+	"deepseek-v3-2048-h800":        true,
+	"llama3-405b-16k-128k-context": true, // 1.29; memory (1.07 with it lifted)
+	"llama3-405b-16k":              true, // 1.38; memory: 81.7 GiB with selective recomputation at tp8 pp16 vpp8 (1.07 lifted)
+	"llama3-405b-8k":               true, // 1.38; memory (1.07 lifted)
+	"nemo-llama3-70b":              true, // 1.32; memory: tp4 pp4 vpp5 cp2 needs full recomputation (1.09 lifted)
 }
 
 // TestPublishedPlans: on training configurations published by papers and

@@ -19,7 +19,7 @@ type search struct {
 
 	// sampleCompute[rc] is one sample's compute through the whole model at
 	// tp = cp = 1 (seconds): the first bound's unit.
-	sampleCompute [3]float64
+	sampleCompute []float64
 	// units are the one-stage estimates the second and third bounds
 	// scale, one per unitKey (gridInfo.unit indexes them).
 	units  []unit
@@ -110,7 +110,7 @@ func (sv *solver) leafSpec(lf *leaf) spec.Spec {
 		p.ETP = &v
 	}
 	s.Train.MicroBatch = int(lf.mb)
-	s.Train.Recompute = recomputeModes[lf.rc]
+	sv.recomputes[lf.rc].apply(&s.Train)
 	sv.splits[lf.split].apply(p)
 	sv.shards[lf.shard].apply(&s.Train)
 	return s

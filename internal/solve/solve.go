@@ -12,6 +12,10 @@ import (
 	"parc.dev/parc/internal/spec"
 )
 
+// recomputeModulesPath is train.recompute_modules, which parc chooses with
+// train.recompute.
+const recomputeModulesPath = "train.recompute_modules"
+
 // DefaultTop is how many candidates Solve returns when Options.Top is 0.
 const DefaultTop = 5
 
@@ -68,8 +72,12 @@ type Parallel struct {
 // Train is a candidate's microbatch size, recomputation and optimizer
 // sharding.
 type Train struct {
-	MicroBatch           int    `json:"micro_batch"`
-	Recompute            string `json:"recompute"`
+	MicroBatch int    `json:"micro_batch"`
+	Recompute  string `json:"recompute"`
+	// RecomputeModules is train.recompute_modules when the plan writes it
+	// (selective recomputation of other modules than Megatron's default
+	// core attention).
+	RecomputeModules     []string `json:"recompute_modules,omitempty"`
 	DistributedOptimizer bool   `json:"distributed_optimizer"`
 	FSDP                 bool   `json:"fsdp"`
 }
@@ -155,6 +163,9 @@ func (c *Candidate) Label() string {
 func Label(p Parallel, t Train) string {
 	s := fmt.Sprintf("tp=%d pp=%d vpp=%d cp=%d ep=%d etp=%d dp=%d micro_batch=%d recompute=%s",
 		p.TP, p.PP, p.VPP, p.CP, p.EP, p.ETP, p.DP, t.MicroBatch, t.Recompute)
+	if t.RecomputeModules != nil {
+		s += " recompute_modules=" + strings.Join(t.RecomputeModules, ",")
+	}
 	if p.AccountForEmbedding {
 		s += " account_for_embedding"
 	}
@@ -180,9 +191,11 @@ func Label(p Parallel, t Train) string {
 type Result struct {
 	// Open lists the fields the user left open, in spec.OpenPaths order.
 	Open []string `json:"open"`
-	// Implied lists the pipeline-split fields the user did not write that
-	// parc searched because the pipeline was its to choose (pp open, or
-	// the layers not splitting evenly over the pp given).
+	// Implied lists the fields the user did not write that parc searched
+	// because they go with an open field: the pipeline-split fields when
+	// the pipeline was its to choose (pp open, or the layers not splitting
+	// evenly over the pp given), and train.recompute_modules when
+	// train.recompute is open.
 	Implied []string `json:"implied,omitempty"`
 	// Candidates are the best parallel shapes, best first, each with its
 	// best plan and its variants.
@@ -271,8 +284,19 @@ func Best(res *load.Result, checks []resolve.Check) (*spec.Spec, *plan.Choice, d
 // infeasible, 20 feasible (7 parallel shapes), 12 skipped by the bound".
 func (r *Result) Summary() string {
 	open := strings.Join(r.Open, ", ")
-	if len(r.Implied) > 0 {
-		open += "; and the pipeline split: " + strings.Join(r.Implied, ", ")
+	var split, other []string
+	for _, p := range r.Implied {
+		if p == recomputeModulesPath {
+			other = append(other, p)
+		} else {
+			split = append(split, p)
+		}
+	}
+	if len(split) > 0 {
+		open += "; and the pipeline split: " + strings.Join(split, ", ")
+	}
+	if len(other) > 0 {
+		open += "; and " + strings.Join(other, ", ")
 	}
 	return fmt.Sprintf("%d assignments of the open fields (%s): %d rejected by the rules, %d infeasible, %d feasible (%d parallel shapes), %d skipped by the bound",
 		r.Space, open, r.Pruned, r.Infeasible, r.Feasible, r.Shapes, r.Bounded)

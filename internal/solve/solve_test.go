@@ -76,6 +76,23 @@ type plan struct {
 
 var modes = []string{"none", "selective", "full"}
 
+// recomputeRank orders recomputation choices as parc documents it: none,
+// selective with each list of modules (Megatron's default first), full.
+func recomputeRank(t spec.Train, lists [][]string) int {
+	switch t.Recompute {
+	case "none":
+		return 0
+	case "selective":
+		for i, l := range lists {
+			if slices.Equal(l, t.RecomputeModules) && (l == nil) == (t.RecomputeModules == nil) {
+				return 1 + i
+			}
+		}
+		return 1
+	}
+	return 1 + max(len(lists), 1)
+}
+
 // bruteForce tries every value in values[path] for each open path (a
 // degree's values are 1..n, including the ones the rules reject), runs the
 // whole compiler on each, and ranks the plans without errors the way parc
@@ -120,10 +137,28 @@ func bruteForceAll(t *testing.T, res *load.Result, values map[string][]any) []pl
 	}
 	kept := map[splitKey]int{} // index into all of the simplest split with these counts
 	var leaf func(s spec.Spec)
+	// train.recompute_modules, when parc chooses them with an open
+	// recompute: every list given, with selective recomputation.
+	var lists [][]string
+	for _, x := range values["train.recompute_modules"] {
+		l, _ := x.([]string)
+		lists = append(lists, l)
+	}
+	withModules := func(s spec.Spec, f func(spec.Spec)) {
+		if len(lists) == 0 || s.Train.Recompute != "selective" {
+			f(s)
+			return
+		}
+		for _, l := range lists {
+			c := s
+			c.Train.RecomputeModules = l
+			f(c)
+		}
+	}
 	rec = func(i int, s spec.Spec) {
 		if i == len(open) {
 			if !implied {
-				leaf(s)
+				withModules(s, leaf)
 				return
 			}
 			for _, emb := range []bool{false, true} {
@@ -142,7 +177,7 @@ func bruteForceAll(t *testing.T, res *load.Result, values map[string][]any) []pl
 							if l > 0 {
 								c.Parallel.LastStageLayers = &l
 							}
-							leaf(c)
+							withModules(c, leaf)
 						}
 					}
 				}
@@ -173,7 +208,7 @@ func bruteForceAll(t *testing.T, res *load.Result, values map[string][]any) []pl
 			sp := solve.Parallel{TP: par.TP, PP: par.PP, VPP: par.VPP, CP: par.CP, EP: par.EP, ETP: p.Derived.ETP, DP: p.Derived.DP,
 				AccountForEmbedding: par.AccountForEmbedding, AccountForLoss: par.AccountForLoss,
 				FirstStageLayers: par.FirstStageLayers, LastStageLayers: par.LastStageLayers}
-			tr := solve.Train{MicroBatch: s.Train.MicroBatch, Recompute: s.Train.Recompute,
+			tr := solve.Train{MicroBatch: s.Train.MicroBatch, Recompute: s.Train.Recompute, RecomputeModules: s.Train.RecomputeModules,
 				DistributedOptimizer: s.Train.DistributedOptimizer, FSDP: s.Train.FSDP}
 			kind := 0
 			switch {
@@ -204,7 +239,7 @@ func bruteForceAll(t *testing.T, res *load.Result, values map[string][]any) []pl
 			// Two splits that give every pipeline rank the same layers
 			// are one: the simplest is kept.
 			q := s.Parallel
-			k := splitKey{[9]int{par.TP, par.CP, par.PP, par.EP, etp, par.VPP, s.Train.MicroBatch, slices.Index(modes, s.Train.Recompute), inner},
+			k := splitKey{[9]int{par.TP, par.CP, par.PP, par.EP, etp, par.VPP, s.Train.MicroBatch, recomputeRank(s.Train, lists), inner},
 				fmt.Sprint(spec.StageLayers(L, q))}
 			if j, ok := kept[k]; ok {
 				// The simpler split stays; of two equally simple ones
@@ -224,7 +259,7 @@ func bruteForceAll(t *testing.T, res *load.Result, values map[string][]any) []pl
 				peak:  e.Memory.PerGPUPeakBytes,
 				shape: [7]int{par.TP, par.CP, par.PP, par.EP, etp, par.VPP, kind},
 				split: fmt.Sprint(par.AccountForEmbedding, par.AccountForLoss, deref(par.FirstStageLayers), deref(par.LastStageLayers)),
-				rc:    slices.Index(modes, s.Train.Recompute),
+				rc:    recomputeRank(s.Train, lists),
 				mb:    s.Train.MicroBatch,
 				inner: inner,
 			})
@@ -410,6 +445,13 @@ func TestSolveMatchesBruteForce(t *testing.T) {
 			map[string][]any{"parallel.tp": upTo(8), "parallel.ep": upTo(8), "parallel.etp": upTo(8), "parallel.cp": upTo(4)}},
 		{"moe ep pp mb", fmt.Sprintf(tinyMoE, "ep: int, pp: int", "int"),
 			map[string][]any{"parallel.ep": upTo(8), "parallel.pp": upTo(8), "train.micro_batch": upTo(16)}},
+		// recompute open, no modules written: selective with Megatron's
+		// default and the recipes' lists the model can use (grouped-GEMM
+		// experts: moe_act; no MLA: not mla_up_proj, which check rejects).
+		{"moe recompute modules", strings.Replace(strings.Replace(fmt.Sprintf(tinyMoE, "ep: int, pp: 2", "int"), `recompute: "none"`, "recompute: string", 1),
+			"shared_ffn_hidden: 64}", "shared_ffn_hidden: 64, grouped_gemm: true}", 1),
+			map[string][]any{"parallel.ep": upTo(8), "train.micro_batch": upTo(16), "train.recompute": allModes,
+				"train.recompute_modules": {[]string(nil), []string{"moe_act"}, []string{"layernorm", "moe_act"}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

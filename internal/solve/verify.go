@@ -34,6 +34,9 @@ func (sv *solver) run() *Result {
 	sv.shapeBest = map[shapeKey]float64{}
 	sv.failed = map[int32]bool{}
 
+	if sv.modulesImplied {
+		r.Implied = append(r.Implied, recomputeModulesPath)
+	}
 	if len(r.Open) == 0 && len(r.Implied) == 0 {
 		r.Space = 1
 		lf := sv.baseLeaf()
@@ -50,10 +53,28 @@ func (sv *solver) run() *Result {
 		r.Notes = append(r.Notes, "no field is open (write e.g. `tp: int` or `pp: 1 | 2 | 4` to let parc choose): this is the spec's own plan")
 		return r
 	}
-	if len(r.Implied) > 0 {
+	var splitFields []string
+	for _, f := range spec.PipelineSplitFields {
+		if sv.implied[f] {
+			splitFields = append(splitFields, f.Path())
+		}
+	}
+	if len(splitFields) > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("the spec sets no pipeline split and %s, so parc also chose the split: the even one, account_for_embedding/account_for_loss, or first/last stages of %d layers fewer to %d more than the others (write any of %s to fix it)",
 			map[bool]string{true: "parallel.pp is open", false: fmt.Sprintf("%d layers do not split evenly over pp=%d", sv.base.Model.Layers, sv.base.Parallel.PP)}[sv.open[fPP]],
-			unevenLighter, unevenHeavier, strings.Join(r.Implied, ", ")))
+			unevenLighter, unevenHeavier, strings.Join(splitFields, ", ")))
+	}
+	if sv.modulesImplied && len(sv.recomputes) > 0 {
+		var lists []string
+		for _, rc := range sv.recomputes {
+			if rc.mode == "selective" {
+				lists = append(lists, rc.String())
+			}
+		}
+		if len(lists) > 1 {
+			r.Notes = append(r.Notes, fmt.Sprintf("train.recompute is open and the spec writes no train.recompute_modules, so parc also chose the modules selective recomputation recomputes, among %s (Megatron's default core attention and the lists of Megatron-Bridge's recipes that apply to the model; write train.recompute_modules to fix it)",
+				strings.Join(lists, ", ")))
+		}
 	}
 
 	sv.prepareBounds()
@@ -103,7 +124,8 @@ func (sv *solver) run() *Result {
 			lf := &sv.leaves[fp.leaf]
 			sh := sv.shards[lf.shard]
 			c.Variants = append(c.Variants, Variant{
-				Train:     Train{MicroBatch: int(lf.mb), Recompute: recomputeModes[lf.rc], DistributedOptimizer: sh.distopt, FSDP: sh.fsdp},
+				Train: Train{MicroBatch: int(lf.mb), Recompute: sv.recomputes[lf.rc].mode, RecomputeModules: sv.recomputes[lf.rc].modules,
+					DistributedOptimizer: sh.distopt, FSDP: sh.fsdp},
 				StepTimeS: fp.step, VsShapePct: 100 * (fp.step - g.plans[0].step) / g.plans[0].step, PerGPUPeakBytes: fp.peak,
 			})
 		}
@@ -157,7 +179,8 @@ func (sv *solver) baseLeaf() leaf {
 	if p.ETP != nil {
 		lf.etp = int32(*p.ETP)
 	}
-	lf.rc = int8(max(slices.Index(recomputeModes, t.Recompute), 0))
+	sv.recomputes = []recompute{{t.Recompute, t.RecomputeModules}}
+	lf.rc = 0
 	sp := split{emb: p.AccountForEmbedding, loss: p.AccountForLoss}
 	if p.FirstStageLayers != nil {
 		sp.first = *p.FirstStageLayers
@@ -186,6 +209,9 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 			}
 		}
 	}
+	if m := sv.recomputes[lf.rc].modules; sv.modulesImplied && m != nil {
+		vals[recomputeModulesPath] = m
+	}
 	s, ds := sv.res.DecodeValue(fillAll(sv.res.Plan, vals))
 	if s == nil || ds.HasErrors() {
 		sv.rejectVerified(ds)
@@ -211,7 +237,7 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 			AccountForEmbedding: s.Parallel.AccountForEmbedding, AccountForLoss: s.Parallel.AccountForLoss,
 			FirstStageLayers: s.Parallel.FirstStageLayers, LastStageLayers: s.Parallel.LastStageLayers,
 		},
-		Train: Train{MicroBatch: s.Train.MicroBatch, Recompute: s.Train.Recompute,
+		Train: Train{MicroBatch: s.Train.MicroBatch, Recompute: s.Train.Recompute, RecomputeModules: s.Train.RecomputeModules,
 			DistributedOptimizer: s.Train.DistributedOptimizer, FSDP: s.Train.FSDP},
 		StepTimeS:  stable(e.StepTimeS),
 		TokensPerS: stable(e.TokensPerS),
@@ -357,7 +383,10 @@ func (sv *solver) leafLabel(lf *leaf) string {
 		etp = lf.tp
 	}
 	s := fmt.Sprintf("tp=%d pp=%d vpp=%d cp=%d ep=%d etp=%d micro_batch=%d recompute=%s",
-		lf.tp, lf.pp, lf.vpp, lf.cp, lf.ep, etp, lf.mb, recomputeModes[lf.rc])
+		lf.tp, lf.pp, lf.vpp, lf.cp, lf.ep, etp, lf.mb, sv.recomputes[lf.rc].mode)
+	if m := sv.recomputes[lf.rc].modules; m != nil {
+		s += " recompute_modules=" + strings.Join(m, ",")
+	}
 	if sp := sv.splits[lf.split].String(); sp != "" {
 		s += " " + sp
 	}
