@@ -78,8 +78,8 @@ type Train struct {
 	// (selective recomputation of other modules than Megatron's default
 	// core attention).
 	RecomputeModules     []string `json:"recompute_modules,omitempty"`
-	DistributedOptimizer bool   `json:"distributed_optimizer"`
-	FSDP                 bool   `json:"fsdp"`
+	DistributedOptimizer bool     `json:"distributed_optimizer"`
+	FSDP                 bool     `json:"fsdp"`
 }
 
 // Variant is another plan of a candidate's parallel shape: a different
