@@ -214,8 +214,18 @@ func Import(src []byte, file string) Result {
 		putInt("model.moe.router_num_groups", "n_group")
 		putInt("model.moe.router_group_topk", "topk_group")
 		putNum("model.moe.router_topk_scaling_factor", "routed_scaling_factor")
+		// DeepSeek-V2/V3's moe_layer_freq k: layer i ≥ first_k_dense_replace
+		// is MoE when i % k == 0, Megatron's --moe-layer-freq k exactly.
+		// Qwen-MoE's decoder_sparse_step k makes layer i MoE when
+		// (i+1) % k == 0 (layers k-1, 2k-1, …), which no moe_layer_freq
+		// reproduces for k > 1.
+		if s, ok := num("moe_layer_freq"); ok && s.String() != "1" {
+			putInt("model.moe.layer_freq", "moe_layer_freq")
+		}
+		used["moe_layer_freq"] = true
 		if s, ok := num("decoder_sparse_step"); ok && s.String() != "1" {
-			putInt("model.moe.layer_freq", "decoder_sparse_step")
+			r.Diags.Warnf(pos, "model.moe", "import-hf-unexpressed", "check which layers are MoE against the model",
+				"decoder_sparse_step %s puts the experts on layers %s-1, 2·%s-1, …; model.moe.layer_freq (Megatron's --moe-layer-freq) counts from layer 0: the spec makes every layer MoE", s, s, s)
 		}
 		used["decoder_sparse_step"] = true
 	}

@@ -231,3 +231,21 @@ func TestUnexpressed(t *testing.T) {
 	require.Regexp(t, `experts:\s+32`, string(res.Spec))
 	require.Regexp(t, `topk:\s+4`, string(res.Spec))
 }
+
+// TestMoELayers: DeepSeek's moe_layer_freq is Megatron's --moe-layer-freq;
+// Qwen-MoE's decoder_sparse_step counts from another layer and is named.
+func TestMoELayers(t *testing.T) {
+	ctx := cuecontext.New()
+	src, err := os.ReadFile("testdata/deepseek_v3.json")
+	require.NoError(t, err)
+	res := Import([]byte(strings.Replace(string(src), `"first_k_dense_replace": 3,`, `"first_k_dense_replace": 3, "moe_layer_freq": 2,`, 1)), "config.json")
+	m := decode(t, ctx.CompileBytes(res.Spec).LookupPath(cue.ParsePath("model")))
+	require.Equal(t, 2, m.MoE.LayerFreq)
+	require.Empty(t, res.Diags)
+
+	src, err = os.ReadFile("testdata/qwen3_30b_a3b.json")
+	require.NoError(t, err)
+	res = Import([]byte(strings.Replace(string(src), `"decoder_sparse_step": 1`, `"decoder_sparse_step": 2`, 1)), "config.json")
+	require.Equal(t, []string{"import-hf-unexpressed"}, res.Diags.Codes())
+	require.Contains(t, res.Diags[0].Message, "decoder_sparse_step 2")
+}

@@ -60,7 +60,7 @@ func pipelineText(s *spec.Spec, ps PipelineSplit) string {
 	p := s.Parallel
 	n := s.Model.Layers
 	if p.PP == 1 && p.VPP == 1 {
-		return fmt.Sprintf("no pipeline: all %d layers, the embedding and the loss on every GPU", n)
+		return fmt.Sprintf("all %d layers, the embedding and the loss on every GPU (pp 1, no pipeline)", n)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d layers over %d pipeline stages", n, p.PP)

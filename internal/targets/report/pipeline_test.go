@@ -24,7 +24,7 @@ func TestPipelineText(t *testing.T) {
 		text   string
 	}{
 		{"no pipeline", pipelineSpec(32, 1, 1, nil), [][]int{{32}},
-			"no pipeline: all 32 layers, the embedding and the loss on every GPU"},
+			"all 32 layers, the embedding and the loss on every GPU (pp 1, no pipeline)"},
 		{"even", pipelineSpec(80, 4, 1, nil), [][]int{{20}, {20}, {20}, {20}},
 			"80 layers over 4 pipeline stages: stage 0 20 + the embedding; stages 1–2 20 each; stage 3 20 + the loss"},
 		// Llama 3.1 405B with --account-for-embedding/loss-in-pipeline-split:
