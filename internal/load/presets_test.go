@@ -15,7 +15,7 @@ func TestEveryPresetVets(t *testing.T) {
 	require.NotEmpty(t, models)
 	require.NotEmpty(t, clusters)
 	for _, m := range []string{"gpt3_175b", "llama2_7b", "llama2_70b", "llama3_8b", "llama3_70b", "llama3_405b",
-		"mixtral_8x7b", "mixtral_8x22b", "qwen2_5_72b", "deepseek_v3"} {
+		"mixtral_8x7b", "mixtral_8x22b", "qwen2_5_72b", "qwen3_8b", "qwen3_32b", "qwen3_30b_a3b", "qwen3_235b_a22b", "deepseek_v3"} {
 		assert.Contains(t, models, m, "the issue asks for this model preset")
 	}
 	for _, c := range []string{"dgx_a100_80g", "dgx_h100", "hgx_h200", "dgx_b200", "gb200_nvl72", "gb300_nvl72", "dgx_b300"} {

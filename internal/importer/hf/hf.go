@@ -112,6 +112,21 @@ func Import(src []byte, file string) Result {
 		put("model.normalization", "rms_norm_eps", "rmsnorm")
 		putNum("model.norm_epsilon", "rms_norm_eps")
 	}
+	// transformers 5 writes RoPE as one rope_parameters object (rope_theta
+	// and the scaling keys together, rope_type "default" for none).
+	if rp, ok := c["rope_parameters"].(map[string]any); ok {
+		used["rope_parameters"] = true
+		if _, has := get("rope_theta"); !has && rp["rope_theta"] != nil {
+			c["rope_theta"] = rp["rope_theta"]
+		}
+		kind, _ := rp["rope_type"].(string)
+		if kind == "" {
+			kind, _ = rp["type"].(string)
+		}
+		if _, has := get("rope_scaling"); !has && kind != "" && kind != "default" {
+			c["rope_scaling"] = rp
+		}
+	}
 	if n, ok := num("rope_theta"); ok {
 		put("model.position_embedding", "rope_theta", "rope")
 		if f, _ := n.Float64(); f == float64(int64(f)) && f >= 1 {

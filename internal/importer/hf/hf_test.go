@@ -1,6 +1,7 @@
 package hf
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
 	"strings"
@@ -248,4 +249,31 @@ func TestMoELayers(t *testing.T) {
 	res = Import([]byte(strings.Replace(string(src), `"decoder_sparse_step": 1`, `"decoder_sparse_step": 2`, 1)), "config.json")
 	require.Equal(t, []string{"import-hf-unexpressed"}, res.Diags.Codes())
 	require.Contains(t, res.Diags[0].Message, "decoder_sparse_step 2")
+}
+
+// TestRopeParameters: transformers 5's rope_parameters (rope_theta and the
+// scaling in one object) imports as the older rope_theta + rope_scaling.
+func TestRopeParameters(t *testing.T) {
+	ctx := cuecontext.New()
+	for _, file := range []string{"llama3_1_8b.json", "deepseek_v3.json", "qwen3_8b.json"} {
+		src, err := os.ReadFile("testdata/" + file)
+		require.NoError(t, err)
+		var c map[string]any
+		require.NoError(t, json.Unmarshal(src, &c))
+		rp := map[string]any{"rope_type": "default"}
+		if rs, ok := c["rope_scaling"].(map[string]any); ok {
+			rp = rs
+		}
+		rp["rope_theta"] = c["rope_theta"]
+		delete(c, "rope_scaling")
+		delete(c, "rope_theta")
+		c["rope_parameters"] = rp
+		v5, err := json.Marshal(c)
+		require.NoError(t, err)
+		old, now := Import(src, file), Import(v5, file)
+		require.Empty(t, now.Diags, file)
+		a := decode(t, ctx.CompileBytes(old.Spec).LookupPath(cue.ParsePath("model")))
+		b := decode(t, ctx.CompileBytes(now.Spec).LookupPath(cue.ParsePath("model")))
+		require.Equal(t, a, b, "%s\n%s", file, now.Spec)
+	}
 }
