@@ -88,7 +88,7 @@ var Codes = []CodeInfo{
 	{Code: "recompute-modules", Severity: diag.Error, Rule: "", Meaning: "A module in train.recompute_modules needs a part of the model or a setting the plan lacks (TransformerConfig.__post_init__: moe_act needs grouped-GEMM experts, mla_up_proj needs MLA, moe_act and layernorm cannot be recomputed with fp8 delayed scaling, ...).", Fix: "Remove the module from the list, or add what it needs."},
 
 	// Kernels, fusions, CUDA graphs.
-	{Code: "kernel-options", Severity: diag.Error, Rule: "", Meaning: "A fused-kernel, attention-backend or CUDA-graph setting Megatron rejects with the rest of the plan (TE cross-entropy fusion, RoPE fusion with MLA and rope_type rope, cuda_graph_scope with cuda_graph_modules, full-iteration graphs with the NaN check, the local attention backend, two YaRN factors).", Fix: "Change the setting as the hint says."},
+	{Code: "kernel-options", Severity: diag.Error, Rule: "", Meaning: "A fused-kernel, attention-backend or CUDA-graph setting Megatron rejects with the rest of the plan (TE cross-entropy fusion, RoPE fusion with MLA and rope_type rope, cuda_graph_scope with cuda_graph_modules, full-iteration graphs with the NaN check, the local attention backend, two YaRN factors, delay_wgrad_compute or the inference-optimized layers' limits with kernels.transformer_impl).", Fix: "Change the setting as the hint says."},
 
 	// Optimizer and overlap.
 	{Code: "tp-comm-overlap", Severity: diag.Error, Rule: "", Meaning: "parallel.tp_comm_overlap is on without sequence parallelism (validate_args asserts it; sequence parallelism is off at tp=1).", Fix: "Use tp > 1 with sequence parallelism, or turn tp_comm_overlap off."},

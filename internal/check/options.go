@@ -135,6 +135,7 @@ func (c *checker) kernels() {
 		c.report("kernel-options", "kernels.attention_backend", `use another attention_backend ("auto")`,
 			"attention_backend \"local\" needs Megatron's local layer spec (--spec local), which parc's transformer_engine plans do not use")
 	}
+	c.transformerImpl()
 	m := s.Model
 	if m.RopeScalingFactor != nil && m.RotaryScalingFactor != nil && (m.MLA != nil || m.PositionEmbedding == "yarn") {
 		c.report("kernel-options", "model.rope_scaling_factor", "remove model.rope_scaling_factor; rotary_scaling_factor is YaRN's factor",
@@ -169,5 +170,45 @@ func (c *checker) moeRouter() {
 	if e.SharedExpertOverlap && e.SharedFFNHidden > 0 && !slices.Contains([]string{"alltoall", "flex"}, e.Dispatcher) {
 		c.report("moe-flex-backend", "model.moe.shared_expert_overlap", `use dispatcher "alltoall" or "flex", or shared_expert_overlap: false`,
 			"shared_expert_overlap only works with the alltoall or flex dispatcher, not %q", e.Dispatcher)
+	}
+}
+
+// transformerImpl checks kernels.transformer_impl as Megatron d98e8a64 does:
+// validate_args (delayed weight-gradient computation needs Transformer
+// Engine), TransformerConfig.__post_init__ (the inference-optimized layers
+// take RMSNorm without biases, and MoE without expert tensor parallelism or
+// a capacity factor) and gpt_builders.py (no MTP with them).
+func (c *checker) transformerImpl() {
+	s, impl := c.s, c.s.Kernels.TransformerImpl
+	if impl != "transformer_engine" && impl != "" && s.Parallel.DelayWgradCompute {
+		c.report("kernel-options", "kernels.transformer_impl", `use transformer_impl "transformer_engine", or delay_wgrad_compute: false`,
+			"delay_wgrad_compute is only supported with the transformer_engine implementation, but transformer_impl is %q", impl)
+	}
+	if impl != "inference_optimized" {
+		return
+	}
+	var bad []string
+	m := s.Model
+	if m.Normalization != "rmsnorm" {
+		bad = append(bad, fmt.Sprintf("RMSNorm (model.normalization is %q)", m.Normalization))
+	}
+	if m.Bias {
+		bad = append(bad, "no linear biases (model.bias)")
+	}
+	if m.QKVBias {
+		bad = append(bad, "no QKV bias (model.qkv_bias)")
+	}
+	if m.MoE != nil && c.etp() > 1 {
+		bad = append(bad, fmt.Sprintf("no expert tensor parallelism (etp=%d)", c.etp()))
+	}
+	if m.MoE != nil && m.MoE.CapacityFactor != nil {
+		bad = append(bad, "dropless MoE (model.moe.capacity_factor is set)")
+	}
+	if m.MTPLayers > 0 {
+		bad = append(bad, fmt.Sprintf("no MTP layers (mtp_layers=%d)", m.MTPLayers))
+	}
+	if len(bad) > 0 {
+		c.report("kernel-options", "kernels.transformer_impl", `use transformer_impl "transformer_engine", or change the listed settings`,
+			"transformer_impl \"inference_optimized\" needs %s", joinStrings(bad))
 	}
 }

@@ -258,6 +258,7 @@ type Tokenizer struct {
 // (speed, not what is computed).
 type Kernels struct {
 	AttentionBackend           string   `json:"attention_backend"`            // --attention-backend
+	TransformerImpl            string   `json:"transformer_impl"`             // --transformer-impl
 	MaskedSoftmaxFusion        bool     `json:"masked_softmax_fusion"`        // --no-masked-softmax-fusion when false
 	GradientAccumulationFusion bool     `json:"gradient_accumulation_fusion"` // --no-gradient-accumulation-fusion when false
 	BiasGeluFusion             bool     `json:"bias_gelu_fusion"`             // --no-bias-gelu-fusion when false
@@ -284,7 +285,7 @@ type Checkpoint struct {
 
 type Logging struct {
 	Interval       int     `json:"interval"`
-	EvalInterval   int     `json:"eval_interval"`
+	EvalInterval   *int    `json:"eval_interval"` // nil: null, --eval-interval left out
 	EvalIters      int     `json:"eval_iters"`
 	TensorboardDir *string `json:"tensorboard_dir,omitempty"`
 	WandbProject   *string `json:"wandb_project,omitempty"`

@@ -62,9 +62,17 @@ func Import(src []byte, o Options) Result {
 		}
 		return 1
 	}
-	at := func(i int) diag.Pos { return diag.Pos{File: o.File, Line: lineOf(i), Column: 1} }
+	at := func(i int) diag.Pos {
+		col := 1
+		if i >= 0 && i < len(cmd.Args) && cmd.Args[i].Col > 0 {
+			col = cmd.Args[i].Col
+		} else if i < 0 && len(cmd.Args) > 0 && cmd.Args[0].Col > 0 {
+			col = cmd.Args[0].Col
+		}
+		return diag.Pos{File: o.File, Line: lineOf(i), Column: col}
+	}
 	for _, n := range cmd.Notes {
-		r.Diags.Warnf(diag.Pos{File: o.File, Line: n.Line, Column: 1}, "", n.Code, noteHint(n.Code), "%s", n.Msg)
+		r.Diags.Warnf(diag.Pos{File: o.File, Line: n.Line, Column: max(n.Col, 1)}, "", n.Code, noteHint(n.Code), "%s", n.Msg)
 	}
 	if len(cmd.Args) == 0 {
 		r.Diags.Errorf(diag.Pos{File: o.File, Line: 1, Column: 1}, "", "import-no-command",
@@ -95,6 +103,10 @@ func Import(src []byte, o Options) Result {
 			"the training command runs %s, not pretrain_gpt.py: its arguments are read with pretrain_gpt.py's parser", cmd.Program)
 	}
 	m.generic(slices.Sorted(maps.Keys(ns.Values)))
+	if b := func(d string) bool { x, _ := ns.Values[d].(bool); return x }; ns.Values["eval_interval"] == nil && !b("full_validation") && !b("skip_train") {
+		r.Diags.Warnf(at(0), "logging.eval_interval", "import-no-eval-interval", "set logging.eval_interval (parc's default is 1000)",
+			"the arguments leave --eval-interval out: Megatron keeps None and stops at start-up dividing train_iters by it (training.py, get_train_valid_test_num_samples); the spec writes eval_interval: null to keep the arguments as they are")
+	}
 	// Dests the input sets that no field took: their arguments, verbatim.
 	extra := map[string]bool{}
 	for d := range ns.Set {

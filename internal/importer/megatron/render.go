@@ -315,7 +315,11 @@ func writeBlock(b *strings.Builder, n *node, p string, depth int) {
 			writeBlock(b, c, p+"."+c.name, depth+1)
 			continue
 		}
-		b.WriteString(importer.CUELiteral(c.value))
+		if _, null := c.value.(cueNull); null {
+			b.WriteString("null")
+		} else {
+			b.WriteString(importer.CUELiteral(c.value))
+		}
 		if c.comment != "" {
 			fmt.Fprintf(b, " // %s", sanitizeComment(c.comment))
 		}

@@ -238,7 +238,18 @@ func (m *mapper) explicit() {
 		m.simple("checkpoint.format", "ckpt_format")
 	}
 	m.simple("logging.interval", "log_interval")
+	if m.get("eval_interval") == nil {
+		// Megatron's None: parc's default is 1000, null leaves it out.
+		m.out = append(m.out, assignment{path: "logging.eval_interval", value: cueNull{}, dests: []string{"eval_interval"},
+			note: "not in the arguments: Megatron's default (None)"})
+		m.claim("eval_interval")
+	} else {
+		m.simple("logging.eval_interval", "eval_interval")
+	}
 }
+
+// cueNull is CUE's null: a field the spec leaves to Megatron's None.
+type cueNull struct{}
 
 // otherActivation reports whether the input picks an activation parc has no
 // name for (it is carried as an extra argument).

@@ -13,6 +13,7 @@ import (
 type Word struct {
 	Text string
 	Line int
+	Col  int   // the column (1-based, in bytes) where the word starts on Line; 0 = unknown
 	at   []int // the input line of each byte of Text (a value spread over lines); nil: all on Line
 }
 
@@ -26,6 +27,7 @@ func (w Word) lineAt(i int) int {
 // Note is something the shell reader could not do exactly as bash would.
 type Note struct {
 	Line int
+	Col  int // 0 = unknown
 	Code string // import-unresolved, import-shell
 	Msg  string
 	Raw  string // for import-unresolved: the text kept as written
@@ -59,7 +61,7 @@ func Read(src string) Command {
 			}
 			header = false
 			if line != "" {
-				c.Args = append(c.Args, Word{Text: line, Line: i + 1})
+				c.Args = append(c.Args, Word{Text: line, Line: i + 1, Col: 1})
 			}
 		}
 		return c
@@ -137,13 +139,28 @@ func ReadShell(src string) Command {
 		}
 	}
 	if l.control {
-		c.Notes = append(c.Notes, Note{Line: l.controlLine, Code: "import-shell",
+		c.Notes = append(c.Notes, Note{Line: l.controlLine, Code: "import-shell", // unpacked below
 			Msg: "the script's control flow (if/for/while/case) is not evaluated: assignments in every branch apply, in the order written"})
 	}
 	for _, n := range l.notes {
 		// Only what reaches the training command matters.
 		if n.Raw == "" || slices.ContainsFunc(c.Args, func(w Word) bool { return strings.Contains(w.Text, n.Raw) }) {
 			c.Notes = append(c.Notes, n)
+		}
+	}
+	// Positions to lines and columns.
+	for i := range c.Notes {
+		c.Notes[i].Line, c.Notes[i].Col = unpack(c.Notes[i].Line)
+	}
+	for i := range c.Args {
+		w := &c.Args[i]
+		w.Line, w.Col = unpack(w.Line)
+		if w.at != nil {
+			at := make([]int, len(w.at))
+			for j, p := range w.at {
+				at[j], _ = unpack(p)
+			}
+			w.at = at
 		}
 	}
 	return c
@@ -198,6 +215,7 @@ type lexer struct {
 	src         string
 	i           int
 	line        int
+	lineStart   int // the offset of the current line's first byte
 	vars        map[string][]Word
 	notes       []Note
 	control     bool
@@ -209,6 +227,14 @@ type heredoc struct {
 	marker string
 	strip  bool
 }
+
+// pos is the cursor's position while lexing: line<<posBits | column; Words
+// and Notes hold such positions until ReadShell unpacks them.
+func (l *lexer) pos() int { return l.line<<posBits | min(l.i-l.lineStart+1, 1<<posBits-1) }
+
+const posBits = 20
+
+func unpack(p int) (line, col int) { return p >> posBits, p & (1<<posBits - 1) }
 
 func (l *lexer) eof() bool { return l.i >= len(l.src) }
 
@@ -224,6 +250,7 @@ func (l *lexer) next() byte {
 	l.i++
 	if c == '\n' {
 		l.line++
+		l.lineStart = l.i
 	}
 	return c
 }
@@ -291,7 +318,7 @@ func (l *lexer) command() []Word {
 				continue
 			}
 		}
-		line, at := l.line, l.i
+		line, at := l.pos(), l.i
 		fields, literal := l.word(true)
 		if l.i == at {
 			l.next()
@@ -456,7 +483,7 @@ func (l *lexer) assign(name string, appendTo bool) {
 			}
 		}
 	} else {
-		line := l.line
+		line := l.pos()
 		fields, _ := l.word(false)
 		val = []Word{{Text: "", Line: line}}
 		if len(fields) > 0 {
@@ -561,7 +588,7 @@ func (f *fieldBuilder) addExpanded(vals []Word, quoted bool) {
 // removed and nothing expanded (to recognise keywords).
 func (l *lexer) word(split bool) ([]Word, string) {
 	f := &fieldBuilder{split: split}
-	start := l.line
+	start := l.pos()
 	f.line = start
 	for !l.eof() {
 		c := l.peek(0)
@@ -570,19 +597,20 @@ func (l *lexer) word(split bool) ([]Word, string) {
 			f.end()
 			return f.fields, f.literal.String()
 		case '\\':
+			p := l.pos()
 			l.next()
 			if l.eof() {
-				f.add("\\", l.line)
+				f.add("\\", p)
 				continue
 			}
 			d := l.next()
 			if d == '\n' {
 				continue
 			}
-			f.add(string(d), l.line)
+			f.add(string(d), p)
 			f.literal.WriteByte(d)
 		case '\'':
-			line := l.line
+			line := l.pos()
 			l.next()
 			j := strings.IndexByte(l.src[l.i:], '\'')
 			if j < 0 {
@@ -603,7 +631,7 @@ func (l *lexer) word(split bool) ([]Word, string) {
 		case '$':
 			l.dollar(f, false)
 		case '`':
-			line := l.line
+			line := l.pos()
 			l.next()
 			j := strings.IndexByte(l.src[l.i:], '`')
 			if j < 0 {
@@ -619,8 +647,9 @@ func (l *lexer) word(split bool) ([]Word, string) {
 			l.unresolved(line, s, "(command substitution) is not run")
 			f.add(s, line)
 		default:
+			p := l.pos()
 			l.next()
-			f.add(string(c), l.line)
+			f.add(string(c), p)
 			f.literal.WriteByte(c)
 		}
 	}
@@ -629,7 +658,7 @@ func (l *lexer) word(split bool) ([]Word, string) {
 }
 
 func (l *lexer) doubleQuoted(f *fieldBuilder) {
-	line := l.line
+	line := l.pos()
 	l.next()
 	f.add("", line)
 	for {
@@ -651,17 +680,18 @@ func (l *lexer) doubleQuoted(f *fieldBuilder) {
 			switch d {
 			case '\n':
 			case '$', '`', '"', '\\':
-				f.add(string(d), l.line)
+				f.add(string(d), l.pos())
 				f.literal.WriteByte(d)
 			default:
-				f.add("\\"+string(d), l.line)
+				f.add("\\"+string(d), l.pos())
 				f.literal.WriteString("\\" + string(d))
 			}
 		case '$':
 			l.dollar(f, true)
 		default:
+			p := l.pos()
 			l.next()
-			f.add(string(c), l.line)
+			f.add(string(c), p)
 			f.literal.WriteByte(c)
 		}
 	}
@@ -669,7 +699,7 @@ func (l *lexer) doubleQuoted(f *fieldBuilder) {
 
 // dollar expands the $-expression at the cursor into f.
 func (l *lexer) dollar(f *fieldBuilder, quoted bool) {
-	line := l.line
+	line := l.pos()
 	start := l.i
 	l.next() // $
 	switch c := l.peek(0); {
@@ -847,7 +877,7 @@ func (l *lexer) braced(f *fieldBuilder, quoted bool, start, line int) {
 // brace, expanding what is in it.
 func (l *lexer) operand(quoted bool) []Word {
 	g := &fieldBuilder{split: false}
-	line := l.line
+	line := l.pos()
 	g.add("", line)
 	for !l.eof() && l.peek(0) != '}' {
 		c := l.peek(0)
@@ -857,18 +887,18 @@ func (l *lexer) operand(quoted bool) []Word {
 			if !l.eof() {
 				d := l.next()
 				if d != '\n' {
-					g.add(string(d), l.line)
+					g.add(string(d), l.pos())
 				}
 			}
 		case '\'':
 			if quoted {
 				l.next()
-				g.add("'", l.line)
+				g.add("'", l.pos())
 				continue
 			}
 			l.next()
 			for !l.eof() && l.peek(0) != '\'' {
-				g.add(string(l.next()), l.line)
+				g.add(string(l.next()), l.pos())
 			}
 			if !l.eof() {
 				l.next()
@@ -878,7 +908,7 @@ func (l *lexer) operand(quoted bool) []Word {
 		case '$':
 			l.dollar(g, true)
 		default:
-			g.add(string(l.next()), l.line)
+			g.add(string(l.next()), l.pos())
 		}
 	}
 	g.end()

@@ -132,3 +132,24 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// TestDiagnosticColumns: a diagnostic points at the column where the
+// argument starts in the input, not at column 1.
+func TestDiagnosticColumns(t *testing.T) {
+	src := "ARGS=(--bogus-one)\n" +
+		"python pretrain_gpt.py --num-layers 2 --bogus-flag \\\n" +
+		"    --hidden-size x ${ARGS[@]}\n"
+	res := Import([]byte(src), Options{File: "run.sh", Cluster: "dgx_h100"})
+	var got []string
+	for _, d := range res.Diags {
+		got = append(got, fmt.Sprintf("%d:%d %s", d.Line, d.Column, d.Code))
+	}
+	// --bogus-flag starts at byte 39 of line 2; "x" at byte 19 of line 3;
+	// --bogus-one, expanded from ARGS, at byte 7 of line 1.
+	require.Subset(t, got, []string{"2:39 import-unknown-option", "3:19 import-bad-argument"}, "%v", got)
+	for _, w := range Read(src).Args {
+		if w.Text == "--bogus-one" {
+			require.Equal(t, [2]int{1, 7}, [2]int{w.Line, w.Col})
+		}
+	}
+}

@@ -543,6 +543,7 @@ func (e *emitter) data() {
 func (e *emitter) kernels() {
 	a, k := &e.argList, &e.s.Kernels
 	a.choice("--attention-backend", k.AttentionBackend, "auto")
+	a.choice("--transformer-impl", k.TransformerImpl, "transformer_engine")
 	for _, f := range []struct {
 		on   bool
 		flag string
@@ -613,7 +614,9 @@ func (e *emitter) checkpoints() {
 func (e *emitter) logging() {
 	a, lg := &e.argList, &e.s.Logging
 	a.int("--log-interval", lg.Interval)
-	a.int("--eval-interval", lg.EvalInterval)
+	if lg.EvalInterval != nil {
+		a.int("--eval-interval", *lg.EvalInterval)
+	}
 	a.int("--eval-iters", lg.EvalIters)
 	if lg.TensorboardDir != nil {
 		a.str("logging.tensorboard_dir", "--tensorboard-dir", *lg.TensorboardDir)

@@ -51,7 +51,7 @@ var DefaultDifferences = []DefaultDifference{
 	{"logging.interval", "--log-interval", "log_interval", int64(10),
 		"Progress every 10 iterations, visible on short runs; Megatron's default is 100."},
 	{"logging.eval_interval", "--eval-interval", "eval_interval", int64(1000),
-		"Evaluate every 1000 iterations; Megatron has no default (None)."},
+		"Evaluate every 1000 iterations; Megatron's None stops pretraining at start-up (training.py divides train_iters by it) unless --full-validation or --skip-train; null leaves the option out."},
 	{"logging.eval_iters", "--eval-iters", "eval_iters", int64(10),
 		"10 evaluation iterations keep evaluation short; Megatron's default is 100."},
 	{"logging.log_throughput", "--log-throughput", "log_throughput", true,

@@ -22,4 +22,5 @@ torchrun --nproc_per_node 8 --nnodes 8 pretrain_gpt.py \
     --lr 1e-4 --min-lr 1e-5 --lr-decay-style cosine --lr-warmup-iters 500 \
     --clip-grad 1.0 --weight-decay 0.1 --bf16 \
     --mock-data --tokenizer-type NullTokenizer --vocab-size 32000 \
-    --save "$CHECKPOINT_PATH" --save-interval 10000 --log-interval 1 --manual-gc
+    --save "$CHECKPOINT_PATH" --save-interval 10000 --log-interval 1 --manual-gc \
+    --eval-interval 1000 --eval-iters 10
