@@ -27,7 +27,7 @@ func (w Word) lineAt(i int) int {
 // Note is something the shell reader could not do exactly as bash would.
 type Note struct {
 	Line int
-	Col  int // 0 = unknown
+	Col  int    // 0 = unknown
 	Code string // import-unresolved, import-shell
 	Msg  string
 	Raw  string // for import-unresolved: the text kept as written
