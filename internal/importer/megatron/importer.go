@@ -2,6 +2,7 @@ package megatron
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"path"
 	"regexp"
@@ -89,6 +90,13 @@ func Import(src []byte, o Options) Result {
 		r.Diags.Errorf(at(e.Index), "", code, argHint(code), "Megatron's parser rejects %q: %s", words[e.Index], e.Message)
 	}
 	if len(errs) > 0 {
+		return r
+	}
+	for _, rej := range megatronRejects(ns) {
+		r.Diags.Errorf(at(rej.index), "", "import-megatron-rejects", rej.hint, "%s", rej.msg)
+	}
+	if r.Diags.HasErrors() {
+		r.Diags = r.Diags.Sort()
 		return r
 	}
 
@@ -375,4 +383,62 @@ func extraArgIndex(msg string, ns *mg.Namespace) int {
 		}
 	}
 	return -1
+}
+
+type rejection struct {
+	index     int // the input argument concerned
+	msg, hint string
+}
+
+// megatronRejects lists what validate_args (megatron/training/arguments.py at
+// d98e8a64) asserts about the virtual pipeline arguments themselves: a spec
+// has one way to say each of these, so parc could not write the input's
+// form even if it wanted to, and Megatron stops on it.
+func megatronRejects(ns *mg.Namespace) []rejection {
+	var out []rejection
+	set := func(d string) (mg.Setting, bool) {
+		s, ok := ns.Set[d]
+		return s, ok && ns.Values[d] != nil
+	}
+	var given []string
+	idx := -1
+	for _, d := range []string{"num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank", "pipeline_model_parallel_layout"} {
+		if s, ok := set(d); ok {
+			given = append(given, s.Option)
+			idx = max(idx, s.Index)
+		}
+	}
+	if len(given) > 1 {
+		out = append(out, rejection{idx, fmt.Sprintf("Megatron rejects %s together: \"No more than one of the following arguments can be set at the same time: --num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank, --pipeline-model-parallel-layout\" (validate_args)", strings.Join(given, " and ")),
+			"keep one of them: the layout gives the virtual stages itself"})
+		return out
+	}
+	s, ok := set("num_layers_per_virtual_pipeline_stage")
+	if !ok {
+		return out
+	}
+	_, first := set("decoder_first_pipeline_num_layers")
+	_, last := set("decoder_last_pipeline_num_layers")
+	if first || last {
+		return append(out, rejection{s.Index, "Megatron rejects --num-layers-per-virtual-pipeline-stage with an uneven pipeline (--decoder-first/last-pipeline-num-layers): \"please use --num-virtual-stages-per-pipeline-rank to specify virtual pipeline parallel degree when enable uneven pipeline parallelism\" (validate_args)",
+			"give the virtual stages with --num-virtual-stages-per-pipeline-rank"})
+	}
+	n, _ := asInt(ns.Values["num_layers_per_virtual_pipeline_stage"])
+	layers, _ := asInt(ns.Values["num_layers"])
+	pp, _ := asInt(ns.Values["pipeline_model_parallel_size"])
+	for _, d := range []string{"account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"} {
+		if b, _ := ns.Values[d].(bool); b {
+			layers++
+		}
+	}
+	switch {
+	case pp <= 0 || n <= 0:
+	case layers%pp != 0:
+		out = append(out, rejection{s.Index, fmt.Sprintf("Megatron rejects --num-layers-per-virtual-pipeline-stage %d: %d layers are not divisible by pp %d (\"number of layers of the model must be divisible pipeline model parallel size\", validate_args)", n, layers, pp),
+			"use a pipeline size that divides the layers"})
+	case (layers/pp)%n != 0:
+		out = append(out, rejection{s.Index, fmt.Sprintf("Megatron rejects --num-layers-per-virtual-pipeline-stage %d: the %d layers per pipeline stage are not divisible by it (\"number of layers per pipeline stage must be divisible number of layers per virtual pipeline stage\", validate_args)", n, layers/pp),
+			fmt.Sprintf("use a divisor of %d", layers/pp)})
+	}
+	return out
 }

@@ -339,10 +339,16 @@ func (m *mapper) generic(dests []string) {
 }
 
 // virtualStages is the virtual pipeline size --num-layers-per-virtual-
-// pipeline-stage gives: (num_layers / pp) / n (validate_args), when it divides.
+// pipeline-stage gives: (num_layers / pp) / n, the embedding and loss
+// counted as layers when the split accounts for them (validate_args), when it divides.
 func virtualStages(v map[string]any) (int64, bool) {
 	n, ok := asInt(v["num_layers_per_virtual_pipeline_stage"])
 	layers, _ := asInt(v["num_layers"])
+	for _, d := range []string{"account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"} {
+		if b, _ := v[d].(bool); b {
+			layers++ // validate_args counts them as layers
+		}
+	}
 	pp, _ := asInt(v["pipeline_model_parallel_size"])
 	if !ok || n <= 0 || pp <= 0 || layers%pp != 0 || (layers/pp)%n != 0 {
 		return 0, false

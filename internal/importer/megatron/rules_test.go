@@ -3,6 +3,7 @@ package megatron
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,5 +35,29 @@ func TestRulesNameMegatronDests(t *testing.T) {
 			_, ok := m.s.field(a.path)
 			require.True(t, ok, "%s is not a spec field", a.path)
 		}
+	}
+}
+
+// TestMegatronRejectsVirtualPipelineForms: the forms of the virtual pipeline
+// arguments validate_args asserts on are import errors; a layout alone is not.
+func TestMegatronRejectsVirtualPipelineForms(t *testing.T) {
+	base := "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 " +
+		"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-4 --eval-interval 10 --mock-data " +
+		"--tokenizer-type NullTokenizer --vocab-size 1024 --pipeline-model-parallel-size 2 "
+	for _, c := range []struct {
+		args   string
+		reject bool
+	}{
+		{"--pipeline-model-parallel-layout Et*2|t*2|t*2|t*2L", false},
+		// equal to what the layout implies, and Megatron still rejects it
+		{"--pipeline-model-parallel-layout Et*2|t*2|t*2|t*2L --num-virtual-stages-per-pipeline-rank 2", true},
+		{"--pipeline-model-parallel-layout Et*2|t*2|t*2|t*2L --num-virtual-stages-per-pipeline-rank 4", true},
+		{"--num-layers-per-virtual-pipeline-stage 2 --num-virtual-stages-per-pipeline-rank 2", true},
+		{"--num-layers-per-virtual-pipeline-stage 2", false},
+		{"--num-layers-per-virtual-pipeline-stage 3", true},
+		{"--num-layers-per-virtual-pipeline-stage 2 --decoder-first-pipeline-num-layers 2", true},
+	} {
+		res := Import([]byte(strings.ReplaceAll(base+c.args, " ", "\n")), Options{Cluster: "dgx_h100", Nodes: 1})
+		require.Equal(t, c.reject, slices.Contains(res.Diags.Codes(), "import-megatron-rejects"), "%s: %v", c.args, res.Diags)
 	}
 }
