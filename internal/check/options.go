@@ -136,6 +136,7 @@ func (c *checker) kernels() {
 			"attention_backend \"local\" needs Megatron's local layer spec (--spec local), which parc's transformer_engine plans do not use")
 	}
 	c.transformerImpl()
+	c.determinism()
 	m := s.Model
 	if m.RopeScalingFactor != nil && m.RotaryScalingFactor != nil && (m.MLA != nil || m.PositionEmbedding == "yarn") {
 		c.report("kernel-options", "model.rope_scaling_factor", "remove model.rope_scaling_factor; rotary_scaling_factor is YaRN's factor",
@@ -210,5 +211,26 @@ func (c *checker) transformerImpl() {
 	if len(bad) > 0 {
 		c.report("kernel-options", "kernels.transformer_impl", `use transformer_impl "transformer_engine", or change the listed settings`,
 			"transformer_impl \"inference_optimized\" needs %s", joinStrings(bad))
+	}
+}
+
+// determinism checks --deterministic-mode as Megatron d98e8a64 does
+// (megatron/training/determinism.py, ARG_VALUES_REQUIRED_FOR_DETERMINISM,
+// asserted from validate_args).
+func (c *checker) determinism() {
+	s := c.s
+	if !s.Train.DeterministicMode {
+		return
+	}
+	var bad []string
+	if s.Kernels.CrossEntropyLossFusion {
+		bad = append(bad, "kernels.cross_entropy_loss_fusion off")
+	}
+	if s.Parallel.TPCommOverlap {
+		bad = append(bad, "parallel.tp_comm_overlap off")
+	}
+	if len(bad) > 0 {
+		c.report("deterministic-mode", "train.deterministic_mode", "turn the listed options off, or deterministic_mode: false",
+			"deterministic_mode needs %s (Megatron asserts it: \"--deterministic-mode requires: ...\")", joinStrings(bad))
 	}
 }

@@ -166,6 +166,7 @@ type Train struct {
 	GlobalBatch     int    `json:"global_batch"`
 	Precision       string `json:"precision"` // fp32 | bf16 | fp16 | fp8
 	FP8Format       string `json:"fp8_format"`
+	FP8Base         string `json:"fp8_base"` // precision fp8: bf16 | fp16 | fp32 around the FP8 GEMMs
 	FP8Recipe       string `json:"fp8_recipe"`
 	Recompute       string `json:"recompute"` // none | selective | full
 	RecomputeMethod string `json:"recompute_method"`
@@ -203,16 +204,18 @@ type Train struct {
 	LRDecayStyle                 string   `json:"lr_decay_style"`
 	LRWarmupIters                int      `json:"lr_warmup_iters"`
 	LRDecayIters                 *int     `json:"lr_decay_iters,omitempty"`
-	LRWarmupSamples              int      `json:"lr_warmup_samples"`              // --lr-warmup-samples
-	LRDecaySamples               *int     `json:"lr_decay_samples,omitempty"`     // --lr-decay-samples
-	LRWarmupFraction             *float64 `json:"lr_warmup_fraction,omitempty"`   // --lr-warmup-fraction
-	LRWarmupInit                 float64  `json:"lr_warmup_init"`                 // --lr-warmup-init
-	LRWSDDecayIters              *int     `json:"lr_wsd_decay_iters,omitempty"`   // --lr-wsd-decay-iters
-	LRWSDDecaySamples            *int     `json:"lr_wsd_decay_samples,omitempty"` // --lr-wsd-decay-samples
-	LRWSDDecayStyle              string   `json:"lr_wsd_decay_style"`             // --lr-wsd-decay-style
-	DecoupledLR                  *float64 `json:"decoupled_lr,omitempty"`         // --decoupled-lr
-	DecoupledMinLR               *float64 `json:"decoupled_min_lr,omitempty"`     // --decoupled-min-lr
-	RampupBatchSize              []int    `json:"rampup_batch_size,omitempty"`    // --rampup-batch-size start increment samples
+	LRWarmupSamples              int      `json:"lr_warmup_samples"`                  // --lr-warmup-samples
+	LRDecaySamples               *int     `json:"lr_decay_samples,omitempty"`         // --lr-decay-samples
+	LRWarmupFraction             *float64 `json:"lr_warmup_fraction,omitempty"`       // --lr-warmup-fraction
+	LRWarmupInit                 float64  `json:"lr_warmup_init"`                     // --lr-warmup-init
+	LRWSDDecayIters              *int     `json:"lr_wsd_decay_iters,omitempty"`       // --lr-wsd-decay-iters
+	LRWSDDecaySamples            *int     `json:"lr_wsd_decay_samples,omitempty"`     // --lr-wsd-decay-samples
+	LRWSDDecayStyle              string   `json:"lr_wsd_decay_style"`                 // --lr-wsd-decay-style
+	DecoupledLR                  *float64 `json:"decoupled_lr,omitempty"`             // --decoupled-lr
+	DecoupledMinLR               *float64 `json:"decoupled_min_lr,omitempty"`         // --decoupled-min-lr
+	RampupBatchSize              []int    `json:"rampup_batch_size,omitempty"`        // --rampup-batch-size start increment samples
+	StepBatchSizeSchedule        *string  `json:"step_batch_size_schedule,omitempty"` // --step-batch-size-schedule
+	DeterministicMode            bool     `json:"deterministic_mode"`                 // --deterministic-mode
 	WeightDecay                  float64  `json:"weight_decay"`
 	WeightDecayIncrStyle         string   `json:"weight_decay_incr_style"`      // --weight-decay-incr-style
 	StartWeightDecay             *float64 `json:"start_weight_decay,omitempty"` // --start-weight-decay

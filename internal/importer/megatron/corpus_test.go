@@ -50,13 +50,7 @@ func TestCorpusRoundTrip(t *testing.T) {
 			h := corpusHeader(string(b))
 			require.NotEmpty(t, h["source"], "the header names the source")
 			require.NotEmpty(t, h["commit"], "the header names the commit")
-			o := Options{File: f, Cluster: first(h["cluster"])}
-			if n := first(h["nodes"]); n != "" {
-				o.Nodes = atoi(t, n)
-			}
-			if n := first(h["gpus-per-node"]); n != "" {
-				o.GPUsPerNode = atoi(t, n)
-			}
+			o := headerOptions(t, f, h)
 			res := Import(b, o)
 			expect := first(h["expect"])
 			if code, ok := strings.CutPrefix(expect, "rejected "); ok {
@@ -86,6 +80,26 @@ func TestCorpusRoundTrip(t *testing.T) {
 			require.Empty(t, diffs, "compiled: %q\nspec:\n%s", res.Compiled, res.Spec)
 		})
 	}
+}
+
+// headerOptions are the import options a corpus file's header gives: the
+// cluster, nodes, GPUs per node and the run's environment ("env: NAME=VALUE").
+func headerOptions(t *testing.T, f string, h map[string][]string) Options {
+	o := Options{File: f, Cluster: first(h["cluster"])}
+	if n := first(h["nodes"]); n != "" {
+		o.Nodes = atoi(t, n)
+	}
+	if n := first(h["gpus-per-node"]); n != "" {
+		o.GPUsPerNode = atoi(t, n)
+	}
+	for _, e := range h["env"] {
+		k, v, _ := strings.Cut(e, "=")
+		if o.Env == nil {
+			o.Env = map[string]string{}
+		}
+		o.Env[k] = v
+	}
+	return o
 }
 
 func first(l []string) string {
@@ -135,13 +149,7 @@ func TestCorpusMegatronAccepts(t *testing.T) {
 		}
 		name := strings.TrimSuffix(filepath.Base(f), ".args")
 		t.Run(name, func(t *testing.T) {
-			o := Options{File: f, Cluster: first(h["cluster"])}
-			if n := first(h["nodes"]); n != "" {
-				o.Nodes = atoi(t, n)
-			}
-			if n := first(h["gpus-per-node"]); n != "" {
-				o.GPUsPerNode = atoi(t, n)
-			}
+			o := headerOptions(t, f, h)
 			res := Import(b, o)
 			require.NotNil(t, res.Compiled)
 			file := filepath.Join(dir, name+".args")
@@ -152,6 +160,11 @@ func TestCorpusMegatronAccepts(t *testing.T) {
 			cmd := exec.Command(python, checker, strconv.Itoa(res.World), input, file)
 			// the environment parc's launch gives the workers
 			cmd.Env = append(os.Environ(), "MEGATRON_LM="+root, "CUDA_DEVICE_MAX_CONNECTIONS="+res.Env["CUDA_DEVICE_MAX_CONNECTIONS"])
+			for k, v := range res.Env {
+				if k != "CUDA_DEVICE_MAX_CONNECTIONS" {
+					cmd.Env = append(cmd.Env, k+"="+v)
+				}
+			}
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s", out)
 			require.Equal(t, 2, strings.Count(string(out), "ok "), "%s", out)

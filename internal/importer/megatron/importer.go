@@ -22,6 +22,9 @@ type Options struct {
 	Cluster     string // a stdlib cluster preset ("dgx_h100"); "" = dgx_h100, with a warning
 	GPUsPerNode int    // 0 = the preset's (or torchrun's --nproc_per_node)
 	Nodes       int    // 0 = torchrun's --nnodes, else the fewest nodes the degrees fit
+	// Env is the run's environment where it matters to Megatron (e.g.
+	// NVTE_CPU_OFFLOAD_V1, which validate_args reads): written to launch.env.
+	Env map[string]string
 }
 
 // Result of an import.
@@ -111,6 +114,9 @@ func Import(src []byte, o Options) Result {
 			"the training command runs %s, not pretrain_gpt.py: its arguments are read with pretrain_gpt.py's parser", cmd.Program)
 	}
 	m.generic(slices.Sorted(maps.Keys(ns.Values)))
+	for _, k := range slices.Sorted(maps.Keys(o.Env)) {
+		m.out = append(m.out, assignment{path: "launch.env." + k, value: o.Env[k], note: "the run's environment"})
+	}
 	if b := func(d string) bool { x, _ := ns.Values[d].(bool); return x }; ns.Values["eval_interval"] == nil && !b("full_validation") && !b("skip_train") {
 		r.Diags.Warnf(at(0), "logging.eval_interval", "import-no-eval-interval", "set logging.eval_interval (parc's default is 1000)",
 			"the arguments leave --eval-interval out: Megatron keeps None and stops at start-up dividing train_iters by it (training.py, get_train_valid_test_num_samples); the spec writes eval_interval: null to keep the arguments as they are")
@@ -142,7 +148,14 @@ func Import(src []byte, o Options) Result {
 	}
 	derived := func(world int) []assignment {
 		out := slices.Clone(m.out)
-		if ns.Values["global_batch_size"] == nil {
+		if sched, ok := ns.Values["step_batch_size_schedule"].(string); ok && ns.Values["global_batch_size"] == nil {
+			// The schedule gives the batch sizes (Megatron takes no
+			// --global-batch-size beside it); global_batch is its first.
+			if gbs, ok := firstScheduledBatch(sched); ok {
+				out = append(out, assignment{path: "train.global_batch", value: gbs, dests: []string{"step_batch_size_schedule"},
+					note: "the first size of --step-batch-size-schedule (parc writes no --global-batch-size beside it)"})
+			}
+		} else if ns.Values["global_batch_size"] == nil {
 			// Megatron derives it: micro_batch_size · data-parallel size.
 			get := func(d string) int64 { n, _ := asInt(ns.Values[d]); return max(n, 1) }
 			if mp := get("tensor_model_parallel_size") * get("pipeline_model_parallel_size") * get("context_parallel_size"); int64(world)%mp == 0 {
@@ -441,4 +454,19 @@ func megatronRejects(ns *mg.Namespace) []rejection {
 			fmt.Sprintf("use a divisor of %d", layers/pp)})
 	}
 	return out
+}
+
+// firstScheduledBatch is the global batch size of the first entry of a
+// --step-batch-size-schedule ("0:384 200B:768 ...").
+func firstScheduledBatch(sched string) (int64, bool) {
+	f := strings.Fields(sched)
+	if len(f) == 0 {
+		return 0, false
+	}
+	_, size, ok := strings.Cut(f[0], ":")
+	if !ok {
+		return 0, false
+	}
+	n, err := mg.PyInt(size)
+	return n, err == nil && n > 0
 }

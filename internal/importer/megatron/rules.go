@@ -191,8 +191,16 @@ func (m *mapper) explicit() {
 	m.simple("train.global_batch", "global_batch_size")
 	switch {
 	case m.get("fp8") != nil:
-		m.assign("train.precision", "fp8", "bf16", "fp8")
+		m.assign("train.precision", "fp8", "fp8")
 		m.simple("train.fp8_format", "fp8")
+		switch {
+		case m.flag("bf16"):
+			m.assign("train.fp8_base", "bf16", "bf16", "fp16")
+		case m.flag("fp16"):
+			m.assign("train.fp8_base", "fp16", "bf16", "fp16")
+		default:
+			m.assign("train.fp8_base", "fp32", "bf16", "fp16")
+		}
 	case m.flag("bf16"):
 		m.assign("train.precision", "bf16", "bf16", "fp16")
 	case m.flag("fp16"):

@@ -326,8 +326,15 @@ func (e *emitter) precision() {
 	case "fp16":
 		a.flag("--fp16")
 	case "fp8":
-		// FP8 GEMMs inside a bf16 model (Megatron's FP8 examples).
-		a.flag("--bf16")
+		// FP8 GEMMs inside a bf16 model (Megatron's FP8 examples), or an
+		// fp16 or fp32 one (train.fp8_base).
+		switch tr.FP8Base {
+		case "fp16":
+			a.flag("--fp16")
+		case "fp32":
+		default:
+			a.flag("--bf16")
+		}
 		a.add("", "--fp8-format", tr.FP8Format)
 		a.add("", "--fp8-recipe", tr.FP8Recipe)
 	}
@@ -436,7 +443,13 @@ func (e *emitter) schedule() {
 	// Batch sizes and training length. Iteration-based and sample-based
 	// options cannot be mixed (validate_args, T1/T2).
 	a.int("--micro-batch-size", tr.MicroBatch)
-	a.int("--global-batch-size", tr.GlobalBatch)
+	if tr.StepBatchSizeSchedule != nil {
+		// Megatron rejects --global-batch-size beside it (validate_args).
+		a.str("train.step_batch_size_schedule", "--step-batch-size-schedule", *tr.StepBatchSizeSchedule)
+	} else {
+		a.int("--global-batch-size", tr.GlobalBatch)
+	}
+	a.boolFlag("--deterministic-mode", tr.DeterministicMode)
 	if len(tr.RampupBatchSize) > 0 {
 		a.flag("--rampup-batch-size")
 		for _, n := range tr.RampupBatchSize {

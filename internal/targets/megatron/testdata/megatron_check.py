@@ -22,6 +22,9 @@ megatron_stub.STUBS += ['torch', 'transformer_engine', 'triton', 'apex', 'einops
     'mamba_ssm', 'causal_conv1d', 'flashinfer', 'nvtx', 'modelopt', 'multistorageclient',
     'safetensors', 'yaml', 'tqdm']
 
+import math
+import numpy  # the stand-in; validate_args checks hierarchical CP sizes with numpy.prod
+numpy.prod = math.prod
 import warnings
 warnings.simplefilter('ignore')
 from megatron.training import arguments
