@@ -45,6 +45,7 @@ func TestCorpusRoundTrip(t *testing.T) {
 	require.GreaterOrEqual(t, len(files), 3)
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".args"), func(t *testing.T) {
+			t.Parallel()
 			b, err := os.ReadFile(f)
 			require.NoError(t, err)
 			h := corpusHeader(string(b))

@@ -28,7 +28,11 @@ func TestEveryCodeIsProduced(t *testing.T) {
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
-		record(Import(b, headerOptions(t, f, corpusHeader(string(b)))))
+		h := corpusHeader(string(b))
+		if first(h["expect"]) == "round-trip" {
+			continue // TestCorpusRoundTrip imports those; the codes below come from the rest
+		}
+		record(Import(b, headerOptions(t, f, h)))
 	}
 	base := "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 256 --max-position-embeddings 256 --micro-batch-size 1 --global-batch-size 8 --train-iters 10 --tensor-model-parallel-size 2\n"
 	for code, in := range map[string]string{
