@@ -4,4 +4,4 @@ package estimate
 
 // fittedCalibration is the calibration fitted on the measured corpus's fit
 // rows (testdata/calibration/README.md).
-var fittedCalibration = Calibration{GEMMEff: 0.655, FP8GEMMEff: 0.57, AttnEff: 0.643, KernelS: 3.19e-05, NVLinkEff: 0.944, NetworkEff: 1, GroupedRel: 0.481, MoELayerS: 0.000806}
+var fittedCalibration = Calibration{GEMMEff: 0.63, FP8GEMMEff: 0.536, AttnEff: 0.697, KernelS: 1.57e-05, NVLinkEff: 1, NetworkEff: 1, GroupedRel: 0.496, HostOpS: 4.8e-05, HostSyncS: 0.000928}

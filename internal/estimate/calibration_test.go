@@ -44,8 +44,8 @@ var update = flag.Bool("update", false, "refit the calibration and rewrite its r
 const (
 	targetMedian = 0.10
 	targetWorst  = 0.25
-	boundMedian  = targetMedian
-	boundWorst   = 1.20
+	boundMedian  = 0.075
+	boundWorst   = 1.18
 )
 
 // calRow is one corpus row made into a spec.
@@ -91,6 +91,41 @@ func rowSpec(r *measuredRun) (string, error) {
 	} else {
 		b.WriteString("package plan\n\nimport \"parc.dev/stdlib/clusters\"\n\n")
 		fmt.Fprintf(&b, "model: %s\n", r.Model)
+	}
+	// MoE and kernel settings of the recipe (Megatron-Bridge names).
+	var moe []string
+	if v, ok := r.Settings["moe_token_dispatcher_type"].(string); ok {
+		moe = append(moe, fmt.Sprintf("dispatcher: %q", v))
+	}
+	if v, ok := r.Settings["moe_flex_dispatcher_backend"].(string); ok {
+		moe = append(moe, fmt.Sprintf("flex_dispatcher_backend: %q", v))
+	}
+	for _, k := range []string{"router_force_load_balancing", "shared_expert_overlap"} {
+		if v, ok := r.Settings["moe_"+k].(bool); ok {
+			moe = append(moe, fmt.Sprintf("%s: %v", k, v))
+		}
+	}
+	if len(moe) > 0 {
+		fmt.Fprintf(&b, "model: moe: {%s}\n", strings.Join(moe, ", "))
+	}
+	var kern []string
+	if v, ok := r.Settings["cuda_graph_impl"].(string); ok {
+		kern = append(kern, fmt.Sprintf("cuda_graph_impl: %q", v))
+		if sc, ok := r.Settings["cuda_graph_scope"].([]any); ok {
+			q, _ := json.Marshal(sc)
+			kern = append(kern, fmt.Sprintf("cuda_graph_scope: %s", q))
+		}
+	}
+	for _, k := range []string{"moe_permute_fusion", "moe_router_fusion", "cross_entropy_loss_fusion", "apply_rope_fusion", "gradient_accumulation_fusion"} {
+		if v, ok := r.Settings[k].(bool); ok {
+			kern = append(kern, fmt.Sprintf("%s: %v", k, v))
+		}
+	}
+	if v, ok := r.Settings["cross_entropy_fusion_impl"].(string); ok {
+		kern = append(kern, fmt.Sprintf("cross_entropy_fusion_impl: %q", v))
+	}
+	if len(kern) > 0 {
+		fmt.Fprintf(&b, "kernels: {%s}\n", strings.Join(kern, ", "))
 	}
 	preset, ok := clusterPresets[r.GPU]
 	if !ok {
@@ -211,7 +246,7 @@ func rowSpec(r *measuredRun) (string, error) {
 // them only when it does.
 var calSchemaHas = map[string]bool{
 	"tp_comm_overlap": true, "overlap_moe_expert_parallel_comm": true, "recompute_modules": true,
-	"fp8_param_gather": true, "grad_reduce_in_bf16": true,
+	"fp8_param_gather": true, "grad_reduce_in_bf16": true, "layout": true,
 }
 
 func loadCalibrationRows(t *testing.T) []*calRow {
@@ -380,7 +415,8 @@ func fitCalibration(rows []*calRow, start Calibration) Calibration {
 		{func(c *Calibration) *float64 { return &c.NVLinkEff }, 0.2, 1},
 		{func(c *Calibration) *float64 { return &c.NetworkEff }, 0.1, 1},
 		{func(c *Calibration) *float64 { return &c.GroupedRel }, 0.05, 1},
-		{func(c *Calibration) *float64 { return &c.MoELayerS }, 0, 20e-3},
+		{func(c *Calibration) *float64 { return &c.HostOpS }, 0, 300e-6},
+		{func(c *Calibration) *float64 { return &c.HostSyncS }, 0, 5e-3},
 	}
 	best, bestLoss := start, loss(start)
 	for _, step := range []float64{0.3, 0.15, 0.07, 0.03, 0.01} {
@@ -415,7 +451,7 @@ func roundCalibration(c Calibration) Calibration {
 	}
 	return Calibration{GEMMEff: r(c.GEMMEff), FP8GEMMEff: r(c.FP8GEMMEff), AttnEff: r(c.AttnEff),
 		KernelS: r(c.KernelS), NVLinkEff: r(c.NVLinkEff), NetworkEff: r(c.NetworkEff),
-		GroupedRel: r(c.GroupedRel), MoELayerS: r(c.MoELayerS)}
+		GroupedRel: r(c.GroupedRel), HostOpS: r(c.HostOpS), HostSyncS: r(c.HostSyncS)}
 }
 
 type calResult struct {
@@ -514,8 +550,8 @@ package estimate
 
 // fittedCalibration is the calibration fitted on the measured corpus's fit
 // rows (testdata/calibration/README.md).
-var fittedCalibration = Calibration{GEMMEff: %v, FP8GEMMEff: %v, AttnEff: %v, KernelS: %v, NVLinkEff: %v, NetworkEff: %v, GroupedRel: %v, MoELayerS: %v}
-`, c.GEMMEff, c.FP8GEMMEff, c.AttnEff, c.KernelS, c.NVLinkEff, c.NetworkEff, c.GroupedRel, c.MoELayerS)
+var fittedCalibration = Calibration{GEMMEff: %v, FP8GEMMEff: %v, AttnEff: %v, KernelS: %v, NVLinkEff: %v, NetworkEff: %v, GroupedRel: %v, HostOpS: %v, HostSyncS: %v}
+`, c.GEMMEff, c.FP8GEMMEff, c.AttnEff, c.KernelS, c.NVLinkEff, c.NetworkEff, c.GroupedRel, c.HostOpS, c.HostSyncS)
 	if err := os.WriteFile("calibration_fitted.go", []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -540,8 +576,8 @@ func calibrationReadme(results []calResult, cal Calibration, fit, hold calStats,
 	b.WriteString("measurements differ by more than the error target (column *spread*: largest / smallest measured\n")
 	b.WriteString("throughput of that plan), no single model can be within the target on all of them.\n\n")
 	fmt.Fprintf(&b, "Targets (issue 14) on held-out rows: median ≤ %.0f%%, worst ≤ %.0f%%.\n\n", 100*targetMedian, 100*targetWorst)
-	fmt.Fprintf(&b, "Fitted constants: large bf16 GEMMs at %.3g of the dense peak, fp8 GEMMs at %.3g of the fp8 peak, grouped expert GEMMs at %.3g of that, flash attention at %.3g of the bf16 peak, %.3g µs per kernel, %.3g ms per MoE layer and microbatch, collectives at %.3g of NVLink and %.3g of network bandwidth.\n\n",
-		cal.GEMMEff, cal.FP8GEMMEff, cal.GroupedRel, cal.AttnEff, cal.KernelS*1e6, cal.MoELayerS*1e3, cal.NVLinkEff, cal.NetworkEff)
+	fmt.Fprintf(&b, "Fitted constants: large bf16 GEMMs at %.3g of the dense peak, fp8 GEMMs at %.3g of the fp8 peak, grouped expert GEMMs at %.3g of that, flash attention at %.3g of the bf16 peak, %.3g µs of GPU time per kernel, %.3g µs of host time to issue a kernel eagerly, %.3g µs of GPU idle time per host synchronisation (one per MoE layer forward unless CUDA graphs capture the MoE block), collectives at %.3g of NVLink and %.3g of network bandwidth.\n\n",
+		cal.GEMMEff, cal.FP8GEMMEff, cal.GroupedRel, cal.AttnEff, cal.KernelS*1e6, cal.HostOpS*1e6, cal.HostSyncS*1e6, cal.NVLinkEff, cal.NetworkEff)
 	b.WriteString("![estimated vs measured](scatter.svg)\n\n")
 	b.WriteString(calibrationWeaknesses)
 	b.WriteString("\n| id | set | measured as | measured tok/s/GPU | estimated | error | spread |\n|---|---|---|---|---|---|---|\n")
@@ -562,16 +598,37 @@ func calibrationReadme(results []calResult, cal Calibration, fit, hold calStats,
 }
 
 // calibrationWeaknesses is said plainly in the report.
-const calibrationWeaknesses = `## Where the model is weak
+const calibrationWeaknesses = `## What the model has for MoE and host overhead
 
-- Dense models (Llama, GPT, Nemotron) on H100, B200, GB200 and GB300 are mostly within 10%.
-- MoE is the weak part. One grouped-GEMM efficiency and one fixed cost per MoE layer cannot fit
-  both fine-grained MoE (Qwen3-30B-A3B, GPT-OSS-120B: many small experts, estimated up to 2x too
-  fast) and DeepSeek-V3 (estimated 20-45% too slow on Megatron-Bridge, 2x too fast on the DGX Cloud
-  v25.05 rows of the same model): the dispatcher (DeepEP/HybridEP vs all-to-all), fused kernels and
-  CUDA graphs the recipes turn on are not modelled beyond their traffic.
+- Host overhead: eager training is asynchronous, so a stretch of work takes the longer of its GPU
+  time and the host's time to issue its kernels (HostOpS per modelled kernel; a modelled kernel
+  stands for the few real ones around it: casts, allocations, scale swizzles). Each MoE layer's
+  forward synchronises with the host (the grouped GEMM's per-expert sizes are a host list) and
+  the GPU then idles for HostSyncS. CUDA graphs (` + "`kernels.cuda_graph_impl`" + `, modules) remove
+  the host time of what they capture; a graph of the MoE block or the full iteration removes the
+  synchronisation. Source: Megatron-LM docs/discussions/deepseek-v3-gb200-optimization (CPU
+  overhead is the first bottleneck of fine-grained MoE in fp8; router 72 kernels, 31 fused).
+- Grouped expert GEMMs are one cuBLAS GEMM per local expert (Transformer Engine's multi-stream
+  grouped GEMM), so the host issues one per local expert: many small experts per GPU cost more.
+- fp8 GEMMs quantise their activation input and output gradient on the fly (HBM-bound casts),
+  which weighs more for narrow experts.
+- The flex dispatcher (DeepEP, HybridEP) sends a token once per destination rank instead of once
+  per routed expert (it fuses the global permute into the communication).
+
+## Where the model is weak
+
+- Dense models (Llama, GPT, Nemotron) on H100, B200, GB200 and GB300 are mostly within 10%; the
+  Nemotron-4 340B and GPT-3 175B rows on GB200 are 25-40% too slow (no recorded setting explains it).
+- The DGX Cloud v25.05 DeepSeek-V3 rows on GB200 are about 2x too fast. Their measured step time
+  matches the model's with the expert all-to-all at network instead of NVLink speed, but no
+  recorded setting says so; the H100 row of the same recipe is within 10%.
+- Megatron-Bridge 26.06-26.08 MoE rows on GB200/GB300 are 25-45% faster than modelled; 26.08 has no
+  per-row settings in the repository (unknown cuda graphs, dispatcher, recompute).
+- GPT-OSS-120B is 25-55% too fast on some rows: its sliding-window attention, attention sinks and
+  clamped SwiGLU are not expressible in the model schema.
+- Qwen3-30B-A3B on H100 and B200 at micro batch 1 (releases 25.11, 26.02) is up to 2x too fast;
+  the same plan measured 1.77x apart in 26.02 and 26.02.01 (column *spread*).
 - The same plan was measured in several releases, sometimes 1.8x apart (column *spread*).
-- Pipeline layouts (` + "`parallel.layout`" + `) fall back to an even split until the schema has the field.
 - Long-sequence rows (NeMo context-parallel runs, Llama 3 at 128K) print TFLOP/s whose attention
   FLOP count is not Megatron's causal one; their conversion to tokens/s is off by that factor.
 - CPU offloading, manual GC and routing imbalance are not modelled (the MoE rows force balanced routing).

@@ -40,10 +40,18 @@ type Calibration struct {
 	// dense GEMM of the same shape (many small problems, token counts read
 	// at run time, per-expert quantisation).
 	GroupedRel float64 `json:"grouped_rel"`
-	// MoELayerS is a fixed cost per MoE layer and microbatch, forward and
-	// backward: router top-k, token sorting and counts, the dispatcher's
-	// host synchronisation.
-	MoELayerS float64 `json:"moe_layer_s"`
+	// HostOpS is the host (CPU) time to issue one kernel eagerly: Python
+	// module code, the PyTorch dispatcher and the launch call. Eager
+	// training is asynchronous, so it costs time only where the host
+	// falls behind the GPU (small kernels) or after a host synchronisation;
+	// kernels captured in a CUDA graph cost none of it.
+	HostOpS float64 `json:"host_op_s"`
+	// HostSyncS is the GPU idle time at one host synchronisation: the
+	// device-to-host copy of the routed-token counts each MoE layer's
+	// forward needs (the grouped GEMM's per-expert sizes are a host list),
+	// after which the host must issue the next kernels before the GPU has
+	// work again.
+	HostSyncS float64 `json:"host_sync_s"`
 }
 
 // DefaultCalibration is the fitted calibration.
@@ -95,24 +103,42 @@ const kHalf = 64
 // proportional to its FLOPs: every GEMM and attention kernel at the
 // calibrated efficiency of a large, well-shaped one (the shape factors are at
 // most 1), nothing else; it is not part of total.
-type op struct{ gemm, attn, mem, fixed, ideal float64 }
+//
+// host is the CPU time to issue its kernels eagerly (HostOpS each, none
+// when CUDA-graphed); it is not part of total: the stage clock compares it
+// with the GPU time (the host runs ahead of the GPU until a
+// synchronisation) and puts the GPU's wait for the host in idle, which is.
+type op struct{ gemm, attn, mem, fixed, idle, ideal, host float64 }
 
-func (o op) total() float64 { return o.gemm + o.attn + o.mem + o.fixed }
+func (o op) total() float64 { return o.gemm + o.attn + o.mem + o.fixed + o.idle }
 
 func (o op) plus(p op) op {
-	return op{o.gemm + p.gemm, o.attn + p.attn, o.mem + p.mem, o.fixed + p.fixed, o.ideal + p.ideal}
+	return op{o.gemm + p.gemm, o.attn + p.attn, o.mem + p.mem, o.fixed + p.fixed, o.idle + p.idle, o.ideal + p.ideal, o.host + p.host}
 }
 
 func (o op) times(x float64) op {
-	return op{o.gemm * x, o.attn * x, o.mem * x, o.fixed * x, o.ideal * x}
+	return op{o.gemm * x, o.attn * x, o.mem * x, o.fixed * x, o.idle * x, o.ideal * x, o.host * x}
+}
+
+// noHost is o issued from a CUDA graph: one graph launch replaces the
+// host's per-kernel work.
+func (o op) noHost() op { o.host = 0; return o }
+
+// kernels is the fixed cost of k kernels: GPU-side (launch gap, ramp-up and
+// tail) and the host's issue time.
+func (cm *computeModel) kernels(k float64) op {
+	return op{fixed: k * cm.cal.KernelS, host: k * cm.cal.HostOpS}
 }
 
 // computeModel times operations on one GPU.
 type computeModel struct {
-	r   gpuRates
-	cal Calibration
-	fp8 bool // the decoder's linear layers run in fp8
-	ab  float64
+	r      gpuRates
+	cal    Calibration
+	fp8    bool // the decoder's linear layers run in fp8
+	ab     float64
+	graphs cudaGraphs
+	// routerFusion: kernels.moe_router_fusion.
+	routerFusion bool
 }
 
 // gemm is g independent GEMMs (a grouped GEMM when g > 1) of an M×K by K×N
@@ -154,8 +180,25 @@ func (cm *computeModel) linear(g, M, K, N float64, fp8 bool) (fwd, bwd op) {
 	f, fi := cm.gemm(g, M, N, K, fp8, grouped)
 	d, di := cm.gemm(g, M, K, N, fp8, grouped)
 	w, wi := cm.gemm(g, K, N, M, fp8, grouped)
-	fwd = op{gemm: f, fixed: cm.cal.KernelS, ideal: fi}
-	bwd = op{gemm: d + w, fixed: 2 * cm.cal.KernelS, ideal: di + wi}
+	// Transformer Engine's GroupedLinear runs the routed experts' GEMMs
+	// as one cuBLAS GEMM per local expert on a few streams
+	// (nvte_multi_stream_cublas_gemm), so the host issues g of them.
+	k := 1.0
+	if grouped {
+		k = g
+	}
+	fwd = cm.kernels(k).plus(op{gemm: f, ideal: fi})
+	bwd = cm.kernels(2 * k).plus(op{gemm: d + w, ideal: di + wi})
+	if fp8 {
+		// Transformer Engine quantises each fp8 GEMM's activation input
+		// (forward) and output gradient (backward) on the fly: read the
+		// 16-bit tensor, write it in fp8 row-wise and column-wise (the
+		// weight-gradient GEMM reads the transpose), one kernel each.
+		// Weights are cast once per step (or gathered in fp8). The cost
+		// grows against the GEMM's FLOPs as K or N shrink: narrow experts.
+		fwd = fwd.plus(cm.elementwise(g*M*K*(cm.ab+2), 1))
+		bwd = bwd.plus(cm.elementwise(g*M*N*(cm.ab+2), 1))
+	}
 	return fwd, bwd
 }
 
@@ -178,14 +221,14 @@ func (cm *computeModel) flash(b, heads, sq, skAvg, dqk, dv float64) (fwd, bwd op
 	width := 0.7 + 0.3*math.Min(1, dqk/128)
 	rate := cm.r.bf16 * cm.cal.AttnEff * wave * depth * width
 	ideal := flops / (cm.r.bf16 * cm.cal.AttnEff)
-	fwd = op{attn: flops / rate, fixed: cm.cal.KernelS, ideal: ideal}
-	bwd = op{attn: 2.5 * flops / rate, fixed: 2 * cm.cal.KernelS, ideal: 2.5 * ideal}
+	fwd = cm.kernels(1).plus(op{attn: flops / rate, ideal: ideal})
+	bwd = cm.kernels(2).plus(op{attn: 2.5 * flops / rate, ideal: 2.5 * ideal})
 	return fwd, bwd
 }
 
 // elementwise is memory-bound work moving bytes through HBM in kernels kernels.
 func (cm *computeModel) elementwise(bytes, kernels float64) op {
-	return op{mem: bytes / cm.r.hbm, fixed: kernels * cm.cal.KernelS}
+	return cm.kernels(kernels).plus(op{mem: bytes / cm.r.hbm})
 }
 
 // layerTime is one decoder layer's time for one microbatch on one GPU.
@@ -249,10 +292,6 @@ func (cm *computeModel) attentionBlock(ls layerShape) (f, bw, flashF, flashB op,
 	e := cm.ab
 	bytes := ls.Tsp*ls.h*2*e + T*(ls.q+ls.kv)/tp*2*e + ls.Tsp*ls.h*3*e
 	kernels := 4.0
-	if cm.fp8 {
-		bytes += T * ls.q / tp * (e + 1)
-		kernels++
-	}
 	if ls.dropout {
 		bytes += ls.Tsp * ls.h
 	}
@@ -271,10 +310,6 @@ func (cm *computeModel) mlpBlock(ls layerShape, T, f, tp float64, norm bool) (fw
 	e := cm.ab
 	bytes := T * f / tp * (ls.gated + 1) * e // activation: read gated·f, write f
 	kernels := 1.0
-	if cm.fp8 {
-		bytes += T * f / tp * (e + 1)
-		kernels++
-	}
 	if norm {
 		bytes += ls.Tsp * ls.h * 5 * e // norm and residual add
 		kernels += 2
@@ -287,8 +322,12 @@ func (cm *computeModel) mlpBlock(ls layerShape, T, f, tp float64, norm bool) (fw
 }
 
 // moeBlock times an MoE layer's MLP half: norm, router, permutation of the
-// routed tokens, the grouped expert GEMMs, unpermutation, shared expert.
+// routed tokens, the grouped expert GEMMs, unpermutation, shared expert. The
+// host's issue time of each part is dropped when a CUDA graph captures it
+// (Megatron's --cuda-graph-modules: moe_router the norm and router,
+// moe_preprocess the dispatcher's metadata, moe the whole block).
 func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
+	g := cm.graphs
 	// Routed token-expert pairs this GPU computes (balanced routing).
 	P := ls.T * ls.topk * ls.etp / ls.tp
 	local := math.Max(ls.experts/ls.ep, 1)
@@ -296,26 +335,40 @@ func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
 	a1, b1 := cm.linear(local, Me, ls.h, ls.gated*ls.fe/ls.etp, cm.fp8)
 	a2, b2 := cm.linear(local, Me, ls.fe/ls.etp, ls.h, cm.fp8)
 	fwd, bwd = a1.plus(a2), b1.plus(b2)
-	ra, rb := cm.linear(-1, ls.Tsp, ls.h, ls.experts, false) // router (bf16 or fp32)
-	fwd, bwd = fwd.plus(ra), bwd.plus(rb)
 	e := cm.ab
-	bytes := ls.Tsp*ls.h*5*e + // norm and residual add
-		ls.Tsp*ls.experts*4*3 + // fp32 softmax / top-k of the router logits
-		2*P*ls.h*2*e + // permute and unpermute the routed tokens
-		P*ls.fe/ls.etp*(ls.gated+1)*e // expert activation
-	kernels := 12.0
-	if cm.fp8 {
-		bytes += P * ls.fe / ls.etp * (e + 1)
-		kernels++
+	// Norm, residual add, router GEMM (bf16 or fp32) and its fp32 softmax /
+	// top-k of the logits.
+	// The router's element-wise work is many small kernels: 72 forward
+	// and backward, 31 with --moe-router-fusion (Megatron-LM,
+	// docs/discussions/deepseek-v3-gb200-optimization, §2.1.4).
+	ra, rb := cm.linear(-1, ls.Tsp, ls.h, ls.experts, false)
+	rk := 72.0
+	if cm.routerFusion {
+		rk = 31
 	}
+	rew := cm.elementwise(ls.Tsp*ls.h*5*e+ls.Tsp*ls.experts*4*3, rk/3)
+	ra, rb = ra.plus(rew), rb.plus(rew.times(2))
+	if g.router || g.moe {
+		ra, rb = ra.noHost(), rb.noHost()
+	}
+	// The dispatcher's metadata: routing map, tokens per expert, sort indices.
+	pre := cm.elementwise(ls.Tsp*ls.experts*4*2, 3)
+	if g.preprocess || g.moe {
+		pre = pre.noHost()
+	}
+	// Permute and unpermute the routed tokens, expert activation.
+	bytes := 2*P*ls.h*2*e + P*ls.fe/ls.etp*(ls.gated+1)*e
+	kernels := 5.0
 	ew := cm.elementwise(bytes, kernels)
 	fwd, bwd = fwd.plus(ew), bwd.plus(ew.times(2))
-	fwd.fixed += cm.cal.MoELayerS / 3
-	bwd.fixed += cm.cal.MoELayerS * 2 / 3
 	if ls.fs > 0 {
 		sf, sb := cm.mlpBlock(ls, ls.T, ls.fs, ls.tp, false)
 		fwd, bwd = fwd.plus(sf), bwd.plus(sb)
 	}
+	if g.moe {
+		fwd, bwd = fwd.noHost(), bwd.noHost()
+	}
+	fwd, bwd = fwd.plus(ra).plus(pre), bwd.plus(rb).plus(pre)
 	return fwd, bwd
 }
 
@@ -323,11 +376,17 @@ func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
 func (cm *computeModel) layer(ls layerShape, moe bool) layerTime {
 	var lt layerTime
 	af, ab, flF, flB, gF, gB := cm.attentionBlock(ls)
+	if cm.graphs.attn {
+		af, ab, flF, flB = af.noHost(), ab.noHost(), flF.noHost(), flB.noHost()
+	}
 	var mf, mb op
 	if moe {
 		mf, mb = cm.moeBlock(ls)
 	} else {
 		mf, mb = cm.mlpBlock(ls, ls.T, ls.f, ls.tp, true)
+		if cm.graphs.mlp {
+			mf, mb = mf.noHost(), mb.noHost()
+		}
 	}
 	lt.fwd, lt.bwd = af.plus(mf), ab.plus(mb)
 	lt.attnFwd, lt.attnBwd = flF.attn, flB.attn

@@ -132,6 +132,9 @@ type Compute struct {
 	AttentionS      float64 `json:"attention_s"`
 	MemoryBoundS    float64 `json:"memory_bound_s"`
 	KernelOverheadS float64 `json:"kernel_overhead_s"`
+	// HostBoundS is the time the GPU waits for the host to issue kernels
+	// (eager work whose host time exceeds its GPU time; graphs remove it).
+	HostBoundS float64 `json:"host_bound_s"`
 	// OptimizerS is the optimizer step (memory-bound), once per step.
 	OptimizerS float64 `json:"optimizer_s"`
 	// IdealTimeS is a lower bound of TimeS proportional to the stage's
@@ -276,7 +279,8 @@ func newCostModel(s *spec.Spec, d spec.Derived, o Options) *costModel {
 		c.g = c.pp
 	}
 	c.am = newActivationModel(s, d, c.sh, o.FusedAttention, c.set)
-	c.cm = computeModel{r: newGPURates(s.Cluster.GPU), cal: c.cal, fp8: s.Train.Precision == "fp8", ab: c.am.ab}
+	c.cm = computeModel{r: newGPURates(s.Cluster.GPU), cal: c.cal, fp8: s.Train.Precision == "fp8", ab: c.am.ab, graphs: c.set.graphs,
+		routerFusion: s.Kernels.MoERouterFusion}
 	c.ls = c.newLayerShape()
 	c.stages = stageLayout(s, d, c.pp, c.vpp)
 	c.megatron = MegatronTheoreticalMemory(s, d)

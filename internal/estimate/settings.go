@@ -12,6 +12,57 @@ type settings struct {
 	recomputeModules map[string]bool // train.recompute_modules (selective only)
 	// Optimizer state widths in bytes (precision-aware optimizer).
 	mainGrads, mainParams, expAvg, expAvgSq float64
+	graphs                                  cudaGraphs
+}
+
+// cudaGraphs is what CUDA graphs capture (kernels.cuda_graph_impl and
+// cuda_graph_modules / cuda_graph_scope): the whole forward-backward
+// iteration, or modules of every layer. Megatron-Core's CUDA graph guide:
+// graphs replay recorded kernels without the host's per-kernel launch work.
+type cudaGraphs struct {
+	full                               bool // full_iteration
+	attn, mlp, moe, router, preprocess bool // per-layer modules
+}
+
+// readCUDAGraphs reads the kernels block. local and transformer_engine with
+// no modules capture the whole layer (Megatron's default scope).
+func readCUDAGraphs(k spec.Kernels) cudaGraphs {
+	var g cudaGraphs
+	switch k.CUDAGraphImpl {
+	case "", "none":
+		return g
+	case "full_iteration":
+		g.full = true
+	}
+	n := 0
+	for _, list := range [][]string{k.CUDAGraphModules, k.CUDAGraphScope} {
+		for _, m := range list {
+			n++
+			switch m {
+			case "full_iteration":
+				g.full = true
+			case "full":
+				g.attn, g.mlp, g.moe = true, true, true
+			case "attn":
+				g.attn = true
+			case "mlp":
+				g.mlp = true
+			case "moe":
+				g.moe = true
+			case "moe_router":
+				g.router = true
+			case "moe_preprocess":
+				g.preprocess = true
+			}
+		}
+	}
+	if n == 0 {
+		g.attn, g.mlp, g.moe = true, true, true
+	}
+	if g.full {
+		g = cudaGraphs{full: true, attn: true, mlp: true, moe: true, router: true, preprocess: true}
+	}
+	return g
 }
 
 // readSettings reads the settings; Megatron's defaults where the spec is silent.
@@ -24,6 +75,7 @@ func readSettings(s *spec.Spec) settings {
 		epOverlap:        p.OverlapMoEExpertParallelComm,
 		recomputeModules: map[string]bool{},
 		mainGrads:        4, mainParams: 4, expAvg: 4, expAvgSq: 4,
+		graphs: readCUDAGraphs(s.Kernels),
 	}
 	for _, m := range t.RecomputeModuleList() {
 		st.recomputeModules[m] = true

@@ -150,7 +150,7 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 			if c.s.Model.MoE != nil && c.s.Model.MoE.Dispatcher == "allgather" {
 				epLayer = (4 + 2*fwdExtra) * float64(c.ep-1) * elem * (T / float64(c.tp)) * h
 			} else {
-				epLayer = (4 + 2*fwdExtra) * elem * routed * h * float64(c.ep-1) / float64(c.ep)
+				epLayer = (4 + 2*fwdExtra) * elem * (T / float64(c.tp)) * h * c.remoteCopies()
 			}
 		}
 		if c.etp > 1 {
@@ -195,6 +195,28 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 		}
 		w.bytes[axPP] = w.ppSends * act
 	}
+}
+
+// remoteCopies is how many copies of one token the expert-parallel dispatch
+// sends to other ranks, routing uniform over the experts (the recipes force
+// balanced routing). Megatron's alltoall and allgather-free dispatchers
+// permute tokens by expert, so a token goes once per routed expert on
+// another rank: topk·(ep−1)/ep. The flex dispatcher (DeepEP, HybridEP) sends
+// a token once per destination rank, however many of its experts that rank
+// holds (DeepEP's dispatch by is_token_in_rank): (ep−1)·(1 − q), q the chance
+// that none of the token's topk distinct experts is among a rank's E/ep.
+func (c *costModel) remoteCopies() float64 {
+	ep, k, E := float64(c.ep), c.am.topk, float64(c.sh.experts)
+	mo := c.s.Model.MoE
+	if mo == nil || mo.Dispatcher != "flex" || E <= 0 || k >= E {
+		return k * (ep - 1) / ep
+	}
+	L := E / ep
+	q := 1.0
+	for i := 0.0; i < k; i++ {
+		q *= math.Max(E-L-i, 0) / (E - i)
+	}
+	return (ep - 1) * (1 - q)
 }
 
 // stageClock is one pipeline rank's time for one microbatch.
@@ -252,50 +274,84 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 	dense, moe := c.layerTimes()
 	var st stageClock
 	var gemm, attn float64
+	// GPU time and host issue time of the forward and the backward; a
+	// synchronised MoE layer's forward is timed on its own (syncF).
+	var gpuF, gpuB, hostF, hostB, syncF, syncS float64
+	synced := c.moeHostSync()
+	add := func(lt layerTime, n float64, moe bool) {
+		if n == 0 {
+			return
+		}
+		rc := lt.recompute
+		st.compute = st.compute.plus(lt.fwd.plus(lt.bwd).plus(rc).times(n))
+		gemm += (lt.gemmFwd + lt.gemmBwd) * n
+		attn += (lt.attnFwd + lt.attnBwd + rc.attn) * n
+		gpuB += (lt.bwd.total() + rc.total()) * n
+		hostB += (lt.bwd.host + rc.host) * n
+		if moe && synced {
+			// The host cannot run ahead past the token-count copy: the
+			// layer's forward takes the longer of its GPU and host time,
+			// then the GPU idles for the synchronisation. Recomputing the
+			// MoE block repeats it.
+			syncF += (math.Max(lt.fwd.total(), lt.fwd.host) + c.cal.HostSyncS) * n
+			syncS += c.cal.HostSyncS * n
+			if c.recomputesMoE() {
+				gpuB += c.cal.HostSyncS * n
+				syncS += c.cal.HostSyncS * n
+			}
+			return
+		}
+		gpuF += lt.fwd.total() * n
+		hostF += lt.fwd.host * n
+	}
 	for _, ch := range c.stages[r] {
 		nMoE := 0.0
 		for l := ch.First; l < ch.First+ch.Count; l++ {
 			nMoE += boolF(c.sh.isMoE(l))
 		}
-		nDense := float64(ch.Count) - nMoE
-		for _, x := range []struct {
-			lt layerTime
-			n  float64
-		}{{dense, nDense}, {moe, nMoE}} {
-			if x.n == 0 {
-				continue
-			}
-			st.compute = st.compute.plus(x.lt.fwd.plus(x.lt.bwd).plus(x.lt.recompute).times(x.n))
-			st.fwd += x.lt.fwd.total() * x.n
-			st.bwd += (x.lt.bwd.total() + x.lt.recompute.total()) * x.n
-			gemm += (x.lt.gemmFwd + x.lt.gemmBwd) * x.n
-			attn += (x.lt.attnFwd + x.lt.attnBwd + x.lt.recompute.attn) * x.n
-		}
+		add(dense, float64(ch.Count)-nMoE, false)
+		add(moe, nMoE, true)
 	}
 	ls := c.ls
 	if r == 0 {
 		e := c.cm.elementwise(ls.Tsp*ls.h*c.cm.ab*2, 1) // embedding lookup and its gradient
 		st.compute = st.compute.plus(e.times(2))
-		st.fwd += e.total()
-		st.bwd += e.total()
+		gpuF += e.total()
+		gpuB += e.total()
+		hostF += e.host
+		hostB += e.host
 	}
 	if r == c.pp-1 {
 		f, b := c.cm.outputLayer(ls.T, ls.Tsp, ls.h, float64(c.sh.vocab), ls.tp)
 		n := 1 + float64(c.sh.mtp)
+		if c.cm.graphs.full {
+			f, b = f.noHost(), b.noHost()
+		}
 		st.compute = st.compute.plus(f.plus(b).times(n))
-		st.fwd += f.total() * n
-		st.bwd += b.total() * n
+		gpuF += f.total() * n
+		gpuB += b.total() * n
+		hostF += f.host * n
+		hostB += b.host * n
 		if c.sh.mtp > 0 {
+			// MTP layers: a decoder layer each (no recompute).
 			lt := dense
-			if c.sh.isMoE(int(c.sh.layers) - 1) {
+			isMoE := c.sh.isMoE(int(c.sh.layers) - 1)
+			if isMoE {
 				lt = moe
 			}
-			m := float64(c.sh.mtp)
-			st.compute = st.compute.plus(lt.fwd.plus(lt.bwd).times(m))
-			st.fwd += lt.fwd.total() * m
-			st.bwd += lt.bwd.total() * m
+			lt.recompute = op{}
+			add(lt, float64(c.sh.mtp), isMoE)
 		}
 	}
+	// Eager execution is asynchronous: between synchronisations the host
+	// issues kernels ahead of the GPU, so a stretch of work takes the
+	// longer of its GPU time and its host issue time. The difference is
+	// GPU's wait for the host (idle). The synchronisations are a fixed
+	// cost of every microbatch, whatever its size (fixed).
+	st.fwd = math.Max(gpuF, hostF) + syncF
+	st.bwd = math.Max(gpuB, hostB)
+	st.compute.fixed += syncS
+	st.compute.idle = math.Max(0, st.fwd+st.bwd-st.compute.total())
 
 	par := &c.s.Parallel
 	// TP: each all-reduce equivalent of the s·b·h activation.
@@ -358,6 +414,21 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		}
 	}
 	return st
+}
+
+// moeHostSync reports that every MoE layer's forward synchronises with the
+// host: the grouped expert GEMM takes its per-expert token counts as a host
+// list (Transformer Engine's GroupedLinear m_splits), copied from the GPU
+// after routing. Only a graph that captures the MoE block (moe module, or the
+// full iteration, both of which need static, padded expert inputs) avoids it.
+func (c *costModel) moeHostSync() bool {
+	return c.sh.experts > 0 && !c.cm.graphs.moe && !c.cm.graphs.full
+}
+
+// recomputesMoE: the backward repeats the MoE block's forward.
+func (c *costModel) recomputesMoE() bool {
+	tr := c.s.Train
+	return tr.Recompute == "full" || tr.Recompute == "selective" && c.set.recomputeModules["moe"]
 }
 
 // tpOverlapResidual is the share of overlapped communication that stays
@@ -487,8 +558,8 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 	e.Compute.SlowestStage = slow
 	e.Compute.MicrobatchTimeS = mbTime[slow]
 	e.Compute.TimeS = m * sc.total()
-	e.Compute.GEMMS, e.Compute.AttentionS, e.Compute.MemoryBoundS, e.Compute.KernelOverheadS =
-		m*sc.gemm, m*sc.attn, m*sc.mem, m*sc.fixed
+	e.Compute.GEMMS, e.Compute.AttentionS, e.Compute.MemoryBoundS, e.Compute.KernelOverheadS, e.Compute.HostBoundS =
+		m*sc.gemm, m*sc.attn, m*sc.mem, m*sc.fixed, m*sc.idle
 	perGPU := float64(c.tp * c.cp)
 	e.Compute.IdealTimeS = m * sc.ideal
 	// Memory-bound work is proportional to the tokens too (at the same tp

@@ -209,8 +209,8 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 		{"FLOPs per step (Megatron's formula)", FLOPs(e.FLOPsPerStep)},
 		{"FLOPs per GPU, slowest stage (with recompute)", FLOPs(e.Compute.FLOPsPerGPU)},
 		{"dense peak per GPU", fmt.Sprintf("%.0f TFLOP/s (%s GEMMs); the compute time reaches %s of it", e.Compute.PeakTFLOPs, tr.Precision, Percent(e.Compute.Efficiency))},
-		{"compute per step, slowest stage", fmt.Sprintf("%s = GEMMs %s + attention %s + memory-bound %s + kernel overhead %s",
-			Seconds(e.Compute.TimeS), Seconds(e.Compute.GEMMS), Seconds(e.Compute.AttentionS), Seconds(e.Compute.MemoryBoundS), Seconds(e.Compute.KernelOverheadS))},
+		{"compute per step, slowest stage", fmt.Sprintf("%s = GEMMs %s + attention %s + memory-bound %s + kernel overhead %s + waiting on the host %s",
+			Seconds(e.Compute.TimeS), Seconds(e.Compute.GEMMS), Seconds(e.Compute.AttentionS), Seconds(e.Compute.MemoryBoundS), Seconds(e.Compute.KernelOverheadS), Seconds(e.Compute.HostBoundS))},
 		{"one microbatch on the slowest stage, exposed comms included", Seconds(e.Compute.MicrobatchTimeS)},
 		{"optimizer step", Seconds(e.Compute.OptimizerS)},
 		{"step time", Seconds(e.StepTimeS)},
@@ -220,8 +220,8 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 	}
 	cal := e.Assumptions.Calibration
 	data.Assumptions = append([]string{
-		fmt.Sprintf("calibration: large GEMMs at %s of the bf16 peak, %s of the fp8 peak; flash attention at %s; %.1f µs per kernel; collectives at %s of NVLink and %s of network bandwidth",
-			Percent(cal.GEMMEff), Percent(cal.FP8GEMMEff), Percent(cal.AttnEff), cal.KernelS*1e6, Percent(cal.NVLinkEff), Percent(cal.NetworkEff)),
+		fmt.Sprintf("calibration: large GEMMs at %s of the bf16 peak, %s of the fp8 peak; flash attention at %s; %.1f µs per kernel on the GPU, %.1f µs to issue one from the host; collectives at %s of NVLink and %s of network bandwidth",
+			Percent(cal.GEMMEff), Percent(cal.FP8GEMMEff), Percent(cal.AttnEff), cal.KernelS*1e6, cal.HostOpS*1e6, Percent(cal.NVLinkEff), Percent(cal.NetworkEff)),
 		fmt.Sprintf("attention fused: %v; state sharding: %s; %.0f + %.0f + %.0f bytes per parameter (weights, gradients, optimizer)",
 			e.Assumptions.FusedAttention, e.Assumptions.Sharding,
 			e.Assumptions.StateBytes.Weights, e.Assumptions.StateBytes.Gradients, e.Assumptions.StateBytes.Optimizer),
