@@ -178,7 +178,12 @@ func render(as []assignment, ns *mg.Namespace, cmd Command, extra map[string]boo
 						continue
 					}
 				}
-				root.set(a.path, a.value, comment(a))
+				c := comment(a)
+				if pv, inPreset := p.fields[k]; inPreset && strings.HasPrefix(c, "not in the arguments: Megatron's default (") {
+					// The value overrides the preset's, not parc's default.
+					c = fmt.Sprintf("not in the arguments: Megatron's default (models.%s has %s)", presetName, mg.Repr(pv))
+				}
+				root.set(a.path, a.value, c)
 				continue
 			}
 		}
