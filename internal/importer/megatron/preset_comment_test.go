@@ -18,3 +18,27 @@ func TestPresetOverrideComment(t *testing.T) {
 	require.Contains(t, string(res.Spec), "model: models.qwen3_30b_a3b & {")
 	require.Regexp(t, `norm_epsilon: +1e-05 // not in the arguments: Megatron's default \(models\.qwen3_30b_a3b has 1e-06\)`, string(res.Spec))
 }
+
+// TestDensePresetMatch: a dense model's arguments match a dense preset (the
+// expert size derived for MoE models is not added to a dense one). Megatron-
+// Bridge's Llama 3.1 405B recipe is exactly models.llama3_405b, and
+// ModelOpt's Qwen3-8B arguments are models.qwen3_8b.
+func TestDensePresetMatch(t *testing.T) {
+	for file, want := range map[string]string{
+		"bridge_llama31_405b_h100_bf16.args": "model: models.llama3_405b\n",
+		"qwen3_8b_sft.args":                  "model: models.qwen3_8b & {",
+	} {
+		b, err := os.ReadFile("testdata/corpus/" + file)
+		require.NoError(t, err)
+		h := corpusHeader(string(b))
+		o := Options{File: file, Cluster: first(h["cluster"])}
+		if n := first(h["nodes"]); n != "" {
+			o.Nodes = atoi(t, n)
+		}
+		if n := first(h["gpus-per-node"]); n != "" {
+			o.GPUsPerNode = atoi(t, n)
+		}
+		res := Import(b, o)
+		require.Contains(t, string(res.Spec), want, file)
+	}
+}

@@ -136,6 +136,9 @@ func render(as []assignment, ns *mg.Namespace, cmd Command, extra map[string]boo
 		}
 	}
 	for _, k := range []string{"ffn_hidden", "kv_channels", "query_groups", "moe.ffn_hidden"} {
+		if _, moe := model["moe.experts"]; k == "moe.ffn_hidden" && !moe {
+			continue // a dense model has no expert size to match a preset's
+		}
 		if _, ok := model[k]; !ok {
 			if d, ok := derivedDefault("model."+k, vals); ok && d != nil {
 				model[k] = d
