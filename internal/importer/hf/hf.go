@@ -218,12 +218,12 @@ func Import(src []byte, file string) Result {
 				topk, _ = n.Int64()
 			}
 		}
-		sigmoid, _ := c["scoring_func"].(string)
+		scoring, _ := c["scoring_func"].(string)
 		switch {
-		case sigmoid == "sigmoid" && !norm && topk > 1:
+		case scoring == "sigmoid" && !norm && topk > 1:
 			r.Diags.Warnf(pos, "model.moe", "import-hf-unexpressed", "check the routing weights against the model",
 				"norm_topk_prob false with sigmoid scores: Megatron's router always normalises the top-%d sigmoid scores, the spec cannot say otherwise", topk)
-		case sigmoid != "sigmoid" && !norm:
+		case scoring != "sigmoid" && !norm:
 			put("model.moe.router_pre_softmax", "norm_topk_prob", true)
 		}
 		putInt("model.moe.router_num_groups", "n_group")
