@@ -8,8 +8,15 @@
 //   - peak memory per GPU on the most loaded stage: weights, gradients, Adam
 //     state (sharded over dp·cp by the distributed optimizer, or everything
 //     sharded with full sharding) and activations after Korthikanti et al.
-//     2022, with sequence parallelism, selective and full recompute, context
-//     parallelism, MoE and the 1F1B / interleaved in-flight microbatches;
+//     2022, with sequence parallelism, full recompute and selective recompute
+//     by module (recompute_modules, as transformer_layer.py, mlp, moe_layer.py
+//     and multi_latent_attention.py drop what each module's recompute frees),
+//     context parallelism, MoE, MLA, MTP, the cross-entropy peak, Megatron-FSDP's
+//     unsharded double buffers, and the in-flight microbatches of the 1F1B /
+//     interleaved schedules (one more with expert-parallel overlap); checked
+//     against the peak memory Megatron-LM's functional tests measured
+//     (TestMeasuredMemory, testdata/memory) and required to fit every published
+//     run that ran (TestMeasuredRunsFit, TestImportCorpusFits);
 //   - Megatron-Core's own theoretical memory (theoretical_memory_usage.py) and
 //     FLOPs (training.py::num_floating_point_operations), implemented term by
 //     term so parc reports the same numbers Megatron prints;
@@ -46,6 +53,8 @@
 //     optimizer really uses); Megatron's formula divides by dp.
 //   - Attention is assumed fused (flash/cuDNN attention, Megatron-Core's
 //     default with Transformer Engine): the 5as²b score term of Korthikanti's
-//     formula is replaced by the fp32 softmax statistics. Options.FusedAttention
-//     = false restores it.
+//     formula is replaced by the fp32 softmax statistics, unless
+//     kernels.attention_backend is "unfused" or "local" (or
+//     Options.FusedAttention is false): then the probabilities are kept (2
+//     bytes, 5 with attention dropout, as Korthikanti counts them).
 package estimate

@@ -90,6 +90,7 @@ type activationModel struct {
 	dropout                 bool            // hidden dropout > 0: a 1-byte mask per residual
 	attnDropout             bool            // attention dropout > 0: unfused attention keeps a mask and the dropped probabilities
 	teCrossEntropy          bool            // kernels.cross_entropy_loss_fusion with the "te" implementation
+	epOverlap               bool            // parallel.overlap_moe_expert_parallel_comm with ep > 1
 	mla                     bool            // multi-latent attention
 	qlora, kvlora, pos      float64         // MLA: q and kv down-projection widths, RoPE key width
 	out                     float64         // core-attention output width (heads·v_head_dim), the output projection's input
@@ -112,6 +113,7 @@ func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool,
 		am.modules = set.recomputeModules
 	}
 	am.teCrossEntropy = s.Kernels.CrossEntropyLossFusion && s.Kernels.CrossEntropyFusionImpl == "te"
+	am.epOverlap = set.epOverlap && p.EP > 1
 	am.tokens = am.s * float64(tr.MicroBatch)
 	if d.SP {
 		am.rep = am.t
@@ -320,6 +322,7 @@ func (a StageActivations) Total() float64 { return a.Layers + a.Embedding + a.Lo
 // number of microbatches of chunk c alive at the peak.
 func (am *activationModel) stageActivations(sh modelShape, stages [][]spec.LayerRange, r int, inFlight []int) StageActivations {
 	var out StageActivations
+	var epAhead float64
 	for c, chunk := range stages[r] {
 		n := float64(inFlight[c])
 		if n == 0 || chunk.Count == 0 {
@@ -359,15 +362,31 @@ func (am *activationModel) stageActivations(sh modelShape, stages [][]spec.Layer
 		}
 		out.Layers += n * stored
 		out.Recompute = math.Max(out.Recompute, transient)
+		if am.epOverlap && chunk.Count > 0 {
+			// Expert-parallel overlap runs the forward of one microbatch
+			// layer by layer beside the backward of another (combined_1f1b.py;
+			// schedules.py adds the one warm-up forward this needs, which
+			// takes the place of 1F1B's own steady-state forward): the
+			// forward runs a layer ahead of the backward that frees one.
+			for l := chunk.First; l < chunk.First+chunk.Count; l++ {
+				epAhead = math.Max(epAhead, am.layerOf(sh.isMoE(l)))
+			}
+		}
 	}
+	out.Layers += epAhead
 	if r == 0 {
 		out.Embedding = float64(inFlight[0]) * am.embedding()
 	}
 	if r == len(stages)-1 {
 		out.Logits = am.logits()
 		if sh.mtp > 0 {
+			// Each MTP layer (multi_token_prediction.py,
+			// MultiTokenPredictionLayer): enorm and hnorm keep their inputs
+			// (the shifted tokens' embedding and the hidden states), eh_proj
+			// its 2h-wide concatenated input; then a decoder layer like the
+			// last one and its own output layer and loss.
 			moe := sh.isMoE(int(sh.layers) - 1)
-			out.Logits += float64(sh.mtp) * (am.layer(moe) + am.logits())
+			out.Logits += float64(sh.mtp) * (4*am.ab*am.tokens*am.h/am.rep + am.layer(moe) + am.logits())
 		}
 	}
 	return out
