@@ -245,23 +245,31 @@ func TestImportCorpusFits(t *testing.T) {
 		if !strings.Contains(string(b), "# expect: round-trip") {
 			continue
 		}
-		e, why := importArgs(t, f)
-		if e == nil {
-			t.Errorf("%s: %s", name, why)
-			continue
-		}
-		frac := e.Memory.FractionOfGPU
-		reason, known := knownCorpusOverGPU[name]
-		switch {
-		case frac > 1 && !known:
-			t.Errorf("%s: parc estimates %s per GPU, %.1f%% of the GPU", name, estimate.GiB(e.Memory.PerGPUPeakBytes), 100*frac)
-		case frac <= 1 && known:
-			t.Errorf("%s now fits (%.1f%%): remove it from knownCorpusOverGPU", name, 100*frac)
-		case frac > 1:
-			t.Logf("known: %s %.1f%%: %s", name, 100*frac, reason)
-		default:
-			t.Logf("%s: %s, %.1f%% of the GPU%s", name, estimate.GiB(e.Memory.PerGPUPeakBytes), 100*frac,
-				map[bool]string{true: " (above the 90% headroom)", false: ""}[frac > 0.9])
-		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			corpusFits(t, f, name)
+		})
+	}
+}
+
+// corpusFits checks one import corpus file.
+func corpusFits(t *testing.T, f, name string) {
+	e, why := importArgs(t, f)
+	if e == nil {
+		t.Errorf("%s: %s", name, why)
+		return
+	}
+	frac := e.Memory.FractionOfGPU
+	reason, known := knownCorpusOverGPU[name]
+	switch {
+	case frac > 1 && !known:
+		t.Errorf("%s: parc estimates %s per GPU, %.1f%% of the GPU", name, estimate.GiB(e.Memory.PerGPUPeakBytes), 100*frac)
+	case frac <= 1 && known:
+		t.Errorf("%s now fits (%.1f%%): remove it from knownCorpusOverGPU", name, 100*frac)
+	case frac > 1:
+		t.Logf("known: %s %.1f%%: %s", name, 100*frac, reason)
+	default:
+		t.Logf("%s: %s, %.1f%% of the GPU%s", name, estimate.GiB(e.Memory.PerGPUPeakBytes), 100*frac,
+			map[bool]string{true: " (above the 90% headroom)", false: ""}[frac > 0.9])
 	}
 }
