@@ -7,35 +7,39 @@ import "fmt"
 func (c *checker) attention() {
 	m, tp := c.s.Model, c.s.Parallel.TP
 	a, g := m.Heads, c.groups()
-	tpHint := func(what string) string {
-		return fmt.Sprintf("tp must divide %s: valid tp here: %s", what, ints(c.validTP()))
+	tpHint := func(code, what string) string {
+		return listHint(fmt.Sprintf("tp must divide %s: valid tp here", what), c.validTP(code),
+			fmt.Sprintf("tp must divide %s; %s", what, noValue("parallel.tp")))
 	}
 
 	if a%tp != 0 {
-		c.report("tp-heads", "parallel.tp", tpHint(c.headsText()),
+		c.report("tp-heads", "parallel.tp", tpHint("tp-heads", c.headsText()),
 			"tp=%d does not divide heads=%d", tp, a).
 			Related("model.heads", "heads = %d", a)
 	}
 	if g%tp != 0 && tp%g != 0 && a%tp == 0 { // with tp-heads the same fix applies
-		c.report("tp-query-groups", "parallel.tp", tpHint(c.headsText()),
+		c.report("tp-query-groups", "parallel.tp", tpHint("tp-query-groups", c.headsText()),
 			"query_groups=%d is neither a multiple nor a divisor of tp=%d", g, tp).
 			Related("model.query_groups", "query_groups = %d", g)
 	}
 	if a%g != 0 {
 		c.report("query-groups-heads", "model.query_groups",
-			"valid query_groups for heads="+fmt.Sprint(a)+": "+ints(divisors(a)),
+			listHint(fmt.Sprintf("valid query_groups for heads=%d", a), c.near("query-groups-heads", "model.query_groups", g, divisors(a)), noValue("model.query_groups")),
 			"query_groups=%d does not divide heads=%d", g, a).
 			Related("model.heads", "heads = %d", a)
 	}
 	if m.KVChannels == nil && m.Hidden%a != 0 {
 		c.report("hidden-heads", "model.heads",
-			fmt.Sprintf("heads dividing hidden=%d: %s; or set model.kv_channels", m.Hidden, ints(divisors(m.Hidden))),
+			listHint(fmt.Sprintf("heads dividing hidden=%d", m.Hidden), c.near("hidden-heads", "model.heads", a, divisors(m.Hidden)), noValue("model.heads"))+"; or set model.kv_channels",
 			"hidden=%d is not divisible by heads=%d, so the head dimension (kv_channels) cannot be derived", m.Hidden, a).
 			Related("model.hidden", "hidden = %d", m.Hidden)
 	}
 	if c.d.MaxPositions < c.s.Train.SeqLength {
-		c.report("max-positions", "model.max_position_embeddings",
-			fmt.Sprintf("set max_position_embeddings ≥ %d, or remove it (it defaults to seq_length)", c.s.Train.SeqLength),
+		hint := "remove it (it defaults to seq_length)"
+		if c.accepts("max-positions", "model.max_position_embeddings", c.s.Train.SeqLength) {
+			hint = fmt.Sprintf("set max_position_embeddings ≥ %d, or remove it (it defaults to seq_length)", c.s.Train.SeqLength)
+		}
+		c.report("max-positions", "model.max_position_embeddings", hint,
 			"max_position_embeddings=%d is smaller than seq_length=%d", c.d.MaxPositions, c.s.Train.SeqLength).
 			Related("train.seq_length", "seq_length = %d", c.s.Train.SeqLength)
 	}
@@ -44,10 +48,12 @@ func (c *checker) attention() {
 			"multi-latent attention (model.mla) and grouped-query attention (query_groups=%d) are mutually exclusive", *m.QueryGroups)
 	}
 	if f := c.d.FFNHidden; f%tp != 0 {
-		hint := tpHint(fmt.Sprintf("ffn_hidden=%d", f))
+		hint := tpHint("ffn-tp", fmt.Sprintf("ffn_hidden=%d", f))
 		if m.FFNHidden != nil && !c.fieldFails("parallel.tp") {
 			b, ab := c.nearest("ffn-tp", "model.ffn_hidden", f, tp, 24, nil)
-			hint += "; or ffn_hidden = " + nearestText(b, ab)
+			if b > 0 || ab > 0 {
+				hint += "; or ffn_hidden = " + nearestText(b, ab)
+			}
 		}
 		c.report("ffn-tp", c.ffnPath(), hint,
 			"ffn_hidden=%d%s is not divisible by tp=%d", f, c.ffnOrigin(), tp)

@@ -15,6 +15,9 @@ func (c *checker) batch() {
 	}
 	below, above := c.nearest("global-batch", "train.global_batch", t.GlobalBatch, unit, 24, nil)
 	hint := fmt.Sprintf("nearest valid global_batch: %s", nearestText(below, above))
+	if below == 0 && above == 0 {
+		hint = fmt.Sprintf("global_batch must be a multiple of micro_batch·dp = %d; %s", unit, noValue("train.global_batch"))
+	}
 	if c.vppOn() && c.s.Parallel.PP > 1 {
 		// Also satisfy the interleaved schedule's microbatch rule.
 		N, pp := c.d.MicrobatchGroup, c.s.Parallel.PP
@@ -24,7 +27,9 @@ func (c *checker) batch() {
 			return g%unit == 0 && m >= N && (r == 0 || r >= pp)
 		}
 		b, a := c.nearest("global-batch", "train.global_batch", t.GlobalBatch, unit, 8*N+pp, ok)
-		hint += fmt.Sprintf(" (with the interleaved schedule: %s)", nearestText(b, a))
+		if b > 0 || a > 0 {
+			hint += fmt.Sprintf(" (with the interleaved schedule: %s)", nearestText(b, a))
+		}
 	}
 	if t.GlobalBatch < unit {
 		c.report("global-batch", "train.global_batch", hint,

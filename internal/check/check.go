@@ -177,10 +177,10 @@ func (c *checker) uneven() bool {
 // validTP lists the tp values (up to the world size) that satisfy every rule
 // that depends on tp alone: heads, query groups, FFN split, and the dense
 // grid with the current pp and cp.
-func (c *checker) validTP() []int {
+func (c *checker) validTP(code string) []int {
 	s := c.s
 	a, g := s.Model.Heads, c.groups()
-	return c.only("", "parallel.tp", valuesIn(1, c.world(), func(t int) bool {
+	return c.only(code, "parallel.tp", valuesIn(1, c.world(), func(t int) bool {
 		return a%t == 0 && (g%t == 0 || t%g == 0) && c.d.FFNHidden%t == 0 &&
 			spec.Tiles(c.world(), t, s.Parallel.PP, s.Parallel.CP)
 	}))

@@ -15,12 +15,12 @@ func (c *checker) grid() {
 	model := p.TP * p.PP * p.CP
 	switch {
 	case world < model:
-		e := c.report("world-size", "parallel.tp", c.gridHint(),
+		e := c.report("world-size", "parallel.tp", c.gridHint("world-size"),
 			"one model replica needs tp·pp·cp = %d·%d·%d = %d GPUs but the cluster has nodes × gpus_per_node = %d × %d = %d",
 			p.TP, p.PP, p.CP, model, s.Cluster.Nodes, s.Cluster.GPUsPerNode, world)
 		c.relatedDegrees(e, "pp", p.PP, "cp", p.CP)
 	case !spec.Tiles(world, p.TP, p.PP, p.CP):
-		e := c.report("world-not-divisible", "parallel.tp", c.gridHint(),
+		e := c.report("world-not-divisible", "parallel.tp", c.gridHint("world-not-divisible"),
 			"world size %d (nodes × gpus_per_node = %d × %d) is not divisible by tp·pp·cp = %d·%d·%d = %d",
 			world, s.Cluster.Nodes, s.Cluster.GPUsPerNode, p.TP, p.PP, p.CP, model)
 		c.relatedDegrees(e, "pp", p.PP, "cp", p.CP)
@@ -31,11 +31,12 @@ func (c *checker) grid() {
 	if !expertOK && c.gridOK() {
 		// Only meaningful once the dense grid fits; otherwise the error above
 		// already says what to change.
-		eps := valuesIn(1, world, func(e int) bool {
+		eps := c.only("expert-grid-not-divisible", "parallel.ep", valuesIn(1, world, func(e int) bool {
 			return spec.Tiles(world, c.etp(), e, p.PP) && (!c.isMoE() || s.Model.MoE.Experts%e == 0)
-		})
+		}))
 		e := c.report("expert-grid-not-divisible", "parallel.ep",
-			fmt.Sprintf("etp·ep·pp must divide %d: valid ep with etp=%d, pp=%d: %s", world, c.etp(), p.PP, ints(eps)),
+			listHint(fmt.Sprintf("etp·ep·pp must divide %d: valid ep with etp=%d, pp=%d", world, c.etp(), p.PP), eps,
+				fmt.Sprintf("etp·ep·pp must divide %d; %s", world, noValue("parallel.ep"))),
 			"world size %d is not divisible by the expert grid etp·ep·pp = %d·%d·%d = %d",
 			world, c.etp(), p.EP, p.PP, expert)
 		c.relatedDegrees(e, "etp", c.etp(), "pp", p.PP)
@@ -59,7 +60,7 @@ func (c *checker) grid() {
 	if p.DP != nil && c.gridOK() && *p.DP != c.d.DP {
 		need := p.TP * p.PP * p.CP * *p.DP
 		hint := fmt.Sprintf("remove parallel.dp (it is derived: %d here)", c.d.DP)
-		if need%s.Cluster.GPUsPerNode == 0 {
+		if need%s.Cluster.GPUsPerNode == 0 && c.accepts("dp-mismatch", "cluster.nodes", need/s.Cluster.GPUsPerNode) {
 			hint += fmt.Sprintf(", or use cluster.nodes = %d for dp=%d", need/s.Cluster.GPUsPerNode, *p.DP)
 		}
 		c.report("dp-mismatch", "parallel.dp", hint,
@@ -70,9 +71,10 @@ func (c *checker) grid() {
 	if k := p.DistributedOptimizerInstances; k > 1 && c.gridOK() && expertOK {
 		dpcp := c.d.DP * p.CP
 		if dpcp%k != 0 || c.d.EDP%k != 0 {
-			ok := valuesIn(1, dpcp, func(v int) bool { return dpcp%v == 0 && c.d.EDP%v == 0 })
+			ok := c.only("distopt-instances", "parallel.distributed_optimizer_instances",
+				valuesIn(1, dpcp, func(v int) bool { return dpcp%v == 0 && c.d.EDP%v == 0 }))
 			c.report("distopt-instances", "parallel.distributed_optimizer_instances",
-				"valid instance counts here: "+ints(ok),
+				listHint("valid instance counts here", ok, noValue("parallel.distributed_optimizer_instances")),
 				"distributed_optimizer_instances = %d must divide dp·cp = %d·%d = %d and expert dp = %d",
 				k, c.d.DP, p.CP, dpcp, c.d.EDP)
 		}
@@ -80,8 +82,18 @@ func (c *checker) grid() {
 
 	g, n := s.Cluster.GPUsPerNode, s.Cluster.NVLinkDomain
 	if g%n != 0 && n%g != 0 {
-		c.report("nvlink-domain", "cluster.nvlink_domain",
-			fmt.Sprintf("divisors of gpus_per_node=%d: %s; or a multiple of %d (e.g. 72 on NVL72 with 4 GPUs per node)", g, ints(divisors(g)), g),
+		div := c.near("nvlink-domain", "cluster.nvlink_domain", n, divisors(g))
+		var mul []int
+		for k := 2; k <= 72/g && len(mul) < 3; k++ {
+			if c.accepts("nvlink-domain", "cluster.nvlink_domain", k*g) {
+				mul = append(mul, k*g)
+			}
+		}
+		hint := listHint(fmt.Sprintf("divisors of gpus_per_node=%d", g), div, noValue("cluster.nvlink_domain"))
+		if len(mul) > 0 {
+			hint += fmt.Sprintf("; or a multiple of %d (an NVLink domain spanning nodes, as on NVL72): %s", g, ints(mul))
+		}
+		c.report("nvlink-domain", "cluster.nvlink_domain", hint,
 			"nvlink_domain = %d is neither a divisor nor a multiple of gpus_per_node = %d", n, g)
 	}
 }
@@ -100,10 +112,23 @@ func (c *checker) relatedDegrees(e diag.Entry, others ...any) {
 
 // gridHint lists tp values that fit the world with the current pp and cp,
 // and pp values with the current tp and cp.
-func (c *checker) gridHint() string {
+func (c *checker) gridHint(code string) string {
 	p, world := c.s.Parallel, c.world()
-	tps := c.only("", "parallel.tp", valuesIn(1, world, func(t int) bool { return spec.Tiles(world, t, p.PP, p.CP) }))
-	pps := c.only("", "parallel.pp", valuesIn(1, world, func(q int) bool { return spec.Tiles(world, p.TP, q, p.CP) }))
-	return fmt.Sprintf("tp·pp·cp must divide the world size %d: valid tp with pp=%d, cp=%d: %s; valid pp with tp=%d, cp=%d: %s",
-		world, p.PP, p.CP, ints(tps), p.TP, p.CP, ints(pps))
+	tps := c.only(code, "parallel.tp", valuesIn(1, world, func(t int) bool { return spec.Tiles(world, t, p.PP, p.CP) }))
+	pps := c.only(code, "parallel.pp", valuesIn(1, world, func(q int) bool { return spec.Tiles(world, p.TP, q, p.CP) }))
+	h := fmt.Sprintf("tp·pp·cp must divide the world size %d", world)
+	if len(tps) == 0 && len(pps) == 0 {
+		return h + "; no tp with this pp and cp, and no pp with this tp and cp, passes every check: change two of them, or cluster.nodes"
+	}
+	if len(tps) > 0 {
+		h += fmt.Sprintf(": valid tp with pp=%d, cp=%d: %s", p.PP, p.CP, ints(tps))
+	} else {
+		h += fmt.Sprintf(": no tp with pp=%d, cp=%d passes every check", p.PP, p.CP)
+	}
+	if len(pps) > 0 {
+		h += fmt.Sprintf("; valid pp with tp=%d, cp=%d: %s", p.TP, p.CP, ints(pps))
+	} else {
+		h += fmt.Sprintf("; no pp with tp=%d, cp=%d passes every check", p.TP, p.CP)
+	}
+	return h
 }

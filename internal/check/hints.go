@@ -103,3 +103,18 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// listHint renders "lead: 1, 2, 4" for verified values, or none (what to do
+// instead) when no value passes every check: a hint never offers a value
+// that fails one.
+func listHint(lead string, vs []int, none string) string {
+	if len(vs) == 0 {
+		return none
+	}
+	return lead + ": " + ints(vs)
+}
+
+// noValue is the text of a hint with no valid value for field.
+func noValue(field string) string {
+	return "no value of " + field + " passes every check with the rest of the plan as it is"
+}

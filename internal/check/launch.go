@@ -185,10 +185,23 @@ func (c *checker) grace() {
 	if s.Launch.GraceSeconds == nil {
 		path = "launch.launcher"
 	}
+	// both is the fix when the launcher and the grace period are wrong
+	// together (torchrun with a preemption warning above its 30 s).
+	both := func(ps int) string {
+		if c.acceptsAll("launch-grace", setting{"launch.launcher", "parc"}, setting{"launch.grace_seconds", ps}) {
+			return fmt.Sprintf(`set launch.launcher "parc" and grace_seconds to %d`, ps)
+		}
+		return noValue("launch.grace_seconds")
+	}
 	if sl := s.Cluster.Slurm; sl != nil && sl.PreemptSignalSeconds != nil && s.Launch.GraceSeconds != nil && g < *sl.PreemptSignalSeconds {
-		c.report("launch-grace", path, fmt.Sprintf("set grace_seconds to %d (or remove it: that is the default)", *sl.PreemptSignalSeconds),
+		ps := *sl.PreemptSignalSeconds
+		hint := fmt.Sprintf("set grace_seconds to %d (or remove it: that is the default)", ps)
+		if !c.accepts("launch-grace", "launch.grace_seconds", ps) {
+			hint = both(ps)
+		}
+		c.report("launch-grace", path, hint,
 			"grace_seconds=%d is shorter than the preemption warning (cluster.slurm.preempt_signal_seconds=%d): workers checkpointing on the warning are SIGKILLed after %d s",
-			g, *sl.PreemptSignalSeconds, g)
+			g, ps, g)
 	}
 }
 
@@ -221,7 +234,11 @@ func (c *checker) slurm() {
 		c.slurmCount(i, opt)
 	}
 	if sl.CPUsPerTask != nil && cl.CPUsPerNode != nil && *sl.CPUsPerTask*cl.GPUsPerNode > *cl.CPUsPerNode {
-		c.report("slurm-cpus", "cluster.slurm.cpus_per_task", fmt.Sprintf("use cpus_per_task ≤ %d", *cl.CPUsPerNode/cl.GPUsPerNode),
+		hint := fmt.Sprintf("use cpus_per_task ≤ %d", *cl.CPUsPerNode/cl.GPUsPerNode)
+		if *cl.CPUsPerNode/cl.GPUsPerNode < 1 || !c.accepts("slurm-cpus", "cluster.slurm.cpus_per_task", *cl.CPUsPerNode/cl.GPUsPerNode) {
+			hint = noValue("cluster.slurm.cpus_per_task") + fmt.Sprintf(": cpus_per_node=%d is fewer than one CPU per GPU", *cl.CPUsPerNode)
+		}
+		c.report("slurm-cpus", "cluster.slurm.cpus_per_task", hint,
 			"cpus_per_task=%d × %d tasks per node = %d exceeds cpus_per_node=%d",
 			*sl.CPUsPerTask, cl.GPUsPerNode, *sl.CPUsPerTask*cl.GPUsPerNode, *cl.CPUsPerNode).
 			Related("cluster.cpus_per_node", "cpus_per_node = %d", *cl.CPUsPerNode)
@@ -229,10 +246,22 @@ func (c *checker) slurm() {
 	if ps := sl.PreemptSignalSeconds; ps != nil {
 		switch {
 		case *ps > 65535:
-			c.report("slurm-preempt", "cluster.slurm.preempt_signal_seconds", "use at most 65535",
+			top := 65535
+			if limit > 0 && limit-1 < top {
+				top = limit - 1 // also below the time limit
+			}
+			hint := fmt.Sprintf("use at most %d", top)
+			if top < 1 || !c.accepts("slurm-preempt", "cluster.slurm.preempt_signal_seconds", top) {
+				hint = noValue("cluster.slurm.preempt_signal_seconds")
+			}
+			c.report("slurm-preempt", "cluster.slurm.preempt_signal_seconds", hint,
 				"preempt_signal_seconds=%d exceeds Slurm's limit of 65535", *ps)
 		case limit > 0 && *ps >= limit:
-			c.report("slurm-preempt", "cluster.slurm.preempt_signal_seconds", fmt.Sprintf("use fewer than %d seconds", limit),
+			hint := fmt.Sprintf("use fewer than %d seconds", limit)
+			if !c.accepts("slurm-preempt", "cluster.slurm.preempt_signal_seconds", limit-1) {
+				hint = noValue("cluster.slurm.preempt_signal_seconds") + ": raise cluster.slurm.time"
+			}
+			c.report("slurm-preempt", "cluster.slurm.preempt_signal_seconds", hint,
 				"preempt_signal_seconds=%d is not below the time limit %q (%d s)", *ps, *sl.Time, limit).
 				Related("cluster.slurm.time", "time = %q", *sl.Time)
 		}

@@ -23,10 +23,11 @@ func (c *checker) moe() {
 	}
 	e := m.MoE
 	if e.Experts%p.EP != 0 {
-		okEP := valuesIn(1, e.Experts, func(v int) bool {
+		okEP := c.near("ep-experts", "parallel.ep", p.EP, valuesIn(1, e.Experts, func(v int) bool {
 			return e.Experts%v == 0 && spec.Tiles(c.world(), c.etp(), v, p.PP)
-		})
-		c.report("ep-experts", "parallel.ep", fmt.Sprintf("ep values dividing experts=%d that fit the world size: %s", e.Experts, ints(okEP)),
+		}))
+		c.report("ep-experts", "parallel.ep",
+			listHint(fmt.Sprintf("ep values dividing experts=%d that fit the world size", e.Experts), okEP, noValue("parallel.ep")),
 			"experts=%d is not a multiple of ep=%d", e.Experts, p.EP).
 			Related("model.moe.experts", "experts = %d", e.Experts)
 	}
@@ -53,7 +54,9 @@ func (c *checker) moe() {
 			"sinkhorn load balancing does not support an auxiliary loss, but aux_loss_coeff=%g", e.AuxLossCoeff)
 	}
 	if e.TopK > e.Experts {
-		c.report("moe-topk-experts", "model.moe.topk", fmt.Sprintf("use topk between 1 and experts=%d", e.Experts),
+		okK := c.near("moe-topk-experts", "model.moe.topk", e.TopK, valuesIn(1, e.Experts, func(int) bool { return true }))
+		c.report("moe-topk-experts", "model.moe.topk",
+			listHint(fmt.Sprintf("topk must be at most experts=%d: valid topk", e.Experts), okK, noValue("model.moe.topk")),
 			"topk=%d is larger than experts=%d", e.TopK, e.Experts).
 			Related("model.moe.experts", "experts = %d", e.Experts)
 	}
@@ -62,13 +65,17 @@ func (c *checker) moe() {
 		if e.FFNHidden != nil {
 			path = "model.moe.ffn_hidden"
 		}
-		okETP := valuesIn(1, c.world(), func(v int) bool { return f%v == 0 && spec.Tiles(c.world(), v, p.EP, p.PP) })
-		c.report("moe-ffn-etp", path, fmt.Sprintf("etp values dividing %d that fit the world size: %s", f, ints(okETP)),
+		okETP := c.near("moe-ffn-etp", "parallel.etp", etp, valuesIn(1, c.world(), func(v int) bool { return f%v == 0 && spec.Tiles(c.world(), v, p.EP, p.PP) }))
+		c.report("moe-ffn-etp", path, listHint(fmt.Sprintf("etp values dividing %d that fit the world size", f), okETP, noValue("parallel.etp")),
 			"the expert ffn_hidden=%d is not divisible by etp=%d%s", f, etp, c.etpOrigin())
 	}
 	if sh := e.SharedFFNHidden; sh > 0 && sh%p.TP != 0 {
 		b, a := c.nearest("moe-shared-ffn-tp", "model.moe.shared_ffn_hidden", sh, p.TP, 24, nil)
-		c.report("moe-shared-ffn-tp", "model.moe.shared_ffn_hidden", "nearest multiples of tp: "+nearestText(b, a),
+		hint := "nearest multiples of tp: " + nearestText(b, a)
+		if b == 0 && a == 0 {
+			hint = "use a multiple of tp; " + noValue("model.moe.shared_ffn_hidden")
+		}
+		c.report("moe-shared-ffn-tp", "model.moe.shared_ffn_hidden", hint,
 			"shared_ffn_hidden=%d is not divisible by tp=%d", sh, p.TP)
 	}
 	if cc := c.s.Cluster.GPU.ComputeCapability; e.GroupedGEMM && cc > 0 && cc < 8 {
@@ -76,7 +83,9 @@ func (c *checker) moe() {
 			"grouped GEMM needs compute capability ≥ 8.0, but %s has %.1f", c.gpuName(), cc)
 	}
 	if !slices.Contains(c.d.MoELayers, true) {
-		c.report("moe-no-layers", "model.moe.dense_layers", fmt.Sprintf("use dense_layers < %d", m.Layers),
+		okD := c.near("moe-no-layers", "model.moe.dense_layers", e.DenseLayers, valuesIn(0, (m.Layers-1)/max(e.LayerFreq, 1)*max(e.LayerFreq, 1), func(int) bool { return true }))
+		hint := listHint("valid dense_layers", okD, noValue("model.moe.dense_layers"))
+		c.report("moe-no-layers", "model.moe.dense_layers", hint,
 			"dense_layers=%d and layer_freq=%d leave no MoE layer among the %d layers", e.DenseLayers, e.LayerFreq, m.Layers)
 	}
 }

@@ -157,10 +157,14 @@ func (c *checker) moeRouter() {
 			c.report("moe-router-groups", "model.moe.router_group_topk", "set model.moe.router_num_groups",
 				"group-limited routing (router_group_topk=%d) needs router_num_groups", *g)
 		case e.Experts%*n != 0:
-			c.report("moe-router-groups", "model.moe.router_num_groups", fmt.Sprintf("use a divisor of experts=%d: %s", e.Experts, ints(valuesIn(1, e.Experts, func(v int) bool { return e.Experts%v == 0 && v >= *g }))),
+			okN := c.near("moe-router-groups", "model.moe.router_num_groups", *n, valuesIn(1, e.Experts, func(v int) bool { return e.Experts%v == 0 && v >= *g }))
+			c.report("moe-router-groups", "model.moe.router_num_groups",
+				listHint(fmt.Sprintf("use a divisor of experts=%d (at least router_group_topk=%d)", e.Experts, *g), okN, noValue("model.moe.router_num_groups")),
 				"experts=%d is not divisible by router_num_groups=%d", e.Experts, *n)
 		case *g > *n:
-			c.report("moe-router-groups", "model.moe.router_group_topk", fmt.Sprintf("use router_group_topk ≤ %d", *n),
+			okG := c.near("moe-router-groups", "model.moe.router_group_topk", *g, valuesIn(1, *n, func(int) bool { return true }))
+			c.report("moe-router-groups", "model.moe.router_group_topk",
+				listHint(fmt.Sprintf("router_group_topk must be at most router_num_groups=%d: valid values", *n), okG, noValue("model.moe.router_group_topk")),
 				"router_group_topk=%d exceeds router_num_groups=%d", *g, *n)
 		}
 	}

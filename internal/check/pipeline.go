@@ -54,7 +54,7 @@ func (c *checker) evenSplit() {
 		what = fmt.Sprintf("layers + account_for_embedding + account_for_loss = %d", Lp)
 	}
 	if Lp%pp != 0 {
-		okPP := c.only("", "parallel.pp", valuesIn(1, Lp, func(q int) bool { return Lp%q == 0 && (!c.gridOK() || spec.Tiles(c.world(), p.TP, q, p.CP)) }))
+		okPP := c.only("pp-layers", "parallel.pp", valuesIn(1, Lp, func(q int) bool { return Lp%q == 0 && (!c.gridOK() || spec.Tiles(c.world(), p.TP, q, p.CP)) }))
 		which := fmt.Sprintf("pp values dividing %d that fit the world size", Lp)
 		if !c.gridOK() {
 			// The grid itself is broken (reported on its own): list the
@@ -62,7 +62,7 @@ func (c *checker) evenSplit() {
 			which = fmt.Sprintf("pp values dividing %d", Lp)
 		}
 		c.report("pp-layers", "parallel.pp",
-			fmt.Sprintf("%s: %s; or split unevenly with first_stage_layers/last_stage_layers", which, ints(okPP)),
+			listHint(which, okPP, noValue("parallel.pp"))+"; or split unevenly with first_stage_layers/last_stage_layers",
 			"%s is not divisible by pp=%d", what, pp).
 			Related("model.layers", "layers = %d", c.s.Model.Layers)
 		return
@@ -71,7 +71,7 @@ func (c *checker) evenSplit() {
 		per := Lp / pp
 		if per%vpp != 0 {
 			c.report("vpp-layers", "parallel.vpp",
-				fmt.Sprintf("vpp values dividing %d: %s", per, ints(divisors(per))),
+				listHint(fmt.Sprintf("vpp values dividing %d", per), c.near("vpp-layers", "parallel.vpp", vpp, divisors(per)), noValue("parallel.vpp")),
 				"the %d layers per pipeline rank (%s / pp=%d) are not divisible by vpp=%d", per, what, pp, vpp)
 		}
 	}
@@ -102,8 +102,11 @@ func (c *checker) unevenSplit() {
 			bad = true
 		} else if vpp > 1 && n%vpp != 0 {
 			b, a := c.nearest("uneven-vpp", "parallel."+st.name, n, vpp, 24, nil)
-			c.report("uneven-vpp", "parallel."+st.name,
-				fmt.Sprintf("use a multiple of vpp=%d: %s", vpp, nearestText(b, a)),
+			hint := fmt.Sprintf("use a multiple of vpp=%d: %s", vpp, nearestText(b, a))
+			if b == 0 && a == 0 {
+				hint = fmt.Sprintf("use a multiple of vpp=%d; %s", vpp, noValue("parallel."+st.name))
+			}
+			c.report("uneven-vpp", "parallel."+st.name, hint,
 				"%s=%d is not divisible by vpp=%d", st.name, n, vpp)
 		}
 		middle -= n
@@ -124,7 +127,7 @@ func (c *checker) unevenSplit() {
 		return
 	}
 	if (middle != 0) != (stages != 0) {
-		c.report("uneven-middle", c.unevenPath(), c.unevenHint(),
+		c.report("uneven-middle", c.unevenPath(), c.unevenHint("uneven-middle"),
 			"%d middle layers remain (layers=%d minus the first/last stage layers) but there %s %d middle %s",
 			middle, L, plural(stages, "is", "are"), stages, plural(stages, "stage", "stages"))
 		return
@@ -140,17 +143,17 @@ func (c *checker) unevenSplit() {
 		return
 	}
 	if middle%stages != 0 {
-		c.report("uneven-middle", c.unevenPath(), c.unevenHint(),
+		c.report("uneven-middle", c.unevenPath(), c.unevenHint("uneven-middle"),
 			"the %d middle layers are not divisible by the %d middle %s", middle, stages, plural(stages, "stage", "stages"))
 		return
 	}
 	if per := middle / stages; vpp > 1 && per%vpp != 0 {
-		c.report("uneven-vpp", c.unevenPath(), c.unevenHint(),
+		c.report("uneven-vpp", c.unevenPath(), c.unevenHint("uneven-vpp"),
 			"each middle stage holds %d layers, which is not divisible by vpp=%d", per, vpp)
 		return
 	}
 	if middle < 0 {
-		c.report("uneven-middle-negative", c.unevenPath(), c.unevenHint(),
+		c.report("uneven-middle-negative", c.unevenPath(), c.unevenHint("uneven-middle-negative"),
 			"first_stage_layers + last_stage_layers exceed layers=%d by %d; Megatron accepts this but builds a different split", L, -middle)
 	}
 }
@@ -173,7 +176,7 @@ func (c *checker) unevenPath() string {
 
 // unevenHint suggests first/last stage layer counts that make the uneven
 // split valid with the current pp and vpp.
-func (c *checker) unevenHint() string {
+func (c *checker) unevenHint(code string) string {
 	p := c.s.Parallel
 	pp, vpp, L := p.PP, max(p.VPP, 1), c.s.Model.Layers
 	hasF, hasL := p.FirstStageLayers != nil, p.LastStageLayers != nil
@@ -185,6 +188,7 @@ func (c *checker) unevenHint() string {
 		stages--
 	}
 	var opts []string
+	tried := 0
 	for edge := vpp; edge < L && len(opts) < 4; edge += vpp {
 		n := 0
 		if hasF {
@@ -197,24 +201,38 @@ func (c *checker) unevenHint() string {
 		if middle < 0 {
 			break
 		}
-		if stages == 0 {
-			if middle == 0 {
-				opts = append(opts, fmt.Sprint(edge))
-			}
-			continue
+		fits := middle == 0
+		if stages > 0 {
+			fits = middle > 0 && middle%stages == 0 && (middle/stages)%vpp == 0
 		}
-		if middle > 0 && middle%stages == 0 && (middle/stages)%vpp == 0 {
+		if fits && c.acceptsEdges(code, hasF, hasL, edge) {
 			opts = append(opts, fmt.Sprint(edge))
+		}
+		if tried++; tried == maxSearched || (tried >= maxTried && len(opts) > 0) {
+			break
 		}
 	}
 	if len(opts) == 0 {
-		return fmt.Sprintf("layers − first − last must split evenly over %d middle %s (each a multiple of vpp=%d)", stages, plural(stages, "stage", "stages"), vpp)
+		return fmt.Sprintf("layers − first − last must split evenly over %d middle %s (each a multiple of vpp=%d); no equal first/last value passes every check with pp=%d, vpp=%d", stages, plural(stages, "stage", "stages"), vpp, pp, vpp)
 	}
 	what := "first_stage_layers and last_stage_layers"
 	if hasF != hasL {
 		what = c.unevenPath()[len("parallel."):]
 	}
 	return fmt.Sprintf("with %s both set to the same value, valid values are %s", what, joinStrings(opts))
+}
+
+// acceptsEdges verifies first_stage_layers and/or last_stage_layers (those
+// the spec sets) both set to edge.
+func (c *checker) acceptsEdges(code string, first, last bool, edge int) bool {
+	var set []setting
+	if first {
+		set = append(set, setting{"parallel.first_stage_layers", edge})
+	}
+	if last {
+		set = append(set, setting{"parallel.last_stage_layers", edge})
+	}
+	return c.acceptsAll(code, set...)
 }
 
 func joinStrings(v []string) string {
@@ -241,8 +259,14 @@ func (c *checker) interleave() {
 	}
 	M, N, pp := t.GlobalBatch/unit, c.d.MicrobatchGroup, p.PP
 	if N < pp {
-		c.report("interleave-microbatches", "parallel.microbatch_group_size",
-			fmt.Sprintf("use microbatch_group_size between pp=%d and M=%d (or remove it: default pp)", pp, M),
+		const path = "parallel.microbatch_group_size"
+		okN := c.only("interleave-microbatches", path, valuesIn(pp, max(M, pp), func(n int) bool { return true }))
+		hint := listHint(fmt.Sprintf("microbatch_group_size must be at least pp=%d (M=%d microbatches): valid values", pp, M), okN,
+			fmt.Sprintf("microbatch_group_size must be at least pp=%d; %s: change train.global_batch", pp, noValue(path)))
+		if c.acceptsAll("interleave-microbatches", setting{path, nil}) {
+			hint += "; or remove it (default pp)"
+		}
+		c.report("interleave-microbatches", path, hint,
 			"microbatch_group_size=%d is smaller than pp=%d", N, pp)
 		return
 	}
@@ -253,6 +277,9 @@ func (c *checker) interleave() {
 	below, above := c.nearest("interleave-microbatches", "train.global_batch", M*unit, unit, 4*N+pp, func(g int) bool { return okM(g / unit) })
 	hint := fmt.Sprintf("global_batch must give M ≥ %d with M mod %d = 0 or ≥ %d; nearest valid global_batch: %s",
 		N, N, pp, nearestText(below, above))
+	if below == 0 && above == 0 {
+		hint = fmt.Sprintf("global_batch must give M ≥ %d with M mod %d = 0 or ≥ %d; %s", N, N, pp, noValue("train.global_batch"))
+	}
 	if M < N {
 		c.report("interleave-microbatches", "train.global_batch", hint,
 			"the interleaved schedule needs at least N=%d microbatches (microbatch group, default pp=%d), but global_batch / (micro_batch·dp) = %d / (%d·%d) = %d",

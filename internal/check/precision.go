@@ -40,7 +40,11 @@ func (c *checker) precision() {
 					fit = append(fit, r)
 				}
 			}
+			fit = c.onlyStrings("precision-fp8-gpu", "train.fp8_recipe", fit)
 			hint := `use train.precision "bf16"`
+			if !c.acceptsAll("precision-fp8-gpu", setting{"train.precision", "bf16"}) {
+				hint = noValue("train.fp8_recipe")
+			}
 			if len(fit) > 0 {
 				hint = "fp8 recipes this GPU supports: " + strings.Join(fit, ", ")
 			}

@@ -1,6 +1,9 @@
 package check
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // sequence checks context and sequence parallelism (C1–C3, Q1, Q4 and the
 // sequence-parallel scatter).
@@ -14,8 +17,18 @@ func (c *checker) sequence() {
 			b, a = c.nearest("cp-seq-length", "train.seq_length", seq, 2*cp, 24, nil)
 		}
 		okCP := c.only("cp-seq-length", "parallel.cp", valuesIn(1, c.world(), func(v int) bool { return v == 1 || seq%(2*v) == 0 }))
-		c.report("cp-seq-length", "train.seq_length",
-			fmt.Sprintf("nearest valid seq_length: %s; or cp in %s", nearestText(b, a), ints(okCP)),
+		var opts []string
+		if b > 0 || a > 0 {
+			opts = append(opts, "nearest valid seq_length: "+nearestText(b, a))
+		}
+		if len(okCP) > 0 {
+			opts = append(opts, "cp in "+ints(okCP))
+		}
+		hint := strings.Join(opts, "; or ")
+		if len(opts) == 0 {
+			hint = "seq_length must be a multiple of 2·cp; no seq_length near it and no cp passes every check with the rest of the plan as it is"
+		}
+		c.report("cp-seq-length", "train.seq_length", hint,
 			"seq_length=%d is not a multiple of 2·cp = %d", seq, 2*cp).
 			Related("parallel.cp", "cp = %d", cp)
 	}
@@ -26,11 +39,11 @@ func (c *checker) sequence() {
 		}
 		if prod != cp {
 			c.report("cp-hierarchical", "parallel.hierarchical_cp",
-				hierHint(cp),
+				c.hierHint("cp-hierarchical", cp),
 				"hierarchical_cp %v multiplies to %d, not cp=%d", h, prod, cp)
 		}
 	} else if p.CPCommType == "a2a+p2p" {
-		c.report("cp-a2a-p2p", "parallel.cp_comm_type", "set parallel.hierarchical_cp, e.g. [a2a size, p2p size], or use another cp_comm_type",
+		c.report("cp-a2a-p2p", "parallel.cp_comm_type", c.hierHint("cp-a2a-p2p", cp)+", or use another cp_comm_type",
 			"cp_comm_type a2a+p2p needs hierarchical_cp sizes")
 	}
 
@@ -43,6 +56,9 @@ func (c *checker) sequence() {
 		if !c.fieldFails("parallel.tp") && !c.fieldFails("parallel.cp") {
 			b, a := c.nearest("sp-seq-length", "train.seq_length", seq, tp*cp, 24, nil)
 			hint = "nearest valid seq_length: " + nearestText(b, a)
+			if b == 0 && a == 0 {
+				hint = "seq_length/cp must be a multiple of tp; " + noValue("train.seq_length")
+			}
 		}
 		c.report("sp-seq-length", "train.seq_length", hint,
 			"with sequence parallelism each tensor-parallel rank takes seq_length/(cp·tp) tokens, but %d/cp=%d is not divisible by tp=%d", seq, seq/cp, tp).
@@ -54,11 +70,25 @@ func (c *checker) sequence() {
 	}
 }
 
-func hierHint(cp int) string {
-	for d := 2; d < cp; d++ {
-		if cp%d == 0 {
-			return fmt.Sprintf("the sizes must multiply to cp=%d, e.g. [%d, %d]", cp, d, cp/d)
+// hierHint suggests parallel.hierarchical_cp values: two sizes [a2a size,
+// p2p size] (the two levels of a2a+p2p context parallelism) whose product
+// is cp, each verified.
+func (c *checker) hierHint(code string, cp int) string {
+	var opts []string
+	ds := divisors(cp)
+	if len(ds) > 2 { // proper splits first, then [1, cp] and [cp, 1]
+		ds = append(ds[1:len(ds)-1], 1, cp)
+	}
+	for _, d := range ds {
+		if len(opts) == 3 {
+			break
+		}
+		if v := []int{d, cp / d}; c.acceptsAll(code, setting{"parallel.hierarchical_cp", v}) {
+			opts = append(opts, fmt.Sprintf("[%d, %d]", d, cp/d))
 		}
 	}
-	return fmt.Sprintf("the sizes must multiply to cp=%d, e.g. [%d]", cp, cp)
+	if len(opts) == 0 {
+		return fmt.Sprintf("parallel.hierarchical_cp sizes must multiply to cp=%d; %s", cp, noValue("parallel.hierarchical_cp"))
+	}
+	return fmt.Sprintf("set parallel.hierarchical_cp to sizes [a2a, p2p] that multiply to cp=%d: %s", cp, strings.Join(opts, " or "))
 }

@@ -25,9 +25,8 @@ func Topology(s *spec.Spec, fams []FamilyLink, at diag.Locator) diag.List {
 	if at == nil {
 		at = diag.NoPos
 	}
-	c := &checker{s: s, r: diag.NewReporter(at)}
+	c := &checker{s: s, d: spec.Derive(s), r: diag.NewReporter(at)}
 	domain := s.Cluster.NVLinkDomain
-	fit := ints(divisors(max(domain, 1)))
 	for _, f := range fams {
 		if f.Size <= 1 {
 			continue
@@ -35,25 +34,25 @@ func Topology(s *spec.Spec, fams []FamilyLink, at diag.Locator) diag.List {
 		switch f.Family {
 		case "tp":
 			if f.GroupsLeavingDomain > 0 {
-				c.report("tp-crosses-nvlink", "parallel.tp", fmt.Sprintf("tp values dividing nvlink_domain=%d: %s", domain, fit),
+				c.report("tp-crosses-nvlink", "parallel.tp", c.domainHint("tp-crosses-nvlink", "parallel.tp", s.Parallel.TP),
 					"%d of %d tensor-parallel groups (size %d) span more than one NVLink domain of %d GPUs; TP all-reduces would cross the network on every layer",
 					f.GroupsLeavingDomain, f.Count, f.Size, domain)
 			}
 		case "etp":
 			if f.GroupsLeavingDomain > 0 {
-				c.report("etp-crosses-nvlink", c.etpPath(), fmt.Sprintf("etp values dividing nvlink_domain=%d: %s", domain, fit),
+				c.report("etp-crosses-nvlink", c.etpPath(), c.domainHint("etp-crosses-nvlink", "parallel.etp", c.etp()),
 					"%d of %d expert-tensor-parallel groups (size %d) span more than one NVLink domain of %d GPUs",
 					f.GroupsLeavingDomain, f.Count, f.Size, domain)
 			}
 		case "cp":
 			if f.GroupsLeavingNode > 0 {
-				c.report("cp-crosses-node", "parallel.cp", fmt.Sprintf("keep tp·cp ≤ gpus_per_node=%d to keep CP on NVLink", s.Cluster.GPUsPerNode),
+				c.report("cp-crosses-node", "parallel.cp", c.nodeHint("cp-crosses-node", "cp", s.Parallel.TP, s.Parallel.CP),
 					"%d of %d context-parallel groups (size %d) span nodes; their ring exchanges run over the network",
 					f.GroupsLeavingNode, f.Count, f.Size)
 			}
 		case "ep":
 			if f.GroupsLeavingNode > 0 {
-				c.report("ep-crosses-node", "parallel.ep", fmt.Sprintf("keep etp·ep ≤ gpus_per_node=%d to keep the all-to-all on NVLink", s.Cluster.GPUsPerNode),
+				c.report("ep-crosses-node", "parallel.ep", c.nodeHint("ep-crosses-node", "ep", c.etp(), s.Parallel.EP),
 					"%d of %d expert-parallel groups (size %d) span nodes; the token all-to-all runs over the network",
 					f.GroupsLeavingNode, f.Count, f.Size)
 			}
@@ -70,23 +69,68 @@ func (c *checker) etpPath() string {
 }
 
 // tensorParallelFitsDomain is the part of the topology rule that needs no
-// layout: a tensor-parallel group larger than the NVLink domain crosses it
-// whatever the order. Run checks it so the user hears it even when another
-// error keeps the layout (and so Topology) from running.
+// layout. tp (and etp in the expert grid) is the innermost dimension of
+// every rank order parc accepts, so its groups are aligned blocks of tp
+// consecutive ranks, and NVLink domains are blocks of nvlink_domain
+// consecutive ranks: a group leaves its domain exactly when the domain is
+// smaller than the world and tp does not divide it (or when tp is larger
+// than the domain at all). Run checks it so the user hears it even when
+// another error keeps the layout (and so Topology) from running, and so
+// that a value another hint suggests never meets it later
+// (TestDomainRuleMatchesLayout compares it with the layout).
 func (c *checker) tensorParallelFitsDomain() {
 	domain := c.s.Cluster.NVLinkDomain
 	if domain < 1 {
 		return
 	}
-	fit := ints(divisors(domain))
+	world := c.world()
 	if tp := c.s.Parallel.TP; tp > domain {
-		c.report("tp-crosses-nvlink", "parallel.tp", fmt.Sprintf("tp values dividing nvlink_domain=%d: %s", domain, fit),
+		c.report("tp-crosses-nvlink", "parallel.tp", c.domainHint("tp-crosses-nvlink", "parallel.tp", tp),
 			"tp=%d is larger than the NVLink domain of %d GPUs: every tensor-parallel all-reduce would cross the network, on every layer", tp, domain)
+	} else if leavesDomain(tp, domain, world) {
+		c.report("tp-crosses-nvlink", "parallel.tp", c.domainHint("tp-crosses-nvlink", "parallel.tp", tp),
+			"tp=%d does not divide the NVLink domain of %d GPUs: tensor-parallel groups of %d consecutive ranks straddle domain boundaries, and their all-reduces cross the network on every layer", tp, domain, tp)
 	}
 	if c.isMoE() {
 		if etp := c.etp(); etp > domain {
-			c.report("etp-crosses-nvlink", c.etpPath(), fmt.Sprintf("etp values dividing nvlink_domain=%d: %s", domain, fit),
+			c.report("etp-crosses-nvlink", c.etpPath(), c.domainHint("etp-crosses-nvlink", "parallel.etp", etp),
 				"etp=%d is larger than the NVLink domain of %d GPUs: expert-tensor-parallel collectives would cross the network", etp, domain)
+		} else if leavesDomain(etp, domain, world) {
+			c.report("etp-crosses-nvlink", c.etpPath(), c.domainHint("etp-crosses-nvlink", "parallel.etp", etp),
+				"etp=%d does not divide the NVLink domain of %d GPUs: expert-tensor-parallel groups of %d consecutive ranks straddle domain boundaries", etp, domain, etp)
 		}
 	}
+}
+
+// leavesDomain reports whether blocks of size consecutive ranks, aligned at
+// multiples of size, cross the boundaries of NVLink domains of domain ranks
+// in a world of world ranks.
+func leavesDomain(size, domain, world int) bool {
+	return size > 1 && domain < world && domain%size != 0
+}
+
+// domainHint lists the values of a tensor-parallel degree (path: parallel.tp
+// or parallel.etp) that divide the NVLink domain and pass every rule. A
+// group of a size dividing the domain never leaves it: tp (and etp in the
+// expert grid) is the innermost dimension of every rank order, so its
+// groups are aligned blocks of consecutive ranks (TestTopologyHintsHold
+// lays the suggested values out).
+func (c *checker) domainHint(code, path string, now int) string {
+	domain := c.s.Cluster.NVLinkDomain
+	name := path[len("parallel."):]
+	ok := c.near(code, path, now, divisors(max(domain, 1)))
+	return listHint(fmt.Sprintf("%s values dividing nvlink_domain=%d", name, domain), ok,
+		fmt.Sprintf("%s must divide nvlink_domain=%d; %s", name, domain, noValue(path)))
+}
+
+// nodeHint lists the values of cp (or ep) whose group block inner·v (tp·cp,
+// or etp·ep) divides gpus_per_node, so that every group stays on one node,
+// among those that pass every rule.
+func (c *checker) nodeHint(code, name string, inner, now int) string {
+	g := c.s.Cluster.GPUsPerNode
+	path := "parallel." + name
+	ok := c.near(code, path, now, valuesIn(1, g, func(v int) bool { return g%(inner*v) == 0 }))
+	innerName := map[string]string{"cp": "tp", "ep": "etp"}[name]
+	return listHint(fmt.Sprintf("%s values with %s·%s dividing gpus_per_node=%d (groups on one node)", name, innerName, name, g), ok,
+		fmt.Sprintf("no %s keeps %s·%s within one node of %d GPUs and passes every check; accept the network hop if it is fast", name, innerName, name, g))
 }

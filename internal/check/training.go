@@ -17,7 +17,9 @@ func (c *checker) recompute() {
 		n = *t.RecomputeLayers
 	}
 	if per := c.s.Model.Layers / p.PP; n > per && per > 0 {
-		c.report("recompute-layers-range", "train.recompute_layers", fmt.Sprintf("use 1..%d", per),
+		okR := c.near("recompute-layers-range", "train.recompute_layers", n, valuesIn(1, per, func(int) bool { return true }))
+		c.report("recompute-layers-range", "train.recompute_layers",
+			listHint(fmt.Sprintf("recompute_layers must be at most %d: valid values", per), okR, noValue("train.recompute_layers")),
 			"recompute_layers=%d exceeds the %d layers per pipeline rank (layers=%d / pp=%d)", n, per, c.s.Model.Layers, p.PP)
 	}
 	if c.s.Model.MTPLayers > 0 && t.RecomputeMethod == "uniform" && n != 1 {
@@ -72,7 +74,11 @@ func (c *checker) training() {
 			decay, what = *t.LRDecayIters, "lr_decay_iters"
 		}
 		if t.LRWarmupIters >= decay {
-			c.report("lr-warmup", "train.lr_warmup_iters", fmt.Sprintf("use lr_warmup_iters < %d", decay),
+			hint := fmt.Sprintf("use lr_warmup_iters < %d", decay)
+			if decay < 1 || !c.accepts("lr-warmup", "train.lr_warmup_iters", decay-1) {
+				hint = noValue("train.lr_warmup_iters") + fmt.Sprintf(": the decay length %s=%d must grow first", what, decay)
+			}
+			c.report("lr-warmup", "train.lr_warmup_iters", hint,
 				"lr_warmup_iters=%d is not below the decay length %s=%d (Megatron's scheduler asserts warmup < decay)", t.LRWarmupIters, what, decay)
 		}
 	}

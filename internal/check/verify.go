@@ -1,60 +1,92 @@
 package check
 
 import (
+	"cmp"
 	"reflect"
+	"slices"
 	"strings"
 
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/spec"
 )
 
-// Hints suggest values; every value a hint suggests must pass every rule.
-// A candidate is verified by running the rules again on a copy of the spec
-// with the candidate set: it must clear the diagnostic it is offered for and
-// bring no error the spec did not already have. The re-run builds no hints
-// of its own (verifying), so verification never recurses.
+// Hints suggest values; every value a hint suggests must pass every rule
+// (issue 12 item 15). A candidate is verified by running the rules again on
+// a copy of the spec with the candidate set: it must clear the diagnostic it
+// is offered for and bring no error the spec did not already have. The
+// re-run builds no hints of its own (verifying), so verification never
+// recurses. A hint whose candidates all fail says that no value fits instead
+// of suggesting one (see listed).
 
-// suggestion is one verified value a hint offers (kept for tests).
-type suggestion struct {
-	code, path string
-	value      int
+// A setting is one field (its dotted JSON path, e.g. "parallel.tp") set to a
+// value: an int, a string, a []int, or nil to remove an optional field.
+type setting struct {
+	path  string
+	value any
 }
 
-// accepts reports whether setting path to v clears code (when code is not
-// empty) and adds no error beyond those the spec already has.
+// suggestion is one verified setting a hint offers (kept for tests).
+type suggestion struct {
+	code string
+	set  []setting
+}
+
+// accepts reports whether setting path to v clears every diagnostic of code
+// (when code is not empty; errors and warnings alike) and adds no error
+// beyond those the spec already has.
 func (c *checker) accepts(code, path string, v int) bool {
+	return c.acceptsAll(code, setting{path, v})
+}
+
+// acceptsAll is accepts for several fields set together.
+func (c *checker) acceptsAll(code string, set ...setting) bool {
 	if c.verifying {
 		return true
 	}
-	if c.baseline == nil {
-		c.baseline = map[string]bool{}
-		for _, d := range rerun(c.s) {
-			if d.Severity == diag.Error {
-				c.baseline[d.Code+"\x00"+d.Path] = true
-			}
-		}
-	}
-	if path == "" {
-		return true
-	}
-	s2, ok := withInt(c.s, path, v)
-	if !ok {
-		return true // not a field this verifier can set: keep the value
-	}
-	for _, d := range rerun(s2) {
-		if d.Severity != diag.Error {
-			continue
-		}
-		if d.Code == code || !c.baseline[d.Code+"\x00"+d.Path] {
+	c.fillBaseline()
+	s2 := c.s
+	for _, st := range set {
+		var ok bool
+		if s2, ok = withValue(s2, st.path, st.value); !ok {
+			// Not a field the verifier can set: an unverifiable value is
+			// not suggested (TestWithValueReachesEveryHintField keeps the
+			// hints' fields settable).
 			return false
 		}
 	}
-	c.suggested = append(c.suggested, suggestion{code, path, v})
+	for _, d := range rerun(s2) {
+		// The diagnostic offered for must go, whatever its severity (a
+		// warning's hint is held to the same rule); no new error may come.
+		if d.Code == code || (d.Severity == diag.Error && !c.baseline[d.Code+"\x00"+d.Path]) {
+			return false
+		}
+	}
+	c.suggested = append(c.suggested, suggestion{code, set})
 	return true
+}
+
+func (c *checker) fillBaseline() {
+	if c.baseline != nil {
+		return
+	}
+	c.baseline = map[string]bool{}
+	for _, d := range rerun(c.s) {
+		if d.Severity == diag.Error {
+			c.baseline[d.Code+"\x00"+d.Path] = true
+		}
+	}
 }
 
 // maxListed is the most values a hint lists (ints prints 12).
 const maxListed = 12
+
+// maxTried bounds the candidates one hint verifies once it has found one,
+// and maxSearched before it says no value fits, so a hint costs a bounded
+// number of re-runs.
+const (
+	maxTried    = 4 * maxListed
+	maxSearched = 1024
+)
 
 // fieldFails reports whether the spec already has an error at path. A value
 // derived from a field that fails its own rules (ffn_hidden as a multiple of
@@ -64,7 +96,7 @@ func (c *checker) fieldFails(path string) bool {
 	if c.verifying {
 		return false
 	}
-	c.accepts("", "", 0) // fills the baseline
+	c.fillBaseline()
 	for k := range c.baseline {
 		if strings.HasSuffix(k, "\x00"+path) {
 			return true
@@ -74,14 +106,14 @@ func (c *checker) fieldFails(path string) bool {
 }
 
 // only keeps the values of vs that accepts takes, at most maxListed of them
-// (the smallest), so a hint costs a bounded number of re-runs.
+// (the smallest).
 func (c *checker) only(code, path string, vs []int) []int {
 	if c.verifying {
 		return vs
 	}
 	var out []int
 	for i, v := range vs {
-		if len(out) == maxListed || i == 4*maxListed {
+		if len(out) == maxListed || (i >= maxTried && len(out) > 0) || i == maxSearched {
 			break
 		}
 		if c.accepts(code, path, v) {
@@ -89,6 +121,39 @@ func (c *checker) only(code, path string, vs []int) []int {
 		}
 	}
 	return out
+}
+
+// near is only over the candidates closest to x first (ties: the smaller),
+// returned in ascending order: the values a user most likely meant.
+func (c *checker) near(code, path string, x int, vs []int) []int {
+	byDist := slices.Clone(vs)
+	slices.SortStableFunc(byDist, func(a, b int) int {
+		return cmp.Or(cmp.Compare(abs(a-x), abs(b-x)), cmp.Compare(a, b))
+	})
+	out := c.only(code, path, byDist)
+	slices.Sort(out)
+	return out
+}
+
+// onlyStrings is only for a string field.
+func (c *checker) onlyStrings(code, path string, vs []string) []string {
+	if c.verifying {
+		return vs
+	}
+	var out []string
+	for _, v := range vs {
+		if c.acceptsAll(code, setting{path, v}) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // nearest is nearestSatisfying over multiples of step, with every
@@ -107,9 +172,16 @@ func rerun(s *spec.Spec) diag.List {
 }
 
 // withInt returns a copy of s with the integer field at the dotted path (its
-// JSON names, e.g. "parallel.tp", "model.moe.ffn_hidden") set to v. Structs
-// behind pointers on the path are copied, so s is never changed.
+// JSON names, e.g. "parallel.tp", "model.moe.ffn_hidden") set to v.
 func withInt(s *spec.Spec, path string, v int) (*spec.Spec, bool) {
+	return withValue(s, path, v)
+}
+
+// withValue returns a copy of s with the field at the dotted path set to v:
+// an int or string field (or a pointer to one), an []int, or an optional
+// field removed (v nil). Structs behind pointers on the path are copied, so
+// s is never changed.
+func withValue(s *spec.Spec, path string, v any) (*spec.Spec, bool) {
 	s2 := *s
 	cur := reflect.ValueOf(&s2).Elem()
 	parts := strings.Split(path, ".")
@@ -118,18 +190,10 @@ func withInt(s *spec.Spec, path string, v int) (*spec.Spec, bool) {
 		if !ok {
 			return nil, false
 		}
-		last := i == len(parts)-1
+		if i == len(parts)-1 {
+			return &s2, setField(f, v)
+		}
 		switch {
-		case last && f.Kind() == reflect.Int:
-			f.SetInt(int64(v))
-			return &s2, true
-		case last && f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.Int:
-			p := reflect.New(f.Type().Elem())
-			p.Elem().SetInt(int64(v))
-			f.Set(p)
-			return &s2, true
-		case last:
-			return nil, false
 		case f.Kind() == reflect.Struct:
 			cur = f
 		case f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.Struct && !f.IsNil():
@@ -142,6 +206,35 @@ func withInt(s *spec.Spec, path string, v int) (*spec.Spec, bool) {
 		}
 	}
 	return nil, false
+}
+
+// setField sets f to v, converting between a value and a pointer to it.
+func setField(f reflect.Value, v any) bool {
+	if v == nil {
+		if f.Kind() != reflect.Pointer && f.Kind() != reflect.Slice {
+			return false
+		}
+		f.Set(reflect.Zero(f.Type()))
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch {
+	case rv.Type().AssignableTo(f.Type()):
+		if is, ok := v.([]int); ok {
+			rv = reflect.ValueOf(slices.Clone(is))
+		}
+		f.Set(rv)
+		return true
+	case f.Kind() == reflect.Pointer && rv.Type().AssignableTo(f.Type().Elem()):
+		p := reflect.New(f.Type().Elem())
+		p.Elem().Set(rv)
+		f.Set(p)
+		return true
+	case rv.CanConvert(f.Type()) && rv.Kind() == f.Kind():
+		f.Set(rv.Convert(f.Type()))
+		return true
+	}
+	return false
 }
 
 func fieldByJSON(v reflect.Value, name string) (reflect.Value, bool) {
