@@ -45,17 +45,25 @@ func (c *costModel) diagnoseMemory(e *Estimate, r *diag.Reporter, o Options) {
 	if near <= 0 || near >= 1 {
 		near = DefaultOptions().NearLimit
 	}
-	path, hint := c.memoryRemedy(st)
+	over, nearLimit := st.Total > e.Memory.GPUBytes, float64(st.Total) > near*float64(e.Memory.GPUBytes)
+	if !over && !nearLimit {
+		return
+	}
+	limit := e.Memory.GPUBytes
+	if !over {
+		limit = int64(near * float64(e.Memory.GPUBytes))
+	}
+	path, hint := c.memoryRemedy(st, limit)
 	where := fmt.Sprintf("pipeline stage %d of %d", st.Stage, c.pp)
 	if c.pp == 1 {
 		where = "each GPU"
 	}
 	switch {
-	case st.Total > e.Memory.GPUBytes:
+	case over:
 		r.Errorf(path, CodeMemoryExceedsGPU, hint,
 			"%s needs %s per GPU, more than the %s of a %s: %s",
 			where, GiB(st.Total), GiB(e.Memory.GPUBytes), gpuName(gpu.Name), memoryBreakdown(st))
-	case float64(st.Total) > near*float64(e.Memory.GPUBytes):
+	default:
 		r.Warnf(path, CodeMemoryNearLimit, hint,
 			"%s needs %s per GPU, %.0f%% of the %s of a %s (above %.0f%%; allocator fragmentation and NCCL buffers need the rest): %s",
 			where, GiB(st.Total), 100*float64(st.Total)/float64(e.Memory.GPUBytes), GiB(e.Memory.GPUBytes),
@@ -70,9 +78,11 @@ func gpuName(n string) string {
 	return n
 }
 
-// memoryRemedy blames the field behind the largest part of a stage's memory.
-func (c *costModel) memoryRemedy(st StageMemory) (path, hint string) {
-	tr := c.s.Train
+// memoryRemedy blames the field behind the largest part of a stage's memory
+// and says what brings the peak to at most limit bytes. With VerifyHints the
+// values it suggests are each estimated again and pass every check; without
+// it (the solver) it names the fields only.
+func (c *costModel) memoryRemedy(st StageMemory, limit int64) (path, hint string) {
 	parts := map[string]int64{"weights": st.Weights, "gradients": st.Gradients, "optimizer": st.Optimizer, "activations": st.Activations}
 	largest := "activations"
 	for _, k := range []string{"weights", "gradients", "optimizer", "activations"} {
@@ -82,36 +92,25 @@ func (c *costModel) memoryRemedy(st StageMemory) (path, hint string) {
 	}
 	switch {
 	case largest == "activations":
-		var opts []string
-		if tr.MicroBatch > 1 {
-			opts = append(opts, fmt.Sprintf("lower train.micro_batch (now %d)", tr.MicroBatch))
-		}
-		switch tr.Recompute {
-		case "none":
-			opts = append(opts, `set train.recompute to "selective" or "full"`)
-		case "selective":
-			opts = append(opts, `set train.recompute to "full"`)
-		}
-		if c.tp > 1 && !c.d.SP {
-			opts = append(opts, "turn on parallel.sp")
-		}
-		opts = append(opts, fmt.Sprintf("raise parallel.tp (now %d) or parallel.cp (now %d)", c.tp, c.cp))
-		return "train.micro_batch", strings.Join(opts, ", or ")
+		path = "train.micro_batch"
 	case largest == "optimizer" && c.sharding == ShardNone:
-		ds, _ := c.dataParallelShards()
-		return "train.distributed_optimizer", fmt.Sprintf(
-			"set train.distributed_optimizer: true to shard the Adam state over the %d data-parallel ranks (dp·cp), or raise parallel.pp (now %d) or parallel.tp (now %d)",
-			ds, c.pp, c.tp)
+		path = "train.distributed_optimizer"
 	default:
-		h := fmt.Sprintf("raise parallel.pp (now %d) or parallel.tp (now %d) to split the weights over more GPUs", c.pp, c.tp)
-		if c.sh.experts > 0 {
-			h += fmt.Sprintf(", or parallel.ep (now %d) to split the experts", c.ep)
-		}
-		if c.sharding == ShardNone {
-			h += ", or set train.distributed_optimizer: true"
-		}
-		return "parallel.pp", h
+		path = "parallel.pp"
 	}
+	split := fmt.Sprintf("raise parallel.pp (now %d) or parallel.tp (now %d)", c.pp, c.tp)
+	if c.sh.experts > 0 {
+		split += fmt.Sprintf(" or parallel.ep (now %d)", c.ep)
+	}
+	split += ", or add GPUs"
+	if !c.o.VerifyHints {
+		return path, "lower train.micro_batch, recompute more (train.recompute), turn on parallel.sp or train.distributed_optimizer, or " + split
+	}
+	fits := c.fittingRemedies(limit)
+	if len(fits) == 0 {
+		return path, fmt.Sprintf("no single change of train.micro_batch, train.recompute, parallel.sp or train.distributed_optimizer brings it under %s; %s", GiB(limit), split)
+	}
+	return path, fmt.Sprintf("each of these alone brings it under %s: %s; or %s", GiB(limit), strings.Join(fits, ", "), split)
 }
 
 func (c *costModel) diagnoseBubble(e *Estimate, r *diag.Reporter, o Options) {
@@ -129,8 +128,12 @@ func (c *costModel) diagnoseBubble(e *Estimate, r *diag.Reporter, o Options) {
 	}
 	need := MicrobatchesForBubble(c.pp, c.vpp, c.g, limit)
 	tr := c.s.Train
+	gb := need * tr.MicroBatch * c.dp
 	hint := fmt.Sprintf("%d microbatches bring it to %.1f%%: train.global_batch = %d (micro_batch %d × dp %d × %d)",
-		need, 100*BubbleFraction(c.pp, c.vpp, need), need*tr.MicroBatch*c.dp, tr.MicroBatch, c.dp, need)
+		need, 100*BubbleFraction(c.pp, c.vpp, need), gb, tr.MicroBatch, c.dp, need)
+	if !c.o.VerifyHints || need <= 0 || !c.globalBatchPasses(gb) {
+		hint = fmt.Sprintf("raise the number of microbatches (train.global_batch over micro_batch %d × dp %d)", tr.MicroBatch, c.dp)
+	}
 	if c.vpp == 1 {
 		hint += "; or interleave the pipeline with parallel.vpp"
 	}

@@ -172,6 +172,11 @@ type Options struct {
 	FusedAttention bool
 	// Sharding overrides what train.distributed_optimizer implies.
 	Sharding Sharding
+	// VerifyHints makes the memory and bubble hints suggest only values
+	// that, set on the spec, pass every check (and, for memory, fit): each
+	// candidate is estimated again. The solver, which never shows these
+	// hints, leaves it off.
+	VerifyHints bool
 }
 
 // DefaultOptions are parc's stated assumptions.
@@ -192,6 +197,35 @@ func RunWith(s *spec.Spec, d spec.Derived, links map[string]string, at diag.Loca
 	if at == nil {
 		at = diag.NoPos
 	}
+	given := o.Sharding != ""
+	o = resolveOptions(s, o)
+	var def map[string]string // computed only when links lacks a family
+	link := func(fam string) string {
+		if l, ok := links[fam]; ok && (l == LinkNVLink || l == LinkNetwork) {
+			return l
+		}
+		if def == nil {
+			def = DefaultLinks(s, d)
+		}
+		if l, ok := def[fam]; ok {
+			return l
+		}
+		return LinkNetwork
+	}
+
+	c := newCostModel(s, d, o)
+	c.shardingGiven = given
+	e := &Estimate{Comms: map[string]AxisComm{}}
+	c.params(e)
+	c.memory(e)
+	c.pipeline(e)
+	c.time(e, link)
+	e.Assumptions = c.assumptions(o)
+	return e, c.diagnose(e, at, o)
+}
+
+// resolveOptions fills the calibration and the sharding the spec implies.
+func resolveOptions(s *spec.Spec, o Options) Options {
 	if o.Calibration == (Calibration{}) {
 		o.Calibration = DefaultCalibration()
 	}
@@ -214,28 +248,7 @@ func RunWith(s *spec.Spec, d spec.Derived, links map[string]string, at diag.Loca
 			o.Sharding = ShardOptimizer
 		}
 	}
-	var def map[string]string // computed only when links lacks a family
-	link := func(fam string) string {
-		if l, ok := links[fam]; ok && (l == LinkNVLink || l == LinkNetwork) {
-			return l
-		}
-		if def == nil {
-			def = DefaultLinks(s, d)
-		}
-		if l, ok := def[fam]; ok {
-			return l
-		}
-		return LinkNetwork
-	}
-
-	c := newCostModel(s, d, o)
-	e := &Estimate{Comms: map[string]AxisComm{}}
-	c.params(e)
-	c.memory(e)
-	c.pipeline(e)
-	c.time(e, link)
-	e.Assumptions = c.assumptions(o)
-	return e, c.diagnose(e, at, o)
+	return o
 }
 
 // costModel holds the resolved degrees and shapes.
@@ -259,7 +272,9 @@ type costModel struct {
 	set                      settings
 	dense, moe               layerTime // timed once, on first use
 	timed                    bool
-	computeS                 []float64 // busy compute per step of every rank
+	computeS                 []float64       // busy compute per step of every rank
+	shardingGiven            bool            // Options.Sharding was set by the caller, not derived from the spec
+	baseline                 map[string]bool // the spec's own errors (remedy.go)
 }
 
 func newCostModel(s *spec.Spec, d spec.Derived, o Options) *costModel {

@@ -40,7 +40,9 @@ func Resolve(source string, s *spec.Spec, at diag.Locator, checks []Check) (*pla
 	}
 	p.Layout = l
 	diags = append(diags, check.Topology(s, familyLinks(l), at)...)
-	e, ds := estimate.Run(s, d, links(l), at)
+	o := estimate.DefaultOptions()
+	o.VerifyHints = true // the user reads these hints: their values are checked
+	e, ds := estimate.RunWith(s, d, links(l), at, o)
 	diags = append(diags, ds...)
 	p.Estimate = e
 	for _, c := range checks {
