@@ -13,7 +13,13 @@ set -euo pipefail
 readonly DIR=/var/lib/parc-test-slurm            # config, state, spool, pid and log files
 readonly CONF_DIR=$DIR/etc
 export SLURM_CONF=$CONF_DIR/slurm.conf
-readonly CTLD_PORT=${PARC_SLURM_PORT:-16817}     # slurmctld; the 4 slurmd listen on the next 4
+# slurmctld's port; the 4 slurmd listen on the next 4. PARC_SLURM_PORT fixes
+# it; otherwise the port the cluster's config records (the cluster is reused
+# where it runs), else 16817, moved to the next free ports when something
+# that is not this cluster listens there (start_slurm).
+recorded_port() { sed -n 's/^SlurmctldPort=\([0-9][0-9]*\)$/\1/p' "$CONF_DIR/slurm.conf" 2>/dev/null | head -n 1; }
+CTLD_PORT=${PARC_SLURM_PORT:-$(recorded_port)}
+CTLD_PORT=${CTLD_PORT:-16817}
 readonly NODES=(n1 n2 n3 n4)
 readonly PY=/usr/bin/python3                      # Debian's python, the one python3-torch serves
 TEMPLATES="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/slurm"
@@ -196,6 +202,18 @@ stop_slurm() {
   kill -9 "${left[@]}" 2>/dev/null || true
 }
 start_slurm() {
+  # Our daemons are stopped: whatever listens on the ports now is not this
+  # cluster (another Slurm, anything). Without PARC_SLURM_PORT, move to the
+  # next free ports and record them in slurm.conf.
+  if [ -z "${PARC_SLURM_PORT:-}" ]; then
+    local base
+    base=$(bash "$TEMPLATES/free-ports.sh" "$CTLD_PORT" $((${#NODES[@]} + 1))) || die "no free ports for the test cluster from $CTLD_PORT on"
+    if [ "$base" != "$CTLD_PORT" ]; then
+      say "ports $CTLD_PORT-$((CTLD_PORT + ${#NODES[@]})) are taken by another program: the test cluster moves to $base-$((base + ${#NODES[@]})) (recorded in $SLURM_CONF)"
+      CTLD_PORT=$base
+      install_config slurm.conf
+    fi
+  fi
   check_ports
   slurmctld -c -f "$SLURM_CONF" </dev/null >>"$DIR/log/slurmctld.out" 2>&1 9>&- || die "slurmctld did not start (see $DIR/log/slurmctld.log)"
   for _ in $(seq 50); do timeout 5 scontrol ping >/dev/null 2>&1 && break; sleep 0.2; done

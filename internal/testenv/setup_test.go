@@ -81,8 +81,8 @@ func lockHolders(t *testing.T) []string {
 			pid := strings.Split(fd, "/")[2]
 			comm, _ := os.ReadFile("/proc/" + pid + "/comm")
 			name := strings.TrimSpace(string(comm))
-			if name == "bash" || name == "flock" {
-				continue // a setup run in progress (another test command on this machine) holds it while it runs
+			if inSetupRun(pid) {
+				continue // a setup run in progress (another test command on this machine), or a command it runs, holds it while it runs
 			}
 			out = append(out, name+" (pid "+pid+")")
 		}
@@ -98,4 +98,31 @@ func itoa(n int) string {
 			return string(b)
 		}
 	}
+}
+
+// inSetupRun reports whether pid is a setup-test-env.sh run or one of the
+// commands it runs (its python3 | tail, flock): they hold the lock only
+// while the run lasts. A daemon started by a run is reparented to init when
+// the run ends, so it has no such ancestor.
+func inSetupRun(pid string) bool {
+	for range 64 {
+		if pid == "" || pid == "0" || pid == "1" {
+			return false
+		}
+		cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+		if strings.Contains(string(cmd), "setup-test-env.sh") {
+			return true
+		}
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so cut after ')'.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) < 2 {
+			return false
+		}
+		pid = f[1]
+	}
+	return false
 }
