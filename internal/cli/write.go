@@ -50,7 +50,8 @@ const (
 //
 // Where the swap is not possible (the file system has no RENAME_EXCHANGE,
 // dir holds subdirectories or is owned by someone else, dir is a mount
-// point), the files are replaced in place under a journal: the new set is
+// point, a process has its working directory in dir: `-o .`, a shell, a
+// running job), the files are replaced in place under a journal: the new set is
 // staged and fsynced inside dir, the previous files hard-linked to a backup,
 // and a commit record (.parc-commit, fsynced) written before the first
 // rename. A failed rename puts the previous files back. A crash after the
@@ -155,6 +156,9 @@ func writeExchanged(parent, base, target string, st fs.FileInfo, files compiler.
 	gid, ok := ownGroup(st)
 	if !ok {
 		return errNoExchange // the new directory could not get the owner back
+	}
+	if cwdInside(target) {
+		return errNoExchange // a shell or a job working in target would be left in the old directory
 	}
 	entries, err := os.ReadDir(target)
 	if err != nil {

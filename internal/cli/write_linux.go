@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -68,4 +70,25 @@ func lockDir(dir string) (unlock func()) {
 		}
 	}
 	return func() { f.Close() }
+}
+
+// cwdInside reports whether a process (this one, `parc compile -o .`, or a
+// shell or job of the same user) has its working directory in dir: swapping
+// dir would leave it in the removed old directory, so the journal is used.
+// Processes of other users, whose cwd cannot be read, are not seen.
+func cwdInside(dir string) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // cannot tell: do not swap
+	}
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+"/")) {
+			return true
+		}
+	}
+	return false
 }

@@ -341,3 +341,20 @@ func TestWriteFilesRefusesNonRegular(t *testing.T) {
 	got := dirState(t, dir)
 	assert.Equal(t, []string{compiler.LaunchJSON}, slices.Sorted(maps.Keys(got)))
 }
+
+// `parc compile -o .` (or a shell or job working in DIR): the directory is
+// not swapped, which would leave them in the removed old one; the files are
+// replaced in place (the journal) and DIR stays the same directory.
+func TestWriteFilesKeepsAWorkingDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	require.NoError(t, writeFiles(dir, artifacts("old")))
+	before, err := os.Stat(dir)
+	require.NoError(t, err)
+	t.Chdir(dir)
+	require.NoError(t, writeFiles(".", artifacts("new")))
+	after, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(before, after), "the output directory was swapped under the working directory")
+	assert.Equal(t, "new", whichSet(t, dir, nil))
+	assert.Empty(t, leftovers(t, dir))
+}
