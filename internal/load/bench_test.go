@@ -2,6 +2,7 @@ package load
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -105,4 +106,88 @@ func mustSchema(t *testing.T) cue.Value {
 	res, diags := Load(Source{Path: "/x/plan.cue", Data: []byte(goodCUE)})
 	require.Empty(t, diags)
 	return res.Schema
+}
+
+// manyHCL is goodHCL followed by n top-level attributes (u0 = 0) or, with
+// blocks, n empty blocks (b0 {}) the schema does not have; short names keep
+// 100k of them under MaxInputBytes.
+func manyHCL(n int, blocks bool) []byte {
+	var b strings.Builder
+	b.WriteString(goodHCL)
+	for i := range n {
+		if blocks {
+			fmt.Fprintf(&b, "b%d{\n}\n", i)
+		} else {
+			fmt.Fprintf(&b, "u%d=%d\n", i, i%10)
+		}
+	}
+	return []byte(b.String())
+}
+
+// BenchmarkLoadManyHCLFields is BenchmarkLoadManyFields for the HCL front
+// end (issue 12 item 5): 10k, 30k and 100k unknown top-level attributes, and
+// as many empty blocks. ns/field must stay flat as n grows.
+//
+//	go test ./internal/load -run XXX -bench LoadManyHCLFields -benchtime 3x -count 5 | benchstat
+func BenchmarkLoadManyHCLFields(b *testing.B) {
+	for _, kind := range []string{"attributes", "blocks"} {
+		for _, n := range []int{10000, 30000, 100000} {
+			data := manyHCL(n, kind == "blocks")
+			if len(data) > MaxInputBytes {
+				b.Fatalf("%d %s are %d bytes, over MaxInputBytes", n, kind, len(data))
+			}
+			b.Run(fmt.Sprintf("%s=%d", kind, n), func(b *testing.B) {
+				for range b.N {
+					l := diagsFor(b, Source{Path: "/tmp/bench/plan.hcl", Data: data})
+					if len(l) != n {
+						b.Fatalf("%d diagnostics, want %d: %v", len(l), n, l[:min(3, len(l))])
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/field")
+			})
+		}
+	}
+}
+
+// TestHCLWideStaysLinear is TestWideStructsStayLinear for HCL: a batch of
+// unknown attributes and blocks is reported by parc at each one's line and
+// left out of what CUE evaluates, the rest of the spec is still checked,
+// and an allowed object wider than MaxStructFields is refused (issue 12
+// item 5; before, 10,000 unknown attributes took ≈4 s, quadratic in n).
+func TestHCLWideStaysLinear(t *testing.T) {
+	n := 3000
+	src := strings.Replace(string(manyHCL(n, false)), "nodes         = 1", "nodes         = 0", 1)
+	src += "blk_a {\n}\n"
+	l := diagsFor(t, Source{Path: "/x/plan.hcl", Data: []byte(src)})
+	require.Len(t, l, n+2, "every unknown attribute, the unknown block and the out-of-range nodes: %v", l[:min(3, len(l))])
+	lines := strings.Count(goodHCL, "\n")
+	var unknown, ranges int
+	for _, d := range l {
+		switch d.Code {
+		case "unknown-field":
+			if d.Path != "blk_a" {
+				i, err := strconv.Atoi(strings.TrimPrefix(d.Path, "u"))
+				require.NoError(t, err, "%v", d)
+				assert.Equal(t, lines+1+i, d.Line, "%v", d)
+				assert.Equal(t, 1, d.Column, "%v", d)
+			}
+			unknown++
+		case "out-of-range":
+			assert.Equal(t, "cluster.nodes", d.Path)
+			ranges++
+		}
+	}
+	assert.Equal(t, n+1, unknown)
+	assert.Equal(t, 1, ranges)
+
+	// An allowed object too wide for CUE.
+	var items strings.Builder
+	for k := range MaxStructFields + 1 {
+		fmt.Fprintf(&items, "E_%d = \"x\"\n", k)
+	}
+	wide := strings.Replace(goodHCL, `env = { NCCL_DEBUG = "WARN" }`, "env = {\n"+items.String()+"}", 1)
+	l = diagsFor(t, Source{Path: "/x/plan.hcl", Data: []byte(wide)})
+	require.Len(t, l, 1, "%v", l[:min(3, len(l))])
+	assert.Equal(t, "too-many-fields", l[0].Code)
+	assert.Equal(t, "cluster.env", l[0].Path)
 }

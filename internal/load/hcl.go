@@ -21,10 +21,25 @@ import (
 // carries its HCL position, so the schema's errors cite plan.hcl:LINE:COL
 // exactly as they cite a CUE file. Blocks become structs (`model { ... }`),
 // attributes become fields; an object attribute (`env = { ... }`) is a struct.
-func fromHCL(ctx *cue.Context, display, abs string, src []byte) (*cue.Value, map[string]diag.Pos, diag.List) {
+//
+// Like a CUE file, the converted tree never reaches CUE with a wide struct
+// (see pruneWide): a batch of unknown attributes or blocks is reported here
+// and left out, so load stays linear in the number of fields.
+func fromHCL(ctx *cue.Context, display, abs string, src []byte, r *Result) (*cue.Value, map[string]diag.Pos, diag.List) {
 	st, at, diags := convertHCLAt(display, abs, src)
 	if st == nil || diags.HasErrors() {
 		return nil, nil, diags
+	}
+	if r != nil {
+		top := token.NoPos // the top level has no brace: its first field stands for it
+		if len(st.Elts) > 0 {
+			top = st.Elts[0].Pos()
+		}
+		pre, ok := r.pruneWide(&st.Elts, top, func(*ast.Field) {})
+		diags = append(diags, pre...)
+		if !ok {
+			return nil, nil, diags
+		}
 	}
 	v := ctx.BuildExpr(st, cue.Filename(abs))
 	if err := v.Err(); err != nil {

@@ -111,7 +111,7 @@ func Load(src Source) (res *Result, diags diag.List) {
 
 	switch ext {
 	case ".hcl":
-		user, at, ds := fromHCL(ctx, src.Path, abs, src.Data)
+		user, at, ds := fromHCL(ctx, src.Path, abs, src.Data, res)
 		res.hclAt = at
 		diags = append(diags, ds...)
 		if user == nil {

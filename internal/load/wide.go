@@ -59,11 +59,20 @@ func (r *Result) dropUnknown(abs string, data []byte) (out []byte, diags diag.Li
 			}
 		}
 	}
+	diags, ok = r.pruneWide(&f.Decls, f.Pos(), func(fld *ast.Field) { blank(fld) })
+	return out, diags, ok
+}
+
+// pruneWide applies the rules above to a syntax tree (a CUE file's, or the
+// one the HCL front end builds): it reports a batch of unknown fields
+// itself and takes them out of their struct (calling drop for each), and
+// refuses a struct wider than MaxStructFields (ok false).
+func (r *Result) pruneWide(top *[]ast.Decl, topPos token.Pos, drop func(*ast.Field)) (diags diag.List, ok bool) {
 	ok = true
-	var walk func(decls []ast.Decl, schema cue.Value, path []string, pos token.Pos)
-	walk = func(decls []ast.Decl, schema cue.Value, path []string, pos token.Pos) {
+	var walk func(decls *[]ast.Decl, schema cue.Value, path []string, pos token.Pos)
+	walk = func(decls *[]ast.Decl, schema cue.Value, path []string, pos token.Pos) {
 		var unknown []*ast.Field
-		for _, d := range decls {
+		for _, d := range *decls {
 			fld, isField := d.(*ast.Field)
 			if !isField || fld.Constraint != token.ILLEGAL {
 				continue
@@ -86,13 +95,13 @@ func (r *Result) dropUnknown(abs string, data []byte) (out []byte, diags diag.Li
 					child = schema.LookupPath(cue.MakePath(sel.Optional()))
 				}
 				if child.Exists() && child.IncompleteKind() == cue.StructKind {
-					walk(st.Elts, child, append(append([]string(nil), path...), name), st.Lbrace)
+					walk(&st.Elts, child, append(append([]string(nil), path...), name), st.Lbrace)
 				} else if len(st.Elts) > MaxStructFields {
-					walk(st.Elts, cue.Value{}, append(append([]string(nil), path...), name), st.Lbrace)
+					walk(&st.Elts, cue.Value{}, append(append([]string(nil), path...), name), st.Lbrace)
 				}
 			}
 		}
-		kept := len(decls)
+		kept := len(*decls)
 		if len(unknown) >= unknownBatch {
 			kept -= len(unknown)
 		}
@@ -111,6 +120,7 @@ func (r *Result) dropUnknown(abs string, data []byte) (out []byte, diags diag.Li
 			return // few: CUE reports them, with everything else
 		}
 		parent := strings.Join(path, ".")
+		gone := make(map[*ast.Field]bool, len(unknown))
 		for _, fld := range unknown {
 			name, _, _ := ast.LabelName(fld.Label)
 			full := name
@@ -118,11 +128,13 @@ func (r *Result) dropUnknown(abs string, data []byte) (out []byte, diags diag.Li
 				full = parent + "." + name
 			}
 			diags.Add(r.unknownField(full, parent, name, r.pos(fld.Pos())))
-			blank(fld)
+			drop(fld)
+			gone[fld] = true
 		}
+		*decls = slices.DeleteFunc(*decls, func(d ast.Decl) bool { f, isField := d.(*ast.Field); return isField && gone[f] })
 	}
-	walk(f.Decls, r.Schema, nil, f.Pos())
-	return out, diags, ok
+	walk(top, r.Schema, nil, topPos)
+	return diags, ok
 }
 
 func isString(l ast.Label) bool {
