@@ -194,6 +194,22 @@ func render(as []assignment, ns *mg.Namespace, cmd Command, extra map[string]boo
 			root.set(a.path, a.value, comment(a))
 		}
 	}
+	if presetName != "" {
+		// Fields Megatron derives when the arguments leave them out
+		// (kv_channels = hidden/heads, ...): the preset may say otherwise
+		// (DeepSeek-V3's kv_channels 128), so its value is overridden with
+		// the derived one.
+		for _, k := range []string{"ffn_hidden", "kv_channels", "query_groups", "moe.ffn_hidden"} {
+			if _, given := vals["model."+k]; given {
+				continue
+			}
+			d, ok := model[k]
+			pv, has := p.fields[k]
+			if ok && has && d != nil && !mg.Equal(pv, d) {
+				root.set("model."+k, d, "not in the arguments: the value Megatron derives (models."+p.name+" says "+mg.Repr(pv)+")")
+			}
+		}
+	}
 	// The cluster: a preset and the node count.
 	root.set("cluster.nodes", int64(o.nodes), "")
 	if o.gpn != o.presetGPN {

@@ -216,6 +216,7 @@ func (m *mapper) explicit() {
 	}
 	m.simple("train.recompute_layers", "recompute_num_layers")
 	m.simple("train.distributed_optimizer", "use_distributed_optimizer")
+	m.simple("train.precision_aware_optimizer", "use_precision_aware_optimizer")
 	m.simple("train.fsdp", "use_megatron_fsdp")
 	m.simple("train.iters", "train_iters")
 	m.simple("train.samples", "train_samples")
