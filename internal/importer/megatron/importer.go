@@ -106,10 +106,13 @@ func Import(src []byte, o Options) Result {
 	s := theSchema()
 	m := &mapper{ns: ns, claimed: map[string]bool{}, s: s}
 	m.explicit()
+	if cmd.Program != "" && cmd.Program != "pretrain_gpt.py" {
+		// The program as the input runs it (/workspace/Megatron-LM/pretrain_gpt.py).
+		m.out = append(m.out, assignment{path: "launch.program", value: cmd.Program, note: "the input's training program"})
+	}
 	if cmd.Program != "" && path.Base(cmd.Program) != "pretrain_gpt.py" {
 		// Other entry points add options of their own; parc passes the
 		// arguments to the same program.
-		m.out = append(m.out, assignment{path: "launch.program", value: cmd.Program, note: "the input's training program"})
 		r.Diags.Warnf(at(0), "launch.program", "import-program", "check the spec against that program's own options",
 			"the training command runs %s, not pretrain_gpt.py: its arguments are read with pretrain_gpt.py's parser", cmd.Program)
 	}
