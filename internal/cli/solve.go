@@ -194,6 +194,8 @@ func writeSolveText(w io.Writer, file string, r *solve.Result) error {
 // "+emb+loss" (accounted for), "7|8|7" (first, middle, last stage layers).
 func splitText(p solve.Parallel) string {
 	switch {
+	case p.Layout != nil:
+		return "layout " + *p.Layout
 	case p.FirstStageLayers != nil || p.LastStageLayers != nil:
 		var parts []string
 		if p.FirstStageLayers != nil {

@@ -88,7 +88,7 @@ func (sv *solver) prepareBounds() {
 		p := &s.Parallel
 		p.TP, p.CP, p.PP, p.VPP, p.EP = 1, 1, 1, 1, 1
 		p.ETP, p.DP, p.SP, p.MicrobatchGroupSize = nil, nil, nil, nil
-		p.FirstStageLayers, p.LastStageLayers = nil, nil
+		p.FirstStageLayers, p.LastStageLayers, p.Layout = nil, nil, nil
 		p.AccountForEmbedding, p.AccountForLoss = false, false
 		s.Train.MicroBatch, s.Train.GlobalBatch = 1, 1
 		sv.recomputes[rc].apply(&s.Train)
@@ -128,7 +128,7 @@ func (sv *solver) oneStage(lf *leaf, mb int32, rc int8) *estimate.Estimate {
 	s := sv.leafSpec(&one)
 	p := &s.Parallel
 	p.PP, p.VPP = 1, 1
-	p.FirstStageLayers, p.LastStageLayers = nil, nil
+	p.FirstStageLayers, p.LastStageLayers, p.Layout = nil, nil, nil
 	p.AccountForEmbedding, p.AccountForLoss = false, false
 	p.MicrobatchGroupSize, p.DP = nil, nil
 	s.Train.DistributedOptimizer, s.Train.FSDP = false, false
@@ -212,23 +212,26 @@ func (sv *solver) cheapBound(lf *leaf) (b float64, exact bool) {
 }
 
 // nodeExactBound is the third bound of a node: the least over its micro
-// batches and recompute modes of their third bound. It computes the units
-// lazily, least bound first, and stops when the least is exact (done) or
-// above limit: the node is then behind another or past the threshold, and
-// goes on when it is popped again.
+// batches of the third bound with the least recomputation, which bounds
+// every recompute mode's (the leaves get their own when they are popped).
+// It computes the units lazily, least bound first, and stops when the least
+// is exact (done) or above limit: the node is then behind another or past
+// the threshold, and goes on when it is popped again.
 func (sv *solver) nodeExactBound(nd *leaf, limit float64) (b float64, done bool) {
 	type pair struct {
-		lf    leaf
+		mb    int32
 		b     float64
 		exact bool
 	}
-	var pairs []pair
-	sv.eachAssignment(nd, func(mb int32, rc int8) {
-		lf := *nd
-		lf.mb, lf.rc = mb, rc
+	pairs := sv.pairs[:0]
+	lf := *nd
+	lf.rc = sv.rcLeast
+	sv.eachMicroBatch(nd, func(mb int32) {
+		lf.mb = mb
 		x, ok := sv.cheapBound(&lf)
-		pairs = append(pairs, pair{lf, x, ok})
+		pairs = append(pairs, pair{mb, x, ok})
 	})
+	sv.pairs = pairs
 	for {
 		arg := -1
 		for j := range pairs {
@@ -243,17 +246,9 @@ func (sv *solver) nodeExactBound(nd *leaf, limit float64) (b float64, done bool)
 		if p.exact || p.b > limit {
 			return p.b, p.exact
 		}
-		x, _ := sv.exactBoundOf(&p.lf, true)
+		lf.mb = p.mb
+		x, _ := sv.exactBoundOf(&lf, true)
 		p.b, p.exact = max(p.b, x), true
-		if p.lf.rc == sv.rcLeast {
-			// The least recomputation's unit bounds the other modes.
-			for j := range pairs {
-				q := &pairs[j]
-				if !q.exact && q.lf.mb == p.lf.mb {
-					q.b = max(q.b, x) // the same micro batch: the same slots
-				}
-			}
-		}
 	}
 }
 
@@ -267,7 +262,7 @@ func (sv *solver) tighten(i int32, k int) bool {
 	}
 	limit := sv.threshold(k) * (1 + 1e-9)
 	if len(sv.heap) > 0 {
-		limit = min(limit, sv.leaves[sv.heap[0]].key)
+		limit = min(limit, sv.heap[0].key)
 	}
 	var b float64
 	if lf.node {
@@ -281,7 +276,7 @@ func (sv *solver) tighten(i int32, k int) bool {
 		lf.stage = 2
 	}
 	lf.key = max(lf.key, b)
-	if lf.stage < 2 || lf.key > limit || len(sv.heap) > 0 && sv.less(sv.heap[0], i) {
+	if lf.stage < 2 || lf.key > limit || len(sv.heap) > 0 && heapLess(sv.heap[0], heapItem{lf.key, i}) {
 		sv.push(i)
 		return true
 	}

@@ -8,11 +8,21 @@
 //
 // The pipeline split is searched with pp, as experts choose it: when pp is
 // open (or does not divide the layers) and the spec writes none of the four
-// split fields, parc tries the even split, account_for_embedding and/or
-// account_for_loss, and uneven first/last stages of 3 layers fewer to 1 more
-// than the middle ones (Llama 3 405B's 126 layers: 7 + 14×8 + 7 over 16
-// stages; DeepSeek-V3's 61: 4 + 14×4 + 1). Two splits that give every stage
-// the same layers are one plan, counted under the simpler.
+// split fields nor parallel.layout, parc tries the even split,
+// account_for_embedding and/or account_for_loss, uneven first/last stages
+// of 3 layers fewer to 1 more than the middle ones (Llama 3 405B's 126
+// layers: 7 + 14×8 + 7 over 16 stages; DeepSeek-V3's 61: 4 + 14×4 + 1), and
+// two families of parallel.layout over the pp·vpp virtual stages that
+// Megatron-Bridge's DeepSeek-V3 recipes use (see layoutEdge, layoutSlots:
+// "Et*4|(t*4|)*14tmL", "Et|(tt|)*30mL"). Two splits that give every stage
+// the same layers are one plan, counted under the simpler. A layout the
+// spec writes fixes the split; pp must divide its stages and vpp is their
+// quotient.
+//
+// Recomputation is searched with its modules: when train.recompute is open
+// and the spec writes no train.recompute_modules, selective recomputation
+// is tried with Megatron's default (core attention) and with each list of
+// Megatron-Bridge's recipes the model can use (moduleLists).
 //
 // The search is exact over that space: it returns what the documented
 // ranking puts first among every assignment that passes every check
@@ -39,11 +49,15 @@
 //  3. Branch and bound. Every node and assignment gets a lower bound of its
 //     step time: (m + (p−1)/v)/p × the compute of one microbatch through the
 //     whole model, then, lazily, the same with the whole model's exposed
-//     tensor/context/expert communication (a one-stage estimate shared by all
-//     assignments with the same tp, cp, ep, etp and links, scaled by the
-//     micro batch). They are taken in order of their bound; the search stops
-//     when the bound exceeds both the K-th fastest shape and the noise band
-//     of the fastest. A plan whose weights, gradients and optimizer state
+//     tensor/context/expert communication and the kernels' fixed cost (a
+//     one-stage estimate shared by all assignments with the same tp, cp,
+//     ep, etp and links, scaled by the micro batch), then the whole model's
+//     exact microbatch time as one pipeline stage for the micro batch and
+//     recompute mode (bound.go says why each bounds the step). They are
+//     taken in order of their bound; the search stops when the bound exceeds
+//     both the K-th fastest shape and the noise band of the fastest. The top
+//     shapes' remaining assignments are estimated at the end, so their
+//     variants do not depend on what the bound skipped. A plan whose weights, gradients and optimizer state
 //     alone exceed the headroom rules out every micro_batch and recompute
 //     choice with the same grid, split, vpp and sharding; one whose peak
 //     exceeds it rules out the larger micro batches of the same variant

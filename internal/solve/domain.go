@@ -114,6 +114,13 @@ type solver struct {
 	dupSplit map[[3]int32]bool
 	// shards are the (distributed_optimizer, fsdp) pairs tried.
 	shards []shard
+	// layoutStages is the number of stages of the spec's own
+	// parallel.layout (0: none, or one check rejects): pp must divide it,
+	// and vpp is its quotient.
+	layoutStages int
+	// layoutsSearched: the split is parc's to choose (splitImplied) and
+	// the spec writes no layout, so the generated layouts are tried too.
+	layoutsSearched bool
 	// recomputes are the recomputation choices tried, least first;
 	// modulesImplied: parc chooses train.recompute_modules (recompute is
 	// open and the spec writes no modules).
@@ -161,6 +168,11 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 			sv.opts.MemoryHeadroom = *s.Solve.MemoryHeadroom
 		}
 	}
+	if l := s.Parallel.Layout; l != nil {
+		if pl, err := spec.ParsePipelineLayout(*l); err == nil {
+			sv.layoutStages = len(pl.Stages)
+		}
+	}
 	sv.splitImplied()
 	sv.domains()
 	return sv, ds
@@ -186,6 +198,9 @@ func isBool(f field) bool { return f == fEmb || f == fLoss || f == fDO || f == f
 // layer fewer on the first and the last stage); a split the user wrote,
 // even as its default value, is kept.
 func (sv *solver) splitImplied() {
+	if sv.res.User.LookupPath(cue.ParsePath("parallel.layout")).Exists() {
+		return // the layout places every layer
+	}
 	for _, f := range spec.PipelineSplitFields {
 		if sv.open[f] || sv.res.User.LookupPath(cue.ParsePath(f.Path())).Exists() {
 			return
@@ -198,6 +213,7 @@ func (sv *solver) splitImplied() {
 	for _, f := range spec.PipelineSplitFields {
 		sv.implied[f] = true
 	}
+	sv.layoutsSearched = true
 }
 
 // searched reports whether the search chooses f: the user left it open or
@@ -299,6 +315,9 @@ func (sv *solver) domains() {
 		pick(fETP, divW)
 	}
 	switch {
+	case !sv.open[fVPP] && sv.layoutStages > 0 && !sv.res.User.LookupPath(cue.ParsePath("parallel.vpp")).Exists():
+		// Megatron derives vpp from the layout: its stages over pp.
+		sv.dom[fVPP] = divisors(sv.layoutStages)
 	case !sv.open[fVPP]:
 		fixed(fVPP, s.Parallel.VPP)
 	case sv.searched(fFirst) || sv.searched(fEmb) || sv.searched(fLoss) || sv.searched(fLast):

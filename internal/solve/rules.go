@@ -198,8 +198,14 @@ func (sv *solver) enumerateSchedule(grid int32, tp, cp, pp, ep, etp, dp int) {
 	rc0 := sv.rcLeast
 	for _, si := range sv.splitsOf[pp] {
 		sp := sv.splits[si]
-		if code, msg := pipelineRule(L, pp, sp); code != "" {
+		if code, msg := pipelineRule(L, pp, sp); code != "" && sv.layoutStages == 0 {
 			sv.prune(code, sv.weightAfter(fFirst, pp), msg)
+			continue
+		}
+		if n := sv.layoutStages; n > 0 && n%pp != 0 {
+			sv.prune("pipeline-layout", sv.weightAfter(fFirst, pp), func() string {
+				return fmt.Sprintf("parallel.layout has %d stages, not a multiple of pp=%d", n, pp)
+			})
 			continue
 		}
 		w := sv.weightAfter(fVPP, pp)
@@ -350,22 +356,27 @@ func (sv *solver) expand(i int32) []int32 {
 	return out
 }
 
-// eachAssignment calls f with every micro batch the batch rules allow for
-// node nd and every recompute mode, in the enumeration's order.
-func (sv *solver) eachAssignment(nd *leaf, f func(mb int32, rc int8)) {
+// eachMicroBatch calls f with every micro batch the batch rules allow for
+// node nd, in the enumeration's order.
+func (sv *solver) eachMicroBatch(nd *leaf, f func(mb int32)) {
 	dp := sv.grids[nd.grid].dp
 	group := int(nd.pp)
 	if g := sv.base.Parallel.MicrobatchGroupSize; g != nil {
 		group = *g
 	}
-	for _, mb := range sv.dom[fMB] {
-		if code, _ := sv.batchRule(int(nd.pp), int(nd.vpp), dp, group, mb); code != "" {
-			continue
-		}
-		for _, rc := range sv.dom[fRC] {
-			f(int32(mb), int8(rc))
-		}
+	for _, mb := range sv.batchPlanOf(int(nd.pp), int(nd.vpp), dp, group).pass {
+		f(mb)
 	}
+}
+
+// eachAssignment calls f with every micro batch the batch rules allow for
+// node nd and every recompute mode, in the enumeration's order.
+func (sv *solver) eachAssignment(nd *leaf, f func(mb int32, rc int8)) {
+	sv.eachMicroBatch(nd, func(mb int32) {
+		for _, rc := range sv.dom[fRC] {
+			f(mb, int8(rc))
+		}
+	})
 }
 
 // duplicateSplit is what Result.Rejected counts the pipeline splits under

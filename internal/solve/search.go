@@ -15,7 +15,7 @@ import (
 type search struct {
 	leaves []leaf
 	grids  []gridInfo
-	heap   []int32 // leaf indices, a min-heap on (key, index)
+	heap   []heapItem // leaves and nodes, a min-heap on (key, index)
 
 	// sampleCompute[rc] is one sample's compute through the whole model at
 	// tp = cp = 1 (seconds): the first bound's unit.
@@ -29,6 +29,12 @@ type search struct {
 	mbs []int32
 	// rcLeast is the recompute mode of least compute.
 	rcLeast int8
+	// pairs is nodeExactBound's scratch table.
+	pairs []struct {
+		mb    int32
+		b     float64
+		exact bool
+	}
 	// vppPlans and batchPlans cache the vpp and micro batch levels of the
 	// enumeration, which depend on few of the levels above.
 	vppPlans   map[[2]int32]*levelPlan
@@ -116,19 +122,25 @@ func (sv *solver) leafSpec(lf *leaf) spec.Spec {
 	return s
 }
 
+// heapItem is a leaf or node in the heap with its key at the time it was
+// pushed (a leaf's key only changes while it is out of the heap).
+type heapItem struct {
+	key float64
+	i   int32
+}
+
 // Heap on (key, index).
-func (sv *solver) less(a, b int32) bool {
-	ka, kb := sv.leaves[a].key, sv.leaves[b].key
-	if ka != kb {
-		return ka < kb
+func heapLess(a, b heapItem) bool {
+	if a.key != b.key {
+		return a.key < b.key
 	}
-	return a < b
+	return a.i < b.i
 }
 
 func (sv *solver) heapify() {
-	sv.heap = make([]int32, len(sv.leaves))
+	sv.heap = make([]heapItem, len(sv.leaves))
 	for i := range sv.heap {
-		sv.heap[i] = int32(i)
+		sv.heap[i] = heapItem{sv.leaves[i].key, int32(i)}
 	}
 	for i := len(sv.heap)/2 - 1; i >= 0; i-- {
 		sv.down(i)
@@ -143,10 +155,10 @@ func (sv *solver) down(i int) {
 			return
 		}
 		j := l
-		if r := l + 1; r < len(h) && sv.less(h[r], h[l]) {
+		if r := l + 1; r < len(h) && heapLess(h[r], h[l]) {
 			j = r
 		}
-		if !sv.less(h[j], h[i]) {
+		if !heapLess(h[j], h[i]) {
 			return
 		}
 		h[i], h[j] = h[j], h[i]
@@ -158,7 +170,7 @@ func (sv *solver) up(i int) {
 	h := sv.heap
 	for i > 0 {
 		parent := (i - 1) / 2
-		if !sv.less(h[i], h[parent]) {
+		if !heapLess(h[i], h[parent]) {
 			return
 		}
 		h[i], h[parent] = h[parent], h[i]
@@ -175,11 +187,11 @@ func (sv *solver) pop() int32 {
 	if last > 0 {
 		sv.down(0)
 	}
-	return top
+	return top.i
 }
 
 func (sv *solver) push(i int32) {
-	sv.heap = append(sv.heap, i)
+	sv.heap = append(sv.heap, heapItem{sv.leaves[i].key, i})
 	sv.up(len(sv.heap) - 1)
 }
 
@@ -197,7 +209,7 @@ func (sv *solver) threshold(k int) float64 {
 // is bounded above threshold(k).
 func (sv *solver) searchTo(k int) {
 	for len(sv.heap) > 0 {
-		i := sv.heap[0]
+		i := sv.heap[0].i
 		lf := &sv.leaves[i]
 		if !sv.opts.Exhaustive && lf.key > sv.threshold(k)*(1+1e-9) {
 			return
@@ -251,9 +263,9 @@ func (sv *solver) completeShapes(gs []group) {
 		want[g.shape] = true
 	}
 	var todo []int32
-	sv.heap = slices.DeleteFunc(sv.heap, func(i int32) bool {
-		if want[sv.shapeOf(&sv.leaves[i])] {
-			todo = append(todo, i)
+	sv.heap = slices.DeleteFunc(sv.heap, func(h heapItem) bool {
+		if want[sv.shapeOf(&sv.leaves[h.i])] {
+			todo = append(todo, h.i)
 			return true
 		}
 		return false

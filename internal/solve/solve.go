@@ -67,6 +67,9 @@ type Parallel struct {
 	AccountForLoss      bool `json:"account_for_loss"`
 	FirstStageLayers    *int `json:"first_stage_layers,omitempty"`
 	LastStageLayers     *int `json:"last_stage_layers,omitempty"`
+	// Layout is parallel.layout (--pipeline-model-parallel-layout) when the
+	// plan places the layers with one.
+	Layout *string `json:"layout,omitempty"`
 }
 
 // Train is a candidate's microbatch size, recomputation and optimizer
@@ -177,6 +180,9 @@ func Label(p Parallel, t Train) string {
 	}
 	if p.LastStageLayers != nil {
 		s += fmt.Sprintf(" last_stage_layers=%d", *p.LastStageLayers)
+	}
+	if p.Layout != nil {
+		s += " layout=" + *p.Layout
 	}
 	switch {
 	case t.FSDP:

@@ -612,6 +612,23 @@ func TestNoFeasiblePlanMemory(t *testing.T) {
 	assert.Equal(t, 10, d.Line, "at the user's parallel.tp")
 }
 
+// TestNoFeasiblePlanOnlyImplied: nothing open, but pp does not divide the
+// layers, so parc chooses the split; when no split fits, the error is
+// reported at the first field parc chose (it panicked on the empty list of
+// open fields).
+func TestNoFeasiblePlanOnlyImplied(t *testing.T) {
+	res := loadText(t, "plan.cue", fmt.Sprintf(strings.Replace(tiny, "hidden: 256", "hidden: 16384", 1), "1", "tp: 1, pp: 3", "1", `"none"`))
+	r, ds := solve.Solve(res, solve.Options{})
+	require.NotNil(t, r)
+	assert.Empty(t, r.Open)
+	assert.NotEmpty(t, r.Implied)
+	assert.Empty(t, r.Candidates)
+	require.True(t, ds.HasErrors())
+	d := ds[len(ds)-1]
+	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code)
+	assert.Equal(t, r.Implied[0], d.Path)
+}
+
 // TestSharedErrorReportedAsIs: an error no open field can fix (a warm-up
 // longer than training) is reported where the user can fix it, not as
 // no-feasible-plan only.

@@ -15,12 +15,120 @@ import (
 type split struct {
 	emb, loss   bool
 	first, last int
+	// layout > 0 is a pipeline layout (parallel.layout) of the family
+	// layoutEdge or layoutSlots, generated for each pp and vpp from the
+	// model's layers and MTP layers.
+	layout      int8
+	layers, mtp int
+}
+
+// The pipeline layouts parc generates when it chooses the split
+// (Megatron-Bridge's DeepSeek-V3 recipes, set_deepseek_v3_pipeline_model_
+// parallel_layout and the "Et|(tt|)*30mL" / "Et*4|(t*4|)*14tmL" layouts of
+// its performance configs). With S = pp·vpp virtual stages:
+const (
+	// layoutEdge: every virtual stage holds ⌈layers/S⌉ decoder layers,
+	// the first also the embedding, the last the rest with the MTP layers
+	// and the loss (Bridge's table: 16 + 16 + 16 + 13 + MTP over 4).
+	layoutEdge = 1
+	// layoutSlots: the embedding, every decoder and MTP layer and the loss
+	// count one slot each, split evenly over the S stages ("Et|(tt|)*30mL":
+	// 64 slots over 32).
+	layoutSlots = 2
+)
+
+// layoutFor is the layout of split s with pp ranks and vpp virtual
+// stages; ok is false when the family has none (fewer than two stages, or
+// the slots do not split evenly).
+func (s split) layoutFor(pp, vpp int) (string, bool) {
+	S := pp * vpp
+	if s.layout == 0 || pp < 2 || S < 2 {
+		return "", false
+	}
+	var stages []string
+	switch s.layout {
+	case layoutEdge:
+		per := (s.layers + S - 1) / S
+		rest := s.layers - per*(S-1)
+		if rest < 0 {
+			return "", false
+		}
+		for i := range S {
+			n := per
+			if i == S-1 {
+				n = rest
+			}
+			st := strings.Repeat("t", n)
+			if i == 0 {
+				st = "E" + st
+			}
+			if i == S-1 {
+				st += strings.Repeat("m", s.mtp) + "L"
+			}
+			stages = append(stages, st)
+		}
+	case layoutSlots:
+		seq := "E" + strings.Repeat("t", s.layers) + strings.Repeat("m", s.mtp) + "L"
+		if len(seq)%S != 0 {
+			return "", false
+		}
+		per := len(seq) / S
+		for i := range S {
+			stages = append(stages, seq[i*per:(i+1)*per])
+		}
+	}
+	return compactLayout(stages), true
+}
+
+// compactLayout writes stages in Megatron's layout syntax with its
+// repetitions: "t*4" for a run of one layer kind, "(t*4|)*14" for equal
+// consecutive stages.
+func compactLayout(stages []string) string {
+	run := func(st string) string {
+		var b strings.Builder
+		for i := 0; i < len(st); {
+			j := i
+			for j < len(st) && st[j] == st[i] {
+				j++
+			}
+			b.WriteByte(st[i])
+			if j-i > 1 {
+				fmt.Fprintf(&b, "*%d", j-i)
+			}
+			i = j
+		}
+		return b.String()
+	}
+	var b strings.Builder
+	for i := 0; i < len(stages); {
+		j := i
+		for j < len(stages) && stages[j] == stages[i] {
+			j++
+		}
+		last := j == len(stages)
+		switch {
+		case j-i > 1 && !last:
+			fmt.Fprintf(&b, "(%s|)*%d", run(stages[i]), j-i)
+		case j-i > 1:
+			fmt.Fprintf(&b, "(%s|)*%d", run(stages[i]), j-i-1)
+			b.WriteString(run(stages[i]))
+		default:
+			b.WriteString(run(stages[i]))
+			if !last {
+				b.WriteByte('|')
+			}
+		}
+		i = j
+	}
+	return b.String()
 }
 
 // kind orders splits from the simplest: an even split, one accounted stage,
 // both, one uneven stage, both uneven.
 func (s split) kind() int {
 	switch {
+	case s.layout > 0:
+		return 4 + int(s.layout)
 	case s.first > 0 || s.last > 0:
 		return 2 + btoi(s.first > 0) + btoi(s.last > 0)
 	default:
@@ -29,6 +137,14 @@ func (s split) kind() int {
 }
 
 func (s split) apply(p *spec.Parallel) {
+	if s.layout > 0 {
+		p.AccountForEmbedding, p.AccountForLoss = false, false
+		p.FirstStageLayers, p.LastStageLayers, p.Layout = nil, nil, nil
+		if l, ok := s.layoutFor(p.PP, p.VPP); ok {
+			p.Layout = &l
+		}
+		return
+	}
 	p.AccountForEmbedding, p.AccountForLoss = s.emb, s.loss
 	p.FirstStageLayers, p.LastStageLayers = nil, nil
 	if s.first > 0 {
@@ -43,6 +159,9 @@ func (s split) apply(p *spec.Parallel) {
 
 // String is the split's fields as a plan sets them ("" for an even split).
 func (s split) String() string {
+	if s.layout > 0 {
+		return map[int8]string{layoutEdge: "layout (edge)", layoutSlots: "layout (slots)"}[s.layout]
+	}
 	var parts []string
 	if s.emb {
 		parts = append(parts, "account_for_embedding")
@@ -179,6 +298,12 @@ func (sv *solver) splitsFor(pp int) []int32 {
 		}
 		out = append(out, add(s))
 	}
+	if sv.layoutsSearched && pp >= 2 {
+		// Which vpp a layout works with is the vpp rule's to say.
+		for _, k := range []int8{layoutEdge, layoutSlots} {
+			out = append(out, add(split{layout: k, layers: L, mtp: sv.base.Model.MTPLayers}))
+		}
+	}
 	return out
 }
 
@@ -194,6 +319,9 @@ func (sv *solver) duplicateSplit(pp, vpp int, si int32) bool {
 	layers := func(i int32) string {
 		q := spec.Parallel{PP: pp, VPP: vpp}
 		sv.splits[i].apply(&q)
+		if sv.splits[i].layout > 0 && q.Layout == nil {
+			return ""
+		}
 		st := spec.StageLayers(L, q)
 		if st == nil {
 			return ""
@@ -218,6 +346,9 @@ func (sv *solver) duplicateSplit(pp, vpp int, si int32) bool {
 // pipelineRule is check's layer-split rule for pp (P6/P9/P16 even; P12/P13
 // uneven), before vpp.
 func pipelineRule(L, pp int, s split) (string, func() string) {
+	if s.layout > 0 {
+		return "", nil // per vpp: vppRule
+	}
 	if s.first == 0 && s.last == 0 {
 		Lp := L + btoi(s.emb) + btoi(s.loss)
 		if Lp%pp != 0 {
@@ -252,6 +383,18 @@ func pipelineRule(L, pp int, s split) (string, func() string) {
 // vppRule is check's virtual-pipeline rules (P7, P8/P17, P11/P14).
 func (sv *solver) vppRule(pp, vpp int, s split) (string, func() string) {
 	p, L := sv.base.Parallel, sv.base.Model.Layers
+	if s.layout > 0 {
+		if _, ok := s.layoutFor(pp, vpp); !ok {
+			return "pipeline-layout", func() string {
+				return fmt.Sprintf("no %s with pp=%d vpp=%d", s, pp, vpp)
+			}
+		}
+	}
+	if n := sv.layoutStages; n > 0 && pp*vpp != n {
+		return "pipeline-layout", func() string {
+			return fmt.Sprintf("parallel.layout has %d stages, not pp·vpp = %d·%d", n, pp, vpp)
+		}
+	}
 	if vpp <= 1 {
 		return "", nil
 	}
@@ -260,6 +403,9 @@ func (sv *solver) vppRule(pp, vpp int, s split) (string, func() string) {
 	}
 	if !p.OverlapP2P && pp <= 2 {
 		return "vpp-pp", func() string { return fmt.Sprintf("vpp=%d with overlap_p2p off needs pp > 2", vpp) }
+	}
+	if sv.layoutStages > 0 || s.layout > 0 {
+		return "", nil // the layout places the layers; check judges it
 	}
 	if s.first == 0 && s.last == 0 {
 		Lp := L + btoi(s.emb) + btoi(s.loss)

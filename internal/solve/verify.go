@@ -145,8 +145,8 @@ func (sv *solver) run() *Result {
 	r.Infeasible = sv.infeasible
 	r.Feasible = int64(len(sv.found))
 	r.Evaluated = sv.evaluated
-	for _, i := range sv.heap {
-		r.Bounded += int64(sv.leaves[i].n)
+	for _, h := range sv.heap {
+		r.Bounded += int64(sv.leaves[h.i].n)
 	}
 	r.Shapes = len(groups)
 	if len(verified) == 0 {
@@ -212,6 +212,9 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 	if m := sv.recomputes[lf.rc].modules; sv.modulesImplied && m != nil {
 		vals[recomputeModulesPath] = m
 	}
+	if l, ok := sv.splits[lf.split].layoutFor(int(lf.pp), int(lf.vpp)); ok {
+		vals["parallel.layout"] = l
+	}
 	s, ds := sv.res.DecodeValue(fillAll(sv.res.Plan, vals))
 	if s == nil || ds.HasErrors() {
 		sv.rejectVerified(ds)
@@ -236,6 +239,7 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 			EP: s.Parallel.EP, ETP: d.ETP, DP: d.DP, SP: d.SP,
 			AccountForEmbedding: s.Parallel.AccountForEmbedding, AccountForLoss: s.Parallel.AccountForLoss,
 			FirstStageLayers: s.Parallel.FirstStageLayers, LastStageLayers: s.Parallel.LastStageLayers,
+			Layout: s.Parallel.Layout,
 		},
 		Train: Train{MicroBatch: s.Train.MicroBatch, Recompute: s.Train.Recompute, RecomputeModules: s.Train.RecomputeModules,
 			DistributedOptimizer: s.Train.DistributedOptimizer, FSDP: s.Train.FSDP},
@@ -373,7 +377,10 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			hint = strings.Join(fixes[:len(fixes)-1], ", ") + " or " + fixes[len(fixes)-1]
 		}
 	}
-	path := r.Open[0]
+	path := "parallel"
+	if open := append(slices.Clone(r.Open), r.Implied...); len(open) > 0 {
+		path = open[0]
+	}
 	sv.diags.Errorf(sv.at(path), path, CodeNoFeasiblePlan, hint, "%s", msg)
 }
 
