@@ -629,6 +629,27 @@ func TestNoFeasiblePlanOnlyImplied(t *testing.T) {
 	assert.Equal(t, r.Implied[0], d.Path)
 }
 
+// TestLayoutWritten: a parallel.layout the spec writes places the layers
+// (8 over 3 stages, which no even split gives): pp must divide its stages,
+// vpp follows, and the plan keeps the layout — the same plan parc vet
+// builds with those degrees written in.
+func TestLayoutWritten(t *testing.T) {
+	text := fmt.Sprintf(tiny, "80", `tp: int, pp: int, layout: "Ettt|tt|tttL"`, "1", `"none"`)
+	res := loadText(t, "plan.cue", strings.Replace(text, "nodes: 2", "nodes: 3", 1))
+	r, ds := solve.Solve(res, solve.Options{Top: 3})
+	require.False(t, ds.HasErrors(), "%v", ds)
+	require.NotEmpty(t, r.Candidates)
+	assert.Empty(t, r.Implied, "the layout fixes the split")
+	for _, c := range r.Candidates {
+		assert.Equal(t, 3, c.Parallel.PP*c.Parallel.VPP, c.Label())
+		require.NotNil(t, c.Parallel.Layout, c.Label())
+		assert.Equal(t, "Ettt|tt|tttL", *c.Parallel.Layout)
+		plan, ds := compiler.Resolve("plan.cue", c.Spec, diag.NoPos)
+		require.False(t, ds.HasErrors(), "%v", ds)
+		assert.Equal(t, []int{3, 2, 3}, []int{plan.Estimate.Pipeline.LayersPerStage[0][0], plan.Estimate.Pipeline.LayersPerStage[1][0], plan.Estimate.Pipeline.LayersPerStage[2][0]})
+	}
+}
+
 // TestSharedErrorReportedAsIs: an error no open field can fix (a warm-up
 // longer than training) is reported where the user can fix it, not as
 // no-feasible-plan only.
