@@ -60,7 +60,7 @@ func (sv *solver) run() *Result {
 		}
 	}
 	if len(splitFields) > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("the spec sets no pipeline split and %s, so parc also chose the split: the even one, account_for_embedding/account_for_loss, or first/last stages of %d layers fewer to %d more than the others (write any of %s to fix it)",
+		r.Notes = append(r.Notes, fmt.Sprintf("the spec sets no pipeline split and %s, so parc also chose the split: the even one, account_for_embedding/account_for_loss, first/last stages of %d layers fewer to %d more than the others, or a parallel.layout as Megatron-Bridge writes them (write any of %s or parallel.layout to fix it)",
 			map[bool]string{true: "parallel.pp is open", false: fmt.Sprintf("%d layers do not split evenly over pp=%d", sv.base.Model.Layers, sv.base.Parallel.PP)}[sv.open[fPP]],
 			unevenLighter, unevenHeavier, strings.Join(splitFields, ", ")))
 	}
