@@ -842,11 +842,23 @@ func (c *costModel) exposedDataParallel(grad, gather float64, st stageClock) flo
 		}
 		return grad + gather
 	}
+	// With the interleaved schedule Megatron syncs each model chunk's
+	// gradients as soon as that chunk's last microbatch is through its
+	// backward (schedules.py, grad_sync_func per chunk): the chunks finish
+	// one after another, each after a group of microbatches, so all but the
+	// last chunk's reduction hide under the backward of the chunks after it
+	// — a window of (vpp−1)/vpp of a group's backward beyond the last
+	// microbatch's. The parameter gathers run ahead of each chunk's first
+	// forward the same way (param_sync_func).
+	win := 1.0
+	if c.vpp > 1 {
+		win += float64(min(c.m, c.g)) * float64(c.vpp-1) / float64(c.vpp)
+	}
 	if tr.OverlapGradReduce {
-		grad = math.Max(grad*tpOverlapResidual, grad-st.bwd)
+		grad = math.Max(grad*tpOverlapResidual, grad-win*st.bwd)
 	}
 	if tr.OverlapParamGather {
-		gather = math.Max(gather*tpOverlapResidual, gather-st.fwd)
+		gather = math.Max(gather*tpOverlapResidual, gather-win*st.fwd)
 	}
 	return grad + gather
 }
