@@ -351,7 +351,11 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 		}
 		parts = append(parts, part)
 	}
-	msg := fmt.Sprintf("%s (open: %s)", what, strings.Join(r.Open, ", "))
+	open := r.Open
+	if len(open) == 0 {
+		open = r.Implied // parc chose only the pipeline split
+	}
+	msg := fmt.Sprintf("%s (open: %s)", what, strings.Join(open, ", "))
 	if len(parts) > 0 {
 		msg += ": " + strings.Join(parts, "; ")
 	}
