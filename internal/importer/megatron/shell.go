@@ -110,7 +110,9 @@ func isArgsFile(src string) bool {
 // by options (torchrun … pretrain_gpt.py …, python …, srun … python …); its
 // arguments are the words after the program. Without one, the words of the
 // commands that start with an option ("--num-layers 32 …") are the list.
-func ReadShell(src string) Command {
+func ReadShell(src string) Command { return readShell(src, false) }
+
+func readShell(src string, nested bool) Command {
 	l := &lexer{src: src, line: 1, vars: map[string][]Word{}}
 	var cmds [][]Word
 	for !l.eof() {
@@ -135,6 +137,26 @@ func ReadShell(src string) Command {
 		for _, words := range cmds {
 			if strings.HasPrefix(words[0].Text, "--") {
 				c.Args = append(c.Args, words...)
+			}
+		}
+	}
+	if best < 0 && len(c.Args) == 0 && !nested {
+		// The command may be built in a variable and run by another shell
+		// (srun bash -c "$TRAINING_CMD", a heredoc to sbatch): the last
+		// variable whose text holds a training command gives it, every
+		// argument at the variable's assignment.
+		for i := len(l.assigned) - 1; i >= 0 && c.Program == ""; i-- {
+			val := l.vars[l.assigned[i]]
+			if len(val) != 1 || !strings.Contains(val[0].Text, ".py") {
+				continue
+			}
+			inner := readShell(val[0].Text, true)
+			if inner.Program == "" {
+				continue
+			}
+			c.Program, c.Nodes, c.GPUsPerNode = inner.Program, inner.Nodes, inner.GPUsPerNode
+			for _, w := range inner.Args {
+				c.Args = append(c.Args, Word{Text: w.Text, Line: val[0].Line})
 			}
 		}
 	}
@@ -217,6 +239,7 @@ type lexer struct {
 	line        int
 	lineStart   int // the offset of the current line's first byte
 	vars        map[string][]Word
+	assigned    []string // variable names in the order of their assignments
 	notes       []Note
 	control     bool
 	controlLine int
@@ -487,13 +510,31 @@ func (l *lexer) assign(name string, appendTo bool) {
 		fields, _ := l.word(false)
 		val = []Word{{Text: "", Line: line}}
 		if len(fields) > 0 {
-			val = fields[:1]
+			// A scalar assignment is one word: "${ARR[@]}" in it joins
+			// the elements with blanks, as bash does.
+			w := fields[0]
+			for _, f := range fields[1:] {
+				at := w.at
+				if at == nil {
+					at = make([]int, len(w.Text))
+					for i := range at {
+						at[i] = w.Line
+					}
+				}
+				at = append(at, f.Line)
+				for i := range len(f.Text) {
+					at = append(at, f.lineAt(i))
+				}
+				w = Word{Text: w.Text + " " + f.Text, Line: w.Line, at: at}
+			}
+			val = []Word{w}
 		}
 	}
 	if appendTo {
 		val = append(append([]Word(nil), l.vars[name]...), val...)
 	}
 	l.vars[name] = val
+	l.assigned = append(l.assigned, name)
 }
 
 // fieldBuilder collects the fields one shell word expands to.

@@ -36,6 +36,16 @@ python pretrain_gpt.py --a $B --c $C --d $D --e $E --f $F --g "\$A" --h "it's" -
 EOF
 python3 pretrain_gpt.py --num-layers 2 \
   --moe-layer-freq "([0]*3+[1]*58)" | tee out.log`,
+	// the command built in a variable and run by another shell (Megatron-LM's
+	// examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh: srun bash -c "$CMD")
+	`ARGS=(--num-layers 2 --hidden-size 64)
+ARGS+=(--split "99,1,0")
+CMD="cd /opt;
+python pretrain_gpt.py ${ARGS[@]}"
+eval "$CMD"`,
+	`A=(x y z)
+N="a ${A[@]} b"
+python pretrain_gpt.py --tensorboard-dir "$N"`,
 }
 
 func TestReadShellAgainstBash(t *testing.T) {
