@@ -35,10 +35,19 @@ func why(c, best *Candidate, band float64) string {
 	step := c.StepTimeS
 	var fs []factor
 	compute := fmt.Sprintf("compute %.3g s vs %.3g s", cb.ComputeS, b.ComputeS)
-	if c.Train.Recompute != best.Train.Recompute {
-		compute = fmt.Sprintf("%s recompute: compute %.3g s vs %.3g s (%s)", c.Train.Recompute, cb.ComputeS, b.ComputeS, best.Train.Recompute)
-	} else if c.Parallel.PP != best.Parallel.PP || c.Parallel.VPP != best.Parallel.VPP {
+	shape := shapeDifferences(c, best)
+	switch {
+	case recomputeWords(c.Train) != recomputeWords(best.Train) && len(shape) == 0:
+		compute = fmt.Sprintf("%s recompute: compute %.3g s vs %.3g s (%s)", recomputeWords(c.Train), cb.ComputeS, b.ComputeS, recomputeWords(best.Train))
+	case len(shape) == 1 && (c.Parallel.PP != best.Parallel.PP || c.Parallel.VPP != best.Parallel.VPP):
 		compute = fmt.Sprintf("compute %.3g s vs %.3g s (the slowest pipeline stage holds more)", cb.ComputeS, b.ComputeS)
+	case len(shape) > 0:
+		// Several settings differ: the compute difference is theirs
+		// together, not one setting's.
+		if recomputeWords(c.Train) != recomputeWords(best.Train) {
+			shape = append(shape, fmt.Sprintf("recompute %s vs %s", recomputeWords(c.Train), recomputeWords(best.Train)))
+		}
+		compute = fmt.Sprintf("compute %.3g s vs %.3g s (%s)", cb.ComputeS, b.ComputeS, strings.Join(shape, ", "))
 	}
 	fs = append(fs, factor{cb.ComputeS - b.ComputeS, compute})
 	fs = append(fs, factor{cb.BubbleS - b.BubbleS, fmt.Sprintf("bubble %.1f%% vs %.1f%% of the step (pp=%d vpp=%d, %d microbatches vs pp=%d vpp=%d, %d)",
@@ -100,6 +109,35 @@ func why(c, best *Candidate, band float64) string {
 		parts = append(parts, fmt.Sprintf("memory %.0f%% of the GPU", 100*c.Memory.FractionOfGPU))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// recomputeWords is a plan's recomputation as the table prints it:
+// full, selective, selective[modules], or none.
+func recomputeWords(t Train) string {
+	if t.Recompute == "selective" && len(t.RecomputeModules) > 0 {
+		return "selective[" + strings.Join(t.RecomputeModules, ",") + "]"
+	}
+	return t.Recompute
+}
+
+// shapeDifferences lists the degrees and the micro batch in which c
+// differs from best, as "tp 4 vs 1".
+func shapeDifferences(c, best *Candidate) []string {
+	var out []string
+	for _, d := range []struct {
+		name string
+		x, y int
+	}{
+		{"tp", c.Parallel.TP, best.Parallel.TP}, {"pp", c.Parallel.PP, best.Parallel.PP},
+		{"vpp", c.Parallel.VPP, best.Parallel.VPP}, {"cp", c.Parallel.CP, best.Parallel.CP},
+		{"ep", c.Parallel.EP, best.Parallel.EP}, {"etp", c.Parallel.ETP, best.Parallel.ETP},
+		{"micro_batch", c.Train.MicroBatch, best.Train.MicroBatch},
+	} {
+		if d.x != d.y {
+			out = append(out, fmt.Sprintf("%s %d vs %d", d.name, d.x, d.y))
+		}
+	}
+	return out
 }
 
 func modelSize(c *Candidate) int { return c.Parallel.TP * c.Parallel.PP * c.Parallel.CP }
