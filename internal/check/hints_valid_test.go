@@ -158,6 +158,97 @@ func errorKeys(l diag.List) map[string]bool {
 	return out
 }
 
+// An optionForm is a setting an option hint names (a boolean, a recipe):
+// the text that names it and the settings it makes together.
+type optionForm struct {
+	re  *regexp.Regexp
+	set []setting
+}
+
+func optForm(re string, set ...setting) optionForm {
+	return optionForm{regexp.MustCompile(re), set}
+}
+
+var optionForms = []optionForm{
+	optForm(`set parallel\.sp: true`, setting{"parallel.sp", true}),
+	optForm(`\btp_comm_overlap: false`, setting{"parallel.tp_comm_overlap", false}),
+	optForm(`set model\.moe\.router_pre_softmax: true`, setting{"model.moe.router_pre_softmax", true}),
+	optForm(`set model\.bias: false`, setting{"model.bias", false}),
+	optForm(`\bparallel\.etp: 1\b`, setting{"parallel.etp", 1}),
+	optForm(`set model\.moe\.grouped_gemm: true`, setting{"model.moe.grouped_gemm", true}),
+	optForm(`use train\.fp8_recipe "tensorwise"`, setting{"train.fp8_recipe", "tensorwise"}),
+	optForm(`set model\.moe\.shared_expert_overlap: false`, setting{"model.moe.shared_expert_overlap", false}),
+	optForm(`set train\.fsdp and train\.nccl_ub to true`, setting{"train.fsdp", true}, setting{"train.nccl_ub", true}),
+	optForm(`\bfsdp_manual_registration: false`, setting{"train.fsdp_manual_registration", false}),
+	optForm(`set kernels\.apply_rope_fusion: false`, setting{"kernels.apply_rope_fusion", false}),
+	optForm(`model\.rope_type "yarn"`, setting{"model.rope_type", "yarn"}),
+	optForm(`set train\.check_for_nan_in_loss_and_grad: false`, setting{"train.check_for_nan_in_loss_and_grad", false}),
+	optForm(`set train\.distributed_optimizer: true`, setting{"train.distributed_optimizer", true}),
+	optForm(`\(or train\.fsdp\)|set train\.fsdp: true`, setting{"train.fsdp", true}),
+	optForm(`\bfp8_param_gather: false`, setting{"train.fp8_param_gather", false}),
+}
+
+// optionCodes are the codes whose hints (those of them optionForms name)
+// offer settings: each setting such a hint prints is applied and must pass
+// like a suggested value.
+var optionCodes = []string{
+	"tp-comm-overlap", "moe-topk-pre-softmax", "moe-bias-etp", "recompute-modules", "fsdp-options",
+	"kernel-options", "fp8-param-gather",
+}
+
+// withOptions adds to a random plan the options whose hints name settings
+// (from its own generator, so the value hints' plans stay as they were).
+func withOptions(rng *rand.Rand, over map[string]any) {
+	coin := func(n int) bool { return rng.Intn(n) == 0 }
+	sub := func(k string) map[string]any {
+		if m, ok := over[k].(map[string]any); ok {
+			return m
+		}
+		m := map[string]any{}
+		over[k] = m
+		return m
+	}
+	par, train, model, kernels := sub("parallel"), sub("train"), sub("model"), sub("kernels")
+	if coin(4) {
+		par["tp_comm_overlap"] = true
+		if coin(2) {
+			par["sp"] = false
+		}
+	}
+	if coin(5) {
+		train["recompute"] = "selective"
+		train["recompute_modules"] = []string{[]string{"moe_act", "layernorm", "shared_experts", "core_attn"}[rng.Intn(4)]}
+		if moe, ok := model["moe"].(map[string]any); ok {
+			moe["grouped_gemm"] = coin(2)
+			if coin(2) {
+				moe["shared_expert_overlap"] = true
+				moe["shared_ffn_hidden"] = 2048
+			}
+		}
+		if coin(2) {
+			train["precision"] = "fp8"
+			train["fp8_recipe"] = "delayed"
+		}
+	}
+	if coin(6) {
+		train["fsdp_manual_registration"] = true
+		train["nccl_ub"] = coin(2)
+	}
+	if coin(6) {
+		train["fp8_param_gather"] = true
+		train["distributed_optimizer"] = false
+	}
+	if coin(6) {
+		kernels["cuda_graph_impl"] = "full_iteration"
+		train["check_for_nan_in_loss_and_grad"] = true
+	}
+	if coin(6) {
+		model["mla"] = map[string]any{}
+		model["rope_type"] = "rope"
+		kernels["apply_rope_fusion"] = true
+	}
+}
+
 // hintSpec builds a random plan that breaks some rules on purpose, so that
 // every value-suggesting hint is triggered across the seeds.
 func hintSpec(rng *rand.Rand) map[string]any {
@@ -302,14 +393,31 @@ func TestHintsSuggestValidValues(t *testing.T) {
 	if testing.Short() {
 		n = 300
 	}
+	optRng := rand.New(rand.NewSource(15))
 	checked := map[string]int{}
 	noneSaid := map[string]int{}
 	for i := 0; i < n; i++ {
 		over := hintSpec(rng)
+		withOptions(optRng, over)
 		s := specFrom(t, over)
 		l := vetAll(s)
 		before := errorKeys(l)
 		for _, d := range l {
+			if slices.Contains(optionCodes, d.Code) {
+				if strings.Contains(d.Hint, "passes every check") {
+					noneSaid[d.Code]++
+					continue
+				}
+				for _, f := range optionForms {
+					if f.re.MatchString(d.Hint) {
+						checked[d.Code]++
+						if msg := suggestionFails(s, d, f.set, before); msg != "" {
+							t.Errorf("spec %v:\n\t%s hint %q: %v %s", over, d.Code, d.Hint, f.set, msg)
+						}
+					}
+				}
+				continue
+			}
 			if !slices.Contains(valueCodes, d.Code) {
 				continue
 			}
@@ -374,7 +482,7 @@ func TestHintsSuggestValidValues(t *testing.T) {
 	}
 	t.Logf("suggested values verified, by code: %v", checked)
 	t.Logf("hints saying no value fits, by code: %v", noneSaid)
-	for _, code := range valueCodes {
+	for _, code := range append(slices.Clone(valueCodes), optionCodes...) {
 		if checked[code] == 0 && !testing.Short() {
 			t.Errorf("no %s hint was exercised", code)
 		}
@@ -473,5 +581,31 @@ func TestDomainRuleMatchesLayout(t *testing.T) {
 	}
 	if cases < 200 || leaving == 0 {
 		t.Fatalf("only %d layouts (%d with groups leaving a domain): the test does not exercise the rule", cases, leaving)
+	}
+}
+
+// TestOptionHintDropsFailingSetting: sequence parallelism needs seq_length
+// divisible by tp (sp-seq-length), so with seq_length=4097 and tp=2 the
+// tp-comm-overlap hint must not offer parallel.sp: true, only turning the
+// overlap off; with seq_length=4096 it offers both.
+func TestOptionHintDropsFailingSetting(t *testing.T) {
+	for _, tc := range []struct {
+		seq  int
+		hint string
+	}{
+		{4097, "set parallel.tp_comm_overlap: false"},
+		{4096, "set parallel.sp: true, or tp_comm_overlap: false"},
+	} {
+		s := specFrom(t, map[string]any{"parallel": map[string]any{"tp": 2, "sp": false, "tp_comm_overlap": true},
+			"train": map[string]any{"seq_length": tc.seq}})
+		var got []string
+		for _, d := range runSpec(s) {
+			if d.Code == "tp-comm-overlap" {
+				got = append(got, d.Hint)
+			}
+		}
+		if len(got) != 1 || got[0] != tc.hint {
+			t.Errorf("seq_length=%d: tp-comm-overlap hints %q, want [%q]", tc.seq, got, tc.hint)
+		}
 	}
 }

@@ -32,11 +32,13 @@ func (c *checker) moe() {
 			Related("model.moe.experts", "experts = %d", e.Experts)
 	}
 	if m.Bias && c.etp() != 1 {
-		c.report("moe-bias-etp", "model.bias", "set model.bias: false (Megatron --disable-bias-linear), or parallel.etp: 1",
+		c.report("moe-bias-etp", "model.bias", c.options("moe-bias-etp", "model.bias", "set model.bias: false (Megatron --disable-bias-linear), or parallel.etp: 1",
+			opt("set model.bias: false (Megatron --disable-bias-linear)", setting{"model.bias", false}), opt("set parallel.etp: 1", setting{"parallel.etp", 1})),
 			"MoE with linear biases (model.bias=true, Megatron's default) needs etp=1, but etp=%d%s", c.etp(), c.etpOrigin())
 	}
 	if e.TopK == 1 && e.ScoreFunction == "softmax" && !e.RouterPreSoftmax && e.RouterLoadBalancing != "sinkhorn" {
-		c.report("moe-topk-pre-softmax", "model.moe.router_pre_softmax", "set model.moe.router_pre_softmax: true",
+		c.report("moe-topk-pre-softmax", "model.moe.router_pre_softmax", c.options("moe-topk-pre-softmax", "model.moe.router_pre_softmax", "set model.moe.router_pre_softmax: true",
+			opt("set model.moe.router_pre_softmax: true", setting{"model.moe.router_pre_softmax", true})),
 			"topk=1 with the softmax score function needs router_pre_softmax (a softmax over one expert has zero gradient)")
 	}
 	if e.CapacityFactor != nil && *e.CapacityFactor >= 0 &&

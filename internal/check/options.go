@@ -120,7 +120,8 @@ func (c *checker) kernels() {
 			"Megatron disables Transformer Engine's cross-entropy fusion (stability issues): cross_entropy_loss_fusion with impl \"te\" is rejected")
 	}
 	if s.Model.MLA != nil && k.ApplyRopeFusion && s.Model.RopeType != nil && *s.Model.RopeType == "rope" {
-		c.report("kernel-options", "kernels.apply_rope_fusion", `set kernels.apply_rope_fusion: false, or model.rope_type "yarn"`,
+		c.report("kernel-options", "kernels.apply_rope_fusion", c.options("kernel-options", "kernels.apply_rope_fusion", `set kernels.apply_rope_fusion: false, or model.rope_type "yarn"`,
+			opt("set kernels.apply_rope_fusion: false", setting{"kernels.apply_rope_fusion", false}), opt(`set model.rope_type "yarn"`, setting{"model.rope_type", "yarn"})),
 			"RoPE fusion with multi-latent attention only works with YaRN RoPE, but model.rope_type is \"rope\"")
 	}
 	if len(k.CUDAGraphScope) > 0 && len(k.CUDAGraphModules) > 0 {
@@ -128,7 +129,8 @@ func (c *checker) kernels() {
 			"cuda_graph_scope (--cuda-graph-scope, deprecated) and cuda_graph_modules cannot be used together")
 	}
 	if k.CUDAGraphImpl == "full_iteration" && s.Train.CheckForNaNInLossAndGrad {
-		c.report("kernel-options", "train.check_for_nan_in_loss_and_grad", "set train.check_for_nan_in_loss_and_grad: false",
+		c.report("kernel-options", "train.check_for_nan_in_loss_and_grad", c.options("kernel-options", "train.check_for_nan_in_loss_and_grad", "set train.check_for_nan_in_loss_and_grad: false",
+			opt("set train.check_for_nan_in_loss_and_grad: false", setting{"train.check_for_nan_in_loss_and_grad", false})),
 			"full-iteration CUDA graphs (cuda_graph_impl \"full_iteration\") need check_for_nan_in_loss_and_grad off")
 	}
 	if k.AttentionBackend == "local" {

@@ -15,10 +15,12 @@ func (c *checker) commOverlap() {
 	s, p, d := c.s, c.s.Parallel, c.d
 	if p.TPCommOverlap && !d.SP {
 		why := "sequence parallelism is off (parallel.sp: false)"
-		hint := "set parallel.sp: true, or tp_comm_overlap: false"
+		off := opt("set parallel.tp_comm_overlap: false", setting{"parallel.tp_comm_overlap", false})
+		hint := c.options("tp-comm-overlap", "parallel.tp_comm_overlap", "set parallel.sp: true, or tp_comm_overlap: false",
+			opt("set parallel.sp: true", setting{"parallel.sp", true}), off)
 		if p.TP == 1 {
 			why = "tp=1, where Megatron switches sequence parallelism off"
-			hint = "use tp > 1 with sequence parallelism, or set tp_comm_overlap: false"
+			hint = "use tp > 1 with sequence parallelism, or " + c.options("tp-comm-overlap", "parallel.tp_comm_overlap", "set tp_comm_overlap: false", off)
 		}
 		c.report("tp-comm-overlap", "parallel.tp_comm_overlap", hint,
 			"tp_comm_overlap overlaps tensor-parallel communication of sequence parallelism, but %s", why)
@@ -80,7 +82,9 @@ func (c *checker) recomputeModules() {
 		var need, hint string
 		switch mod {
 		case "moe_act":
-			if moe == nil || !moe.GroupedGEMM {
+			if moe == nil {
+				need, hint = "grouped-GEMM experts (model.moe.grouped_gemm)", "remove it from the list (the model has no MoE layers)"
+			} else if !moe.GroupedGEMM {
 				need, hint = "grouped-GEMM experts (model.moe.grouped_gemm)", "set model.moe.grouped_gemm: true"
 			} else if t.Precision == "fp8" && t.FP8Recipe == "delayed" {
 				need, hint = "an fp8 recipe other than delayed scaling", `use train.fp8_recipe "tensorwise" or another recipe`
@@ -107,6 +111,14 @@ func (c *checker) recomputeModules() {
 			}
 		}
 		if need != "" {
+			switch hint {
+			case "set model.moe.grouped_gemm: true":
+				hint = c.options("recompute-modules", "train.recompute_modules", hint, opt(hint, setting{"model.moe.grouped_gemm", true}))
+			case `use train.fp8_recipe "tensorwise" or another recipe`:
+				hint = c.options("recompute-modules", "train.recompute_modules", hint, opt(hint, setting{"train.fp8_recipe", "tensorwise"}))
+			case "set model.moe.shared_expert_overlap: false":
+				hint = c.options("recompute-modules", "train.recompute_modules", hint, opt(hint, setting{"model.moe.shared_expert_overlap", false}))
+			}
 			c.report("recompute-modules", "train.recompute_modules", hint,
 				"recompute module %q needs %s", mod, need)
 		}

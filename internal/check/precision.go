@@ -67,7 +67,9 @@ func (c *checker) optimizerPrecision() {
 	s, t := c.s, c.s.Train
 	sharded := t.DistributedOptimizer || s.FSDP() != ""
 	if t.FP8ParamGather && !sharded {
-		c.report("fp8-param-gather", "train.fp8_param_gather", "set train.distributed_optimizer: true (or train.fsdp), or fp8_param_gather: false",
+		c.report("fp8-param-gather", "train.fp8_param_gather", c.options("fp8-param-gather", "train.fp8_param_gather", "set train.distributed_optimizer: true (or train.fsdp), or fp8_param_gather: false",
+			opt("set train.distributed_optimizer: true", setting{"train.distributed_optimizer", true}),
+			opt("set train.fsdp: true", setting{"train.fsdp", true}), opt("set train.fp8_param_gather: false", setting{"train.fp8_param_gather", false})),
 			"fp8_param_gather keeps only fp8 weights, which needs the distributed optimizer or FSDP to hold the main copy")
 	}
 	dtypes := []struct{ field, v string }{

@@ -138,7 +138,9 @@ func (c *checker) fsdpOptions() {
 		format = s.Checkpoint.Format
 	}
 	if t := s.Train; t.FSDPManualRegistration && (!t.FSDP || !t.NCCLUB) {
-		c.report("fsdp-options", "train.fsdp_manual_registration", "set train.fsdp and train.nccl_ub to true, or fsdp_manual_registration: false",
+		c.report("fsdp-options", "train.fsdp_manual_registration", c.options("fsdp-options", "train.fsdp_manual_registration", "set train.fsdp and train.nccl_ub to true, or fsdp_manual_registration: false",
+			opt("set train.fsdp and train.nccl_ub to true", setting{"train.fsdp", true}, setting{"train.nccl_ub", true}),
+			opt("set train.fsdp_manual_registration: false", setting{"train.fsdp_manual_registration", false})),
 			"fsdp_manual_registration registers Megatron-FSDP's buffers with NCCL user buffers: it needs train.fsdp and train.nccl_ub")
 	}
 	if t := s.Train; !t.FSDP {

@@ -40,6 +40,12 @@ func (c *checker) accepts(code, path string, v int) bool {
 
 // acceptsAll is accepts for several fields set together.
 func (c *checker) acceptsAll(code string, set ...setting) bool {
+	return c.acceptsIf(code, func(d diag.Diagnostic) bool { return d.Code == code }, set)
+}
+
+// acceptsIf is acceptsAll where offered tells the diagnostics the settings
+// must clear.
+func (c *checker) acceptsIf(code string, offered func(diag.Diagnostic) bool, set []setting) bool {
 	if c.verifying {
 		return true
 	}
@@ -57,7 +63,7 @@ func (c *checker) acceptsAll(code string, set ...setting) bool {
 	for _, d := range rerun(s2) {
 		// The diagnostic offered for must go, whatever its severity (a
 		// warning's hint is held to the same rule); no new error may come.
-		if d.Code == code || (d.Severity == diag.Error && !c.baseline[d.Code+"\x00"+d.Path]) {
+		if offered(d) || (d.Severity == diag.Error && !c.baseline[d.Code+"\x00"+d.Path]) {
 			return false
 		}
 	}
@@ -246,4 +252,47 @@ func fieldByJSON(v reflect.Value, name string) (reflect.Value, bool) {
 		}
 	}
 	return reflect.Value{}, false
+}
+
+// An option is one way a hint offers to fix a diagnostic by naming settings
+// (a boolean turned on or off, a recipe, a flag unset): its text and the
+// settings it makes together.
+type option struct {
+	text string
+	set  []setting
+}
+
+func opt(text string, set ...setting) option { return option{text, set} }
+
+// options verifies a hint made of options the way only verifies values:
+// each option's settings are substituted and every rule runs again; an
+// option passes when the diagnostic of code at path goes and no new error
+// comes (acceptsAt). The hint is full when every option passes, the passing
+// options alone (joined by ", or ") when some do, and otherwise says that no
+// single setting passes: a hint never offers a setting that fails a check.
+func (c *checker) options(code, path, full string, opts ...option) string {
+	if c.verifying {
+		return full
+	}
+	var ok, tried []string
+	for _, o := range opts {
+		tried = append(tried, o.text)
+		if c.acceptsAt(code, path, o.set...) {
+			ok = append(ok, o.text)
+		}
+	}
+	switch len(ok) {
+	case len(opts):
+		return full
+	case 0:
+		return "no single setting passes every check with the rest of the plan as it is (tried: " + strings.Join(tried, "; ") + ")"
+	}
+	return strings.Join(ok, ", or ")
+}
+
+// acceptsAt is acceptsAll for a diagnostic that shares its code with others:
+// the settings must clear the diagnostics of code at path (those elsewhere
+// may stay) and add no error beyond those the spec already has.
+func (c *checker) acceptsAt(code, path string, set ...setting) bool {
+	return c.acceptsIf(code, func(d diag.Diagnostic) bool { return d.Code == code && d.Path == path }, set)
 }
