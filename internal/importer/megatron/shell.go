@@ -99,8 +99,11 @@ func isArgsFile(src string) bool {
 //     NAME+=(…)) are applied in the order they are written; $NAME, ${NAME},
 //     ${NAME[@]}, ${NAME:-default} (and -, :=, =, :+, +) and $((arithmetic))
 //     expand from them, unquoted expansions are split into words;
-//   - control flow (if, for, while, case, functions) is not evaluated: every
-//     assignment in every branch applies, in order, and a note says so;
+//   - an if/elif/else whose condition is decided by what the script assigns
+//     ([[ ]], [ ] and test with = == != -z -n -eq … and !, && and ||; see
+//     shellcond.go) runs only the branch bash takes; other control flow (an
+//     undecidable condition, for, while, case, functions) is not evaluated:
+//     every assignment in every branch applies, in order, and a note says so;
 //   - what cannot be known without running the script — a variable the
 //     script never assigns (the environment is not read), a positional
 //     parameter without a default, $(command) — stays as written
@@ -113,7 +116,7 @@ func isArgsFile(src string) bool {
 func ReadShell(src string) Command { return readShell(src, false) }
 
 func readShell(src string, nested bool) Command {
-	l := &lexer{src: src, line: 1, vars: map[string][]Word{}}
+	l := &lexer{src: src, line: 1, vars: map[string][]Word{}, unsure: map[string]bool{}}
 	var cmds [][]Word
 	for !l.eof() {
 		if w := l.command(); len(w) > 0 {
@@ -162,7 +165,7 @@ func readShell(src string, nested bool) Command {
 	}
 	if l.control {
 		c.Notes = append(c.Notes, Note{Line: l.controlLine, Code: "import-shell", // unpacked below
-			Msg: "the script's control flow (if/for/while/case) is not evaluated: assignments in every branch apply, in the order written"})
+			Msg: "the script's control flow (for/while/case) is not evaluated: assignments in every branch apply, in the order written"})
 	}
 	for _, n := range l.notes {
 		// Only what reaches the training command matters.
@@ -244,6 +247,11 @@ type lexer struct {
 	control     bool
 	controlLine int
 	heredocs    []heredoc
+
+	term   string // the operator that ended the last command ("\n", ";", "&&", "||", "|", "&", "" at the end)
+	ifs    []ifFrame
+	cond   *condState      // reading an if/elif condition (up to then)
+	unsure map[string]bool // variables assigned in a branch that was not decided
 }
 
 type heredoc struct {
@@ -298,12 +306,33 @@ var declarers = map[string]bool{"export": true, "declare": true, "local": true, 
 // command reads one simple command up to its end (newline, ;, &, |) and
 // applies its assignments; it returns the command's words.
 func (l *lexer) command() []Word {
+	notes := len(l.notes)
+	words := l.simpleCommand()
+	if c := l.cond; c != nil && len(words) > 0 {
+		for _, n := range l.notes[notes:] {
+			if n.Code == "import-unresolved" && c.unsure == "" {
+				c.unsure = "an expansion the reader cannot know (" + n.Raw + ")"
+			}
+		}
+		c.add(words, l.term)
+		return nil
+	}
+	if !l.active() {
+		return nil
+	}
+	return words
+}
+
+// simpleCommand reads one simple command up to its end (newline, ;, &, |)
+// and applies its assignments; it returns the command's words.
+func (l *lexer) simpleCommand() []Word {
 	var words []Word
 	prefix := true // still where NAME=value is an assignment
 	declarer := false
 	for {
 		l.blanks()
 		if l.eof() {
+			l.term = ""
 			return words
 		}
 		c := l.peek(0)
@@ -311,11 +340,14 @@ func (l *lexer) command() []Word {
 		case '\n':
 			l.next()
 			l.readHeredocs()
+			l.term = "\n"
 			return words
 		case ';', '&', '|':
 			l.next()
+			l.term = string(c)
 			if (c == '&' || c == '|' || c == ';') && l.peek(0) == c {
 				l.next()
+				l.term += string(c)
 			}
 			return words
 		case '#':
@@ -325,9 +357,15 @@ func (l *lexer) command() []Word {
 			continue
 		case '(', ')':
 			l.next()
+			if l.cond != nil && l.cond.unsure == "" {
+				l.cond.unsure = "a parenthesis"
+			}
 			continue
 		case '<', '>':
 			l.redirect()
+			if l.cond != nil && l.cond.unsure == "" {
+				l.cond.unsure = "a redirection or < > comparison"
+			}
 			continue
 		}
 		if c >= '0' && c <= '9' && (l.peek(1) == '>' || l.peek(1) == '<') {
@@ -342,12 +380,28 @@ func (l *lexer) command() []Word {
 			}
 		}
 		line, at := l.pos(), l.i
-		fields, literal := l.word(true)
+		// [[ … ]] does not split its words
+		fields, literal := l.word(!(l.cond != nil && len(words) > 0 && words[0].Text == "[["))
 		if l.i == at {
 			l.next()
 			continue
 		}
 		if literal != "" && len(words) == 0 && keywords[literal] {
+			if l.ifKeyword(literal, line, at) {
+				continue
+			}
+			if l.cond != nil && literal == "[[" {
+				words = append(words, fields...)
+				prefix = false
+				continue
+			}
+			if l.cond != nil && literal == "!" {
+				l.cond.negate = !l.cond.negate
+				continue
+			}
+			if !l.active() {
+				continue
+			}
 			l.control = true
 			if l.controlLine == 0 {
 				l.controlLine = line
@@ -529,6 +583,12 @@ func (l *lexer) assign(name string, appendTo bool) {
 			}
 			val = []Word{w}
 		}
+	}
+	if !l.active() {
+		return // in a branch bash does not take
+	}
+	if l.undecided() {
+		l.unsure[name] = true
 	}
 	if appendTo {
 		val = append(append([]Word(nil), l.vars[name]...), val...)
@@ -960,6 +1020,9 @@ func (l *lexer) operand(quoted bool) []Word {
 }
 
 func (l *lexer) lookup(name string, all bool, index int) ([]Word, bool) {
+	if l.cond != nil && l.unsure[name] && l.cond.unsure == "" {
+		l.cond.unsure = "$" + name + " is assigned in a branch that was not decided"
+	}
 	v, ok := l.vars[name]
 	if !ok {
 		return nil, false

@@ -2,6 +2,7 @@ package megatron
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -46,6 +47,43 @@ eval "$CMD"`,
 	`A=(x y z)
 N="a ${A[@]} b"
 python pretrain_gpt.py --tensorboard-dir "$N"`,
+	// if/elif/else decided from what the script assigns (Megatron-LM's
+	// examples/llama/train_llama3_8b_h100_fp8.sh, lines 106 and 135)
+	`TOK=${3:-"MOCK"}
+DATA=${4:-"MOCK"}
+DTYPE="fp8"
+A=()
+if [[ "$DTYPE" == "fp8" ]]; then
+    A+=(--fp8-format hybrid)
+fi
+if [[ "$TOK" == "MOCK" ]] || [[ "$DATA" == "MOCK" ]] || [[ -z "$TOK" ]]; then
+    A+=(--mock-data --tokenizer-type NullTokenizer)
+else
+    A+=(--data-path "$DATA" --tokenizer-model "$TOK")
+fi
+if [[ "$DTYPE" != "fp8" ]] && [[ $TOK == MOCK ]]; then A+=(--bf16); fi
+python pretrain_gpt.py "${A[@]}"`,
+	`N=${1:-4}; M=""; EMPTY=
+if [ $N -gt 8 ]; then X=big
+elif test "$N" -eq 4 && [ -z "$M" ]; then X=four
+elif [ 1 -eq 1 ]; then X=late
+else X=other
+fi
+if ! [[ $N -le 2 ]]; then
+    if [ "$X" != four ]; then Y=no; else Y=yes; fi
+    if [ -n "$EMPTY" ]; then Y="$Y-n"
+    elif [ ! "$N" = 4 ]
+    then Y="$Y-not4"
+    else Y="$Y-else"; fi
+else
+    Y=never
+    if [ 1 = 1 ]; then Y=nested; fi
+fi
+if [[ -n $M ]] || [ "$N" -ne 4 ] || [ -z $EMPTY ]; then Z=1; else Z=2; fi
+if [ "$N" -lt 5 ] && [ "$N" -ge 4 ] && [ $N -le 4 ] && [[ "$N" = "4" ]]; then W=in; else W=out; fi
+if [ x ]; then V=set; fi
+if [ "" ]; then V=empty; fi
+python pretrain_gpt.py --x $X --y $Y --z $Z --w $W --v $V`,
 }
 
 func TestReadShellAgainstBash(t *testing.T) {
@@ -107,6 +145,44 @@ func TestReadShell(t *testing.T) {
 		got = append(got, at(w))
 	}
 	require.Equal(t, []string{"--data-path@1", "/data/my file@2", "--moe-layer-freq@3", "([0]*3+[1]*58)@4"}, got)
+}
+
+// TestReadShellUndecided: a condition the reader cannot decide keeps every
+// branch (the last assignment wins, as before) and a note names it.
+func TestReadShellUndecided(t *testing.T) {
+	c := ReadShell("X=0\nif [ -f /etc/x ] && [[ $X == 0 ]]; then\n X=1\nelse\n X=2\nfi\n" +
+		"if [[ $X == 2 ]]; then Y=3; else Y=5; fi\n" +
+		"if [[ $UNSET_VAR == a ]] || [[ $X == 0 ]]; then Y=4; fi\n" +
+		"python pretrain_gpt.py --x $X --y $Y")
+	require.Equal(t, []string{"--x", "2", "--y", "4"}, texts(c.Args))
+	var notes []string
+	for _, n := range c.Notes {
+		notes = append(notes, fmt.Sprintf("%d %s %s", n.Line, n.Code, n.Msg))
+	}
+	require.Len(t, notes, 3, "%v", notes)
+	require.Contains(t, notes[0], "2 import-shell the condition `[ -f /etc/x ] && [[ $X == 0 ]]`")
+	require.Contains(t, notes[0], "-f")
+	require.Contains(t, notes[1], "7 import-shell the condition `[[ $X == 2 ]]`")
+	require.Contains(t, notes[1], "$X is assigned in a branch that was not decided")
+	require.Contains(t, notes[2], "8 import-shell the condition `[[ $UNSET_VAR == a ]] || [[ $X == 0 ]]`")
+	require.Contains(t, notes[2], "$UNSET_VAR")
+}
+
+// TestReadShellMegatronExample imports Megatron-LM's own example script
+// raw and gets the arguments bash gives (testdata/corpus/llama3_8b_fp8.args,
+// the same script run by bash; its header gives the substitution of ${PWD}).
+func TestReadShellMegatronExample(t *testing.T) {
+	src, err := os.ReadFile("testdata/scripts/train_llama3_8b_h100_fp8.sh")
+	require.NoError(t, err)
+	want, err := os.ReadFile("testdata/corpus/llama3_8b_fp8.args")
+	require.NoError(t, err)
+	require.Contains(t, string(want), "${PWD} = /workspace/Megatron-LM")
+	c := ReadShell(strings.ReplaceAll(string(src), "${PWD}", "/workspace/Megatron-LM"))
+	require.Equal(t, texts(Read(string(want)).Args), texts(c.Args))
+	for _, n := range c.Notes {
+		// only the file test on the training script is left undecided
+		require.Contains(t, n.Msg, `[ ! -f "$PRETRAIN_SCRIPT_PATH" ]`, "%v", n)
+	}
 }
 
 func at(w Word) string { return fmt.Sprintf("%s@%d", w.Text, w.Line) }
