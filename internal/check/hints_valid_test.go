@@ -163,10 +163,12 @@ func errorKeys(l diag.List) map[string]bool {
 type optionForm struct {
 	re  *regexp.Regexp
 	set []setting
+	// sets, when given, makes the settings from the match.
+	sets func(m []string) []setting
 }
 
 func optForm(re string, set ...setting) optionForm {
-	return optionForm{regexp.MustCompile(re), set}
+	return optionForm{re: regexp.MustCompile(re), set: set}
 }
 
 var optionForms = []optionForm{
@@ -186,6 +188,17 @@ var optionForms = []optionForm{
 	optForm(`set train\.distributed_optimizer: true`, setting{"train.distributed_optimizer", true}),
 	optForm(`\(or train\.fsdp\)|set train\.fsdp: true`, setting{"train.fsdp", true}),
 	optForm(`\bfp8_param_gather: false`, setting{"train.fp8_param_gather", false}),
+	optForm(`use train\.precision "fp16"`, setting{"train.precision", "fp16"}),
+	optForm(`set train\.precision_aware_optimizer: true`, setting{"train.precision_aware_optimizer", true}),
+	{re: regexp.MustCompile(`\b(train\.\w+_dtype): "fp32"`), sets: func(m []string) []setting { return []setting{{m[1], "fp32"}} }},
+	optForm(`\bprecision_aware_optimizer: false`, setting{"train.precision_aware_optimizer", false}),
+	optForm(`set parallel\.overlap_moe_expert_parallel_comm: true`, setting{"parallel.overlap_moe_expert_parallel_comm", true}),
+	optForm(`\bdelay_wgrad_compute: false`, setting{"parallel.delay_wgrad_compute", false}),
+	optForm(`set model\.moe\.score_function: "sigmoid"`, setting{"model.moe.score_function", "sigmoid"}),
+	optForm(`\bexpert_bias: false`, setting{"model.moe.expert_bias", false}),
+	optForm(`set model\.moe\.aux_loss_coeff: 0\b`, setting{"model.moe.aux_loss_coeff", 0.0}),
+	optForm(`set model\.moe\.grouped_gemm: false`, setting{"model.moe.grouped_gemm", false}),
+	optForm(`\(or remove it: it defaults to true when tp > 1\)|remove parallel\.sp\b`, setting{"parallel.sp", nil}),
 }
 
 // optionCodes are the codes whose hints (those of them optionForms name)
@@ -193,7 +206,8 @@ var optionForms = []optionForm{
 // like a suggested value.
 var optionCodes = []string{
 	"tp-comm-overlap", "moe-topk-pre-softmax", "moe-bias-etp", "recompute-modules", "fsdp-options",
-	"kernel-options", "fp8-param-gather",
+	"kernel-options", "fp8-param-gather", "precision-bf16-gpu", "optimizer-dtypes", "ep-comm-overlap",
+	"moe-expert-bias-score", "moe-sinkhorn-aux-loss", "moe-grouped-gemm-gpu", "moe-sp-required",
 }
 
 // withOptions adds to a random plan the options whose hints name settings
@@ -209,6 +223,31 @@ func withOptions(rng *rand.Rand, over map[string]any) {
 		return m
 	}
 	par, train, model, kernels := sub("parallel"), sub("train"), sub("model"), sub("kernels")
+	moe, _ := model["moe"].(map[string]any)
+	if coin(8) {
+		cluster := sub("cluster")
+		cluster["gpu"] = map[string]any{"compute_capability": 7.0}
+		if _, ok := train["precision"]; !ok || coin(2) {
+			train["precision"] = "bf16"
+		}
+	}
+	if coin(6) {
+		train["main_grads_dtype"] = "bf16"
+		train["precision_aware_optimizer"] = coin(2)
+		train["distributed_optimizer"] = coin(2)
+	}
+	if coin(8) {
+		par["delay_wgrad_compute"] = true
+	}
+	if moe != nil && coin(5) {
+		moe["expert_bias"] = true
+		if coin(2) {
+			moe["score_function"] = "sigmoid"
+		}
+	}
+	if moe != nil && coin(6) {
+		moe["router_load_balancing"] = "sinkhorn"
+	}
 	if coin(4) {
 		par["tp_comm_overlap"] = true
 		if coin(2) {
@@ -409,10 +448,14 @@ func TestHintsSuggestValidValues(t *testing.T) {
 					continue
 				}
 				for _, f := range optionForms {
-					if f.re.MatchString(d.Hint) {
+					for _, m := range f.re.FindAllStringSubmatch(d.Hint, -1) {
+						set := f.set
+						if f.sets != nil {
+							set = f.sets(m)
+						}
 						checked[d.Code]++
-						if msg := suggestionFails(s, d, f.set, before); msg != "" {
-							t.Errorf("spec %v:\n\t%s hint %q: %v %s", over, d.Code, d.Hint, f.set, msg)
+						if msg := suggestionFails(s, d, set, before); msg != "" {
+							t.Errorf("spec %v:\n\t%s hint %q: %v %s", over, d.Code, d.Hint, set, msg)
 						}
 					}
 				}

@@ -48,11 +48,14 @@ func (c *checker) moe() {
 			"capacity_factor=%g does not work with %s load balancing", *e.CapacityFactor, e.RouterLoadBalancing)
 	}
 	if e.ExpertBias && e.ScoreFunction != "sigmoid" {
-		c.report("moe-expert-bias-score", "model.moe.expert_bias", `set model.moe.score_function: "sigmoid", or expert_bias: false`,
+		c.report("moe-expert-bias-score", "model.moe.expert_bias", c.options("moe-expert-bias-score", "model.moe.expert_bias", `set model.moe.score_function: "sigmoid", or expert_bias: false`,
+			opt(`set model.moe.score_function: "sigmoid"`, setting{"model.moe.score_function", "sigmoid"}),
+			opt("set model.moe.expert_bias: false", setting{"model.moe.expert_bias", false})),
 			"expert_bias needs the sigmoid score function, not %s", e.ScoreFunction)
 	}
 	if e.RouterLoadBalancing == "sinkhorn" && e.AuxLossCoeff != 0 {
-		c.report("moe-sinkhorn-aux-loss", "model.moe.aux_loss_coeff", "set model.moe.aux_loss_coeff: 0 (its default is 1e-2)",
+		c.report("moe-sinkhorn-aux-loss", "model.moe.aux_loss_coeff", c.options("moe-sinkhorn-aux-loss", "model.moe.aux_loss_coeff", "set model.moe.aux_loss_coeff: 0 (its default is 1e-2)",
+			opt("set model.moe.aux_loss_coeff: 0", setting{"model.moe.aux_loss_coeff", 0.0})),
 			"sinkhorn load balancing does not support an auxiliary loss, but aux_loss_coeff=%g", e.AuxLossCoeff)
 	}
 	if e.TopK > e.Experts {
@@ -81,7 +84,8 @@ func (c *checker) moe() {
 			"shared_ffn_hidden=%d is not divisible by tp=%d", sh, p.TP)
 	}
 	if cc := c.s.Cluster.GPU.ComputeCapability; e.GroupedGEMM && cc > 0 && cc < 8 {
-		c.report("moe-grouped-gemm-gpu", "model.moe.grouped_gemm", "set model.moe.grouped_gemm: false",
+		c.report("moe-grouped-gemm-gpu", "model.moe.grouped_gemm", c.options("moe-grouped-gemm-gpu", "model.moe.grouped_gemm", "set model.moe.grouped_gemm: false",
+			opt("set model.moe.grouped_gemm: false", setting{"model.moe.grouped_gemm", false})),
 			"grouped GEMM needs compute capability ≥ 8.0, but %s has %.1f", c.gpuName(), cc)
 	}
 	if !slices.Contains(c.d.MoELayers, true) {

@@ -59,7 +59,9 @@ func (c *checker) commOverlap() {
 	}
 	if p.DelayWgradCompute && !p.OverlapMoEExpertParallelComm {
 		c.report("ep-comm-overlap", "parallel.delay_wgrad_compute",
-			"set parallel.overlap_moe_expert_parallel_comm: true, or delay_wgrad_compute: false",
+			c.options("ep-comm-overlap", "parallel.delay_wgrad_compute", "set parallel.overlap_moe_expert_parallel_comm: true, or delay_wgrad_compute: false",
+				opt("set parallel.overlap_moe_expert_parallel_comm: true", setting{"parallel.overlap_moe_expert_parallel_comm", true}),
+				opt("set parallel.delay_wgrad_compute: false", setting{"parallel.delay_wgrad_compute", false})),
 			"delay_wgrad_compute needs overlap_moe_expert_parallel_comm")
 	}
 }

@@ -25,7 +25,8 @@ func (c *checker) precision() {
 	switch t.Precision {
 	case "bf16":
 		if cc < 8 {
-			c.report("precision-bf16-gpu", "train.precision", `use train.precision "fp16" on this GPU`,
+			c.report("precision-bf16-gpu", "train.precision", c.options("precision-bf16-gpu", "train.precision", `use train.precision "fp16" on this GPU`,
+				opt(`use train.precision "fp16"`, setting{"train.precision", "fp16"})),
 				"bf16 needs compute capability ≥ 8.0, but %s has %.1f", c.gpuName(), cc)
 		}
 	case "fp8":
@@ -79,14 +80,18 @@ func (c *checker) optimizerPrecision() {
 	if !t.PrecisionAwareOptim {
 		for _, f := range dtypes {
 			if f.v != "" && f.v != "fp32" {
-				c.report("optimizer-dtypes", f.field, fmt.Sprintf("set train.precision_aware_optimizer: true, or %s: \"fp32\"", f.field),
+				c.report("optimizer-dtypes", f.field, c.options("optimizer-dtypes", f.field, fmt.Sprintf("set train.precision_aware_optimizer: true, or %s: \"fp32\"", f.field),
+					opt("set train.precision_aware_optimizer: true", setting{"train.precision_aware_optimizer", true}),
+					opt(fmt.Sprintf("set %s: \"fp32\"", f.field), setting{f.field, "fp32"})),
 					"%s=%q needs the precision-aware optimizer; without it Megatron keeps it fp32", f.field, f.v)
 			}
 		}
 		return
 	}
 	if !t.DistributedOptimizer && s.FSDP() != "megatron-fsdp" {
-		c.report("optimizer-dtypes", "train.precision_aware_optimizer", "set train.distributed_optimizer: true, or precision_aware_optimizer: false",
+		c.report("optimizer-dtypes", "train.precision_aware_optimizer", c.options("optimizer-dtypes", "train.precision_aware_optimizer", "set train.distributed_optimizer: true, or precision_aware_optimizer: false",
+			opt("set train.distributed_optimizer: true", setting{"train.distributed_optimizer", true}),
+			opt("set train.precision_aware_optimizer: false", setting{"train.precision_aware_optimizer", false})),
 			"the precision-aware optimizer only runs inside the distributed optimizer")
 	}
 }

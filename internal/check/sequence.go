@@ -65,7 +65,8 @@ func (c *checker) sequence() {
 			Related("parallel.tp", "tp = %d", tp)
 	}
 	if c.isMoE() && tp > 1 && !c.d.SP {
-		c.report("moe-sp-required", "parallel.sp", "set parallel.sp: true (or remove it: it defaults to true when tp > 1)",
+		c.report("moe-sp-required", "parallel.sp", c.options("moe-sp-required", "parallel.sp", "set parallel.sp: true (or remove it: it defaults to true when tp > 1)",
+			opt("set parallel.sp: true", setting{"parallel.sp", true}), opt("remove parallel.sp", setting{"parallel.sp", nil})),
 			"an MoE model with tp=%d must use sequence parallelism; Megatron raises at the first training step without it", tp)
 	}
 }
