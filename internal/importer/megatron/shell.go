@@ -101,8 +101,9 @@ func isArgsFile(src string) bool {
 //     expand from them, unquoted expansions are split into words;
 //   - an if/elif/else whose condition is decided by what the script assigns
 //     ([[ ]], [ ] and test with = == != -z -n -eq … and !, && and ||; see
-//     shellcond.go) runs only the branch bash takes; other control flow (an
-//     undecidable condition, for, while, case, functions) is not evaluated:
+//     shellcond.go), and a case whose subject and patterns (literal, * and ?)
+//     are known, run only the branch bash takes; other control flow (an
+//     undecidable condition, for, while, functions) is not evaluated:
 //     every assignment in every branch applies, in order, and a note says so;
 //   - what cannot be known without running the script — a variable the
 //     script never assigns (the environment is not read), a positional
@@ -248,10 +249,11 @@ type lexer struct {
 	controlLine int
 	heredocs    []heredoc
 
-	term   string // the operator that ended the last command ("\n", ";", "&&", "||", "|", "&", "" at the end)
-	ifs    []ifFrame
-	cond   *condState      // reading an if/elif condition (up to then)
-	unsure map[string]bool // variables assigned in a branch that was not decided
+	term    string // the operator that ended the last command ("\n", ";", "&&", "||", "|", "&", "" at the end)
+	ifs     []ifFrame
+	cond    *condState      // reading an if/elif condition (up to then)
+	casePat bool            // a case pattern list comes next
+	unsure  map[string]bool // variables assigned in a branch that was not decided
 }
 
 type heredoc struct {
@@ -336,6 +338,9 @@ func (l *lexer) simpleCommand() []Word {
 			return words
 		}
 		c := l.peek(0)
+		if l.casePat && len(words) == 0 && c != '\n' && c != '#' && l.casePattern() {
+			continue
+		}
 		switch c {
 		case '\n':
 			l.next()
@@ -348,6 +353,9 @@ func (l *lexer) simpleCommand() []Word {
 			if (c == '&' || c == '|' || c == ';') && l.peek(0) == c {
 				l.next()
 				l.term += string(c)
+			}
+			if l.term == ";;" && len(l.ifs) > 0 && l.ifs[len(l.ifs)-1].isCase {
+				l.casePat = true
 			}
 			return words
 		case '#':
@@ -387,7 +395,7 @@ func (l *lexer) simpleCommand() []Word {
 			continue
 		}
 		if literal != "" && len(words) == 0 && keywords[literal] {
-			if l.ifKeyword(literal, line, at) {
+			if l.ifKeyword(literal, line, at) || l.caseKeyword(literal, line, at) {
 				continue
 			}
 			if l.cond != nil && literal == "[[" {

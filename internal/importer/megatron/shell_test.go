@@ -84,6 +84,24 @@ if [ "$N" -lt 5 ] && [ "$N" -ge 4 ] && [ $N -le 4 ] && [[ "$N" = "4" ]]; then W=
 if [ x ]; then V=set; fi
 if [ "" ]; then V=empty; fi
 python pretrain_gpt.py --x $X --y $Y --z $Z --w $W --v $V`,
+	`MODEL=${1:-llama3-8b}; DT=fp8; A=()
+case $MODEL in
+    gpt*|mixtral) A+=(--gpt) ;;
+    llama3-?b) A+=(--llama-small)
+        case "$DT" in
+            bf16) A+=(--bf16) ;;
+            "fp8") A+=(--fp8-format hybrid) ;;
+            *) A+=(--fp16) ;;
+        esac
+        ;;
+    llama*) A+=(--llama) ;;
+    *) A+=(--other) ;;
+esac
+case "x y" in (x) B=1;; "x y") B=2;; esac
+case "" in "") C=empty ;; *) C=any ;; esac
+case abc in a*c) D=glob ;; esac
+E=0; case $DT in bf16) E=1 ;; esac
+python pretrain_gpt.py "${A[@]}" --b $B --c $C --d $D --e "$E"`,
 }
 
 func TestReadShellAgainstBash(t *testing.T) {
@@ -183,6 +201,22 @@ func TestReadShellMegatronExample(t *testing.T) {
 		// only the file test on the training script is left undecided
 		require.Contains(t, n.Msg, `[ ! -f "$PRETRAIN_SCRIPT_PATH" ]`, "%v", n)
 	}
+}
+
+// TestReadShellCaseUndecided: a case whose subject or pattern cannot be
+// decided keeps every branch, with a note.
+func TestReadShellCaseUndecided(t *testing.T) {
+	c := ReadShell("case $UNSET_VAR in a) X=1 ;; b) X=2 ;; esac\n" +
+		"case x in $UNSET_VAR) Y=1 ;; x) Y=2 ;; *) Y=3 ;; esac\n" +
+		"python pretrain_gpt.py --x $X --y $Y")
+	require.Equal(t, []string{"--x", "2", "--y", "2"}, texts(c.Args))
+	var notes []string
+	for _, n := range c.Notes {
+		notes = append(notes, fmt.Sprintf("%d %s %s", n.Line, n.Code, n.Msg))
+	}
+	require.Len(t, notes, 2, "%v", notes)
+	require.Contains(t, notes[0], "1 import-shell the case subject `case $UNSET_VAR in`")
+	require.Contains(t, notes[1], "2 import-shell the case pattern `$UNSET_VAR)`")
 }
 
 func at(w Word) string { return fmt.Sprintf("%s@%d", w.Text, w.Line) }

@@ -10,16 +10,22 @@ import (
 // [ … ] and test with string = == !=, -z, -n, integer -eq -ne -lt -le -gt
 // -ge and !, joined by && and || (bash's `if` and `test` builtins, bash(1)
 // "CONDITIONAL EXPRESSIONS" and the POSIX test(1) rules by argument count).
+// A case … esac takes the first branch whose pattern (literal text, * and ?,
+// alternatives with |) matches the subject, as bash does.
 // A condition it cannot decide (a variable the script never sets, a file
 // test, $(command), a glob pattern) leaves every branch applied, as before,
 // with an import-shell note naming the condition.
 
 // ifFrame is one if … fi being read.
 type ifFrame struct {
-	parent bool // the enclosing code runs
-	taken  bool // a branch whose condition is true has been seen
-	active bool // the branch being read runs
-	unsure bool // a branch of this if was not decided: the one being read may not run
+	parent  bool // the enclosing code runs
+	taken   bool // a branch whose condition is true has been seen
+	active  bool // the branch being read runs
+	isCase  bool // case … esac (subject and the position of case)
+	subject string
+	known   bool // the subject is known
+	line    int
+	unsure  bool // a branch of this if was not decided: the one being read may not run
 }
 
 // condState is an if/elif condition being read (up to then).
@@ -59,7 +65,7 @@ func (l *lexer) ifKeyword(kw string, line, at int) bool {
 		l.ifs = append(l.ifs, ifFrame{parent: a, active: a})
 		l.cond = &condState{line: line, keyword: kw, start: l.i}
 	case "elif":
-		if len(l.ifs) == 0 || l.cond != nil {
+		if len(l.ifs) == 0 || l.cond != nil || l.ifs[len(l.ifs)-1].isCase {
 			return false
 		}
 		f := &l.ifs[len(l.ifs)-1]
@@ -67,7 +73,7 @@ func (l *lexer) ifKeyword(kw string, line, at int) bool {
 		l.cond = &condState{line: line, keyword: kw, start: l.i}
 	case "then":
 		c := l.cond
-		if c == nil || len(l.ifs) == 0 {
+		if c == nil || len(l.ifs) == 0 || l.ifs[len(l.ifs)-1].isCase {
 			return false
 		}
 		l.cond = nil
@@ -89,13 +95,13 @@ func (l *lexer) ifKeyword(kw string, line, at int) bool {
 			l.note(c.line, "import-shell", "the condition `%s` of this %s cannot be decided (%s): its branch and the others apply, in the order written", text, c.keyword, c.reason)
 		}
 	case "else":
-		if len(l.ifs) == 0 || l.cond != nil {
+		if len(l.ifs) == 0 || l.cond != nil || l.ifs[len(l.ifs)-1].isCase {
 			return false
 		}
 		f := &l.ifs[len(l.ifs)-1]
 		f.active = f.parent && !f.taken
 	case "fi":
-		if len(l.ifs) == 0 || l.cond != nil {
+		if len(l.ifs) == 0 || l.cond != nil || l.ifs[len(l.ifs)-1].isCase {
 			return false
 		}
 		l.ifs = l.ifs[:len(l.ifs)-1]
@@ -248,4 +254,150 @@ func integer(s string) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	return n, err == nil
+}
+
+// caseKeyword handles case WORD in and esac; it reports whether it did.
+func (l *lexer) caseKeyword(kw string, line, at int) bool {
+	switch kw {
+	case "case":
+		if l.cond != nil {
+			return false
+		}
+		l.blanks()
+		notes := len(l.notes)
+		l.cond = &condState{} // notes a variable set in an undecided branch
+		fields, _ := l.word(false)
+		unsure := l.cond.unsure
+		l.cond = nil
+		for _, n := range l.notes[notes:] {
+			if n.Code == "import-unresolved" && unsure == "" {
+				unsure = "an expansion the reader cannot know (" + n.Raw + ")"
+			}
+		}
+		l.blanks()
+		_, in := l.word(false)
+		a := l.active()
+		f := ifFrame{parent: a, isCase: true, line: line, known: unsure == "" && len(fields) == 1 && in == "in"}
+		if len(fields) == 1 {
+			f.subject = fields[0].Text
+		}
+		if !f.known && a {
+			if unsure == "" {
+				unsure = "a subject the reader does not read"
+			}
+			l.note(line, "import-shell", "the case subject `%s` cannot be decided (%s): every branch applies, in the order written",
+				strings.TrimSpace(l.src[at:l.i]), unsure)
+		}
+		l.ifs = append(l.ifs, f)
+		l.casePat = true
+	case "esac":
+		if len(l.ifs) == 0 || !l.ifs[len(l.ifs)-1].isCase {
+			return false
+		}
+		l.ifs = l.ifs[:len(l.ifs)-1]
+		l.casePat = false
+	default:
+		return false
+	}
+	return true
+}
+
+// casePattern reads a case pattern list "(a|b*)" and chooses whether the
+// branch after it runs; it reports whether it read one (esac is not).
+func (l *lexer) casePattern() bool {
+	if rest := l.src[l.i:]; strings.HasPrefix(rest, "esac") && (len(rest) == 4 || strings.IndexByte(" \t\r\n;&|)", rest[4]) >= 0) {
+		return false
+	}
+	l.casePat = false
+	f := &l.ifs[len(l.ifs)-1]
+	start := l.i
+	if l.peek(0) == '(' {
+		l.next()
+	}
+	match, why := 0, ""
+	for {
+		l.blanks()
+		at := l.i
+		fields, _ := l.word(false)
+		raw := l.src[at:l.i]
+		r, w := casePatternMatch(f.subject, fields, raw)
+		if r == 1 || (r == -1 && match == 0) {
+			match, why = r, w
+		}
+		l.blanks()
+		if l.peek(0) == '|' {
+			l.next()
+			continue
+		}
+		if l.peek(0) == ')' {
+			l.next()
+		} else {
+			match, why = -1, "a malformed pattern list"
+		}
+		break
+	}
+	switch {
+	case !f.parent || f.taken:
+		f.active = false
+	case !f.known:
+		f.active, f.unsure = true, true
+	case match == 1:
+		f.active, f.taken = true, true
+	case match == 0:
+		f.active = false
+	default:
+		f.active, f.unsure = true, true
+		l.note(f.line, "import-shell", "the case pattern `%s` cannot be decided (%s): its branch and the others apply, in the order written",
+			strings.TrimSpace(l.src[start:l.i]), why)
+	}
+	return true
+}
+
+// casePatternMatch matches a case subject against one pattern: literal text,
+// * and ? (bash's pattern matching; [ ] classes and quoted glob characters
+// are left undecided).
+func casePatternMatch(subject string, fields []Word, raw string) (int, string) {
+	if len(fields) != 1 {
+		return -1, "a pattern that is not one word"
+	}
+	p := fields[0].Text
+	if strings.ContainsAny(raw, "$`[") || strings.ContainsAny(raw, "\\\"'") && strings.ContainsAny(p, "*?") {
+		return -1, "an expansion, a bracket or a quoted glob character in the pattern"
+	}
+	if strings.ContainsAny(raw, "*?") {
+		if globMatch(p, subject) {
+			return 1, ""
+		}
+		return 0, ""
+	}
+	if p == subject {
+		return 1, ""
+	}
+	return 0, ""
+}
+
+// globMatch matches s against p where * is any string and ? any character
+// (the usual backtracking to the last *, linear in practice).
+func globMatch(p, s string) bool {
+	pr, sr := []rune(p), []rune(s)
+	i, j, star, mark := 0, 0, -1, 0
+	for j < len(sr) {
+		switch {
+		case i < len(pr) && (pr[i] == '?' || pr[i] == sr[j]):
+			i++
+			j++
+		case i < len(pr) && pr[i] == '*':
+			star, mark = i, j
+			i++
+		case star >= 0:
+			i, mark = star+1, mark+1
+			j = mark
+		default:
+			return false
+		}
+	}
+	for i < len(pr) && pr[i] == '*' {
+		i++
+	}
+	return i == len(pr)
 }
