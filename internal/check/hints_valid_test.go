@@ -199,6 +199,10 @@ var optionForms = []optionForm{
 	optForm(`set model\.moe\.aux_loss_coeff: 0\b`, setting{"model.moe.aux_loss_coeff", 0.0}),
 	optForm(`set model\.moe\.grouped_gemm: false`, setting{"model.moe.grouped_gemm", false}),
 	optForm(`\(or remove it: it defaults to true when tp > 1\)|remove parallel\.sp\b`, setting{"parallel.sp", nil}),
+	optForm(`use checkpoint\.format "torch_dist"`, setting{"checkpoint.format", "torch_dist"}),
+	optForm(`set checkpoint\.format: "fsdp_dtensor"`, setting{"checkpoint.format", "fsdp_dtensor"}),
+	optForm(`use (?:kernels\.)?cross_entropy_fusion_impl "native"`, setting{"kernels.cross_entropy_fusion_impl", "native"}),
+	optForm(`\bcross_entropy_loss_fusion: false`, setting{"kernels.cross_entropy_loss_fusion", false}),
 }
 
 // optionCodes are the codes whose hints (those of them optionForms name)
@@ -207,7 +211,7 @@ var optionForms = []optionForm{
 var optionCodes = []string{
 	"tp-comm-overlap", "moe-topk-pre-softmax", "moe-bias-etp", "recompute-modules", "fsdp-options",
 	"kernel-options", "fp8-param-gather", "precision-bf16-gpu", "optimizer-dtypes", "ep-comm-overlap",
-	"moe-expert-bias-score", "moe-sinkhorn-aux-loss", "moe-grouped-gemm-gpu", "moe-sp-required",
+	"moe-expert-bias-score", "moe-sinkhorn-aux-loss", "moe-grouped-gemm-gpu", "moe-sp-required", "checkpoint-format",
 }
 
 // withOptions adds to a random plan the options whose hints name settings
@@ -247,6 +251,14 @@ func withOptions(rng *rand.Rand, over map[string]any) {
 	}
 	if moe != nil && coin(6) {
 		moe["router_load_balancing"] = "sinkhorn"
+	}
+	if coin(6) {
+		over["checkpoint"] = map[string]any{"format": []string{"fsdp_dtensor", "torch_dcp", "torch"}[rng.Intn(3)]}
+		train["fsdp"] = coin(2)
+	}
+	if coin(8) {
+		kernels["cross_entropy_loss_fusion"] = true
+		kernels["cross_entropy_fusion_impl"] = "te"
 	}
 	if coin(4) {
 		par["tp_comm_overlap"] = true

@@ -116,7 +116,9 @@ func (c *checker) ckptFormat() string {
 func (c *checker) kernels() {
 	s, k := c.s, c.s.Kernels
 	if k.CrossEntropyLossFusion && k.CrossEntropyFusionImpl == "te" {
-		c.report("kernel-options", "kernels.cross_entropy_fusion_impl", `use cross_entropy_fusion_impl "native", or cross_entropy_loss_fusion: false`,
+		c.report("kernel-options", "kernels.cross_entropy_fusion_impl", c.options("kernel-options", "kernels.cross_entropy_fusion_impl", `use cross_entropy_fusion_impl "native", or cross_entropy_loss_fusion: false`,
+			opt(`use kernels.cross_entropy_fusion_impl "native"`, setting{"kernels.cross_entropy_fusion_impl", "native"}),
+			opt("set kernels.cross_entropy_loss_fusion: false", setting{"kernels.cross_entropy_loss_fusion", false})),
 			"Megatron disables Transformer Engine's cross-entropy fusion (stability issues): cross_entropy_loss_fusion with impl \"te\" is rejected")
 	}
 	if s.Model.MLA != nil && k.ApplyRopeFusion && s.Model.RopeType != nil && *s.Model.RopeType == "rope" {

@@ -97,10 +97,12 @@ func (c *checker) training() {
 		p := c.s.Parallel
 		switch {
 		case ck.Format == "fsdp_dtensor" && c.s.FSDP() != "megatron-fsdp":
-			c.report("checkpoint-format", "checkpoint.format", `use checkpoint.format "torch_dist", or set train.fsdp: true`,
+			c.report("checkpoint-format", "checkpoint.format", c.options("checkpoint-format", "checkpoint.format", `use checkpoint.format "torch_dist", or set train.fsdp: true`,
+				opt(`use checkpoint.format "torch_dist"`, setting{"checkpoint.format", "torch_dist"}), opt("set train.fsdp: true", setting{"train.fsdp", true})),
 				"checkpoint format fsdp_dtensor needs Megatron-FSDP (--use-megatron-fsdp)")
 		case ck.Format == "torch_dcp" && (c.s.FSDP() != "torch-fsdp2" || p.TP > 1 || p.PP > 1):
-			c.report("checkpoint-format", "checkpoint.format", `use checkpoint.format "torch_dist"`,
+			c.report("checkpoint-format", "checkpoint.format", c.options("checkpoint-format", "checkpoint.format", `use checkpoint.format "torch_dist"`,
+				opt(`use checkpoint.format "torch_dist"`, setting{"checkpoint.format", "torch_dist"})),
 				"checkpoint format torch_dcp needs torch FSDP2 (--use-torch-fsdp2) with tp=1 and pp=1 (tp=%d, pp=%d)", p.TP, p.PP)
 		}
 	}
@@ -200,7 +202,8 @@ func (c *checker) fsdpOptions() {
 		}
 	case "megatron-fsdp":
 		if format != "fsdp_dtensor" {
-			c.report("fsdp-options", "checkpoint.format", `set checkpoint.format: "fsdp_dtensor"`,
+			c.report("fsdp-options", "checkpoint.format", c.options("fsdp-options", "checkpoint.format", `set checkpoint.format: "fsdp_dtensor"`,
+				opt(`set checkpoint.format: "fsdp_dtensor"`, setting{"checkpoint.format", "fsdp_dtensor"})),
 				"Megatron-FSDP (--use-megatron-fsdp) requires the fsdp_dtensor checkpoint format, not %s", format)
 		}
 	}
