@@ -1,8 +1,6 @@
 package estimate
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"flag"
@@ -14,7 +12,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"parc.dev/parc/internal/diag"
@@ -254,38 +251,7 @@ var calSchemaHas = map[string]bool{
 
 func loadCalibrationRows(t *testing.T) []*calRow {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "measured", "runs.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var raws []measuredRun
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var r measuredRun
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatalf("runs.jsonl: %v", err)
-		}
-		raws = append(raws, r)
-	}
-	rows := make([]*calRow, len(raws))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
-	for i := range raws {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			rows[i] = makeCalRow(&raws[i])
-		}(i)
-	}
-	wg.Wait()
+	rows := mapRuns(readMeasuredRuns(t), makeCalRow)
 	lo, hi := map[string]float64{}, map[string]float64{}
 	for _, r := range rows {
 		if r.skip != "" {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -181,4 +182,51 @@ func TestMeasuredCorpusShape(t *testing.T) {
 	if n == 0 {
 		t.Fatal("corpus is empty")
 	}
+}
+
+// readMeasuredRuns reads every run of testdata/measured/runs.jsonl.
+func readMeasuredRuns(t *testing.T) []measuredRun {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "measured", "runs.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var runs []measuredRun
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var r measuredRun
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("runs.jsonl: %v", err)
+		}
+		runs = append(runs, r)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("runs.jsonl: %v", err)
+	}
+	return runs
+}
+
+// mapRuns applies f to every run, four at a time, and returns the results
+// in the runs' order.
+func mapRuns[T any](runs []measuredRun, f func(*measuredRun) T) []T {
+	out := make([]T, len(runs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for i := range runs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i] = f(&runs[i])
+		}(i)
+	}
+	wg.Wait()
+	return out
 }

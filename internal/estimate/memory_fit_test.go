@@ -1,15 +1,11 @@
 package estimate
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"parc.dev/parc/internal/diag"
@@ -30,36 +26,7 @@ type fitRow struct {
 // calibration writes them (rowSpec), plus its pipeline layout.
 func measuredRunFits(t *testing.T) []fitRow {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "measured", "runs.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var raws []measuredRun
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
-			var r measuredRun
-			if err := json.Unmarshal(line, &r); err != nil {
-				t.Fatalf("runs.jsonl: %v", err)
-			}
-			raws = append(raws, r)
-		}
-	}
-	out := make([]fitRow, len(raws))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
-	for i := range raws {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			out[i] = runFit(&raws[i])
-		}(i)
-	}
-	wg.Wait()
+	out := mapRuns(readMeasuredRuns(t), runFit)
 	sort.Slice(out, func(i, j int) bool { return out[i].fraction > out[j].fraction })
 	return out
 }
