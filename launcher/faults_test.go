@@ -3,6 +3,8 @@
 package launcher
 
 import (
+	"parc.dev/parc/internal/testenv"
+
 	"context"
 	"encoding/json"
 	"io"
@@ -105,7 +107,7 @@ func TestEscapedGrandchildIsKilled(t *testing.T) {
 			got := readPids(t, pids)
 			require.Len(t, got, 4, "%v\n%s", got, r.stderr)
 			for name, pid := range got {
-				assert.False(t, pidAlive(pid), "%s (pid %d) outlived the launcher", name, pid)
+				assert.False(t, testenv.PIDAlive(pid), "%s (pid %d) outlived the launcher", name, pid)
 				if strings.Contains(name, "child") {
 					assert.Contains(t, r.stderr, "sleep (pid "+itoa(pid)+")")
 				}
@@ -127,7 +129,7 @@ func TestLauncherSIGTERMKillsEscapedGrandchildren(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	_ = cmd.Wait()
 	for name, pid := range got {
-		assert.False(t, pidAlive(pid), "%s (pid %d) outlived the launcher:\n%s", name, pid, errb)
+		assert.False(t, testenv.PIDAlive(pid), "%s (pid %d) outlived the launcher:\n%s", name, pid, errb)
 	}
 }
 
@@ -193,7 +195,7 @@ func TestSignalDuringPreflightKillsNvidiaSMI(t *testing.T) {
 	assert.Equal(t, 128+15, ee.ExitCode(), errb.String())
 	assert.Less(t, time.Since(start), 5*time.Second)
 	assert.Contains(t, errb.String(), "SIGTERM during the preflight: nothing was started")
-	assert.True(t, waitFor(2*time.Second, func() bool { return !pidAlive(pid) }), "nvidia-smi (pid %d) outlived the launcher", pid)
+	assert.True(t, waitFor(2*time.Second, func() bool { return !testenv.PIDAlive(pid) }), "nvidia-smi (pid %d) outlived the launcher", pid)
 	assert.Empty(t, readPids(t, pids), "no worker may start")
 }
 

@@ -3,7 +3,6 @@
 package launcher
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -66,24 +64,6 @@ func cleanEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
-// syncBuffer is a bytes.Buffer safe for the launcher's writers and a polling test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type result struct {
 	code           int
 	err            error
@@ -93,7 +73,7 @@ type result struct {
 
 func runLauncher(t testing.TB, ctx context.Context, opts Options) result {
 	t.Helper()
-	var out, errb syncBuffer
+	var out, errb testenv.SyncBuffer
 	opts.Stdout, opts.Stderr = &out, &errb
 	if opts.Signals == nil {
 		opts.Signals = make(chan os.Signal) // never fires: tests must not catch real signals
@@ -106,18 +86,6 @@ func runLauncher(t testing.TB, ctx context.Context, opts Options) result {
 func intp(i int) *int { return &i }
 
 func durp(d time.Duration) *time.Duration { return &d }
-
-// pidAlive reports whether pid is a live process (a zombie counts as dead).
-func pidAlive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// "pid (comm) S ...": the state follows the last ')'.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
 
 // readPids returns the pids written into dir by workers (rank-R.pid) and
 // their children (rank-R.child.pid).

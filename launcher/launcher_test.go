@@ -3,6 +3,8 @@
 package launcher
 
 import (
+	"parc.dev/parc/internal/testenv"
+
 	"context"
 	"encoding/json"
 	"os"
@@ -268,7 +270,7 @@ func TestWorkerFailureStopsEveryWorker(t *testing.T) {
 	got := readPids(t, pids)
 	assert.Len(t, got, 4)
 	for name, pid := range got {
-		assert.False(t, pidAlive(pid), "%s (pid %d) outlived the launcher", name, pid)
+		assert.False(t, testenv.PIDAlive(pid), "%s (pid %d) outlived the launcher", name, pid)
 	}
 }
 
@@ -285,7 +287,7 @@ func TestWorkerIgnoringSIGTERMIsKilled(t *testing.T) {
 	assert.Contains(t, r.stderr, "2 workers still running after 300ms: SIGKILL")
 	assert.Less(t, r.elapsed, 20*time.Second)
 	for name, pid := range readPids(t, pids) {
-		assert.False(t, pidAlive(pid), "%s (pid %d) outlived the launcher", name, pid)
+		assert.False(t, testenv.PIDAlive(pid), "%s (pid %d) outlived the launcher", name, pid)
 	}
 }
 
@@ -305,10 +307,10 @@ func TestWorkerKilledBySignalIsReported(t *testing.T) {
 func TestSignalsReachEveryWorker(t *testing.T) {
 	path := writePlan(t, blockPlan(1, 2))
 	sigs := make(chan os.Signal, 1)
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	done := make(chan result, 1)
 	go func() {
-		var errb syncBuffer
+		var errb testenv.SyncBuffer
 		code, err := Run(context.Background(), Options{
 			PlanPath: path, NodeRank: intp(0), Signals: sigs, Stdout: &out, Stderr: &errb,
 			Env: cleanEnv(workerVar+"=signals", "CUDA_VISIBLE_DEVICES=0,1"),
@@ -390,7 +392,7 @@ func TestLogDir(t *testing.T) {
 }
 
 func TestPrefixedOutput(t *testing.T) {
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	o := newOutput(&out, &out)
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
@@ -410,11 +412,11 @@ func TestPrefixedOutput(t *testing.T) {
 func TestSignalDuringTeardownPreventsRestart(t *testing.T) {
 	path := writePlan(t, blockPlan(1, 2))
 	sigs := make(chan os.Signal, 1)
-	var errb syncBuffer
+	var errb testenv.SyncBuffer
 	done := make(chan result, 1)
 	go func() {
 		code, err := Run(context.Background(), Options{
-			PlanPath: path, NodeRank: intp(0), Signals: sigs, Stdout: &syncBuffer{}, Stderr: &errb,
+			PlanPath: path, NodeRank: intp(0), Signals: sigs, Stdout: &testenv.SyncBuffer{}, Stderr: &errb,
 			Grace: durp(time.Minute), MaxRestarts: 3,
 			Env: cleanEnv(workerVar+"=ignore-term", "PARC_TEST_FAIL_RANK=0", "CUDA_VISIBLE_DEVICES=0,1"),
 		})

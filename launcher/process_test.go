@@ -3,12 +3,13 @@
 package launcher
 
 import (
+	"parc.dev/parc/internal/testenv"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,13 +21,13 @@ import (
 
 // startLauncherProcess runs Run in a separate process (this test binary in
 // launcher mode), as `parc launch` runs, so that real signals can be sent.
-func startLauncherProcess(t *testing.T, o childOptions, env []string) (*exec.Cmd, *syncBuffer, *syncBuffer) {
+func startLauncherProcess(t *testing.T, o childOptions, env []string) (*exec.Cmd, *testenv.SyncBuffer, *testenv.SyncBuffer) {
 	t.Helper()
 	spec, err := json.Marshal(o)
 	require.NoError(t, err)
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(env, launcherVar+"="+string(spec))
-	var out, errb syncBuffer
+	var out, errb testenv.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
@@ -47,13 +48,13 @@ func TestLauncherSIGKILLLeavesNoOrphan(t *testing.T) {
 	require.True(t, waitFor(20*time.Second, func() bool { return len(readPids(t, pids)) == 4 }), errb.String())
 	got := readPids(t, pids)
 	for name, pid := range got {
-		require.True(t, pidAlive(pid), "%s not running before the kill", name)
+		require.True(t, testenv.PIDAlive(pid), "%s not running before the kill", name)
 	}
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	for name, pid := range got {
-		assert.True(t, waitFor(5*time.Second, func() bool { return !pidAlive(pid) }),
+		assert.True(t, waitFor(5*time.Second, func() bool { return !testenv.PIDAlive(pid) }),
 			"%s (pid %d) outlived the SIGKILLed launcher", name, pid)
 	}
 }
@@ -72,32 +73,15 @@ func TestLauncherSIGKILLKillsEscapedGrandchildren(t *testing.T) {
 	cmd, _, errb := startLauncherProcess(t, childOptions{Plan: path, NodeRank: intp(0), GraceMS: intp(5000),
 		Command: []string{"sh", "-c", "(setsid sleep " + token + " &) ; setsid sleep " + token + " & echo started; wait"}},
 		cleanEnv("CUDA_VISIBLE_DEVICES=0,1"))
-	require.True(t, waitFor(20*time.Second, func() bool { return len(sleepers(token)) == 4 }),
-		"%v\n%s", sleepers(token), errb.String())
+	require.True(t, waitFor(20*time.Second, func() bool { return len(testenv.Sleepers(token)) == 4 }),
+		"%v\n%s", testenv.Sleepers(token), errb.String())
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
-	assert.True(t, waitFor(5*time.Second, func() bool { return len(sleepers(token)) == 0 }),
-		"setsid sleeps outlived the SIGKILLed launcher: %v", sleepers(token))
-	for _, pid := range sleepers(token) {
+	assert.True(t, waitFor(5*time.Second, func() bool { return len(testenv.Sleepers(token)) == 0 }),
+		"setsid sleeps outlived the SIGKILLed launcher: %v", testenv.Sleepers(token))
+	for _, pid := range testenv.Sleepers(token) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-}
-
-// sleepers lists the live processes running `sleep token`.
-func sleepers(token string) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && string(cmdline) == "sleep\x00"+token+"\x00" && pidAlive(pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // Real SIGUSR2 and SIGINT sent to the launcher process reach every worker.
@@ -132,14 +116,14 @@ func TestLauncherSIGTERMStopsWorkerTrees(t *testing.T) {
 	assert.Contains(t, errb.String(), "stopped (SIGTERM)")
 	// The launcher has returned: everything it started is already gone.
 	for name, pid := range got {
-		assert.False(t, pidAlive(pid), "%s (pid %d) outlived the launcher", name, pid)
+		assert.False(t, testenv.PIDAlive(pid), "%s (pid %d) outlived the launcher", name, pid)
 	}
 }
 
 // Two launcher processes, one per "node", start exactly the plan's ranks.
 func TestTwoNodesTwoLaunchers(t *testing.T) {
 	path := writePlan(t, blockPlan(2, 3))
-	var outs [2]*syncBuffer
+	var outs [2]*testenv.SyncBuffer
 	var cmds [2]*exec.Cmd
 	for n := range 2 {
 		cmds[n], outs[n], _ = startLauncherProcess(t, childOptions{Plan: path, NodeRank: intp(n), MasterAddr: "127.0.0.1"},

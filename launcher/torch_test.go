@@ -89,7 +89,7 @@ func TestTorchGlooGroupsMatchPlan(t *testing.T) {
 			path, plan := fixtureWithPort(t, fixture)
 			env := cleanEnv("CUDA_VISIBLE_DEVICES="+gpuList(plan.GPUsPerNode), "GLOO_SOCKET_IFNAME=lo")
 			var cmds []*exec.Cmd
-			var outs, errs []*syncBuffer
+			var outs, errs []*testenv.SyncBuffer
 			for _, n := range plan.Nodes {
 				cmd, out, errb := startLauncherProcess(t, childOptions{
 					Plan: path, NodeRank: intp(n.Index), MasterAddr: "127.0.0.1", GraceMS: intp(3000),

@@ -3,12 +3,13 @@
 package main
 
 import (
+	"parc.dev/parc/internal/testenv"
+
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,44 +50,20 @@ func TestParcLaunchSIGKILLedLeavesNoProcess(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		for _, pid := range sleepers(token) {
+		for _, pid := range testenv.Sleepers(token) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
 	deadline := time.Now().Add(20 * time.Second)
-	for len(sleepers(token)) < 2 {
+	for len(testenv.Sleepers(token)) < 2 {
 		require.True(t, time.Now().Before(deadline), "the workers' sleeps did not start")
 		time.Sleep(20 * time.Millisecond)
 	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	deadline = time.Now().Add(5 * time.Second)
-	for len(sleepers(token)) > 0 && time.Now().Before(deadline) {
+	for len(testenv.Sleepers(token)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	assert.Empty(t, sleepers(token), "setsid sleeps outlived the SIGKILLed parc launch")
-}
-
-// sleepers lists the live (not zombie) processes running `sleep token`.
-func sleepers(token string) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || string(cmdline) != "sleep\x00"+token+"\x00" {
-			continue
-		}
-		if stat, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
-			s := string(stat)
-			if i := strings.LastIndexByte(s, ')'); i > 0 && i+2 < len(s) && s[i+2] == 'Z' {
-				continue
-			}
-		}
-		out = append(out, pid)
-	}
-	return out
+	assert.Empty(t, testenv.Sleepers(token), "setsid sleeps outlived the SIGKILLed parc launch")
 }
