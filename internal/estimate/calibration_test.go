@@ -274,22 +274,30 @@ func loadCalibrationRows(t *testing.T) []*calRow {
 // measurements disagree more than the error targets allow.
 const noisySpread = 1.25
 
-func makeCalRow(r *measuredRun) *calRow {
-	row := &calRow{id: r.ID, source: r.Source, holdout: holdout(r.ID), eq3: strings.HasPrefix(r.ID, "megatron-sc21") || strings.HasPrefix(r.ID, "mtnlg")}
+// loadRunSpec writes a measured run as the spec it ran with (rowSpec) and
+// loads it; skip says why a run has no spec.
+func loadRunSpec(r *measuredRun) (text string, s *spec.Spec, skip string) {
 	text, err := rowSpec(r)
 	if err != nil {
-		row.skip = err.Error()
-		return row
+		return "", nil, err.Error()
 	}
+	res, ds := load.Load(load.Source{Path: filepath.Join(os.TempDir(), "run-"+r.ID+".cue"), Data: []byte(text)})
+	if ds.HasErrors() {
+		return text, nil, "spec: " + ds[0].Message
+	}
+	s, ds = res.Decode()
+	if ds.HasErrors() {
+		return text, nil, "spec: " + ds[0].Message
+	}
+	return text, s, ""
+}
+
+func makeCalRow(r *measuredRun) *calRow {
+	row := &calRow{id: r.ID, source: r.Source, holdout: holdout(r.ID), eq3: strings.HasPrefix(r.ID, "megatron-sc21") || strings.HasPrefix(r.ID, "mtnlg")}
+	text, s, skip := loadRunSpec(r)
 	row.plan = text
-	res, ds := load.Load(load.Source{Path: filepath.Join(os.TempDir(), "calibration-"+r.ID+".cue"), Data: []byte(text)})
-	if ds.HasErrors() {
-		row.skip = "spec: " + ds[0].Message
-		return row
-	}
-	s, ds := res.Decode()
-	if ds.HasErrors() {
-		row.skip = "spec: " + ds[0].Message
+	if skip != "" {
+		row.skip = skip
 		return row
 	}
 	row.s = s

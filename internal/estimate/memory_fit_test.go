@@ -2,14 +2,11 @@ package estimate
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
 	"parc.dev/parc/internal/diag"
-	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/spec"
 )
 
@@ -23,7 +20,7 @@ type fitRow struct {
 
 // measuredRunFits estimates the memory of every run of the measured corpus
 // (testdata/measured/runs.jsonl) with the settings it ran with, as the
-// calibration writes them (rowSpec), plus its pipeline layout.
+// calibration writes them (rowSpec, pipeline layout included).
 func measuredRunFits(t *testing.T) []fitRow {
 	t.Helper()
 	out := mapRuns(readMeasuredRuns(t), runFit)
@@ -33,22 +30,9 @@ func measuredRunFits(t *testing.T) []fitRow {
 
 func runFit(r *measuredRun) fitRow {
 	row := fitRow{id: r.ID}
-	text, err := rowSpec(r)
-	if err != nil {
-		row.skip = err.Error()
-		return row
-	}
-	if r.Parallel.Layout != "" && !strings.Contains(text, "layout:") {
-		text = strings.Replace(text, "parallel: {", fmt.Sprintf("parallel: {layout: %q, ", r.Parallel.Layout), 1)
-	}
-	res, ds := load.Load(load.Source{Path: filepath.Join(os.TempDir(), "memfit-"+r.ID+".cue"), Data: []byte(text)})
-	if ds.HasErrors() {
-		row.skip = "spec: " + ds[0].Message
-		return row
-	}
-	s, ds := res.Decode()
-	if ds.HasErrors() {
-		row.skip = "spec: " + ds[0].Message
+	_, s, skip := loadRunSpec(r)
+	if skip != "" {
+		row.skip = skip
 		return row
 	}
 	d := spec.Derive(s)
