@@ -256,3 +256,18 @@ func TestEnvAndCommand(t *testing.T) {
 	}
 	assert.Equal(t, []string{"python3", "pretrain_gpt.py", "--a"}, megatron.Command(p, []string{"--a"}))
 }
+
+// TestExtraArgConflictNamesField: a conflicting extra argument is blamed on
+// its own element of launch.extra_args, and the hint names the spec field
+// parc derives the generated option from (fields.tsv, the importer's rules).
+func TestExtraArgConflictNamesField(t *testing.T) {
+	at := func(path string) diag.Pos { return diag.Pos{File: "plan.cue", Line: len(path)} }
+	_, diags := megatron.Args(tiny(t, func(s *spec.Spec) {
+		s.Launch.ExtraArgs = []string{"--manual-gc", "--seq-length=1024", "--tensor-model-parallel-size", "2"}
+	}), at)
+	require.Len(t, diags, 2)
+	assert.Equal(t, "launch.extra_args[1]", diags[0].Path)
+	assert.Contains(t, diags[0].Hint, "set train.seq_length instead")
+	assert.Equal(t, "launch.extra_args[2]", diags[1].Path)
+	assert.Contains(t, diags[1].Hint, "set parallel.tp instead")
+}

@@ -93,14 +93,18 @@ func ExtraArgConflicts(generated, extra []string, strict bool, at diag.Locator, 
 		}
 		name, _, _ := strings.Cut(w, "=")
 		key := optionKey(name)
+		at := fmt.Sprintf("%s[%d]", path, i) // the element, not the list
 		if g, ok := byKey[key]; ok {
-			r.Errorf(path, "extra-arg-conflict",
-				fmt.Sprintf("remove %s from launch.extra_args and set the spec field parc derives %s from", name, g),
+			hint := fmt.Sprintf("remove %s from launch.extra_args and set the spec field parc derives %s from", name, g)
+			if fields := SpecFields[key]; len(fields) > 0 {
+				hint = fmt.Sprintf("remove %s from launch.extra_args and set %s instead (parc derives %s from it)", name, strings.Join(fields, " or "), g)
+			}
+			r.Errorf(at, "extra-arg-conflict", hint,
 				"extra_args[%d] %s sets what the generated %s sets", i, name, g)
 			continue
 		}
 		if g := exclusiveWith(key, byKey); g != "" {
-			r.Errorf(path, "extra-arg-conflict",
+			r.Errorf(at, "extra-arg-conflict",
 				fmt.Sprintf("remove %s from launch.extra_args, or change the spec so parc does not generate %s", name, g),
 				"extra_args[%d] %s cannot be combined with the generated %s (Megatron accepts only one of them)", i, name, g)
 			continue
@@ -110,7 +114,7 @@ func ExtraArgConflicts(generated, extra []string, strict bool, at diag.Locator, 
 			if s := similarOption(name); s != "" {
 				hint = fmt.Sprintf("did you mean %s? (an option of a parser extension goes in launch.extension_args too)", s)
 			}
-			r.Errorf(path, "extra-arg-unknown", hint,
+			r.Errorf(at, "extra-arg-unknown", hint,
 				"extra_args[%d] %s is not an option of Megatron-Core's argument parser: pretrain_gpt.py stops with \"unrecognized arguments\"", i, name)
 		}
 	}
