@@ -51,7 +51,7 @@ func readError(name string, err error) *diag.Diagnostic {
 	d := &diag.Diagnostic{Severity: diag.Error, Pos: diag.Pos{File: name}, Message: fmt.Sprintf("cannot read %s: %s", name, msg)}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		d.Code, d.Hint = "file-not-found", "check the path; parc vet takes .cue and .hcl files"
+		d.Code, d.Hint = "file-not-found", "check the path; parc takes .cue and .hcl spec files"
 	case errors.Is(err, fs.ErrPermission):
 		d.Code, d.Hint = "permission-denied", "the file exists but this user may not read it: check its permissions (ls -l) and those of its directories"
 	case errors.Is(err, syscall.EISDIR):
