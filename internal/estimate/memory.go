@@ -95,6 +95,7 @@ type activationModel struct {
 	qlora, kvlora, pos      float64         // MLA: q and kv down-projection widths, RoPE key width
 	out                     float64         // core-attention output width (heads·v_head_dim), the output projection's input
 	modules                 map[string]bool // recompute_modules with selective recompute
+	localNorms              bool            // kernels.transformer_impl "local": every norm its own module
 	perLayer                [2]float64      // layer(false), layer(true), computed once
 }
 
@@ -112,6 +113,7 @@ func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool,
 	if tr.Recompute == "selective" {
 		am.modules = set.recomputeModules
 	}
+	am.localNorms = s.Kernels.TransformerImpl == "local"
 	am.teCrossEntropy = s.Kernels.CrossEntropyLossFusion && s.Kernels.CrossEntropyFusionImpl == "te"
 	am.epOverlap = set.epOverlap && p.EP > 1
 	am.tokens = am.s * float64(tr.MicroBatch)
@@ -170,12 +172,22 @@ func fusedAttention(s *spec.Spec, assume bool) bool {
 }
 
 // normOutput is a norm's output, saved by the GEMMs (or the recompute
-// checkpoint) that read it, unless "layernorm" is recomputed: then
-// TransformerLayer runs the norm under CheckpointWithoutOutput and frees its
-// output after use (transformer_layer.py, recompute_input_layernorm /
+// checkpoint) that read it, unless "layernorm" is recomputed and the norm is
+// a module of its own: then TransformerLayer runs the norm under
+// CheckpointWithoutOutput and frees its output after use
+// (transformer_layer.py, recompute_input_layernorm /
 // recompute_pre_mlp_layernorm, discard_output_and_register_recompute).
-func (am activationModel) normOutput(width float64) float64 {
-	if am.modules["layernorm"] {
+// TransformerLayer sets those only when the norm is not an IdentityOp
+// (transformer_layer.py at d98e8a64, the "layernorm" branch of __init__);
+// Transformer Engine's layer spec fuses the input norm into linear_qkv and
+// a dense layer's pre-MLP norm into linear_fc1 (TELayerNormColumnParallelLinear;
+// gpt_layer_specs.py: no input_layernorm, pre_mlp_layernorm IdentityOp
+// without experts), and TE's LayerNormLinear keeps the normed input for its
+// weight gradient. So "layernorm" frees the input norm's output only with
+// MLA (its own input_layernorm) or the local implementation, and the
+// pre-MLP norm's only in MoE layers or the local implementation.
+func (am activationModel) normOutput(width float64, separate bool) float64 {
+	if am.modules["layernorm"] && (separate || am.localNorms) {
 		return 0
 	}
 	return width * am.tokens * am.h / am.rep
@@ -186,7 +198,7 @@ func (am activationModel) normOutput(width float64) float64 {
 func (am activationModel) attention() float64 {
 	T := am.tokens
 	m := am.ab*T*am.h/am.rep + // norm input (the residual stream)
-		am.normOutput(am.gb) // QKV (or MLA down-projection) GEMM input
+		am.normOutput(am.gb, am.mla) // QKV (or MLA down-projection) GEMM input
 	if am.mla {
 		// MultiLatentAttention.get_query_key_value_tensors: the down
 		// projections' outputs before and after their norms (q_layernorm,
@@ -234,10 +246,17 @@ func (am activationModel) denseMLP() float64 {
 	}
 	if am.modules["mlp"] {
 		// TransformerLayer wraps the dense MLP in tensor_parallel.checkpoint
-		// (recompute_mlp): it keeps only its input, the norm's output.
-		return m + am.normOutput(am.ab)
+		// (recompute_mlp): it keeps only its input. With Transformer
+		// Engine's layer spec the pre-MLP norm is fused into linear_fc1
+		// (pre_mlp_layernorm is an IdentityOp), so that input is the
+		// residual stream counted above; with the local implementation it
+		// is the norm's output.
+		if am.localNorms {
+			m += am.ab * T * am.h / am.rep
+		}
+		return m
 	}
-	return m + am.normOutput(am.gb) + // fc1 input
+	return m + am.normOutput(am.gb, false) + // fc1 input
 		am.ab*T*am.f*am.gated/am.t + // activation-function input
 		am.gb*T*am.f/am.t // fc2 input
 }
@@ -253,7 +272,7 @@ func (am activationModel) moeMLP() float64 {
 	}
 	// The norm's output: the router's, the dispatcher's and the shared
 	// expert's input, or the input the "moe" checkpoint keeps.
-	m += am.normOutput(am.ab)
+	m += am.normOutput(am.ab, true)
 	if am.modules["moe"] {
 		// MoELayer.forward runs route, dispatch, experts and combine under
 		// tensor_parallel.checkpoint (moe_layer_recompute).
