@@ -154,3 +154,25 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// recomputedLayers is how many layers of a model chunk of count layers full
+// recomputation runs twice. Megatron checkpoints each TransformerBlock, one
+// per model chunk (num_layers_per_pipeline_rank = len(self.layers),
+// transformer_block.py), by recompute_method (recompute.py,
+// checkpointed_forward at d98e8a64): "uniform" reruns every layer, in groups
+// of recompute_num_layers from each group's checkpointed input; "block"
+// reruns the first recompute_num_layers layers of the chunk and keeps the
+// rest's activations. Without full recomputation no layer is rerun whole.
+func recomputedLayers(tr *spec.Train, count int) int {
+	if tr.Recompute != "full" {
+		return 0
+	}
+	if tr.RecomputeMethod == "block" {
+		k := 1
+		if tr.RecomputeLayers != nil {
+			k = *tr.RecomputeLayers
+		}
+		return min(max(k, 0), count)
+	}
+	return count
+}

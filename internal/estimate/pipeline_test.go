@@ -31,3 +31,43 @@ func TestInFlightMatchesTable(t *testing.T) {
 		}
 	}
 }
+
+// Full recomputation with Megatron's block method reruns the first
+// recompute_layers layers of each model chunk and keeps the others'
+// activations (megatron/core/recompute.py, checkpointed_forward at
+// d98e8a64): with 4 layers per chunk, block k adds k/4 of what full
+// recomputation of every layer (uniform) adds to the FLOPs, keeps the
+// activations of 4−k layers per microbatch in flight, and block 4 is
+// uniform 1 in FLOPs and memory.
+func TestBlockRecomputeRerunsFirstLayers(t *testing.T) {
+	at := func(mode, method string, k int) *Estimate {
+		s := llama70B() // tp8 pp4 vpp5: 80 layers, 4 per chunk
+		s.Train.Recompute, s.Train.RecomputeMethod = mode, method
+		if mode == "full" {
+			s.Train.RecomputeLayers = intp(k)
+		}
+		return run(t, s)
+	}
+	none, full := at("none", "uniform", 0), at("full", "uniform", 1)
+	extra := full.Compute.FLOPsPerGPU - none.Compute.FLOPsPerGPU
+	if extra <= 0 {
+		t.Fatalf("full recompute adds no FLOPs (%g)", extra)
+	}
+	prevMem, prevStep := none.Memory.PerGPUPeakBytes, none.StepTimeS
+	for k := 1; k <= 4; k++ {
+		b := at("full", "block", k)
+		near(t, "block FLOPs", b.Compute.FLOPsPerGPU-none.Compute.FLOPsPerGPU, extra*float64(k)/4, 1e-9)
+		if b.Memory.PerGPUPeakBytes >= prevMem {
+			t.Errorf("block %d: peak %d, not below %d", k, b.Memory.PerGPUPeakBytes, prevMem)
+		}
+		if b.StepTimeS <= prevStep {
+			t.Errorf("block %d: step %.4g s, not above %.4g s", k, b.StepTimeS, prevStep)
+		}
+		prevMem, prevStep = b.Memory.PerGPUPeakBytes, b.StepTimeS
+	}
+	b4 := at("full", "block", 4)
+	near(t, "block 4 step", b4.StepTimeS, full.StepTimeS, 1e-9)
+	if b4.Memory.PerGPUPeakBytes != full.Memory.PerGPUPeakBytes {
+		t.Errorf("block 4 peak %d, uniform 1 %d", b4.Memory.PerGPUPeakBytes, full.Memory.PerGPUPeakBytes)
+	}
+}

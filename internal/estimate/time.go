@@ -76,6 +76,7 @@ func (c *costModel) stageFLOPs(r int, w *stageWork) {
 	denseLinear := six*f.hidden*f.ffn*f.ffnFactor + f.selfAttn
 	moeLinear := six*f.hidden*(f.moeFFN*a.topk*f.ffnFactor+f.sharedFFN*f.ffnFactor) + f.selfAttn
 	for _, ch := range c.stages[r] {
+		rerun := recomputedLayers(&tr, ch.Count) // full: the chunk's first rerun layers
 		for l := ch.First; l < ch.First+ch.Count; l++ {
 			lin := denseLinear
 			if c.sh.isMoE(l) {
@@ -85,6 +86,9 @@ func (c *costModel) stageFLOPs(r int, w *stageWork) {
 			w.core += s2 * f.selfAttnCore
 			switch tr.Recompute {
 			case "full":
+				if l-ch.First >= rerun {
+					continue
+				}
 				w.recompute += (tokens*lin + s2*f.selfAttnCore) / 3
 			case "selective":
 				w.recompute += s2 * f.selfAttnCore / 3
@@ -111,8 +115,10 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 	T := c.am.tokens // tokens on this GPU's sequence shard
 	h := c.am.h
 	ar := AllReduceBytes(elem*T*h, c.tp)
-	full := c.s.Train.Recompute == "full"
-	fwdExtra := boolF(full)
+	// Full recomputation repeats a rerun layer's forward collectives: the
+	// share of this rank's layers it reruns (all with the uniform method,
+	// the first of each chunk with the block method; recomputedLayers).
+	fwdExtra := c.rerunShare(r)
 	// TP: 2 all-reduces per block (attention, MLP), half forward half
 	// backward; full recompute repeats the forward ones.
 	tpDense := 4 + 2*fwdExtra
@@ -295,7 +301,7 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 			// MoE block repeats it.
 			syncF += (math.Max(lt.fwd.total(), lt.fwd.host) + c.cal.HostSyncS) * n
 			syncS += c.cal.HostSyncS * n
-			if c.recomputesMoE() {
+			if c.recomputesMoE() && rc.total() > 0 {
 				gpuB += c.cal.HostSyncS * n
 				syncS += c.cal.HostSyncS * n
 			}
@@ -304,13 +310,26 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		gpuF += lt.fwd.total() * n
 		hostF += lt.fwd.host * n
 	}
+	// Full recomputation with the block method reruns only the first
+	// layers of each chunk (recomputedLayers): the others keep their
+	// activations and are not run again.
+	denseKept, moeKept := dense, moe
+	denseKept.recompute, moeKept.recompute = op{}, op{}
 	for _, ch := range c.stages[r] {
-		nMoE := 0.0
+		var nMoE, rerunMoE float64
+		n := recomputedLayers(&c.s.Train, ch.Count)
+		if c.s.Train.Recompute != "full" {
+			n = ch.Count // selective and none: the layer times say it
+		}
 		for l := ch.First; l < ch.First+ch.Count; l++ {
 			nMoE += boolF(c.sh.isMoE(l))
+			rerunMoE += boolF(c.sh.isMoE(l) && l-ch.First < n)
 		}
-		add(dense, float64(ch.Count)-nMoE, false)
-		add(moe, nMoE, true)
+		rerunDense := float64(n) - rerunMoE
+		add(dense, rerunDense, false)
+		add(denseKept, float64(ch.Count)-nMoE-rerunDense, false)
+		add(moe, rerunMoE, true)
+		add(moeKept, nMoE-rerunMoE, true)
 	}
 	ls := c.ls
 	if r == 0 {
@@ -423,6 +442,19 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 // full iteration, both of which need static, padded expert inputs) avoids it.
 func (c *costModel) moeHostSync() bool {
 	return c.sh.experts > 0 && !c.cm.graphs.moe && !c.cm.graphs.full
+}
+
+// rerunShare is the share of rank r's layers full recomputation reruns.
+func (c *costModel) rerunShare(r int) float64 {
+	var n, all int
+	for _, ch := range c.stages[r] {
+		n += recomputedLayers(&c.s.Train, ch.Count)
+		all += ch.Count
+	}
+	if all == 0 {
+		return 0
+	}
+	return float64(n) / float64(all)
 }
 
 // recomputesMoE: the backward repeats the MoE block's forward.
