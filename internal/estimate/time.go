@@ -141,7 +141,8 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 			cpColls = 4 + 2*fwdExtra
 		default:
 			// Ring (p2p, a2a+p2p) or all-gather: K/V go around forward; K/V and
-			// their gradients backward.
+			// their gradients backward (all_gather: K/V gathered forward, gathered
+			// again backward, dK/dV reduce-scattered).
 			cpLayer = (3 + fwdExtra) * n * kv
 			cpColls = (2 + fwdExtra) * n
 		}
@@ -397,9 +398,17 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		l := link("cp")
 		t := c.latency(l, 1)*w.cpColls + w.bytes[axCP]/c.linkRate(l)
 		st.comm[axCP] = t
-		if par.CPCommType == "a2a" {
+		switch par.CPCommType {
+		case "a2a":
 			st.exposed[axCP] = t
-		} else {
+		case "all_gather":
+			// Transformer Engine's all-gather CP (AttnFuncWithCPAndKVAllGather,
+			// the scheme of the Llama 3 paper §3.3.2) gathers the whole K/V
+			// before the attention and reduce-scatters dK/dV after it: the
+			// gathers are exposed, not overlapped ("KV all-gather between CP
+			// ranks is exposed", its docstring).
+			st.exposed[axCP] = t
+		default:
 			// The ring's K/V exchange of each step overlaps the attention of
 			// the previous one.
 			st.exposed[axCP] = math.Max(c.latency(l, 1)*w.cpColls, t-attn)
@@ -740,8 +749,11 @@ func (c *costModel) collective(ax string) string {
 		}
 		return CollectiveAllReduce
 	case "cp":
-		if c.s.Parallel.CPCommType == "a2a" {
+		switch c.s.Parallel.CPCommType {
+		case "a2a":
 			return CollectiveAllToAll
+		case "all_gather":
+			return CollectiveGatherScatter
 		}
 		return CollectiveRing
 	case "ep":
