@@ -1,6 +1,9 @@
 package check
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // attention checks heads, query groups, head dimension, FFN and position
 // rules (S1–S3, S6–S8, S10, S11 and the MTP position-embedding rule).
@@ -35,16 +38,25 @@ func (c *checker) attention() {
 			Related("model.hidden", "hidden = %d", m.Hidden)
 	}
 	if c.d.MaxPositions < c.s.Train.SeqLength {
-		hint := "remove it (it defaults to seq_length)"
-		if c.accepts("max-positions", "model.max_position_embeddings", c.s.Train.SeqLength) {
-			hint = fmt.Sprintf("set max_position_embeddings ≥ %d, or remove it (it defaults to seq_length)", c.s.Train.SeqLength)
+		const path = "model.max_position_embeddings"
+		var opts []string
+		if c.accepts("max-positions", path, c.s.Train.SeqLength) {
+			opts = append(opts, fmt.Sprintf("set max_position_embeddings ≥ %d", c.s.Train.SeqLength))
+		}
+		if c.acceptsAt("max-positions", path, setting{path, nil}) {
+			opts = append(opts, "remove "+path+" (it defaults to seq_length)")
+		}
+		hint := strings.Join(opts, ", or ")
+		if len(opts) == 0 {
+			hint = noValue(path)
 		}
 		c.report("max-positions", "model.max_position_embeddings", hint,
 			"max_position_embeddings=%d is smaller than seq_length=%d", c.d.MaxPositions, c.s.Train.SeqLength).
 			Related("train.seq_length", "seq_length = %d", c.s.Train.SeqLength)
 	}
 	if m.MLA != nil && m.QueryGroups != nil {
-		c.report("mla-query-groups", "model.query_groups", "remove model.query_groups: multi-latent attention has no query groups",
+		c.report("mla-query-groups", "model.query_groups", c.anyOf("mla-query-groups", "model.query_groups",
+			setOpt(setting{"model.query_groups", nil}).note("multi-latent attention has no query groups")),
 			"multi-latent attention (model.mla) and grouped-query attention (query_groups=%d) are mutually exclusive", *m.QueryGroups)
 	}
 	if f := c.d.FFNHidden; f%tp != 0 {
@@ -59,8 +71,9 @@ func (c *checker) attention() {
 			"ffn_hidden=%d%s is not divisible by tp=%d", f, c.ffnOrigin(), tp)
 	}
 	if m.MTPLayers > 0 && m.PositionEmbedding != "rope" && m.PositionEmbedding != "none" {
-		c.report("mtp-position-embedding", "model.position_embedding",
-			`use position_embedding "rope" or "none", or mtp_layers: 0`,
+		c.report("mtp-position-embedding", "model.position_embedding", c.anyOf("mtp-position-embedding", "model.position_embedding",
+			setOpt(setting{"model.position_embedding", "rope"}), setOpt(setting{"model.position_embedding", "none"}),
+			setOpt(setting{"model.mtp_layers", 0})),
 			"multi-token prediction (mtp_layers=%d) does not support position_embedding %q", m.MTPLayers, m.PositionEmbedding)
 	}
 }

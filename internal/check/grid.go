@@ -46,14 +46,18 @@ func (c *checker) grid() {
 	case spec.OrderDefault:
 	case spec.OrderPPDP:
 		if p.PP > 1 && c.gridOK() && expertOK && c.d.EDP != c.d.DP {
-			c.report("order-pp-last", "parallel.order",
-				fmt.Sprintf("use order %q, or make etp·ep equal tp·cp = %d", spec.OrderDefault, p.TP*p.CP),
+			opts := []option{setOpt(setting{"parallel.order", spec.OrderDefault})}
+			if want := p.TP * p.CP; want%c.etp() == 0 {
+				opts = append(opts, setOpt(setting{"parallel.ep", want / c.etp()}).note(fmt.Sprintf("etp·ep = tp·cp = %d", want)))
+			}
+			c.report("order-pp-last", "parallel.order", c.anyOf("order-pp-last", "parallel.order", opts...),
 				"order %q with pp=%d needs equal data-parallel sizes for attention and experts, but dp = %d and expert dp = %d (tp·cp = %d, etp·ep = %d)",
 				p.Order, p.PP, c.d.DP, c.d.EDP, p.TP*p.CP, c.etp()*p.EP)
 		}
 	default:
-		c.report("order-unsupported", "parallel.order",
-			fmt.Sprintf("use %q (default) or %q (%s)", spec.OrderDefault, spec.OrderPPDP, spec.OrderPPDPFlag),
+		c.report("order-unsupported", "parallel.order", c.anyOf("order-unsupported", "parallel.order",
+			setOpt(setting{"parallel.order", spec.OrderDefault}).note("the default"),
+			setOpt(setting{"parallel.order", spec.OrderPPDP}).note(spec.OrderPPDPFlag)),
 			"order %q is not a rank order Megatron-Core's training entry point can build", p.Order)
 	}
 

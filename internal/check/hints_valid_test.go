@@ -1,6 +1,7 @@
 package check
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"regexp"
@@ -120,6 +121,10 @@ var hintForms = []hintForm{
 	{re: regexp.MustCompile(`use cpus_per_task ≤ (\d+)`), path: "cluster.slurm.cpus_per_task", values: atMost(1)},
 	{re: regexp.MustCompile(`use fewer than (\d+) seconds`), path: "cluster.slurm.preempt_signal_seconds", values: below(0)},
 	{re: regexp.MustCompile(`use at most (\d+)$`), path: "cluster.slurm.preempt_signal_seconds", values: atMost(0)},
+	{re: regexp.MustCompile(`use min_lr ≤ lr=([0-9.e+-]+)`), path: "train.min_lr", values: func(c string, rng *rand.Rand) []any {
+		lr, _ := strconv.ParseFloat(c, 64)
+		return []any{0.0, lr, lr * rng.Float64()}
+	}},
 	form(`\btp values dividing nvlink_domain=\d+: `+list, "parallel.tp"),
 	form(`etp values dividing nvlink_domain=\d+: `+list, "parallel.etp"),
 	form(`cp values with tp·cp dividing gpus_per_node=\d+ \(groups on one node\): `+list, "parallel.cp"),
@@ -136,6 +141,7 @@ var valueCodes = []string{
 	"moe-topk-experts", "moe-ffn-etp", "moe-shared-ffn-tp", "moe-no-layers", "cp-hierarchical", "cp-a2a-p2p",
 	"precision-fp8-gpu", "moe-router-groups", "recompute-layers-range", "lr-warmup", "launch-grace",
 	"slurm-cpus", "slurm-preempt", "tp-crosses-nvlink", "etp-crosses-nvlink", "cp-crosses-node", "ep-crosses-node",
+	"lr-min",
 }
 
 func numbers(list string) []int {
@@ -212,7 +218,137 @@ var optionCodes = []string{
 	"tp-comm-overlap", "moe-topk-pre-softmax", "moe-bias-etp", "recompute-modules", "fsdp-options",
 	"kernel-options", "fp8-param-gather", "precision-bf16-gpu", "optimizer-dtypes", "ep-comm-overlap",
 	"moe-expert-bias-score", "moe-sinkhorn-aux-loss", "moe-grouped-gemm-gpu", "moe-sp-required", "checkpoint-format",
+	// Written as genericSettings reads them (withMoreOptions breaks them).
+	"overlap-param-gather", "fsdp-options-unused", "cuda-max-connections", "moe-flex-backend",
+	"recompute-options-unused", "lr-options-unused", "weight-decay-schedule", "recompute-mtp-uniform", "train-iters-samples",
+	"deterministic-mode", "pipeline-layout", "vpp-pp", "ep-without-moe", "uneven-vpp-no-middle", "order-pp-last",
+	"order-unsupported", "mtp-position-embedding", "mla-query-groups", "etp-without-moe", "moe-capacity-balancing",
+	"lr-warmup-exclusive", "rampup-batch-size-ignored", "microbatch-group-unused", "uneven-account-for",
+	"uneven-single-stage", "sp-without-tp", "tokenizer-files", "lr-wsd-decay", "slurm-nodes", "option-like-path",
+	"slurm-time", "slurm-mem", "env-reserved",
 }
+
+// Settings a hint names in the spec's own words: options separated by
+// ", or ", each "set path: value [and path: value]" and/or "remove path
+// [and path]", with full dotted paths. genericSettings reads them without
+// knowing the code, so any hint of any code that names settings this way is
+// applied (a remove takes the schema default base.json spells out, or
+// deletes an optional field).
+var (
+	settingPathRE = `(?:train|parallel|model|kernels|launch|cluster|checkpoint|data)\.[A-Za-z0-9_.]*[A-Za-z0-9_]`
+	settingRE     = regexp.MustCompile(`(` + settingPathRE + `): ("(?:[^"\\]|\\.)*"|\[[^\]]*\]|true|false|-?[0-9][0-9.e+-]*)`)
+	removeRE      = regexp.MustCompile(`\bremove ((?:` + settingPathRE + `)(?: and ` + settingPathRE + `)*)`)
+	pathRE        = regexp.MustCompile(settingPathRE)
+)
+
+// It also returns the hint without the text it read, for the forms above
+// (so a form never takes one setting out of an option that needs several).
+func genericSettings(t *testing.T, s *spec.Spec, hint string) ([][]setting, string) {
+	var out [][]setting
+	var rest []string
+	for _, part := range strings.Split(withoutTried(hint), ", or ") {
+		var set []setting
+		for _, m := range settingRE.FindAllStringSubmatch(part, -1) {
+			set = append(set, setting{m[1], jsonValue(t, m[2])})
+		}
+		for _, m := range removeRE.FindAllStringSubmatch(part, -1) {
+			for _, p := range pathRE.FindAllString(m[1], -1) {
+				set = append(set, setting{p, removedValue(s, p)})
+			}
+		}
+		if len(set) > 0 {
+			out = append(out, set)
+		}
+		rest = append(rest, removeRE.ReplaceAllString(settingRE.ReplaceAllString(part, "…"), "…"))
+	}
+	return out, strings.Join(rest, ", or ")
+}
+
+// removedValue is what removing a field leaves: nothing, for an optional
+// field (a pointer, a list, an environment variable), else the default
+// base.json spells out.
+func removedValue(s *spec.Spec, path string) any {
+	if _, ok := withValue(s, path, nil); ok {
+		return nil
+	}
+	return baseDefault(path)
+}
+
+// withoutTried drops the "(tried: …)" list of a hint that says no setting
+// passes: those settings failed, and the hint says so.
+func withoutTried(hint string) string {
+	i := strings.Index(hint, "(tried: ")
+	if i < 0 {
+		return hint
+	}
+	depth := 0
+	for j := i; j < len(hint); j++ {
+		switch hint[j] {
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				return hint[:i] + withoutTried(hint[j+1:])
+			}
+		}
+	}
+	return hint[:i]
+}
+
+// jsonValue reads a literal as the verifier's settings hold it: whole
+// numbers as int, lists of strings as []string.
+func jsonValue(t *testing.T, lit string) any {
+	var v any
+	if err := json.Unmarshal([]byte(lit), &v); err != nil {
+		t.Fatalf("hint literal %s: %v", lit, err)
+	}
+	switch x := v.(type) {
+	case float64:
+		if !strings.ContainsAny(lit, ".e") {
+			return int(x)
+		}
+	case []any:
+		out := []string{}
+		for _, e := range x {
+			out = append(out, e.(string))
+		}
+		return out
+	}
+	return v
+}
+
+// baseDefault is the value base.json (every schema default spelt out) gives
+// path, converted like jsonValue; nil when it has none.
+func baseDefault(path string) any {
+	var m any
+	if err := json.Unmarshal([]byte(baseJSON), &m); err != nil {
+		panic(err)
+	}
+	for _, k := range strings.Split(path, ".") {
+		mm, ok := m.(map[string]any)
+		if !ok {
+			return nil
+		}
+		if m, ok = mm[k]; !ok {
+			return nil
+		}
+	}
+	switch x := m.(type) {
+	case float64:
+		if x == float64(int(x)) && !strings.Contains(path, "coeff") {
+			return int(x)
+		}
+	case map[string]any, []any:
+		return nil
+	}
+	return m
+}
+
+// adviceOnly are hints (or options of them) that name no setting: edits a
+// user makes by hand (a layout's text). An option-code hint that names no
+// setting a form or genericSettings reads, and says neither that none passes
+// nor one of these, fails the test.
+var adviceOnly = regexp.MustCompile(`^(start the layout with E|end the layout with L|write [EL] once|place model\.(layers|mtp_layers)=\d+|put (the|all) MTP layers|place every t before|write stages of|give pp·vpp stages)`)
 
 // withOptions adds to a random plan the options whose hints name settings
 // (from its own generator, so the value hints' plans stay as they were).
@@ -302,9 +438,9 @@ func withOptions(rng *rand.Rand, over map[string]any) {
 
 // hintSpec builds a random plan that breaks some rules on purpose, so that
 // every value-suggesting hint is triggered across the seeds.
-func hintSpec(rng *rand.Rand) map[string]any {
+func hintSpec(rng *rand.Rand) (over map[string]any, scenario bool) {
 	if rng.Intn(8) == 0 {
-		return scenarios[rng.Intn(len(scenarios))]()
+		return scenarios[rng.Intn(len(scenarios))](), true
 	}
 	pick := func(vs ...int) int { return vs[rng.Intn(len(vs))] }
 	coin := func(n int) bool { return rng.Intn(n) == 0 }
@@ -405,7 +541,7 @@ func hintSpec(rng *rand.Rand) map[string]any {
 		}
 		cluster["slurm"] = sl
 	}
-	return map[string]any{"parallel": par, "model": model, "train": train, "cluster": cluster, "launch": launch}
+	return map[string]any{"parallel": par, "model": model, "train": train, "cluster": cluster, "launch": launch}, false
 }
 
 // scenarios are valid plans but for one rule the random specs rarely reach
@@ -445,40 +581,59 @@ func TestHintsSuggestValidValues(t *testing.T) {
 		n = 300
 	}
 	optRng := rand.New(rand.NewSource(15))
+	moreRng := rand.New(rand.NewSource(16))
 	checked := map[string]int{}
 	noneSaid := map[string]int{}
 	for i := 0; i < n; i++ {
-		over := hintSpec(rng)
+		over, scenario := hintSpec(rng)
 		withOptions(optRng, over)
+		more := over
+		if scenario {
+			more = map[string]any{} // a scenario breaks one rule only
+		}
+		withMoreOptions(moreRng, more)
 		s := specFrom(t, over)
 		l := vetAll(s)
 		before := errorKeys(l)
 		for _, d := range l {
+			// Settings named in the spec's words, whatever the code.
+			generic, rest := genericSettings(t, s, d.Hint)
+			for _, set := range generic {
+				checked[d.Code]++
+				if msg := suggestionFails(s, d, set, before); msg != "" {
+					t.Errorf("spec %v:\n\t%s hint %q: %v %s", over, d.Code, d.Hint, set, msg)
+				}
+			}
 			if slices.Contains(optionCodes, d.Code) {
 				if strings.Contains(d.Hint, "passes every check") {
 					noneSaid[d.Code]++
 					continue
 				}
+				named := len(generic) > 0 || adviceOnly.MatchString(d.Hint)
 				for _, f := range optionForms {
-					for _, m := range f.re.FindAllStringSubmatch(d.Hint, -1) {
+					for _, m := range f.re.FindAllStringSubmatch(rest, -1) {
 						set := f.set
 						if f.sets != nil {
 							set = f.sets(m)
 						}
+						named = true
 						checked[d.Code]++
 						if msg := suggestionFails(s, d, set, before); msg != "" {
 							t.Errorf("spec %v:\n\t%s hint %q: %v %s", over, d.Code, d.Hint, set, msg)
 						}
 					}
 				}
+				if !named {
+					t.Errorf("spec %v: the %s hint %q names no setting this test reads (write it as \"set path: value\" or \"remove path\", or add a form), nor says that none passes", over, d.Code, d.Hint)
+				}
 				continue
 			}
 			if !slices.Contains(valueCodes, d.Code) {
 				continue
 			}
-			matched := false
+			matched := len(generic) > 0
 			for _, h := range hintForms {
-				for _, m := range h.re.FindAllStringSubmatch(d.Hint, -1) {
+				for _, m := range h.re.FindAllStringSubmatch(rest, -1) {
 					matched = true
 					path := h.path
 					if path == "" {
@@ -516,14 +671,6 @@ func TestHintsSuggestValidValues(t *testing.T) {
 					if msg := suggestionFails(s, d, set, before); msg != "" {
 						t.Errorf("spec %v:\n\t%s hint %q: %v %s", over, d.Code, d.Hint, set, msg)
 					}
-				}
-			}
-			if strings.HasPrefix(d.Hint, "remove first_stage_layers/last_stage_layers") {
-				matched = true
-				set := []setting{{"parallel.first_stage_layers", nil}, {"parallel.last_stage_layers", nil}}
-				checked[d.Code]++
-				if msg := suggestionFails(s, d, set, before); msg != "" {
-					t.Errorf("spec %v:\n\t%s hint %q: %v %s", over, d.Code, d.Hint, set, msg)
 				}
 			}
 			if strings.Contains(d.Hint, "passes every check") || strings.HasPrefix(d.Hint, "fix parallel.tp first") {
@@ -661,6 +808,267 @@ func TestOptionHintDropsFailingSetting(t *testing.T) {
 		}
 		if len(got) != 1 || got[0] != tc.hint {
 			t.Errorf("seq_length=%d: tp-comm-overlap hints %q, want [%q]", tc.seq, got, tc.hint)
+		}
+	}
+}
+
+// withMoreOptions breaks, on a random plan, the rules whose hints name
+// settings in the spec's words (genericSettings), each now and then, from
+// its own generator so the plans of the other generators stay as they were.
+func withMoreOptions(rng *rand.Rand, over map[string]any) {
+	coin := func(n int) bool { return rng.Intn(n) == 0 }
+	pick := func(vs ...int) int { return vs[rng.Intn(len(vs))] }
+	sub := func(m map[string]any, k string) map[string]any {
+		if v, ok := m[k].(map[string]any); ok {
+			return v
+		}
+		v := map[string]any{}
+		m[k] = v
+		return v
+	}
+	par, train, model, kernels := sub(over, "parallel"), sub(over, "train"), sub(over, "model"), sub(over, "kernels")
+	launch, cluster := sub(over, "launch"), sub(over, "cluster")
+	moe, _ := model["moe"].(map[string]any)
+	intOf := func(m map[string]any, k string, def int) int {
+		if v, ok := m[k].(int); ok {
+			return v
+		}
+		return def
+	}
+	if coin(10) { // overlap-param-gather
+		train["overlap_param_gather"] = true
+		train["distributed_optimizer"] = coin(2)
+		train["overlap_grad_reduce"] = coin(2)
+	}
+	if coin(10) { // overlap-param-gather with the optimizer step
+		train["overlap_param_gather_with_optimizer_step"] = true
+		if coin(2) {
+			train["overlap_param_gather"], train["overlap_grad_reduce"], train["distributed_optimizer"] = true, true, true
+		}
+		if coin(2) {
+			over["checkpoint"] = map[string]any{"format": []string{"torch", "torch_dist"}[rng.Intn(2)]}
+		}
+	}
+	if coin(10) { // fsdp-options-unused
+		train["fsdp"] = false
+		switch rng.Intn(3) {
+		case 0:
+			train["fsdp_double_buffer"] = true
+		case 1:
+			train["data_parallel_sharding_strategy"] = "optim"
+		default:
+			train["megatron_fsdp_main_params_dtype"] = "bf16"
+		}
+	}
+	if coin(10) { // cuda-max-connections
+		env := map[string]any{"CUDA_DEVICE_MAX_CONNECTIONS": []string{"1", "8"}[rng.Intn(2)]}
+		if coin(2) {
+			train["fsdp"] = true
+		}
+		if coin(3) {
+			cluster["env"] = map[string]any{"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+		}
+		launch["env"] = env
+	}
+	if moe != nil && coin(6) { // moe-flex-backend
+		if coin(2) {
+			moe["flex_dispatcher_backend"] = "ncclep"
+		} else {
+			moe["shared_expert_overlap"] = true
+			moe["shared_ffn_hidden"] = 2048
+			moe["dispatcher"] = "allgather"
+		}
+	}
+	if coin(10) { // recompute-options-unused
+		if coin(2) {
+			train["recompute"] = "none"
+			train["recompute_layers"] = 1
+		} else {
+			train["recompute"] = "full"
+			train["recompute_modules"] = []string{"core_attn"}
+		}
+	}
+	if coin(10) { // lr-options-unused
+		if coin(2) {
+			train["lr_wsd_decay_iters"] = 10
+		} else {
+			train["decoupled_min_lr"] = 1e-5
+		}
+	}
+	if coin(10) { // weight-decay-schedule
+		if coin(2) {
+			train["start_weight_decay"] = 0.01
+			if coin(2) {
+				train["end_weight_decay"] = 0.1
+			}
+		} else {
+			train["weight_decay_incr_style"] = "linear"
+			if coin(2) {
+				train["end_weight_decay"] = 0.1
+			}
+		}
+	}
+	if coin(10) { // recompute-mtp-uniform
+		model["mtp_layers"] = 1
+		model["position_embedding"] = "rope"
+		train["recompute"] = "full"
+		train["recompute_method"] = "uniform"
+		train["recompute_layers"] = pick(2, 4)
+	}
+	if coin(8) { // train-iters-samples
+		switch rng.Intn(5) {
+		case 0:
+			train["samples"] = 6400
+		case 1:
+			train["iters"] = nil
+			train["samples"] = 6400
+			train["lr_decay_iters"] = 50
+		case 2:
+			train["iters"] = nil
+			train["samples"] = 6400
+			train["lr_warmup_iters"] = 10
+		case 3:
+			train["lr_decay_samples"] = 3200
+		default:
+			train["lr_warmup_samples"] = 640
+		}
+	}
+	if coin(10) { // kernel-options: transformer_impl
+		if coin(2) {
+			kernels["transformer_impl"] = "local"
+			par["delay_wgrad_compute"] = true
+		} else {
+			kernels["transformer_impl"] = "inference_optimized"
+			if coin(2) {
+				model["normalization"] = "rmsnorm"
+			}
+		}
+	}
+	if coin(10) { // deterministic-mode
+		train["deterministic_mode"] = true
+		kernels["cross_entropy_loss_fusion"] = true
+		if coin(2) {
+			par["tp_comm_overlap"] = true
+		}
+	}
+	layers, pp := intOf(model, "layers", 16), intOf(par, "pp", 2)
+	if coin(10) && layers%pp == 0 { // pipeline-layout
+		stages := pp * pick(1, 2)
+		if layers%stages == 0 {
+			var st []string
+			for i := range stages {
+				x := fmt.Sprintf("t*%d", layers/stages)
+				if i == 0 {
+					x = "E" + x
+				}
+				if i == stages-1 {
+					x += "L"
+				}
+				st = append(st, x)
+			}
+			par["layout"] = strings.Join(st, "|")
+			par["vpp"] = pick(1, 2, 4)
+			if coin(3) {
+				par["account_for_loss"] = true
+			}
+		}
+	}
+	if coin(10) { // vpp-pp
+		par["vpp"] = 2
+		par["pp"] = pick(1, 2)
+		par["overlap_p2p"] = coin(2)
+		delete(par, "first_stage_layers")
+		delete(par, "last_stage_layers")
+	}
+	if moe == nil && coin(6) { // ep-without-moe, etp-without-moe
+		if coin(2) {
+			par["ep"] = pick(2, 4)
+		} else {
+			par["etp"] = pick(1, 2)
+		}
+	}
+	if coin(10) { // uneven-vpp-no-middle
+		par["pp"], par["vpp"] = 2, 2
+		delete(par, "layout")
+		f := 2 * pick(1, 2, 3)
+		model["layers"] = f + 4
+		par["first_stage_layers"], par["last_stage_layers"] = f, 4
+	}
+	if coin(10) { // order-pp-last, order-unsupported
+		par["order"] = []string{"tp-cp-ep-pp-dp", "dp-pp-tp"}[rng.Intn(2)]
+	}
+	if coin(10) { // mtp-position-embedding
+		model["mtp_layers"] = 1
+		model["position_embedding"] = []string{"learned_absolute", "yarn"}[rng.Intn(2)]
+	}
+	if coin(12) { // mla-query-groups
+		model["mla"] = map[string]any{}
+		model["query_groups"] = pick(4, 8)
+	}
+	if moe != nil && coin(8) { // moe-capacity-balancing
+		moe["capacity_factor"] = 1.0
+		moe["router_load_balancing"] = "sinkhorn"
+		moe["aux_loss_coeff"] = 0.0
+	}
+	if coin(12) { // lr-warmup-exclusive
+		train["lr_warmup_fraction"] = 0.01
+		train["lr_warmup_iters"] = 5
+	}
+	if coin(12) { // rampup-batch-size-ignored
+		train["rampup_batch_size"] = []int{16, 16, 1000}
+	}
+	if coin(12) { // uneven-account-for
+		par["account_for_embedding"] = true
+		par["first_stage_layers"] = 2
+	}
+	if coin(12) { // sp-without-tp
+		par["sp"] = true
+		par["tp"] = 1
+	}
+	if coin(12) { // kernel-options: cuda graphs, local attention, two YaRN factors
+		switch rng.Intn(3) {
+		case 0:
+			kernels["cuda_graph_scope"] = []string{"attn"}
+			kernels["cuda_graph_modules"] = []string{"attn"}
+		case 1:
+			kernels["attention_backend"] = "local"
+		default:
+			model["position_embedding"] = "yarn"
+			model["rope_scaling_factor"] = 8.0
+			model["rotary_scaling_factor"] = 40.0
+		}
+	}
+	if coin(12) { // recompute-modules: a module the model lacks
+		train["recompute"] = "selective"
+		train["recompute_modules"] = [][]string{{"mla_up_proj"}, {"mla_up_proj", "core_attn"}}[rng.Intn(2)]
+	}
+	if coin(12) { // tokenizer-files
+		over["data"] = map[string]any{"tokenizer": map[string]any{"type": "GPT2BPETokenizer"}}
+	}
+	if coin(12) { // lr-wsd-decay, lr-min
+		if coin(2) {
+			train["lr_decay_style"] = "WSD"
+		} else {
+			train["min_lr"] = 1e-3
+		}
+	}
+	if coin(12) { // fsdp-options: both FSDPs, or torch FSDP2 with pp
+		launch["extra_args"] = []string{"--use-torch-fsdp2"}
+		train["fsdp"] = coin(2)
+	}
+	if coin(10) { // slurm-nodes, slurm-time, slurm-mem, option-like-path, env-reserved
+		sl := sub(cluster, "slurm")
+		switch rng.Intn(5) {
+		case 0:
+			sl["extra"] = []string{"--nodes=7", "--exclusive"}
+		case 1:
+			sl["time"] = "4h"
+		case 2:
+			sl["mem"] = "lots"
+		case 3:
+			launch["program"] = "-c"
+		default:
+			launch["env"] = map[string]any{"RANK": "3", "WORLD_SIZE": "2"}
 		}
 	}
 }

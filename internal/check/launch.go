@@ -22,12 +22,14 @@ func (c *checker) launchEnv() {
 	switch fsdp := c.s.FSDP(); {
 	case fsdp != "":
 		if v == "1" {
-			c.report("cuda-max-connections", path, "unset it (or set it above 1) when using FSDP",
+			c.report("cuda-max-connections", path, c.anyOf("cuda-max-connections", path,
+				setOpt(setting{path, nil}), setOpt(setting{path, "8"}).note("CUDA's default")),
 				"%s=1 but %s needs more than one connection (Megatron asserts CUDA_DEVICE_MAX_CONNECTIONS != 1)", name, fsdp)
 		}
 	case c.s.NeedsSerialCUDAConnections():
 		if v != "1" {
-			c.report("cuda-max-connections", path, "set it to \"1\" (or remove it: parc exports 1)",
+			c.report("cuda-max-connections", path, c.anyOf("cuda-max-connections", path,
+				setOpt(setting{path, "1"}), setOpt(setting{path, nil}).note("parc exports 1")),
 				"%s=%q but tp=%d, cp=%d on compute capability %.1f (before Blackwell) needs %s=1", name, v, p.TP, p.CP, cc, name)
 		}
 	}
@@ -54,13 +56,22 @@ func (c *checker) launchValues() {
 		path string
 		env  map[string]string
 	}{{"cluster.env", s.Cluster.Env}, {"launch.env", s.Launch.Env}} {
+		// Every reserved name of one block goes together: they share the
+		// block's position, so removing one leaves that diagnostic.
+		var reserved []setting
+		for _, k := range slices.Sorted(maps.Keys(src.env)) {
+			if envNameRE.MatchString(k) && slices.Contains(ReservedEnv, k) {
+				reserved = append(reserved, setting{src.path + "." + k, nil})
+			}
+		}
 		for _, k := range slices.Sorted(maps.Keys(src.env)) {
 			switch {
 			case !envNameRE.MatchString(k):
 				c.report("env-name", src.path, "use letters, digits and _ (not starting with a digit)",
 					"%q is not an environment variable name a shell can export", k)
 			case slices.Contains(ReservedEnv, k):
-				c.report("env-reserved", src.path, "remove it: the launch scripts set "+strings.Join(ReservedEnv, ", "),
+				c.report("env-reserved", src.path, c.anyOf("env-reserved", src.path, setOpt(reserved...))+
+					" (the launch scripts set "+strings.Join(ReservedEnv, ", ")+")",
 					"%s is set by the launch scripts from the plan", k)
 			case strings.ContainsRune(src.env[k], 0):
 				c.report("env-value", src.path, "remove the NUL character",
@@ -104,19 +115,31 @@ func (c *checker) launchValues() {
 func (c *checker) optionLikePaths() {
 	s := c.s
 	l := &s.Launch
-	type field struct{ path, v string }
-	fields := []field{{"launch.python", l.Python}, {"launch.program", l.Program}, {"launch.parc_binary", l.ParcBinary}}
+	// set is the field with "./" written before the value.
+	type field struct {
+		path, v string
+		set     setting
+	}
+	scalar := func(path, v string) field { return field{path, v, setting{path, "./" + v}} }
+	fields := []field{scalar("launch.python", l.Python), scalar("launch.program", l.Program), scalar("launch.parc_binary", l.ParcBinary)}
 	opt := func(path string, v *string) {
 		if v != nil {
-			fields = append(fields, field{path, *v})
+			fields = append(fields, scalar(path, *v))
 		}
 	}
 	opt("launch.workdir", l.Workdir)
 	opt("launch.templates", l.Templates)
 	if ct := l.Container; ct != nil {
 		opt("launch.container.workdir", ct.Workdir)
+		// The mounts share one position: one hint fixes them all.
+		fixed := slices.Clone(ct.Mounts)
+		for i, m := range fixed {
+			if strings.HasPrefix(m, "-") {
+				fixed[i] = "./" + m
+			}
+		}
 		for _, m := range ct.Mounts {
-			fields = append(fields, field{"launch.container.mounts", m})
+			fields = append(fields, field{"launch.container.mounts", m, setting{"launch.container.mounts", fixed}})
 		}
 	}
 	if sl := s.Cluster.Slurm; sl != nil {
@@ -125,7 +148,7 @@ func (c *checker) optionLikePaths() {
 	}
 	for _, f := range fields {
 		if strings.HasPrefix(f.v, "-") {
-			c.report("option-like-path", f.path, fmt.Sprintf("to name a file or directory whose name starts with -, write %q", "./"+f.v),
+			c.report("option-like-path", f.path, "to name a file or directory whose name starts with -, "+c.anyOf("option-like-path", f.path, setOpt(f.set)),
 				"%s = %q starts with \"-\": a program it is given to would read it as an option", f.path, f.v)
 		}
 	}
@@ -216,22 +239,38 @@ func (c *checker) slurm() {
 	if sl.Time != nil {
 		sec, err := SlurmTime(*sl.Time)
 		if err != nil {
-			c.report("slurm-time", "cluster.slurm.time", `e.g. "30" (minutes), "04:00:00", "2-00:00:00"`, "%v", err)
+			c.report("slurm-time", "cluster.slurm.time", "e.g. "+c.anyOf("slurm-time", "cluster.slurm.time",
+				setOpt(setting{"cluster.slurm.time", "30"}).note("minutes"), setOpt(setting{"cluster.slurm.time", "04:00:00"}),
+				setOpt(setting{"cluster.slurm.time", "2-00:00:00"})), "%v", err)
 		} else {
 			limit = sec
 		}
 	}
 	if sl.Mem != nil && !slurmMemRE.MatchString(*sl.Mem) {
-		c.report("slurm-mem", "cluster.slurm.mem", `e.g. "0" (all of the node's memory), "500G", "64000M"`,
+		c.report("slurm-mem", "cluster.slurm.mem", "e.g. "+c.anyOf("slurm-mem", "cluster.slurm.mem",
+			setOpt(setting{"cluster.slurm.mem", "0"}).note("all of the node's memory"), setOpt(setting{"cluster.slurm.mem", "500G"}),
+			setOpt(setting{"cluster.slurm.mem", "64000M"})),
 			"mem %q is not a Slurm memory size", *sl.Mem)
 	}
+	sbatchOption := func(opt string) bool {
+		return strings.HasPrefix(opt, "-") && strings.TrimLeft(opt, "-") != "" && !strings.ContainsAny(opt, "\n\r")
+	}
+	// Every contradicting count goes in one hint: they share the position.
+	rest := slices.DeleteFunc(slices.Clone(sl.Extra), func(opt string) bool {
+		_, _, bad := c.slurmCount(opt)
+		return sbatchOption(opt) && bad
+	})
 	for i, opt := range sl.Extra {
-		if !strings.HasPrefix(opt, "-") || strings.TrimLeft(opt, "-") == "" || strings.ContainsAny(opt, "\n\r") {
+		if !sbatchOption(opt) {
 			c.report("slurm-option", "cluster.slurm.extra", `write it as "--option=value"`,
 				"extra[%d] = %q is not an sbatch option", i, opt)
 			continue
 		}
-		c.slurmCount(i, opt)
+		if field, want, bad := c.slurmCount(opt); bad {
+			c.report("slurm-nodes", "cluster.slurm.extra", c.anyOf("slurm-nodes", "cluster.slurm.extra",
+				setOpt(setting{"cluster.slurm.extra", rest}).note("parc writes it from "+field)),
+				"extra[%d] = %q contradicts %s = %d", i, opt, field, want)
+		}
 	}
 	if sl.CPUsPerTask != nil && cl.CPUsPerNode != nil && *sl.CPUsPerTask*cl.GPUsPerNode > *cl.CPUsPerNode {
 		hint := fmt.Sprintf("use cpus_per_task ≤ %d", *cl.CPUsPerNode/cl.GPUsPerNode)
@@ -268,19 +307,18 @@ func (c *checker) slurm() {
 	}
 }
 
-// slurmCount reports an extra option that sets the node, task or GPU count
-// to something other than what the cluster says.
-func (c *checker) slurmCount(i int, opt string) {
+// slurmCount says whether an extra option sets the node, task or GPU count
+// to something other than what the cluster says, and which field it
+// contradicts.
+func (c *checker) slurmCount(opt string) (field string, want int, bad bool) {
 	cl := c.s.Cluster
 	name, val, hasVal := strings.Cut(opt, "=")
 	if !hasVal && strings.HasPrefix(opt, "-N") && len(opt) > 2 {
 		name, val, hasVal = "-N", opt[2:], true
 	}
 	if !hasVal {
-		return
+		return "", 0, false
 	}
-	want := 0
-	field := ""
 	switch name {
 	case "--nodes", "-N":
 		want, field = cl.Nodes, "cluster.nodes"
@@ -291,17 +329,15 @@ func (c *checker) slurmCount(i int, opt string) {
 	case "--gres":
 		g, ok := strings.CutPrefix(val, "gpu:")
 		if !ok {
-			return
+			return "", 0, false
 		}
 		if j := strings.LastIndexByte(g, ':'); j >= 0 { // gpu:type:N
 			g = g[j+1:]
 		}
 		val, want, field = g, cl.GPUsPerNode, "cluster.gpus_per_node"
 	default:
-		return
+		return "", 0, false
 	}
-	if n, err := strconv.Atoi(val); err != nil || n != want {
-		c.report("slurm-nodes", "cluster.slurm.extra", "remove it: parc writes it from "+field,
-			"extra[%d] = %q contradicts %s = %d", i, opt, field, want)
-	}
+	n, err := strconv.Atoi(val)
+	return field, want, err != nil || n != want
 }

@@ -19,20 +19,25 @@ func (c *checker) pipelineLayout() {
 	p := c.s.Parallel
 	const path = "parallel.layout"
 	var others []string
+	var unset []setting
 	if p.FirstStageLayers != nil {
 		others = append(others, "first_stage_layers")
+		unset = append(unset, setting{"parallel.first_stage_layers", nil})
 	}
 	if p.LastStageLayers != nil {
 		others = append(others, "last_stage_layers")
+		unset = append(unset, setting{"parallel.last_stage_layers", nil})
 	}
 	if p.AccountForEmbedding {
 		others = append(others, "account_for_embedding")
+		unset = append(unset, setting{"parallel.account_for_embedding", removed{false}})
 	}
 	if p.AccountForLoss {
 		others = append(others, "account_for_loss")
+		unset = append(unset, setting{"parallel.account_for_loss", removed{false}})
 	}
 	if len(others) > 0 {
-		c.report("pipeline-layout", path, "remove "+joinStrings(others)+": the layout places every layer itself",
+		c.report("pipeline-layout", path, c.anyOf("pipeline-layout", path, setOpt(unset...).note("the layout places every layer itself")),
 			"parallel.layout cannot be combined with %s (TransformerConfig rejects other pipeline layout arguments)", joinStrings(others))
 	}
 	l, err := spec.ParsePipelineLayout(*p.Layout)
@@ -52,7 +57,7 @@ func (c *checker) pipelineLayout() {
 		return
 	}
 	if vpp := n / p.PP; vpp != p.VPP {
-		c.report("pipeline-layout", "parallel.vpp", fmt.Sprintf("set parallel.vpp: %d", vpp),
+		c.report("pipeline-layout", "parallel.vpp", c.anyOf("pipeline-layout", "parallel.vpp", setOpt(setting{"parallel.vpp", vpp})),
 			"parallel.layout has %d stages = pp %d × %d virtual stages, but vpp=%d", n, p.PP, vpp, p.VPP)
 		return
 	}

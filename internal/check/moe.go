@@ -12,11 +12,11 @@ func (c *checker) moe() {
 	p, m := c.s.Parallel, c.s.Model
 	if !c.isMoE() {
 		if p.EP > 1 {
-			c.report("ep-without-moe", "parallel.ep", "set ep to 1, or add model.moe",
+			c.report("ep-without-moe", "parallel.ep", c.anyOf("ep-without-moe", "parallel.ep", setOpt(setting{"parallel.ep", 1}))+" (ep splits the experts of model.moe)",
 				"ep=%d but the model has no experts (model.moe is not set)", p.EP)
 		}
 		if p.ETP != nil {
-			c.report("etp-without-moe", "parallel.etp", "remove parallel.etp",
+			c.report("etp-without-moe", "parallel.etp", c.anyOf("etp-without-moe", "parallel.etp", setOpt(setting{"parallel.etp", nil})),
 				"etp=%d has no effect on a dense model", *p.ETP)
 		}
 		return
@@ -43,8 +43,11 @@ func (c *checker) moe() {
 	}
 	if e.CapacityFactor != nil && *e.CapacityFactor >= 0 &&
 		!slices.Contains([]string{"aux_loss", "seq_aux_loss", "global_aux_loss", "none"}, e.RouterLoadBalancing) {
-		c.report("moe-capacity-balancing", "model.moe.capacity_factor",
-			"remove capacity_factor, or use router_load_balancing aux_loss, seq_aux_loss, global_aux_loss or none",
+		opts := []option{setOpt(setting{"model.moe.capacity_factor", nil})}
+		for _, lb := range []string{"aux_loss", "seq_aux_loss", "global_aux_loss", "none"} {
+			opts = append(opts, setOpt(setting{"model.moe.router_load_balancing", lb}))
+		}
+		c.report("moe-capacity-balancing", "model.moe.capacity_factor", c.anyOf("moe-capacity-balancing", "model.moe.capacity_factor", opts...),
 			"capacity_factor=%g does not work with %s load balancing", *e.CapacityFactor, e.RouterLoadBalancing)
 	}
 	if e.ExpertBias && e.ScoreFunction != "sigmoid" {

@@ -14,11 +14,17 @@ func (c *checker) schedule() {
 	t := c.s.Train
 	if t.Iters != nil && t.Samples == nil {
 		if t.LRDecaySamples != nil {
-			c.report("train-iters-samples", "train.lr_decay_samples", "use train.lr_decay_iters, or train with train.samples",
+			c.report("train-iters-samples", "train.lr_decay_samples", c.anyOf("train-iters-samples", "train.lr_decay_samples",
+				setOpt(setting{"train.lr_decay_iters", (*t.LRDecaySamples + t.GlobalBatch - 1) / max(t.GlobalBatch, 1)}, setting{"train.lr_decay_samples", nil}).
+					note("lr_decay_samples / global_batch, rounded up"),
+				c.samplesFromIters()),
 				"iteration-based training (train.iters) cannot use lr_decay_samples=%d", *t.LRDecaySamples)
 		}
 		if t.LRWarmupSamples != 0 {
-			c.report("train-iters-samples", "train.lr_warmup_samples", "use train.lr_warmup_iters, or train with train.samples",
+			c.report("train-iters-samples", "train.lr_warmup_samples", c.anyOf("train-iters-samples", "train.lr_warmup_samples",
+				setOpt(setting{"train.lr_warmup_iters", (t.LRWarmupSamples + t.GlobalBatch - 1) / max(t.GlobalBatch, 1)}, setting{"train.lr_warmup_samples", 0}).
+					note("lr_warmup_samples / global_batch, rounded up"),
+				c.samplesFromIters()),
 				"iteration-based training (train.iters) cannot use lr_warmup_samples=%d", t.LRWarmupSamples)
 		}
 	}
@@ -31,7 +37,9 @@ func (c *checker) schedule() {
 			other = fmt.Sprintf("lr_warmup_samples=%d", t.LRWarmupSamples)
 		}
 		if other != "" {
-			c.report("lr-warmup-exclusive", "train.lr_warmup_fraction", "give the warmup once: lr_warmup_fraction, or lr_warmup_iters/samples",
+			c.report("lr-warmup-exclusive", "train.lr_warmup_fraction", "give the warmup once: "+c.anyOf("lr-warmup-exclusive", "train.lr_warmup_fraction",
+				setOpt(setting{"train.lr_warmup_fraction", nil}),
+				setOpt(setting{"train.lr_warmup_iters", 0}, setting{"train.lr_warmup_samples", 0})),
 				"lr_warmup_fraction=%g and %s both set the warmup; Megatron accepts one", *f, other)
 		}
 	}
@@ -40,59 +48,82 @@ func (c *checker) schedule() {
 		if t.LRWSDDecayIters == nil {
 			path = "train.lr_wsd_decay_samples"
 		}
-		c.report("lr-options-unused", path, `remove it, or set train.lr_decay_style: "WSD"`,
+		c.report("lr-options-unused", path, c.anyOf("lr-options-unused", path, setOpt(setting{path, nil}), setOpt(setting{"train.lr_decay_style", "WSD"})),
 			"%s only applies to the WSD schedule (lr_decay_style=%q)", path, t.LRDecayStyle)
 	}
 	if t.DecoupledMinLR != nil && t.DecoupledLR == nil {
-		c.report("lr-options-unused", "train.decoupled_min_lr", "set train.decoupled_lr too, or remove decoupled_min_lr",
+		c.report("lr-options-unused", "train.decoupled_min_lr", c.anyOf("lr-options-unused", "train.decoupled_min_lr",
+			setOpt(setting{"train.decoupled_lr", t.LR}).note("lr, or the rate the input and output layers should train at"),
+			setOpt(setting{"train.decoupled_min_lr", nil})),
 			"decoupled_min_lr=%g has no effect without decoupled_lr", *t.DecoupledMinLR)
 	}
 	if len(t.RampupBatchSize) > 0 {
-		c.report("rampup-batch-size-ignored", "train.rampup_batch_size", "remove it (Megatron's --step-batch-size-schedule replaces it)",
+		c.report("rampup-batch-size-ignored", "train.rampup_batch_size", c.anyOf("rampup-batch-size-ignored", "train.rampup_batch_size",
+			setOpt(setting{"train.rampup_batch_size", nil}).note("Megatron's --step-batch-size-schedule replaces it")),
 			"Megatron parses --rampup-batch-size but no longer ramps the batch (deprecated, ignored at this Megatron version): training runs at global_batch=%d from the start", t.GlobalBatch)
 	}
 	style := t.WeightDecayIncrStyle
 	if style == "" || style == "constant" {
 		var set []string
+		var unset []setting
 		if t.StartWeightDecay != nil {
 			set = append(set, "train.start_weight_decay")
+			unset = append(unset, setting{"train.start_weight_decay", nil})
 		}
 		if t.EndWeightDecay != nil {
 			set = append(set, "train.end_weight_decay")
+			unset = append(unset, setting{"train.end_weight_decay", nil})
 		}
 		if len(set) > 0 {
-			c.report("weight-decay-schedule", set[0], `set train.weight_decay_incr_style "linear" or "cosine", or remove `+joinStrings(set),
+			c.report("weight-decay-schedule", set[0], c.anyOf("weight-decay-schedule", set[0],
+				setOpt(setting{"train.weight_decay_incr_style", "linear"}), setOpt(setting{"train.weight_decay_incr_style", "cosine"}), setOpt(unset...)),
 				"%s need a weight-decay schedule, but weight_decay_incr_style is constant (Megatron asserts they are unset)", joinStrings(set))
 		}
 	} else {
 		var missing []string
+		var give []setting
 		if t.StartWeightDecay == nil {
 			missing = append(missing, "train.start_weight_decay")
+			give = append(give, setting{"train.start_weight_decay", t.WeightDecay})
 		}
 		if t.EndWeightDecay == nil {
 			missing = append(missing, "train.end_weight_decay")
+			give = append(give, setting{"train.end_weight_decay", t.WeightDecay})
 		}
 		if len(missing) > 0 {
-			c.report("weight-decay-schedule", "train.weight_decay_incr_style", "set "+joinStrings(missing)+`, or use weight_decay_incr_style "constant"`,
+			c.report("weight-decay-schedule", "train.weight_decay_incr_style", c.anyOf("weight-decay-schedule", "train.weight_decay_incr_style",
+				setOpt(give...).note("weight_decay, or the schedule's ends"), setOpt(setting{"train.weight_decay_incr_style", "constant"})),
 				"weight_decay_incr_style %q needs %s", style, joinStrings(missing))
 		}
 	}
 	if t.OverlapParamGatherWithOptimizerStep {
+		const path = "train.overlap_param_gather_with_optimizer_step"
 		var missing []string
+		var need []setting
 		if !t.DistributedOptimizer && c.s.FSDP() != "megatron-fsdp" {
 			missing = append(missing, "train.distributed_optimizer")
+			need = append(need, setting{"train.distributed_optimizer", true})
 		}
 		if !t.OverlapParamGather {
 			missing = append(missing, "train.overlap_param_gather")
-		}
-		if c.s.Parallel.VPP < 2 {
-			missing = append(missing, "virtual pipeline stages (parallel.vpp > 1)")
+			need = append(need, setting{"train.overlap_param_gather", true})
+			if !t.OverlapGradReduce { // overlap_param_gather's own need
+				need = append(need, setting{"train.overlap_grad_reduce", true})
+			}
 		}
 		if format := c.ckptFormat(); format != "torch" {
 			missing = append(missing, fmt.Sprintf("checkpoint.format \"torch\" (not %q: distributed checkpointing is not supported)", format))
+			need = append(need, setting{"checkpoint.format", "torch"})
+		}
+		var on []option
+		if c.s.Parallel.VPP < 2 {
+			missing = append(missing, "virtual pipeline stages (parallel.vpp > 1)")
+			on = c.valueOptions("overlap-param-gather", path, "parallel.vpp", valuesIn(2, max(c.s.Model.Layers, 2), func(int) bool { return true }), 1, need...)
+		} else if len(need) > 0 {
+			on = []option{setOpt(need...)}
 		}
 		if len(missing) > 0 {
-			c.report("overlap-param-gather", "train.overlap_param_gather_with_optimizer_step", "set "+joinStrings(missing)+", or overlap_param_gather_with_optimizer_step: false",
+			c.report("overlap-param-gather", path, c.anyOf("overlap-param-gather", path, append(on, setOpt(setting{path, false}))...),
 				"overlap_param_gather_with_optimizer_step needs %s", joinStrings(missing))
 		}
 	}
@@ -127,7 +158,8 @@ func (c *checker) kernels() {
 			"RoPE fusion with multi-latent attention only works with YaRN RoPE, but model.rope_type is \"rope\"")
 	}
 	if len(k.CUDAGraphScope) > 0 && len(k.CUDAGraphModules) > 0 {
-		c.report("kernel-options", "kernels.cuda_graph_scope", "give the modules once, in kernels.cuda_graph_modules",
+		c.report("kernel-options", "kernels.cuda_graph_scope", "give the modules once, in kernels.cuda_graph_modules: "+
+			c.anyOf("kernel-options", "kernels.cuda_graph_scope", setOpt(setting{"kernels.cuda_graph_scope", nil})),
 			"cuda_graph_scope (--cuda-graph-scope, deprecated) and cuda_graph_modules cannot be used together")
 	}
 	if k.CUDAGraphImpl == "full_iteration" && s.Train.CheckForNaNInLossAndGrad {
@@ -136,14 +168,16 @@ func (c *checker) kernels() {
 			"full-iteration CUDA graphs (cuda_graph_impl \"full_iteration\") need check_for_nan_in_loss_and_grad off")
 	}
 	if k.AttentionBackend == "local" {
-		c.report("kernel-options", "kernels.attention_backend", `use another attention_backend ("auto")`,
+		c.report("kernel-options", "kernels.attention_backend", c.anyOf("kernel-options", "kernels.attention_backend",
+			setOpt(setting{"kernels.attention_backend", "auto"})),
 			"attention_backend \"local\" needs Megatron's local layer spec (--spec local), which parc's transformer_engine plans do not use")
 	}
 	c.transformerImpl()
 	c.determinism()
 	m := s.Model
 	if m.RopeScalingFactor != nil && m.RotaryScalingFactor != nil && (m.MLA != nil || m.PositionEmbedding == "yarn") {
-		c.report("kernel-options", "model.rope_scaling_factor", "remove model.rope_scaling_factor; rotary_scaling_factor is YaRN's factor",
+		c.report("kernel-options", "model.rope_scaling_factor", c.anyOf("kernel-options", "model.rope_scaling_factor",
+			setOpt(setting{"model.rope_scaling_factor", nil}).note("rotary_scaling_factor is YaRN's factor")),
 			"with YaRN RoPE both rope_scaling_factor=%g and rotary_scaling_factor=%g give --rotary-scaling-factor", *m.RopeScalingFactor, *m.RotaryScalingFactor)
 	}
 }
@@ -173,11 +207,14 @@ func (c *checker) moeRouter() {
 		}
 	}
 	if e.FlexDispatcherBackend == "ncclep" && e.Dispatcher != "flex" {
-		c.report("moe-flex-backend", "model.moe.flex_dispatcher_backend", `set model.moe.dispatcher: "flex", or another backend`,
+		c.report("moe-flex-backend", "model.moe.flex_dispatcher_backend", c.anyOf("moe-flex-backend", "model.moe.flex_dispatcher_backend",
+			setOpt(setting{"model.moe.dispatcher", "flex"}), setOpt(setting{"model.moe.flex_dispatcher_backend", "deepep"})),
 			"flex_dispatcher_backend \"ncclep\" needs the flex dispatcher, but dispatcher is %q", e.Dispatcher)
 	}
 	if e.SharedExpertOverlap && e.SharedFFNHidden > 0 && !slices.Contains([]string{"alltoall", "flex"}, e.Dispatcher) {
-		c.report("moe-flex-backend", "model.moe.shared_expert_overlap", `use dispatcher "alltoall" or "flex", or shared_expert_overlap: false`,
+		c.report("moe-flex-backend", "model.moe.shared_expert_overlap", c.anyOf("moe-flex-backend", "model.moe.shared_expert_overlap",
+			setOpt(setting{"model.moe.dispatcher", "alltoall"}), setOpt(setting{"model.moe.dispatcher", "flex"}),
+			setOpt(setting{"model.moe.shared_expert_overlap", false})),
 			"shared_expert_overlap only works with the alltoall or flex dispatcher, not %q", e.Dispatcher)
 	}
 }
@@ -190,34 +227,43 @@ func (c *checker) moeRouter() {
 func (c *checker) transformerImpl() {
 	s, impl := c.s, c.s.Kernels.TransformerImpl
 	if impl != "transformer_engine" && impl != "" && s.Parallel.DelayWgradCompute {
-		c.report("kernel-options", "kernels.transformer_impl", `use transformer_impl "transformer_engine", or delay_wgrad_compute: false`,
+		c.report("kernel-options", "kernels.transformer_impl", c.anyOf("kernel-options", "kernels.transformer_impl",
+			setOpt(setting{"kernels.transformer_impl", "transformer_engine"}), setOpt(setting{"parallel.delay_wgrad_compute", false})),
 			"delay_wgrad_compute is only supported with the transformer_engine implementation, but transformer_impl is %q", impl)
 	}
 	if impl != "inference_optimized" {
 		return
 	}
 	var bad []string
+	var fix []setting
 	m := s.Model
 	if m.Normalization != "rmsnorm" {
 		bad = append(bad, fmt.Sprintf("RMSNorm (model.normalization is %q)", m.Normalization))
+		fix = append(fix, setting{"model.normalization", "rmsnorm"})
 	}
 	if m.Bias {
 		bad = append(bad, "no linear biases (model.bias)")
+		fix = append(fix, setting{"model.bias", false})
 	}
 	if m.QKVBias {
 		bad = append(bad, "no QKV bias (model.qkv_bias)")
+		fix = append(fix, setting{"model.qkv_bias", false})
 	}
 	if m.MoE != nil && c.etp() > 1 {
 		bad = append(bad, fmt.Sprintf("no expert tensor parallelism (etp=%d)", c.etp()))
+		fix = append(fix, setting{"parallel.etp", 1})
 	}
 	if m.MoE != nil && m.MoE.CapacityFactor != nil {
 		bad = append(bad, "dropless MoE (model.moe.capacity_factor is set)")
+		fix = append(fix, setting{"model.moe.capacity_factor", nil})
 	}
 	if m.MTPLayers > 0 {
 		bad = append(bad, fmt.Sprintf("no MTP layers (mtp_layers=%d)", m.MTPLayers))
+		fix = append(fix, setting{"model.mtp_layers", 0})
 	}
 	if len(bad) > 0 {
-		c.report("kernel-options", "kernels.transformer_impl", `use transformer_impl "transformer_engine", or change the listed settings`,
+		c.report("kernel-options", "kernels.transformer_impl", c.anyOf("kernel-options", "kernels.transformer_impl",
+			setOpt(setting{"kernels.transformer_impl", "transformer_engine"}), setOpt(fix...)),
 			"transformer_impl \"inference_optimized\" needs %s", joinStrings(bad))
 	}
 }
@@ -231,14 +277,18 @@ func (c *checker) determinism() {
 		return
 	}
 	var bad []string
+	var off []setting
 	if s.Kernels.CrossEntropyLossFusion {
 		bad = append(bad, "kernels.cross_entropy_loss_fusion off")
+		off = append(off, setting{"kernels.cross_entropy_loss_fusion", false})
 	}
 	if s.Parallel.TPCommOverlap {
 		bad = append(bad, "parallel.tp_comm_overlap off")
+		off = append(off, setting{"parallel.tp_comm_overlap", false})
 	}
 	if len(bad) > 0 {
-		c.report("deterministic-mode", "train.deterministic_mode", "turn the listed options off, or deterministic_mode: false",
+		c.report("deterministic-mode", "train.deterministic_mode", c.anyOf("deterministic-mode", "train.deterministic_mode",
+			setOpt(off...), setOpt(setting{"train.deterministic_mode", false})),
 			"deterministic_mode needs %s (Megatron asserts it: \"--deterministic-mode requires: ...\")", joinStrings(bad))
 	}
 }

@@ -20,7 +20,13 @@ func (c *checker) commOverlap() {
 			opt("set parallel.sp: true", setting{"parallel.sp", true}), off)
 		if p.TP == 1 {
 			why = "tp=1, where Megatron switches sequence parallelism off"
-			hint = "use tp > 1 with sequence parallelism, or " + c.options("tp-comm-overlap", "parallel.tp_comm_overlap", "set tp_comm_overlap: false", off)
+			var sp []setting
+			if p.SP != nil {
+				sp = append(sp, setting{"parallel.sp", true})
+			}
+			hint = c.anyOf("tp-comm-overlap", "parallel.tp_comm_overlap", append(
+				c.valueOptions("tp-comm-overlap", "parallel.tp_comm_overlap", "parallel.tp", valuesIn(2, c.world(), func(int) bool { return true }), 2, sp...),
+				off)...)
 		}
 		c.report("tp-comm-overlap", "parallel.tp_comm_overlap", hint,
 			"tp_comm_overlap overlaps tensor-parallel communication of sequence parallelism, but %s", why)
@@ -53,7 +59,8 @@ func (c *checker) commOverlap() {
 		}
 		if len(bad) > 0 {
 			c.report("ep-comm-overlap", "parallel.overlap_moe_expert_parallel_comm",
-				"change the listed settings, or set overlap_moe_expert_parallel_comm: false",
+				"change the listed settings, or "+c.anyOf("ep-comm-overlap", "parallel.overlap_moe_expert_parallel_comm",
+					setOpt(setting{"parallel.overlap_moe_expert_parallel_comm", false})),
 				"overlap_moe_expert_parallel_comm needs %s", joinStrings(bad))
 		}
 	}
@@ -75,7 +82,8 @@ func (c *checker) recomputeModules() {
 		return
 	}
 	if t.Recompute != "selective" {
-		c.report("recompute-options-unused", "train.recompute_modules", `remove it, or set train.recompute: "selective"`,
+		c.report("recompute-options-unused", "train.recompute_modules", c.anyOf("recompute-options-unused", "train.recompute_modules",
+			setOpt(setting{"train.recompute_modules", nil}), setOpt(setting{"train.recompute", "selective"})),
 			"recompute_modules only applies to selective recomputation (recompute=%q)", t.Recompute)
 		return
 	}
@@ -114,6 +122,13 @@ func (c *checker) recomputeModules() {
 		}
 		if need != "" {
 			switch hint {
+			case "remove it from the list", "remove it from the list (the model has no MoE layers)":
+				rest := slices.DeleteFunc(slices.Clone(t.RecomputeModules), func(m string) bool { return m == mod })
+				o := setOpt(setting{"train.recompute_modules", rest})
+				if len(rest) == 0 {
+					o = setOpt(setting{"train.recompute_modules", nil}).note("Megatron's default: core_attn")
+				}
+				hint = c.anyOf("recompute-modules", "train.recompute_modules", o)
 			case "set model.moe.grouped_gemm: true":
 				hint = c.options("recompute-modules", "train.recompute_modules", hint, opt(hint, setting{"model.moe.grouped_gemm", true}))
 			case `use train.fp8_recipe "tensorwise" or another recipe`:

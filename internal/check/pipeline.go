@@ -20,10 +20,13 @@ func (c *checker) pipeline() {
 	if vpp > 1 {
 		switch {
 		case p.OverlapP2P && pp <= 1:
-			c.report("vpp-pp", "parallel.vpp", "set vpp to 1, or use pp ≥ 2",
+			c.report("vpp-pp", "parallel.vpp", c.anyOf("vpp-pp", "parallel.vpp", append([]option{setOpt(setting{"parallel.vpp", 1})},
+				c.valueOptions("vpp-pp", "parallel.vpp", "parallel.pp", valuesIn(2, c.world(), func(int) bool { return true }), 3)...)...),
 				"the interleaved schedule (vpp=%d) needs pp > 1, but pp=%d", vpp, pp)
 		case !p.OverlapP2P && pp <= 2:
-			c.report("vpp-pp", "parallel.vpp", "set vpp to 1, use pp ≥ 3, or turn overlap_p2p back on",
+			opts := append([]option{setOpt(setting{"parallel.vpp", 1}), setOpt(setting{"parallel.overlap_p2p", true})},
+				c.valueOptions("vpp-pp", "parallel.vpp", "parallel.pp", valuesIn(3, c.world(), func(int) bool { return true }), 3)...)
+			c.report("vpp-pp", "parallel.vpp", c.anyOf("vpp-pp", "parallel.vpp", opts...),
 				"the interleaved schedule (vpp=%d) with overlap_p2p off needs pp > 2, but pp=%d", vpp, pp)
 		}
 	}
@@ -38,7 +41,9 @@ func (c *checker) pipeline() {
 	}
 
 	if p.MicrobatchGroupSize != nil && vpp <= 1 {
-		c.report("microbatch-group-unused", "parallel.microbatch_group_size", "remove it, or use vpp > 1",
+		const path = "parallel.microbatch_group_size"
+		c.report("microbatch-group-unused", path, c.anyOf("microbatch-group-unused", path, append([]option{setOpt(setting{path, nil})},
+			c.valueOptions("microbatch-group-unused", path, "parallel.vpp", valuesIn(2, max(c.s.Model.Layers, 2), func(int) bool { return true }), 2)...)...),
 			"microbatch_group_size=%d has no effect without the interleaved schedule (vpp=%d)", *p.MicrobatchGroupSize, vpp)
 	}
 	c.interleave()
@@ -82,8 +87,8 @@ func (c *checker) unevenSplit() {
 	p := c.s.Parallel
 	pp, vpp, L := p.PP, p.VPP, c.s.Model.Layers
 	if p.AccountForEmbedding || p.AccountForLoss {
-		c.report("uneven-account-for", c.unevenPath(),
-			"remove first_stage_layers/last_stage_layers, or account_for_embedding/account_for_loss",
+		c.report("uneven-account-for", c.unevenPath(), c.anyOf("uneven-account-for", c.unevenPath(),
+			setOpt(c.noUneven()...), setOpt(setting{"parallel.account_for_embedding", false}, setting{"parallel.account_for_loss", false})),
 			"an uneven pipeline (first_stage_layers/last_stage_layers) cannot be combined with account_for_embedding/account_for_loss")
 	}
 	middle, stages := L, pp
@@ -118,10 +123,10 @@ func (c *checker) unevenSplit() {
 	if pp == 1 {
 		// Megatron's arithmetic runs with pp-1 (or pp-2) middle stages here.
 		if (middle != 0) != (stages != 0) {
-			c.report("uneven-middle", c.unevenPath(), "remove first_stage_layers/last_stage_layers: pp=1 has a single stage",
+			c.report("uneven-middle", c.unevenPath(), c.anyOf("uneven-middle", c.unevenPath(), setOpt(c.noUneven()...).note("pp=1 has a single stage")),
 				"with pp=1 the stage layers leave %d layers for %d middle stages", middle, stages)
 		} else if n := c.singleStageLayers(); n != L {
-			c.report("uneven-single-stage", c.unevenPath(), "remove first_stage_layers/last_stage_layers when pp=1",
+			c.report("uneven-single-stage", c.unevenPath(), c.anyOf("uneven-single-stage", c.unevenPath(), setOpt(c.noUneven()...).note("pp=1 has a single stage")),
 				"first_stage_layers/last_stage_layers with pp=1: the only stage builds %d of the %d layers", n, L)
 		}
 		return
@@ -137,7 +142,10 @@ func (c *checker) unevenSplit() {
 			// get_transformer_layer_offset (transformer_layer.py) divides the
 			// middle layers per virtual chunk by middle_pipeline_stages = 0
 			// on every rank but the first: ZeroDivisionError at start-up.
-			c.report("uneven-vpp-no-middle", c.unevenPath(), "set vpp: 1, or leave a middle stage (pp > 2, or give only one of first/last_stage_layers)",
+			opts := []option{setOpt(setting{"parallel.vpp", 1}),
+				setOpt(setting{"parallel.first_stage_layers", nil}), setOpt(setting{"parallel.last_stage_layers", nil})}
+			opts = append(opts, c.valueOptions("uneven-vpp-no-middle", c.unevenPath(), "parallel.pp", valuesIn(pp+1, c.world(), func(int) bool { return true }), 2)...)
+			c.report("uneven-vpp-no-middle", c.unevenPath(), c.anyOf("uneven-vpp-no-middle", c.unevenPath(), opts...),
 				"first_stage_layers and last_stage_layers take all %d layers of the pp=%d stages, leaving no middle stage; with vpp=%d Megatron's layer-offset computation divides by the 0 middle stages and fails at start-up", L, pp, vpp)
 		}
 		return
@@ -165,6 +173,18 @@ func (c *checker) singleStageLayers() int {
 		return *v
 	}
 	return *c.s.Parallel.FirstStageLayers
+}
+
+// noUneven removes the stage layer counts the spec sets.
+func (c *checker) noUneven() []setting {
+	var set []setting
+	if c.s.Parallel.FirstStageLayers != nil {
+		set = append(set, setting{"parallel.first_stage_layers", nil})
+	}
+	if c.s.Parallel.LastStageLayers != nil {
+		set = append(set, setting{"parallel.last_stage_layers", nil})
+	}
+	return set
 }
 
 func (c *checker) unevenPath() string {

@@ -43,12 +43,14 @@ func (c *checker) sequence() {
 				"hierarchical_cp %v multiplies to %d, not cp=%d", h, prod, cp)
 		}
 	} else if p.CPCommType == "a2a+p2p" {
-		c.report("cp-a2a-p2p", "parallel.cp_comm_type", c.hierHint("cp-a2a-p2p", cp)+", or use another cp_comm_type",
+		c.report("cp-a2a-p2p", "parallel.cp_comm_type", c.hierHint("cp-a2a-p2p", cp)+", or "+c.anyOf("cp-a2a-p2p", "parallel.cp_comm_type",
+			setOpt(setting{"parallel.cp_comm_type", "p2p"}), setOpt(setting{"parallel.cp_comm_type", "a2a"})),
 			"cp_comm_type a2a+p2p needs hierarchical_cp sizes")
 	}
 
 	if p.SP != nil && *p.SP && tp == 1 {
-		c.report("sp-without-tp", "parallel.sp", "remove parallel.sp, or use tp > 1",
+		c.report("sp-without-tp", "parallel.sp", c.anyOf("sp-without-tp", "parallel.sp", append([]option{setOpt(setting{"parallel.sp", nil})},
+			c.valueOptions("sp-without-tp", "parallel.sp", "parallel.tp", valuesIn(2, c.world(), func(int) bool { return true }), 3)...)...),
 			"sequence parallelism needs tp > 1; with tp=1 Megatron switches it off")
 	}
 	if c.d.SP && cp >= 1 && seq%cp == 0 && (seq/cp)%tp != 0 {

@@ -1,13 +1,17 @@
 package check
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // recompute checks activation recomputation (R3, R4 and the MTP rule).
 func (c *checker) recompute() {
 	t, p := c.s.Train, c.s.Parallel
 	if t.Recompute != "full" {
 		if t.RecomputeLayers != nil {
-			c.report("recompute-options-unused", "train.recompute_layers", `remove it, or set train.recompute: "full"`,
+			c.report("recompute-options-unused", "train.recompute_layers", c.anyOf("recompute-options-unused", "train.recompute_layers",
+				setOpt(setting{"train.recompute_layers", nil}), setOpt(setting{"train.recompute", "full"})),
 				"recompute_layers=%d only applies to full recomputation (recompute=%q)", *t.RecomputeLayers, t.Recompute)
 		}
 		return
@@ -23,7 +27,8 @@ func (c *checker) recompute() {
 			"recompute_layers=%d exceeds the %d layers per pipeline rank (layers=%d / pp=%d)", n, per, c.s.Model.Layers, p.PP)
 	}
 	if c.s.Model.MTPLayers > 0 && t.RecomputeMethod == "uniform" && n != 1 {
-		c.report("recompute-mtp-uniform", "train.recompute_layers", `set recompute_layers: 1, or recompute_method: "block"`,
+		c.report("recompute-mtp-uniform", "train.recompute_layers", c.anyOf("recompute-mtp-uniform", "train.recompute_layers",
+			setOpt(setting{"train.recompute_layers", 1}), setOpt(setting{"train.recompute_method", "block"})),
 			"full uniform recomputation with mtp_layers=%d needs recompute_layers=1, not %d", c.s.Model.MTPLayers, n)
 	}
 }
@@ -35,14 +40,18 @@ func (c *checker) optimizer() {
 		return
 	}
 	var missing []string
+	var on []setting
 	if !t.DistributedOptimizer && c.s.FSDP() != "megatron-fsdp" {
 		missing = append(missing, "train.distributed_optimizer")
+		on = append(on, setting{"train.distributed_optimizer", true})
 	}
 	if !t.OverlapGradReduce {
 		missing = append(missing, "train.overlap_grad_reduce")
+		on = append(on, setting{"train.overlap_grad_reduce", true})
 	}
 	if len(missing) > 0 {
-		c.report("overlap-param-gather", "train.overlap_param_gather", "set "+joinStrings(missing)+" to true, or overlap_param_gather to false",
+		c.report("overlap-param-gather", "train.overlap_param_gather", c.anyOf("overlap-param-gather", "train.overlap_param_gather",
+			setOpt(on...), setOpt(setting{"train.overlap_param_gather", false})),
 			"overlap_param_gather needs %s", joinStrings(missing))
 	}
 }
@@ -53,15 +62,20 @@ func (c *checker) training() {
 	t := c.s.Train
 	switch {
 	case t.Iters != nil && t.Samples != nil:
-		c.report("train-iters-samples", "train.samples", "give train.iters or train.samples, not both",
+		c.report("train-iters-samples", "train.samples", c.anyOf("train-iters-samples", "train.samples",
+			setOpt(setting{"train.samples", nil}), setOpt(setting{"train.iters", nil})),
 			"train.iters=%d and train.samples=%d are both set", *t.Iters, *t.Samples)
 	case t.Samples != nil:
 		if t.LRDecayIters != nil {
-			c.report("train-iters-samples", "train.lr_decay_iters", "remove train.lr_decay_iters, or train with train.iters",
+			c.report("train-iters-samples", "train.lr_decay_iters", c.anyOf("train-iters-samples", "train.lr_decay_iters",
+				setOpt(setting{"train.lr_decay_samples", *t.LRDecayIters * t.GlobalBatch}, setting{"train.lr_decay_iters", nil}).note("lr_decay_iters × global_batch"),
+				setOpt(setting{"train.lr_decay_iters", nil}), c.itersFromSamples()),
 				"sample-based training (train.samples) cannot use lr_decay_iters=%d", *t.LRDecayIters)
 		}
 		if t.LRWarmupIters != 0 {
-			c.report("train-iters-samples", "train.lr_warmup_iters", "set train.lr_warmup_iters: 0, or train with train.iters",
+			c.report("train-iters-samples", "train.lr_warmup_iters", c.anyOf("train-iters-samples", "train.lr_warmup_iters",
+				setOpt(setting{"train.lr_warmup_samples", t.LRWarmupIters * t.GlobalBatch}, setting{"train.lr_warmup_iters", 0}).note("lr_warmup_iters × global_batch"),
+				setOpt(setting{"train.lr_warmup_iters", 0}), c.itersFromSamples()),
 				"sample-based training (train.samples) cannot use lr_warmup_iters=%d", t.LRWarmupIters)
 		}
 	case t.Iters == nil:
@@ -84,11 +98,16 @@ func (c *checker) training() {
 	}
 	if t.LRDecayStyle == "WSD" && t.LRWSDDecayIters == nil && t.LRWSDDecaySamples == nil &&
 		!c.hasFlag("--lr-wsd-decay-iters") && !c.hasFlag("--lr-wsd-decay-samples") {
-		c.report("lr-wsd-decay", "train.lr_decay_style", "set train.lr_wsd_decay_iters (or lr_wsd_decay_samples), or use another lr_decay_style",
+		c.report("lr-wsd-decay", "train.lr_decay_style", "set train.lr_wsd_decay_iters (or lr_wsd_decay_samples), or "+c.anyOf("lr-wsd-decay", "train.lr_decay_style",
+			setOpt(setting{"train.lr_decay_style", "cosine"}).note("the default")),
 			"lr_decay_style WSD needs the length of its decay phase (lr_wsd_decay_iters), which the plan does not give")
 	}
 	if t.MinLR > t.LR {
-		c.report("lr-min", "train.min_lr", fmt.Sprintf("use min_lr ≤ lr=%g", t.LR),
+		hint := fmt.Sprintf("use min_lr ≤ lr=%g", t.LR)
+		if !c.acceptsAll("lr-min", setting{"train.min_lr", t.LR}) || !c.acceptsAll("lr-min", setting{"train.min_lr", 0.0}) {
+			hint = noValue("train.min_lr")
+		}
+		c.report("lr-min", "train.min_lr", hint,
 			"min_lr=%g is larger than lr=%g", t.MinLR, t.LR).
 			Related("train.lr", "lr = %g", t.LR)
 	}
@@ -123,7 +142,8 @@ func (c *checker) training() {
 		}
 	}
 	if len(missing) > 0 {
-		c.report("tokenizer-files", missing[0], "set "+joinStrings(missing)+`, or use tokenizer type "NullTokenizer"`,
+		c.report("tokenizer-files", missing[0], "set "+joinStrings(missing)+", or "+c.anyOf("tokenizer-files", missing[0],
+			setOpt(setting{"data.tokenizer.type", "NullTokenizer"}).note("no files: mock data only")),
 			"tokenizer %s needs %s", tk.Type, joinStrings(missing))
 	}
 }
@@ -147,11 +167,14 @@ func (c *checker) fsdpOptions() {
 	}
 	if t := s.Train; !t.FSDP {
 		var set []string
+		var defaults []setting // the fields set, back at their defaults
 		if v := t.DataParallelShardingStrategy; v != "" && v != "optim_grads_params" {
 			set = append(set, "train.data_parallel_sharding_strategy")
+			defaults = append(defaults, setting{"train.data_parallel_sharding_strategy", removed{"optim_grads_params"}})
 		}
 		if t.FSDPDoubleBuffer {
 			set = append(set, "train.fsdp_double_buffer")
+			defaults = append(defaults, setting{"train.fsdp_double_buffer", removed{false}})
 		}
 		for _, f := range []struct{ path, v, def string }{
 			{"train.megatron_fsdp_main_params_dtype", t.MegatronFSDPMainParamsDtype, "fp32"},
@@ -160,15 +183,17 @@ func (c *checker) fsdpOptions() {
 		} {
 			if f.v != "" && f.v != f.def {
 				set = append(set, f.path)
+				defaults = append(defaults, setting{f.path, removed{f.def}})
 			}
 		}
 		if len(set) > 0 {
-			c.report("fsdp-options-unused", set[0], "remove them, or set train.fsdp: true",
+			c.report("fsdp-options-unused", set[0], c.anyOf("fsdp-options-unused", set[0], setOpt(defaults...), setOpt(setting{"train.fsdp", true})),
 				"%s only apply to Megatron-FSDP (train.fsdp), which is off", joinStrings(set))
 		}
 	}
 	if s.Train.FSDP && hasArg(s.Launch.ExtraArgs, "--use-torch-fsdp2") {
-		c.report("fsdp-options", "train.fsdp", "use one FSDP: train.fsdp (Megatron-FSDP) or --use-torch-fsdp2, not both",
+		c.report("fsdp-options", "train.fsdp", "use one FSDP: "+c.anyOf("fsdp-options", "train.fsdp",
+			setOpt(setting{"train.fsdp", false}), c.withoutExtraArg("--use-torch-fsdp2")),
 			"train.fsdp turns on Megatron-FSDP, but launch.extra_args also passes --use-torch-fsdp2")
 	}
 	var bad []string
@@ -197,7 +222,7 @@ func (c *checker) fsdpOptions() {
 			bad = append(bad, "fp16")
 		}
 		if len(bad) > 0 {
-			c.report("fsdp-options", path, "fix each item, or remove --use-torch-fsdp2",
+			c.report("fsdp-options", path, "fix each item, or "+c.anyOf("fsdp-options", path, c.withoutExtraArg("--use-torch-fsdp2")),
 				"--use-torch-fsdp2 does not support %s", joinStrings(bad))
 		}
 	case "megatron-fsdp":
@@ -207,4 +232,29 @@ func (c *checker) fsdpOptions() {
 				"Megatron-FSDP (--use-megatron-fsdp) requires the fsdp_dtensor checkpoint format, not %s", format)
 		}
 	}
+}
+
+// itersFromSamples is the option of training by iterations instead of
+// samples: iters = samples / global_batch, rounded up.
+func (c *checker) itersFromSamples() option {
+	t := c.s.Train
+	return setOpt(setting{"train.iters", (*t.Samples + t.GlobalBatch - 1) / max(t.GlobalBatch, 1)}, setting{"train.samples", nil}).
+		note("samples / global_batch, rounded up")
+}
+
+// samplesFromIters is the option of training by samples instead of
+// iterations: samples = iters × global_batch.
+func (c *checker) samplesFromIters() option {
+	t := c.s.Train
+	return setOpt(setting{"train.samples", *t.Iters * t.GlobalBatch}, setting{"train.iters", nil}).note("iters × global_batch")
+}
+
+// withoutExtraArg is the option of removing an argument from
+// launch.extra_args.
+func (c *checker) withoutExtraArg(arg string) option {
+	rest := slices.DeleteFunc(slices.Clone(c.s.Launch.ExtraArgs), func(a string) bool { return a == arg })
+	if rest == nil {
+		rest = []string{}
+	}
+	return setOpt(setting{"launch.extra_args", rest})
 }

@@ -2,8 +2,10 @@ package check
 
 import (
 	"cmp"
+	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"parc.dev/parc/internal/diag"
@@ -23,6 +25,17 @@ import (
 type setting struct {
 	path  string
 	value any
+}
+
+// removed is the value of a setting that removes a field which is not
+// optional in Go: the field takes its schema default, def.
+type removed struct{ def any }
+
+func valueOf(v any) any {
+	if r, ok := v.(removed); ok {
+		return r.def
+	}
+	return v
 }
 
 // suggestion is one verified setting a hint offers (kept for tests).
@@ -53,7 +66,7 @@ func (c *checker) acceptsIf(code string, offered func(diag.Diagnostic) bool, set
 	s2 := c.s
 	for _, st := range set {
 		var ok bool
-		if s2, ok = withValue(s2, st.path, st.value); !ok {
+		if s2, ok = withValue(s2, st.path, valueOf(st.value)); !ok {
 			// Not a field the verifier can set: an unverifiable value is
 			// not suggested (TestWithValueReachesEveryHintField keeps the
 			// hints' fields settable).
@@ -202,11 +215,34 @@ func withValue(s *spec.Spec, path string, v any) (*spec.Spec, bool) {
 		switch {
 		case f.Kind() == reflect.Struct:
 			cur = f
-		case f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.Struct && !f.IsNil():
+		case f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.Struct:
+			// A block the spec leaves out (checkpoint) starts empty: the
+			// rules read only the fields a hint sets in it.
 			cp := reflect.New(f.Type().Elem())
-			cp.Elem().Set(f.Elem())
+			if !f.IsNil() {
+				cp.Elem().Set(f.Elem())
+			}
 			f.Set(cp)
 			cur = cp.Elem()
+		case f.Kind() == reflect.Map && f.Type().Key().Kind() == reflect.String && i == len(parts)-2:
+			// An environment variable (launch.env.NAME): set, or removed
+			// with nil, in a copy of the map.
+			m := reflect.MakeMap(f.Type())
+			for it := f.MapRange(); it.Next(); {
+				m.SetMapIndex(it.Key(), it.Value())
+			}
+			key := reflect.ValueOf(parts[i+1]).Convert(f.Type().Key())
+			if v == nil {
+				m.SetMapIndex(key, reflect.Value{})
+			} else {
+				rv := reflect.ValueOf(v)
+				if !rv.Type().AssignableTo(f.Type().Elem()) {
+					return nil, false
+				}
+				m.SetMapIndex(key, rv)
+			}
+			f.Set(m)
+			return &s2, true
 		default:
 			return nil, false
 		}
@@ -240,7 +276,28 @@ func setField(f reflect.Value, v any) bool {
 		f.Set(rv.Convert(f.Type()))
 		return true
 	}
-	return false
+	// A number of the other kind (an int for a float field, or a float
+	// that is a whole number for an int field), or a pointer to one.
+	t := f.Type()
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	isFloat := func(k reflect.Kind) bool { return k == reflect.Float64 || k == reflect.Float32 }
+	isInt := func(k reflect.Kind) bool { return k >= reflect.Int && k <= reflect.Int64 }
+	switch {
+	case isInt(rv.Kind()) && isFloat(t.Kind()):
+	case isFloat(rv.Kind()) && isInt(t.Kind()) && rv.Float() == float64(int64(rv.Float())):
+	default:
+		return false
+	}
+	nv := rv.Convert(t)
+	if f.Kind() == reflect.Pointer {
+		p := reflect.New(t)
+		p.Elem().Set(nv)
+		nv = p
+	}
+	f.Set(nv)
+	return true
 }
 
 func fieldByJSON(v reflect.Value, name string) (reflect.Value, bool) {
@@ -263,6 +320,12 @@ type option struct {
 }
 
 func opt(text string, set ...setting) option { return option{text, set} }
+
+// note adds an explanation to an option's text.
+func (o option) note(text string) option { o.text += " (" + text + ")"; return o }
+
+// setOpt is the option that makes settings, said as settingsText says them.
+func setOpt(set ...setting) option { return option{settingsText(set), set} }
 
 // options verifies a hint made of options the way only verifies values:
 // each option's settings are substituted and every rule runs again; an
@@ -288,6 +351,73 @@ func (c *checker) options(code, path, full string, opts ...option) string {
 		return "no single setting passes every check with the rest of the plan as it is (tried: " + strings.Join(tried, "; ") + ")"
 	}
 	return strings.Join(ok, ", or ")
+}
+
+// anyOf is options whose full text is every option's, joined by ", or ":
+// the hint offers exactly the options that pass.
+func (c *checker) anyOf(code, path string, opts ...option) string {
+	texts := make([]string, len(opts))
+	for i, o := range opts {
+		texts[i] = o.text
+	}
+	return c.options(code, path, strings.Join(texts, ", or "), opts...)
+}
+
+// valueOptions makes one option per candidate value of field (with the
+// extra settings each needs) that passes, at most n of them, the closest
+// to the candidates' order first: a list of values offered beside other
+// options ("set parallel.vpp: 1, or set parallel.pp: 4").
+func (c *checker) valueOptions(code, path, field string, cands []int, n int, extra ...setting) []option {
+	var out []option
+	for i, v := range cands {
+		if len(out) == n || (i >= maxTried && len(out) > 0) || i == maxSearched {
+			break
+		}
+		set := append([]setting{{field, v}}, extra...)
+		if c.verifying || c.acceptsAt(code, path, set...) {
+			out = append(out, opt(settingsText(set), set...))
+		}
+	}
+	return out
+}
+
+// settingsText writes settings as a hint says them: "set a.b: 1 and c.d:
+// true; remove e.f" (nil removes a field, or sets it to its default when
+// def names one).
+func settingsText(set []setting) string {
+	var sets, removes []string
+	for _, st := range set {
+		if _, ok := st.value.(removed); ok || st.value == nil {
+			removes = append(removes, st.path)
+			continue
+		}
+		sets = append(sets, st.path+": "+literal(st.value))
+	}
+	var parts []string
+	if len(sets) > 0 {
+		parts = append(parts, "set "+strings.Join(sets, " and "))
+	}
+	if len(removes) > 0 {
+		parts = append(parts, "remove "+strings.Join(removes, " and "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// literal writes a setting's value as the spec would (CUE and JSON agree).
+func literal(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case []string:
+		q := make([]string, len(x))
+		for i, s := range x {
+			q[i] = strconv.Quote(s)
+		}
+		return "[" + strings.Join(q, ", ") + "]"
+	}
+	return fmt.Sprint(v)
 }
 
 // acceptsAt is acceptsAll for a diagnostic that shares its code with others:
