@@ -84,42 +84,64 @@ func TestHints(t *testing.T) {
 	}
 }
 
+// TestTopology: the layout's node rule — cp and ep groups spanning nodes
+// are warnings; other families (dp, pp) crossing nodes are fine.
 func TestTopology(t *testing.T) {
 	s := specFrom(t, nil)
 	fams := []FamilyLink{
 		{Family: "tp", Size: 2, Count: 8},
-		{Family: "dp", Size: 4, Count: 4, GroupsLeavingNode: 4, GroupsLeavingDomain: 4}, // dp across nodes is fine
-		{Family: "pp", Size: 2, Count: 8, GroupsLeavingNode: 8, GroupsLeavingDomain: 8},
-	}
-	if l := Topology(s, fams, diag.NoPos); len(l) != 0 {
-		t.Fatalf("a layout with TP inside nodes was flagged: %v", l)
-	}
-	fams = []FamilyLink{
-		{Family: "tp", Size: 16, Count: 1, GroupsLeavingNode: 1, GroupsLeavingDomain: 1},
-		{Family: "etp", Size: 16, Count: 1, GroupsLeavingNode: 1, GroupsLeavingDomain: 1},
-		{Family: "cp", Size: 4, Count: 4, GroupsLeavingNode: 2},
-		{Family: "ep", Size: 8, Count: 2, GroupsLeavingNode: 2},
+		{Family: "dp", Size: 4, Count: 4, GroupsLeavingNode: 4}, // dp across nodes is fine
+		{Family: "pp", Size: 2, Count: 8, GroupsLeavingNode: 8},
 		{Family: "cp", Size: 1, Count: 16, GroupsLeavingNode: 0},
 	}
+	if l := Topology(s, fams, diag.NoPos); len(l) != 0 {
+		t.Fatalf("a layout with cp and ep inside nodes was flagged: %v", l)
+	}
+	fams = []FamilyLink{
+		{Family: "cp", Size: 4, Count: 4, GroupsLeavingNode: 2},
+		{Family: "ep", Size: 8, Count: 2, GroupsLeavingNode: 2},
+	}
 	l := Topology(s, fams, diag.NoPos)
-	want := []string{"cp-crosses-node", "ep-crosses-node", "etp-crosses-nvlink", "tp-crosses-nvlink"}
+	want := []string{"cp-crosses-node", "ep-crosses-node"}
 	if got := codesOf(l); !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v\n%v", got, want, l)
 	}
 	for _, d := range l {
-		info, _ := Lookup(d.Code)
-		if d.Severity != info.Severity {
-			t.Errorf("%s: severity %v, registry says %v", d.Code, d.Severity, info.Severity)
+		if d.Severity != diag.Warning {
+			t.Errorf("CP/EP across nodes are warnings: %v", d)
 		}
 	}
-	if l.Errors() != 2 {
-		t.Errorf("TP/ETP across NVLink are errors, CP/EP across nodes warnings: %v", l)
-	}
-	// An NVL72 rack: TP 8 leaves the 4-GPU node but not the NVLink domain.
-	s.Cluster.GPUsPerNode, s.Cluster.NVLinkDomain = 4, 72
-	l = Topology(s, []FamilyLink{{Family: "tp", Size: 8, Count: 2, GroupsLeavingNode: 2}}, diag.NoPos)
-	if len(l) != 0 {
-		t.Fatalf("TP inside an NVL72 domain was flagged: %v", l)
+}
+
+// TestDomainRule: tp and etp groups leaving their NVLink domain are errors
+// of Run (the rule's one owner; TestDomainRuleMatchesLayout compares it with
+// the real layout), reported with the registry's severity; a domain larger
+// than a node (NVL72) holds groups that leave the node.
+func TestDomainRule(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		over string
+		want []string
+	}{
+		{"tp 16 over 8-GPU domains", `{"cluster": {"nodes": 4}, "parallel": {"tp": 16, "pp": 1}, "model": {"heads": 32}}`, []string{"tp-crosses-nvlink"}},
+		{"etp 16 over 8-GPU domains", `{"cluster": {"nodes": 4}, "parallel": {"tp": 1, "pp": 1, "etp": 16, "ep": 2},
+			"model": {"bias": false, "moe": {"experts": 8}}}`, []string{"etp-crosses-nvlink"}},
+		{"tp 8 inside NVL72 with 4-GPU nodes", `{"cluster": {"nodes": 18, "gpus_per_node": 4, "nvlink_domain": 72}, "parallel": {"tp": 8, "pp": 1}}`, nil},
+		{"tp 2 inside 8-GPU domains", `{}`, nil},
+	} {
+		l := runSpec(specFrom(t, parse(t, tc.over)))
+		var got []string
+		for _, d := range l {
+			if strings.HasSuffix(d.Code, "-crosses-nvlink") {
+				got = append(got, d.Code)
+				if info, _ := Lookup(d.Code); d.Severity != diag.Error || info.Severity != diag.Error {
+					t.Errorf("%s: %s is %v (registry %v); a group leaving its NVLink domain is an error", tc.name, d.Code, d.Severity, info.Severity)
+				}
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %v, want %v\n%v", tc.name, got, tc.want, l)
+		}
 	}
 }
 

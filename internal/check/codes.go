@@ -133,7 +133,8 @@ var Codes = []CodeInfo{
 	{Code: "launch-grace", Severity: diag.Warning, Rule: "", Meaning: "The workers' grace period (stop signal to SIGKILL) is shorter than the preemption warning.", Fix: "Raise launch.grace_seconds to preempt_signal_seconds (or drop it: that is the default)."},
 	{Code: "slurm-preempt", Severity: diag.Error, Rule: "", Meaning: "preempt_signal_seconds is not below the time limit, or above Slurm's limit of 65535 s.", Fix: "Use a signal lead time shorter than the time limit."},
 
-	// Topology (needs the rank layout).
+	// Where groups sit: NVLink domains (Run, exactly, without a layout) and
+	// nodes (Topology, on the rank layout).
 	{Code: "tp-crosses-nvlink", Severity: diag.Error, Rule: "", Meaning: "A tensor-parallel group spans more than one NVLink domain; its all-reduces would run over the inter-node network on every layer.", Fix: "Use a tp that divides nvlink_domain (and keep the default order, which places tp innermost)."},
 	{Code: "etp-crosses-nvlink", Severity: diag.Error, Rule: "", Meaning: "An expert-tensor-parallel group spans more than one NVLink domain.", Fix: "Use an etp that divides nvlink_domain."},
 	{Code: "cp-crosses-node", Severity: diag.Warning, Rule: "", Meaning: "Context-parallel groups span nodes; their ring exchanges run over the network.", Fix: "Keep tp·cp within gpus_per_node if the network is slow."},

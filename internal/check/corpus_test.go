@@ -73,7 +73,8 @@ func TestCorpus(t *testing.T) {
 }
 
 // TestCorpusCoversEveryCode: every code Run can emit is exercised by at least
-// one corpus case (the topology codes are covered by TestTopology).
+// one corpus case (the layout's node codes are covered by TestTopology, the
+// NVLink-domain codes by TestDomainRule).
 func TestCorpusCoversEveryCode(t *testing.T) {
 	seen := map[string]bool{}
 	for _, cases := range loadCorpus(t) {

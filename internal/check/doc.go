@@ -8,9 +8,10 @@
 // initialize_model_parallel, the layer split, the interleaved schedule and the
 // build-time divisibility of the parallel linears), plus the rules Megatron
 // cannot see (launch environment, Slurm fields, the cluster's NVLink domain).
-// Topology holds the rules that need the rank layout: tensor-parallel groups
-// must stay inside one NVLink domain, and CP/EP groups should stay inside a
-// node.
+// Run also keeps tensor-parallel groups inside one NVLink domain (exactly,
+// without a layout: tp is every rank order's innermost dimension). Topology
+// holds the rules that need the rank layout: CP/EP groups should stay inside
+// a node.
 //
 // Every diagnostic has a stable code listed in Codes, blames the spec field
 // the user most plausibly should change, states the numbers involved and

@@ -562,7 +562,7 @@ var scenarios = []func() map[string]any{
 		return map[string]any{"parallel": map[string]any{"tp": 1, "pp": 1, "ep": 16},
 			"model": map[string]any{"bias": false, "moe": map[string]any{"experts": 32}}, "train": map[string]any{"global_batch": 64}}
 	},
-	func() map[string]any { // etp-crosses-nvlink through the layout: etp 4 over a domain of 2
+	func() map[string]any { // etp 4 inside an NVLink domain of 4: an expert grid that reaches the layout
 		return map[string]any{"parallel": map[string]any{"tp": 2, "pp": 1, "ep": 2, "etp": 4},
 			"cluster": map[string]any{"nvlink_domain": 4},
 			"model":   map[string]any{"bias": false, "moe": map[string]any{"experts": 8}}, "train": map[string]any{"global_batch": 64}}
@@ -705,8 +705,7 @@ func vetAll(s *spec.Spec) diag.List {
 	}
 	var fams []FamilyLink
 	for _, f := range lay.Summaries {
-		fams = append(fams, FamilyLink{Family: f.Name, Size: f.Size, Count: f.Count,
-			GroupsLeavingNode: f.GroupsLeavingNode, GroupsLeavingDomain: f.GroupsLeavingDomain})
+		fams = append(fams, FamilyLink{Family: f.Name, Size: f.Size, Count: f.Count, GroupsLeavingNode: f.GroupsLeavingNode})
 	}
 	return append(l, Topology(s, fams, nil)...)
 }

@@ -10,52 +10,35 @@ import (
 // FamilyLink summarizes how one family of process groups (named as in
 // launch.json: "tp", "etp", "cp", "ep", ...) sits on the cluster: the size of
 // each group, how many groups there are, and how many of them span more than
-// one node or more than one NVLink domain.
+// one node.
 type FamilyLink struct {
-	Family              string
-	Size, Count         int
-	GroupsLeavingNode   int
-	GroupsLeavingDomain int
+	Family            string
+	Size, Count       int
+	GroupsLeavingNode int
 }
 
-// Topology checks the rules that need the rank layout: tensor-parallel (and
-// expert-tensor-parallel) groups must stay inside one NVLink domain, and
-// context- and expert-parallel groups should stay inside one node.
+// Topology checks the rules that need the rank layout: context- and
+// expert-parallel groups should stay inside one node. (That tensor-parallel
+// and expert-tensor-parallel groups stay inside one NVLink domain needs no
+// layout: Run checks it, tensorParallelFitsDomain.)
 func Topology(s *spec.Spec, fams []FamilyLink, at diag.Locator) diag.List {
 	if at == nil {
 		at = diag.NoPos
 	}
 	c := &checker{s: s, d: spec.Derive(s), r: diag.NewReporter(at)}
-	domain := s.Cluster.NVLinkDomain
 	for _, f := range fams {
-		if f.Size <= 1 {
+		if f.Size <= 1 || f.GroupsLeavingNode == 0 {
 			continue
 		}
 		switch f.Family {
-		case "tp":
-			if f.GroupsLeavingDomain > 0 {
-				c.report("tp-crosses-nvlink", "parallel.tp", c.domainHint("tp-crosses-nvlink", "parallel.tp", s.Parallel.TP),
-					"%d of %d tensor-parallel groups (size %d) span more than one NVLink domain of %d GPUs; TP all-reduces would cross the network on every layer",
-					f.GroupsLeavingDomain, f.Count, f.Size, domain)
-			}
-		case "etp":
-			if f.GroupsLeavingDomain > 0 {
-				c.report("etp-crosses-nvlink", c.etpPath(), c.domainHint("etp-crosses-nvlink", "parallel.etp", c.etp()),
-					"%d of %d expert-tensor-parallel groups (size %d) span more than one NVLink domain of %d GPUs",
-					f.GroupsLeavingDomain, f.Count, f.Size, domain)
-			}
 		case "cp":
-			if f.GroupsLeavingNode > 0 {
-				c.report("cp-crosses-node", "parallel.cp", c.nodeHint("cp-crosses-node", "cp", s.Parallel.TP, s.Parallel.CP),
-					"%d of %d context-parallel groups (size %d) span nodes; their ring exchanges run over the network",
-					f.GroupsLeavingNode, f.Count, f.Size)
-			}
+			c.report("cp-crosses-node", "parallel.cp", c.nodeHint("cp-crosses-node", "cp", s.Parallel.TP, s.Parallel.CP),
+				"%d of %d context-parallel groups (size %d) span nodes; their ring exchanges run over the network",
+				f.GroupsLeavingNode, f.Count, f.Size)
 		case "ep":
-			if f.GroupsLeavingNode > 0 {
-				c.report("ep-crosses-node", "parallel.ep", c.nodeHint("ep-crosses-node", "ep", c.etp(), s.Parallel.EP),
-					"%d of %d expert-parallel groups (size %d) span nodes; the token all-to-all runs over the network",
-					f.GroupsLeavingNode, f.Count, f.Size)
-			}
+			c.report("ep-crosses-node", "parallel.ep", c.nodeHint("ep-crosses-node", "ep", c.etp(), s.Parallel.EP),
+				"%d of %d expert-parallel groups (size %d) span nodes; the token all-to-all runs over the network",
+				f.GroupsLeavingNode, f.Count, f.Size)
 		}
 	}
 	return c.r.List.Sort()
@@ -74,9 +57,9 @@ func (c *checker) etpPath() string {
 // consecutive ranks, and NVLink domains are blocks of nvlink_domain
 // consecutive ranks: a group leaves its domain exactly when the domain is
 // smaller than the world and tp does not divide it (or when tp is larger
-// than the domain at all). Run checks it so the user hears it even when
-// another error keeps the layout (and so Topology) from running, and so
-// that a value another hint suggests never meets it later
+// than the domain at all). This is the rule's only owner: Run checks it so
+// the user hears it even when another error keeps the layout from being
+// built, and so that a value another hint suggests never meets it later
 // (TestDomainRuleMatchesLayout compares it with the layout).
 func (c *checker) tensorParallelFitsDomain() {
 	domain := c.s.Cluster.NVLinkDomain

@@ -55,10 +55,7 @@ func Resolve(source string, s *spec.Spec, at diag.Locator, checks []Check) (*pla
 func familyLinks(l *layout.Layout) []check.FamilyLink {
 	out := make([]check.FamilyLink, 0, len(l.Summaries))
 	for _, f := range l.Summaries {
-		out = append(out, check.FamilyLink{
-			Family: f.Name, Size: f.Size, Count: f.Count,
-			GroupsLeavingNode: f.GroupsLeavingNode, GroupsLeavingDomain: f.GroupsLeavingDomain,
-		})
+		out = append(out, check.FamilyLink{Family: f.Name, Size: f.Size, Count: f.Count, GroupsLeavingNode: f.GroupsLeavingNode})
 	}
 	return out
 }

@@ -116,7 +116,7 @@ func (g rankGrid) crosses(mask []string, block int) bool {
 
 // gridLinks is, for one assignment of the degrees, which link every family
 // the estimate asks about crosses, and whether the tensor-parallel families
-// leave their NVLink domain (check.Topology's errors).
+// leave their NVLink domain (check.Run's errors, tensorParallelFitsDomain).
 type gridLinks struct {
 	links     map[string]string
 	tpLeaves  bool   // a tp group spans two NVLink domains
