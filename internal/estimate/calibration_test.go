@@ -39,13 +39,15 @@ var update = flag.Bool("update", false, "refit the calibration and rewrite its r
 // held-out mean from 13.7% to 13.1% and the rows beyond 25% from 52 to 40,
 // at the price of the DGX Cloud v25.05 DeepSeek-V3 GB200 rows (one plan at
 // three scales, about 2.3x slower than modelled and than Megatron-Bridge's
-// own GB200 bf16 runs of the model; no recorded setting explains it).
+// own GB200 bf16 runs of the model). Unfused MLA attention on Blackwell
+// (their Transformer Engine, see runs.jsonl) took those to +85% and the
+// bound to 1.04 (the worst held-out row is now Qwen3-30B-A3B on H100, 25.11).
 const (
 	targetMedian = 0.10
 	targetWorst  = 0.25
 	boundMedian  = 0.075
 	boundMean    = 0.13
-	boundWorst   = 1.31
+	boundWorst   = 1.04
 )
 
 // calRow is one corpus row made into a spec.
@@ -121,8 +123,10 @@ func rowSpec(r *measuredRun) (string, error) {
 			kern = append(kern, fmt.Sprintf("%s: %v", k, v))
 		}
 	}
-	if v, ok := r.Settings["cross_entropy_fusion_impl"].(string); ok {
-		kern = append(kern, fmt.Sprintf("cross_entropy_fusion_impl: %q", v))
+	for _, k := range []string{"cross_entropy_fusion_impl", "attention_backend"} {
+		if v, ok := r.Settings[k].(string); ok {
+			kern = append(kern, fmt.Sprintf("%s: %q", k, v))
+		}
 	}
 	if len(kern) > 0 {
 		fmt.Fprintf(&b, "kernels: {%s}\n", strings.Join(kern, ", "))
@@ -368,8 +372,9 @@ func errStats(errs []float64) calStats {
 }
 
 // fitCalibration searches the constants that minimise the fit rows' median
-// and mean |log(estimated/measured)| (coordinate search, shrinking steps).
-func fitCalibration(rows []*calRow, start Calibration) Calibration {
+// and mean |log(estimated/measured)| (coordinate search, shrinking steps)
+// from each start, and keeps the lowest loss.
+func fitCalibration(rows []*calRow, starts ...Calibration) Calibration {
 	fit := []*calRow{}
 	for _, r := range rows {
 		if r.skip == "" && !r.holdout {
@@ -384,27 +389,25 @@ func fitCalibration(rows []*calRow, start Calibration) Calibration {
 		st := errStats(errs)
 		return st.median + 0.5*st.mean + 0.1*st.worst
 	}
-	params := []struct {
-		get    func(*Calibration) *float64
-		lo, hi float64
-	}{
-		{func(c *Calibration) *float64 { return &c.GEMMEff }, 0.2, 1},
-		{func(c *Calibration) *float64 { return &c.FP8GEMMEff }, 0.2, 1},
-		{func(c *Calibration) *float64 { return &c.AttnEff }, 0.1, 1},
-		{func(c *Calibration) *float64 { return &c.KernelS }, 0, 50e-6},
-		{func(c *Calibration) *float64 { return &c.NVLinkEff }, 0.2, 1},
-		{func(c *Calibration) *float64 { return &c.NetworkEff }, 0.1, 1},
-		{func(c *Calibration) *float64 { return &c.GroupedRel }, 0.05, 1},
-		{func(c *Calibration) *float64 { return &c.HostOpS }, 0, 300e-6},
-		{func(c *Calibration) *float64 { return &c.HostSyncS }, 0, 5e-3},
+	var best Calibration
+	bestLoss := math.Inf(1)
+	for _, start := range starts {
+		if c, l := searchCalibration(loss, start); l < bestLoss {
+			best, bestLoss = c, l
+		}
 	}
+	return roundCalibration(best)
+}
+
+// searchCalibration is the coordinate search from start: its optimum and loss.
+func searchCalibration(loss func(Calibration) float64, start Calibration) (Calibration, float64) {
 	best, bestLoss := start, loss(start)
 	// Two passes of shrinking steps: the second restarts with large steps
 	// from the first's optimum (the loss has kinks, median and worst).
 	for _, step := range []float64{0.3, 0.15, 0.07, 0.03, 0.01, 0.3, 0.1, 0.03, 0.01} {
 		for improved := true; improved; {
 			improved = false
-			for _, p := range params {
+			for _, p := range calibrationParams {
 				for _, dir := range []float64{1 + step, 1 / (1 + step)} {
 					c := best
 					v := p.get(&c)
@@ -419,11 +422,30 @@ func fitCalibration(rows []*calRow, start Calibration) Calibration {
 			}
 		}
 	}
-	return roundCalibration(best)
+	return best, bestLoss
+}
+
+// calibrationParams are the fitted constants and their bounds.
+var calibrationParams = []struct {
+	get    func(*Calibration) *float64
+	lo, hi float64
+}{
+	{func(c *Calibration) *float64 { return &c.GEMMEff }, 0.2, 1},
+	{func(c *Calibration) *float64 { return &c.FP8GEMMEff }, 0.2, 1},
+	{func(c *Calibration) *float64 { return &c.AttnEff }, 0.1, 1},
+	{func(c *Calibration) *float64 { return &c.KernelS }, 0, 50e-6},
+	{func(c *Calibration) *float64 { return &c.NVLinkEff }, 0.2, 1},
+	{func(c *Calibration) *float64 { return &c.NetworkEff }, 0.1, 1},
+	{func(c *Calibration) *float64 { return &c.GroupedRel }, 0.05, 1},
+	{func(c *Calibration) *float64 { return &c.HostOpS }, 0, 300e-6},
+	{func(c *Calibration) *float64 { return &c.HostSyncS }, 0, 5e-3},
 }
 
 // fitStart is where the fit starts: round values of the right order (a
-// fixed start, so -update is reproducible; the search is local).
+// fixed start, so -update is reproducible; the search is local). The fit
+// also starts from the constants in calibration_fitted.go and keeps the
+// lower loss, so a refit after a model change never settles in a local
+// optimum worse than the constants it replaces.
 var fitStart = Calibration{GEMMEff: 0.65, FP8GEMMEff: 0.55, AttnEff: 0.65, KernelS: 10e-6,
 	NVLinkEff: 0.9, NetworkEff: 0.9, GroupedRel: 0.7, HostOpS: 30e-6, HostSyncS: 0.5e-3}
 
@@ -453,7 +475,7 @@ func TestCalibration(t *testing.T) {
 	rows := loadCalibrationRows(t)
 	cal := DefaultCalibration()
 	if *update {
-		cal = fitCalibration(rows, fitStart)
+		cal = fitCalibration(rows, fitStart, DefaultCalibration())
 		writeFitted(t, cal)
 	}
 	var results []calResult
@@ -609,9 +631,11 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
 
 - Dense models (Llama, GPT, Nemotron) on H100, B200, GB200 and GB300 are mostly within 10%; the
   Nemotron-4 340B and GPT-3 175B rows on GB200 are 25-40% too slow (no recorded setting explains it).
-- The DGX Cloud v25.05 DeepSeek-V3 rows on GB200 are about 2.3x too fast (the worst rows). They are
-  2.3x slower than Megatron-Bridge's own GB200 bf16 DeepSeek-V3 rows; no recorded setting explains
-  it (the H100 row of the same recipe is within 10%).
+- The DGX Cloud v25.05 DeepSeek-V3 rows on GB200 are about 1.85x too fast. Part of their 2.3x gap to
+  Megatron-Bridge's own GB200 bf16 rows is modelled: their container's Transformer Engine (before
+  v2.5) has no fused attention for MLA's 192-wide query/key heads on Blackwell, so attention runs
+  unfused (the full score matrix through HBM). The rest is not explained by a recorded setting (the
+  H100 row of the same recipe is within 10%).
 - Data-parallel overlap with the interleaved schedule: each model chunk's gradients are reduced once
   its last microbatch is through the backward, under the backward of the chunks after it
   (Megatron's per-chunk grad_sync_func); parameter gathers likewise ahead of each chunk's forward.

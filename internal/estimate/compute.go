@@ -139,6 +139,10 @@ type computeModel struct {
 	graphs cudaGraphs
 	// routerFusion: kernels.moe_router_fusion.
 	routerFusion bool
+	// unfused: core attention runs unfused (kernels.attention_backend
+	// "unfused" or "local", see fusedAttention); attnDropout: its
+	// probabilities go through dropout.
+	unfused, attnDropout bool
 }
 
 // gemm is g independent GEMMs (a grouped GEMM when g > 1) of an M×K by K×N
@@ -226,6 +230,41 @@ func (cm *computeModel) flash(b, heads, sq, skAvg, dqk, dv float64) (fwd, bwd op
 	return fwd, bwd
 }
 
+// unfusedAttention is core attention without a fused kernel: Transformer
+// Engine's UnfusedDotProductAttention (and Megatron's local
+// DotProductAttention) run BMM1 (torch.baddbmm of Q and Kᵀ into the whole
+// b·heads·sq·sk score tensor: the causal mask is applied by the softmax, so
+// the full square is computed), a fused scale-mask-softmax kernel writing the
+// 16-bit probabilities, dropout when attention dropout is on, and BMM2
+// (torch.bmm of the probabilities and V). The backward runs BMM2's two
+// gradients (dP = dO·Vᵀ, dV = Pᵀ·dO), the softmax backward (reads P and dP,
+// writes dS) and BMM1's two (dQ = dS·K, dK = dSᵀ·Q). Source: Transformer
+// Engine v2.3 pytorch/attention/dot_product_attention/backends.py
+// (UnfusedDotProductAttention.forward) and softmax.py (FusedScaleMaskSoftmax).
+// The score tensor is written to and read from HBM by every step, which the
+// batched GEMMs' roofline and the softmax's traffic carry.
+func (cm *computeModel) unfusedAttention(b, heads, sq, sk, dqk, dv float64) (fwd, bwd op) {
+	if b <= 0 || heads <= 0 || sq <= 0 {
+		return op{}, op{}
+	}
+	g, e := b*heads, cm.ab
+	bmm := func(M, N, K float64) op {
+		t, ideal := cm.gemm(g, M, N, K, false, false)
+		return cm.kernels(1).plus(op{attn: t, ideal: ideal})
+	}
+	scores := g * sq * sk * e
+	fwd = bmm(sq, sk, dqk).plus(cm.elementwise(2*scores, 1)).plus(bmm(sq, dv, sk))
+	bwd = bmm(sq, sk, dv).plus(bmm(sk, dv, sq)).plus(cm.elementwise(3*scores, 1)).
+		plus(bmm(sq, dqk, sk)).plus(bmm(sk, dqk, sq))
+	if cm.attnDropout {
+		// The dropout mask (one byte per score) and the dropped
+		// probabilities: written forward, read backward.
+		fwd = fwd.plus(cm.elementwise(scores+g*sq*sk, 1))
+		bwd = bwd.plus(cm.elementwise(2*scores+g*sq*sk, 1))
+	}
+	return fwd, bwd
+}
+
 // elementwise is memory-bound work moving bytes through HBM in kernels kernels.
 func (cm *computeModel) elementwise(bytes, kernels float64) op {
 	return cm.kernels(kernels).plus(op{mem: bytes / cm.r.hbm})
@@ -284,7 +323,11 @@ func (cm *computeModel) attentionBlock(ls layerShape) (f, bw, flashF, flashB op,
 	gF, gB = f.gemm, bw.gemm
 	// Causal attention over the whole sequence, split by cp into
 	// load-balanced chunks: each query attends to s/2 keys on average.
-	flashF, flashB = cm.flash(ls.b, ls.heads/tp, ls.s/ls.cp, ls.s/2, ls.dqk, ls.dv)
+	if cm.unfused && ls.cp == 1 {
+		flashF, flashB = cm.unfusedAttention(ls.b, ls.heads/tp, ls.s, ls.s, ls.dqk, ls.dv)
+	} else {
+		flashF, flashB = cm.flash(ls.b, ls.heads/tp, ls.s/ls.cp, ls.s/2, ls.dqk, ls.dv)
+	}
 	f, bw = f.plus(flashF), bw.plus(flashB)
 	// Element-wise: input norm (read h, write h), RoPE on q and k (read and
 	// write), residual add (two reads, a write), fp8 cast of the
