@@ -43,6 +43,7 @@ func (c *checker) run() {
 	c.precision()
 	c.recompute()
 	c.recomputeModules()
+	c.cpuOffloading()
 	c.commOverlap()
 	c.optimizer()
 	c.optimizerPrecision()

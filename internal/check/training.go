@@ -33,6 +33,45 @@ func (c *checker) recompute() {
 	}
 }
 
+// cpuOffloading checks CPU activation offloading as Megatron-Core does at
+// d98e8a64 (TransformerConfig.__post_init__: the layer count below
+// num_layers, no pipeline parallelism, no recompute granularity, and no
+// CUDA graphs but full_iteration; validate_args turns cpu_offloading on when
+// --cpu-offloading-num-layers is positive).
+func (c *checker) cpuOffloading() {
+	s := c.s
+	n := s.Train.CPUOffloadingNumLayers
+	if n <= 0 {
+		return
+	}
+	const path = "train.cpu_offloading_num_layers"
+	off := opt("set train.cpu_offloading_num_layers: 0", setting{path, 0})
+	if layers := s.Model.Layers; n >= layers {
+		fewer := c.near("cpu-offloading", path, n, valuesIn(1, layers-1, func(int) bool { return true }))
+		c.report("cpu-offloading", path,
+			listHint("offload fewer layers than the model has: valid values", fewer, "set train.cpu_offloading_num_layers: 0"),
+			"cpu_offloading_num_layers=%d is not below the model's %d layers (Megatron offloads at most layers-1)", n, layers)
+	}
+	if pp := s.Parallel.PP; pp > 1 {
+		c.report("cpu-offloading", "parallel.pp", c.options("cpu-offloading", "parallel.pp", "set parallel.pp: 1, or train.cpu_offloading_num_layers: 0",
+			opt("set parallel.pp: 1", setting{"parallel.pp", 1}), off),
+			"CPU activation offloading (cpu_offloading_num_layers=%d) does not run with pipeline parallelism (pp=%d)", n, pp).
+			Related(path, "cpu_offloading_num_layers = %d", n)
+	}
+	if r := s.Train.Recompute; r != "" && r != "none" {
+		c.report("cpu-offloading", "train.recompute", c.options("cpu-offloading", "train.recompute", `set train.recompute: "none", or train.cpu_offloading_num_layers: 0`,
+			opt(`set train.recompute: "none"`, setting{"train.recompute", "none"}), off),
+			"CPU activation offloading (cpu_offloading_num_layers=%d) does not run with activation recomputation (recompute=%q)", n, r).
+			Related(path, "cpu_offloading_num_layers = %d", n)
+	}
+	if g := s.Kernels.CUDAGraphImpl; g == "local" || g == "transformer_engine" {
+		c.report("cpu-offloading", "kernels.cuda_graph_impl", c.options("cpu-offloading", "kernels.cuda_graph_impl", `set kernels.cuda_graph_impl: "none", or train.cpu_offloading_num_layers: 0`,
+			opt(`set kernels.cuda_graph_impl: "none"`, setting{"kernels.cuda_graph_impl", "none"}), off),
+			"CPU activation offloading (cpu_offloading_num_layers=%d) does not run with per-layer CUDA graphs (cuda_graph_impl=%q)", n, g).
+			Related(path, "cpu_offloading_num_layers = %d", n)
+	}
+}
+
 // optimizer checks the data-parallel overlap options (O1/O2).
 func (c *checker) optimizer() {
 	t := c.s.Train

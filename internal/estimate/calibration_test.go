@@ -245,6 +245,9 @@ func rowSpec(r *measuredRun) (string, error) {
 	if v, ok := r.Settings["grad_reduce_in_fp32"].(bool); ok && calSchemaHas["grad_reduce_in_bf16"] {
 		fmt.Fprintf(&b, ", grad_reduce_in_bf16: %v", !v)
 	}
+	if v, ok := r.Settings["cpu_offloading_num_layers"].(float64); ok && v > 0 {
+		fmt.Fprintf(&b, ", cpu_offloading_num_layers: %d", int(v))
+	}
 	b.WriteString("}\n")
 	return b.String(), nil
 }

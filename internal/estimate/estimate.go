@@ -86,6 +86,10 @@ type StageMemory struct {
 	ActivationsEmbedding int64 `json:"activations_embedding"`
 	ActivationsLogits    int64 `json:"activations_logits"`
 	ActivationsRecompute int64 `json:"activations_recompute"`
+	// ActivationsOffloaded is the activations CPU offloading
+	// (train.cpu_offloading_num_layers) holds in host memory per microbatch;
+	// Activations is what stays on the GPU.
+	ActivationsOffloaded int64 `json:"activations_offloaded,omitempty"`
 	Total                int64 `json:"total"`
 }
 
@@ -137,6 +141,9 @@ type Compute struct {
 	HostBoundS float64 `json:"host_bound_s"`
 	// OptimizerS is the optimizer step (memory-bound), once per step.
 	OptimizerS float64 `json:"optimizer_s"`
+	// OffloadExposedS is the time per step the GPU waits for CPU activation
+	// offloading's copies to or from host memory (train.cpu_offloading_num_layers).
+	OffloadExposedS float64 `json:"offload_exposed_s,omitempty"`
 	// IdealTimeS is a lower bound of TimeS proportional to the stage's
 	// FLOPs: every GEMM and attention kernel at the calibrated efficiency of
 	// a large one, nothing else. For a solver's bounds: it scales exactly
@@ -414,6 +421,8 @@ func (c *costModel) memory(e *Estimate) {
 			w += c.embeddingParamsPerGPU(r) / c.weightShards(denseShards)
 		}
 		act := c.am.stageActivations(c.sh, c.stages, r, c.inFlight[r])
+		saved, offloaded := c.offloadedBytes(r) // offload.go
+		act.Layers -= saved
 		total := w + g + opt + act.Total()
 		layers := 0
 		for _, ch := range c.stages[r] {
@@ -424,7 +433,8 @@ func (c *costModel) memory(e *Estimate) {
 			Weights: round(w), Gradients: round(g), Optimizer: round(opt), Activations: round(act.Total()),
 			ActivationsLayers: round(act.Layers), ActivationsEmbedding: round(act.Embedding),
 			ActivationsLogits: round(act.Logits), ActivationsRecompute: round(act.Recompute),
-			Total: round(total),
+			ActivationsOffloaded: round(offloaded),
+			Total:                round(total),
 		}
 		e.Memory.Stages = append(e.Memory.Stages, sm)
 	}

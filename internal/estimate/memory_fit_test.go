@@ -43,7 +43,6 @@ func runFit(r *measuredRun) fitRow {
 
 // Reasons a run that ran does not fit parc's memory model today.
 const (
-	whyOffload = "activations of some layers offloaded to CPU (cpu_offloading_num_layers); the schema cannot express activation offloading"
 	whyUnknown = "the source gives the parallel shape only: no recipe config matches the row, so recompute, offloading and the other memory settings it ran with are unknown"
 )
 
@@ -51,14 +50,6 @@ const (
 // today, each with the estimate and the reason. The list can only shrink:
 // a listed run that fits fails the test until it is removed.
 var knownOverGPU = map[string]string{
-	"bridge-26.02-llama3-70b-gb200-fp8-64":          whyOffload, // 162.7%, 302.64 GiB (40 layers offloaded)
-	"bridge-26.02.01-llama3-70b-gb200-fp8-64":       whyOffload, // 162.7%
-	"bridge-26.04-llama3-70b-gb200-fp8-64":          whyOffload, // 162.7%
-	"bridge-26.04.01-llama3-70b-gb200-fp8-64":       whyOffload, // 162.7%
-	"bridge-26.02-llama3-70b-gb300-fp8-64":          whyOffload, // 108.5%, 302.64 GiB (20 layers offloaded)
-	"bridge-26.02.01-llama3-70b-gb300-fp8-64":       whyOffload, // 108.5%
-	"bridge-26.04-llama3-70b-gb300-fp8-64":          whyOffload, // 108.5%
-	"bridge-26.04.01-llama3-70b-gb300-fp8-64":       whyOffload, // 108.5%
 	"bridge-25.11-llama3-70b-gb200-fp8-cs-64":       whyUnknown, // 165.5%, 307.88 GiB: FSDP, no recompute; its 26.x successor offloads 40 layers
 	"bridge-25.11-llama3-70b-gb300-fp8-cs-64":       whyUnknown, // 110.4%
 	"bridge-26.02.01-llama3-70b-gb300-mxfp8-64":     whyUnknown, // 132.1%, 368.56 GiB: pp4 mbs2 without recompute

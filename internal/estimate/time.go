@@ -587,7 +587,9 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 	for r := range c.pp {
 		works[r] = c.stageCost(r)
 		clocks[r] = c.stageClock(r, works[r], link)
-		mbTime[r] = c.total(clocks[r])
+		off := c.offloadExposed() // offload.go: 0 unless CPU offloading runs
+		mbTime[r] = c.total(clocks[r]) + off
+		e.Compute.OffloadExposedS += m * off
 		c.computeS = append(c.computeS, m*clocks[r].compute.total())
 		if mbTime[r] > mbTime[slow] {
 			slow = r

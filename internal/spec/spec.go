@@ -99,6 +99,7 @@ type Cluster struct {
 	GPU          GPU               `json:"gpu"`
 	NVLinkGBps   float64           `json:"nvlink_gbps"`
 	NetworkGBps  float64           `json:"network_gbps"`
+	HostLinkGBps *float64          `json:"host_link_gbps,omitempty"` // GPU ↔ host memory, one direction
 	CPUsPerNode  *int              `json:"cpus_per_node,omitempty"`
 	Env          map[string]string `json:"env"`
 	Slurm        *Slurm            `json:"slurm,omitempty"`
@@ -177,6 +178,7 @@ type Train struct {
 	FP8AmaxHistoryLen                   int      `json:"fp8_amax_history_len"`      // --fp8-amax-history-len
 	FP8AmaxComputeAlgo                  string   `json:"fp8_amax_compute_algo"`     // --fp8-amax-compute-algo
 	FP8Margin                           int      `json:"fp8_margin"`                // --fp8-margin
+	CPUOffloadingNumLayers              int      `json:"cpu_offloading_num_layers"` // --cpu-offloading-num-layers
 	FP8ParamGather                      bool     `json:"fp8_param_gather"`          // --fp8-param-gather
 	GradReduceInBF16                    bool     `json:"grad_reduce_in_bf16"`       // --grad-reduce-in-bf16
 	PrecisionAwareOptim                 bool     `json:"precision_aware_optimizer"` // --use-precision-aware-optimizer

@@ -61,3 +61,18 @@ func TestMegatronRejectsVirtualPipelineForms(t *testing.T) {
 		require.Equal(t, c.reject, slices.Contains(res.Diags.Codes(), "import-megatron-rejects"), "%s: %v", c.args, res.Diags)
 	}
 }
+
+// TestImportCPUOffloading: --cpu-offloading-num-layers becomes
+// train.cpu_offloading_num_layers (issue 13's naming rule), not an extra
+// argument, and the import round-trips.
+func TestImportCPUOffloading(t *testing.T) {
+	args := "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 " +
+		"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-4 --eval-interval 10 --mock-data " +
+		"--tokenizer-type NullTokenizer --vocab-size 1024 --cpu-offloading-num-layers 3"
+	res := Import([]byte(strings.ReplaceAll(args, " ", "\n")), Options{Cluster: "dgx_h100", Nodes: 1})
+	require.NotNil(t, res.Spec, "%v", res.Diags)
+	require.Contains(t, string(res.Spec), "cpu_offloading_num_layers: 3")
+	for _, c := range []string{"import-extra-arg", "import-not-round-trip", "import-megatron-rejects"} {
+		require.NotContains(t, res.Diags.Codes(), c, "%v", res.Diags)
+	}
+}

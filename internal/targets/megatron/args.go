@@ -350,9 +350,13 @@ func (e *emitter) precision() {
 	a.boolFlag("--grad-reduce-in-bf16", tr.GradReduceInBF16)
 }
 
-// recompute emits activation recomputation.
+// recompute emits activation recomputation, and CPU activation offloading
+// (Megatron turns cpu_offloading on when the layer count is positive).
 func (e *emitter) recompute() {
 	a, tr := &e.argList, &e.s.Train
+	if tr.CPUOffloadingNumLayers > 0 {
+		a.int("--cpu-offloading-num-layers", tr.CPUOffloadingNumLayers)
+	}
 	switch tr.Recompute {
 	case "selective":
 		a.add("", "--recompute-granularity", "selective")

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ import (
 const parityBase = `
 model: {layers: 8, hidden: 256, heads: 8, vocab: 4096, bias: false}
 cluster: {nodes: 2, gpus_per_node: 8, gpu: {name: "H100", memory_gib: 80, bf16_tflops: 989}, nvlink_gbps: 450, network_gbps: 50}
-parallel: {tp: 2, pp: 2}
+parallel: tp: 2 // pp: 2 unless the case sets pp
 train: {seq_length: 512, micro_batch: 1, global_batch: 32, lr: 1e-3, min_lr: 1e-4}
 `
 
@@ -76,6 +77,18 @@ train: {distributed_optimizer: true, overlap_grad_reduce: true, overlap_param_ga
 	{"overlap-param-gather-with-step", `parallel: vpp: 2
 train: {distributed_optimizer: true, overlap_grad_reduce: true, overlap_param_gather: true, overlap_param_gather_with_optimizer_step: true}
 checkpoint: format: "torch"`, true},
+	// CPU activation offloading: TransformerConfig refuses pp > 1, a layer
+	// count of num_layers or more, recompute and per-layer CUDA graphs.
+	{"cpu-offloading", `parallel: pp: 1
+train: cpu_offloading_num_layers: 4`, true},
+	{"cpu-offloading-pp", `train: cpu_offloading_num_layers: 4`, false},
+	{"cpu-offloading-all-layers", `parallel: pp: 1
+train: cpu_offloading_num_layers: 8`, false},
+	{"cpu-offloading-recompute", `parallel: pp: 1
+train: {cpu_offloading_num_layers: 2, recompute: "selective"}`, false},
+	{"cpu-offloading-cuda-graphs", `parallel: pp: 1
+train: cpu_offloading_num_layers: 2
+kernels: cuda_graph_impl: "transformer_engine"`, false},
 	// parallel.layout: vpp follows the layout when not written (Megatron
 	// derives it); the layout excludes the uneven-stage flags.
 	{"layout", `parallel: layout: "Et*3|t*1|t*2|t*2L"`, true},
@@ -89,6 +102,9 @@ parallel: layout: "Et*4|t*4mL"`, true},
 	{"layout-mtp-not-last-vstage", `model: mtp_layers: 1
 parallel: layout: "Et*2|t*2m|t*2|t*2L"`, false},
 }
+
+// setsPP finds a case that sets parallel.pp itself (vpp is another field).
+var setsPP = regexp.MustCompile(`(^|[^v])pp:`)
 
 // parityPlan decodes a case into a plan without running parc's checks, so
 // the arguments of a plan parc rejects can still be shown to Megatron.
@@ -116,6 +132,9 @@ func TestMegatronParity(t *testing.T) {
 			length := "train: iters: 100\n"
 			if strings.Contains(c.cue, "{samples:") {
 				length = ""
+			}
+			if !setsPP.MatchString(c.cue) {
+				length += "parallel: pp: 2\n"
 			}
 			if !strings.Contains(c.cue, "position_embedding") {
 				length += "model: position_embedding: \"rope\"\n"
