@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"strings"
 
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/spec"
@@ -63,9 +64,16 @@ func (c *checker) grid() {
 
 	if p.DP != nil && c.gridOK() && *p.DP != c.d.DP {
 		need := p.TP * p.PP * p.CP * *p.DP
-		hint := fmt.Sprintf("remove parallel.dp (it is derived: %d here)", c.d.DP)
+		var opts []string
+		if c.acceptsAll("dp-mismatch", setting{"parallel.dp", nil}) {
+			opts = append(opts, fmt.Sprintf("remove parallel.dp (it is derived: %d here)", c.d.DP))
+		}
 		if need%s.Cluster.GPUsPerNode == 0 && c.accepts("dp-mismatch", "cluster.nodes", need/s.Cluster.GPUsPerNode) {
-			hint += fmt.Sprintf(", or use cluster.nodes = %d for dp=%d", need/s.Cluster.GPUsPerNode, *p.DP)
+			opts = append(opts, fmt.Sprintf("use cluster.nodes = %d for dp=%d", need/s.Cluster.GPUsPerNode, *p.DP))
+		}
+		hint := strings.Join(opts, ", or ")
+		if len(opts) == 0 {
+			hint = noValue("parallel.dp") + fmt.Sprintf(" (it is derived: %d here)", c.d.DP)
 		}
 		c.report("dp-mismatch", "parallel.dp", hint,
 			"parallel.dp = %d but world / (tp·pp·cp) = %d / %d = %d", *p.DP, world, model, c.d.DP).

@@ -225,7 +225,7 @@ var optionCodes = []string{
 	"order-unsupported", "mtp-position-embedding", "mla-query-groups", "etp-without-moe", "moe-capacity-balancing",
 	"lr-warmup-exclusive", "rampup-batch-size-ignored", "microbatch-group-unused", "uneven-account-for",
 	"uneven-single-stage", "sp-without-tp", "tokenizer-files", "lr-wsd-decay", "slurm-nodes", "option-like-path",
-	"slurm-time", "slurm-mem", "env-reserved",
+	"slurm-time", "slurm-mem", "env-reserved", "env-value", "slurm-line-break", "uneven-stage-layers",
 }
 
 // Settings a hint names in the spec's own words: options separated by
@@ -1055,9 +1055,34 @@ func withMoreOptions(rng *rand.Rand, over map[string]any) {
 		launch["extra_args"] = []string{"--use-torch-fsdp2"}
 		train["fsdp"] = coin(2)
 	}
-	if coin(10) { // slurm-nodes, slurm-time, slurm-mem, option-like-path, env-reserved
+	if coin(10) { // ep-comm-overlap with what it needs changed
+		par["overlap_moe_expert_parallel_comm"] = true
+		if moe != nil && coin(2) {
+			moe["dispatcher"] = "allgather"
+		}
+		if coin(3) {
+			train["recompute"] = "full"
+		}
+		if coin(3) {
+			train["precision"] = "fp32"
+		}
+		if coin(3) {
+			model["mtp_layers"] = 2
+			model["position_embedding"] = "rope"
+		}
+	}
+	if coin(12) { // uneven-stage-layers
+		par["first_stage_layers"] = 0
+	}
+	if coin(10) { // slurm-nodes, slurm-time, slurm-mem, option-like-path, env-reserved, env-value, slurm-line-break
 		sl := sub(cluster, "slurm")
-		switch rng.Intn(5) {
+		switch rng.Intn(8) {
+		case 5:
+			launch["env"] = map[string]any{"A": "x\x00y", "B": "\x00"}
+		case 6:
+			sl["job_name"] = "a\nb"
+		case 7:
+			model["name"] = "two\nlines"
 		case 0:
 			sl["extra"] = []string{"--nodes=7", "--exclusive"}
 		case 1:

@@ -58,10 +58,14 @@ func (c *checker) launchValues() {
 	}{{"cluster.env", s.Cluster.Env}, {"launch.env", s.Launch.Env}} {
 		// Every reserved name of one block goes together: they share the
 		// block's position, so removing one leaves that diagnostic.
-		var reserved []setting
+		var reserved, noNUL []setting
 		for _, k := range slices.Sorted(maps.Keys(src.env)) {
-			if envNameRE.MatchString(k) && slices.Contains(ReservedEnv, k) {
+			switch {
+			case !envNameRE.MatchString(k):
+			case slices.Contains(ReservedEnv, k):
 				reserved = append(reserved, setting{src.path + "." + k, nil})
+			case strings.ContainsRune(src.env[k], 0):
+				noNUL = append(noNUL, setting{src.path + "." + k, strings.ReplaceAll(src.env[k], "\x00", "")})
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(src.env)) {
@@ -74,7 +78,7 @@ func (c *checker) launchValues() {
 					" (the launch scripts set "+strings.Join(ReservedEnv, ", ")+")",
 					"%s is set by the launch scripts from the plan", k)
 			case strings.ContainsRune(src.env[k], 0):
-				c.report("env-value", src.path, "remove the NUL character",
+				c.report("env-value", src.path, "remove the NUL character: "+c.anyOf("env-value", src.path, setOpt(noNUL...)),
 					"the value of %s contains a NUL character, which no environment can hold", k)
 			}
 		}
@@ -89,14 +93,16 @@ func (c *checker) launchValues() {
 			{"output", sl.Output}, {"error", sl.Error}, {"dependency", sl.Dependency},
 		} {
 			if f.v != nil && strings.ContainsAny(*f.v, "\n\r\x00") {
-				c.report("slurm-line-break", "cluster.slurm."+f.path, "remove the line break",
+				path := "cluster.slurm." + f.path
+				c.report("slurm-line-break", path, "remove the line break: "+c.anyOf("slurm-line-break", path, setOpt(setting{path, oneLine(*f.v)})),
 					"%q cannot be written in an #SBATCH directive: it contains a line break", *f.v)
 			}
 		}
 	}
 	if s.Cluster.Slurm == nil || s.Cluster.Slurm.JobName == nil {
 		if strings.ContainsAny(s.Model.Name, "\n\r\x00") {
-			c.report("slurm-line-break", "model.name", "remove the line break, or set cluster.slurm.job_name",
+			c.report("slurm-line-break", "model.name", "remove the line break: "+c.anyOf("slurm-line-break", "model.name",
+				setOpt(setting{"model.name", oneLine(s.Model.Name)}), setOpt(setting{"cluster.slurm.job_name", oneLine(s.Model.Name)})),
 				"the model name %q is the job name and cannot be written in an #SBATCH directive: it contains a line break", s.Model.Name)
 		}
 	}
@@ -153,6 +159,9 @@ func (c *checker) optionLikePaths() {
 		}
 	}
 }
+
+// oneLine is v without line breaks and NULs.
+func oneLine(v string) string { return strings.NewReplacer("\n", "", "\r", "", "\x00", "").Replace(v) }
 
 // SlurmTime parses a Slurm time limit (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM,
 // D-HH:MM:SS, or infinite/unlimited) into seconds; -1 means no limit.
@@ -218,7 +227,10 @@ func (c *checker) grace() {
 	}
 	if sl := s.Cluster.Slurm; sl != nil && sl.PreemptSignalSeconds != nil && s.Launch.GraceSeconds != nil && g < *sl.PreemptSignalSeconds {
 		ps := *sl.PreemptSignalSeconds
-		hint := fmt.Sprintf("set grace_seconds to %d (or remove it: that is the default)", ps)
+		hint := fmt.Sprintf("set grace_seconds to %d", ps)
+		if c.acceptsAll("launch-grace", setting{"launch.grace_seconds", nil}) {
+			hint += " (or remove launch.grace_seconds: that is the default)"
+		}
 		if !c.accepts("launch-grace", "launch.grace_seconds", ps) {
 			hint = both(ps)
 		}

@@ -192,7 +192,9 @@ func (c *checker) moeRouter() {
 	if g := e.RouterGroupTopK; g != nil {
 		switch n := e.RouterNumGroups; {
 		case n == nil:
-			c.report("moe-router-groups", "model.moe.router_group_topk", "set model.moe.router_num_groups",
+			okN := c.near("moe-router-groups", "model.moe.router_num_groups", *g, valuesIn(1, e.Experts, func(v int) bool { return e.Experts%v == 0 && v >= *g }))
+			c.report("moe-router-groups", "model.moe.router_group_topk",
+				"set model.moe.router_num_groups: "+listHint(fmt.Sprintf("use a divisor of experts=%d (at least router_group_topk=%d)", e.Experts, *g), okN, noValue("model.moe.router_num_groups")),
 				"group-limited routing (router_group_topk=%d) needs router_num_groups", *g)
 		case e.Experts%*n != 0:
 			okN := c.near("moe-router-groups", "model.moe.router_num_groups", *n, valuesIn(1, e.Experts, func(v int) bool { return e.Experts%v == 0 && v >= *g }))

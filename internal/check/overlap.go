@@ -32,35 +32,52 @@ func (c *checker) commOverlap() {
 			"tp_comm_overlap overlaps tensor-parallel communication of sequence parallelism, but %s", why)
 	}
 	if p.OverlapMoEExpertParallelComm {
+		const path = "parallel.overlap_moe_expert_parallel_comm"
 		var bad []string
+		var fix []setting // the settings that change the listed ones
+		var dims []dim    // and the degrees they need a value of
 		if p.EP < 2 {
 			bad = append(bad, fmt.Sprintf("expert parallelism (ep=%d, needs ep > 1)", p.EP))
+			if m := s.Model.MoE; m != nil {
+				dims = append(dims, dim{"parallel.ep", valuesIn(2, m.Experts, func(v int) bool { return m.Experts%v == 0 })})
+			}
 		}
 		if p.PP > 1 && p.VPP < 2 {
 			bad = append(bad, fmt.Sprintf("virtual pipeline stages with pp=%d (vpp=%d, needs vpp > 1)", p.PP, p.VPP))
+			dims = append(dims, dim{"parallel.vpp", valuesIn(2, max(s.Model.Layers/p.PP, 2), func(int) bool { return true })})
 		}
 		if m := s.Model.MoE; m != nil && m.Dispatcher == "allgather" {
 			bad = append(bad, `the alltoall or flex dispatcher (model.moe.dispatcher is "allgather")`)
+			fix = append(fix, setting{"model.moe.dispatcher", "alltoall"})
 		}
 		if s.Train.Recompute == "full" {
 			bad = append(bad, `no full recomputation (train.recompute is "full")`)
+			fix = append(fix, setting{"train.recompute", "selective"})
 		}
-		if slices.Contains(s.Train.RecomputeModuleList(), "moe") {
+		if mods := s.Train.RecomputeModuleList(); slices.Contains(mods, "moe") {
 			bad = append(bad, `"moe" out of train.recompute_modules`)
+			fix = append(fix, setting{"train.recompute_modules", slices.DeleteFunc(slices.Clone(mods), func(m string) bool { return m == "moe" })})
 		}
 		if s.Train.Precision == "fp32" {
 			bad = append(bad, "a bf16 or fp16 model (train.precision is fp32)")
+			fix = append(fix, setting{"train.precision", "bf16"})
 		}
 		if s.Model.MTPLayers > 1 {
 			bad = append(bad, fmt.Sprintf("at most one MTP layer (mtp_layers=%d)", s.Model.MTPLayers))
+			fix = append(fix, setting{"model.mtp_layers", 1})
 		}
 		if s.Model.MoE != nil && s.Model.MoE.SharedExpertOverlap {
 			bad = append(bad, "no shared_expert_overlap (model.moe.shared_expert_overlap)")
+			fix = append(fix, setting{"model.moe.shared_expert_overlap", false})
 		}
 		if len(bad) > 0 {
-			c.report("ep-comm-overlap", "parallel.overlap_moe_expert_parallel_comm",
-				"change the listed settings, or "+c.anyOf("ep-comm-overlap", "parallel.overlap_moe_expert_parallel_comm",
-					setOpt(setting{"parallel.overlap_moe_expert_parallel_comm", false})),
+			opts := []option{setOpt(setting{path, false})}
+			if len(fix)+len(dims) > 0 {
+				if o, ok := c.firstPassing("ep-comm-overlap", path, fix, dims...); ok {
+					opts = append([]option{o}, opts...)
+				}
+			}
+			c.report("ep-comm-overlap", path, c.anyOf("ep-comm-overlap", path, opts...),
 				"overlap_moe_expert_parallel_comm needs %s", joinStrings(bad))
 		}
 	}

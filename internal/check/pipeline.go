@@ -102,7 +102,10 @@ func (c *checker) unevenSplit() {
 		}
 		n := *st.v
 		if n <= 0 {
-			c.report("uneven-stage-layers", "parallel."+st.name, "give the stage at least one layer",
+			path := "parallel." + st.name
+			c.report("uneven-stage-layers", path, "give the stage at least one layer: "+c.anyOf("uneven-stage-layers", path,
+				append(c.valueOptions("uneven-stage-layers", path, path, valuesIn(max(vpp, 1), L, func(v int) bool { return v%max(vpp, 1) == 0 }), 2),
+					setOpt(setting{path, nil}))...),
 				"%s=%d must be larger than 0", st.name, n)
 			bad = true
 		} else if vpp > 1 && n%vpp != 0 {

@@ -236,32 +236,40 @@ func (c *checker) fsdpOptions() {
 			"train.fsdp turns on Megatron-FSDP, but launch.extra_args also passes --use-torch-fsdp2")
 	}
 	var bad []string
+	var fix []setting
 	path := "launch.extra_args"
 	switch c.s.FSDP() {
 	case "torch-fsdp2":
 		if p.PP > 1 {
 			bad = append(bad, fmt.Sprintf("pipeline parallelism (pp=%d)", p.PP))
+			fix = append(fix, setting{"parallel.pp", 1})
 		}
 		if p.EP > 1 {
 			bad = append(bad, fmt.Sprintf("expert parallelism (ep=%d)", p.EP))
+			fix = append(fix, setting{"parallel.ep", 1})
 		}
 		if s.Train.DistributedOptimizer {
 			bad = append(bad, "the distributed optimizer (train.distributed_optimizer)")
+			fix = append(fix, setting{"train.distributed_optimizer", false})
 		}
 		if s.Kernels.GradientAccumulationFusion && !hasArg(s.Launch.ExtraArgs, "--no-gradient-accumulation-fusion") {
-			bad = append(bad, "gradient accumulation fusion (set kernels.gradient_accumulation_fusion: false)")
+			bad = append(bad, "gradient accumulation fusion (kernels.gradient_accumulation_fusion)")
+			fix = append(fix, setting{"kernels.gradient_accumulation_fusion", false})
 		}
 		if format != "torch_dist" && format != "torch_dcp" {
 			bad = append(bad, fmt.Sprintf("checkpoint format %s (use torch_dist or torch_dcp)", format))
+			fix = append(fix, setting{"checkpoint.format", "torch_dist"})
 		}
 		if s.Model.TieEmbeddings {
-			bad = append(bad, "tied embeddings (set model.tie_embeddings: false)")
+			bad = append(bad, "tied embeddings (model.tie_embeddings)")
+			fix = append(fix, setting{"model.tie_embeddings", false})
 		}
 		if s.Train.Precision == "fp16" {
 			bad = append(bad, "fp16")
+			fix = append(fix, setting{"train.precision", "bf16"})
 		}
 		if len(bad) > 0 {
-			c.report("fsdp-options", path, "fix each item, or "+c.anyOf("fsdp-options", path, c.withoutExtraArg("--use-torch-fsdp2")),
+			c.report("fsdp-options", path, c.anyOf("fsdp-options", path, setOpt(fix...), c.withoutExtraArg("--use-torch-fsdp2")),
 				"--use-torch-fsdp2 does not support %s", joinStrings(bad))
 		}
 	case "megatron-fsdp":

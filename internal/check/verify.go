@@ -381,6 +381,43 @@ func (c *checker) valueOptions(code, path, field string, cands []int, n int, ext
 	return out
 }
 
+// A dim is a field a fix needs some value of, and the values to try.
+type dim struct {
+	field string
+	cands []int
+}
+
+// firstPassing is the first option (fixed settings with one value of each
+// dim, the dims' candidates tried in order, at most maxTried combinations)
+// that clears the diagnostic of code at path and adds no error; ok is false
+// when none does. A fix that needs several fields at once ("change the
+// listed settings") is offered only as settings that pass together.
+func (c *checker) firstPassing(code, path string, fixed []setting, dims ...dim) (o option, ok bool) {
+	tried := 0
+	var try func(set []setting, rest []dim) bool
+	try = func(set []setting, rest []dim) bool {
+		if len(rest) == 0 {
+			tried++
+			if c.verifying || c.acceptsAt(code, path, set...) {
+				o, ok = setOpt(set...), true
+				return true
+			}
+			return false
+		}
+		for _, v := range rest[0].cands {
+			if tried >= maxTried {
+				return false
+			}
+			if try(append(slices.Clone(set), setting{rest[0].field, v}), rest[1:]) {
+				return true
+			}
+		}
+		return false
+	}
+	try(fixed, dims)
+	return o, ok
+}
+
 // settingsText writes settings as a hint says them: "set a.b: 1 and c.d:
 // true; remove e.f" (nil removes a field, or sets it to its default when
 // def names one).
