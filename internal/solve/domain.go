@@ -46,11 +46,33 @@ var recomputeModes = []string{"none", "selective", "full"}
 type recompute struct {
 	mode    string
 	modules []string
+	// layersImplied: full recomputation where parc chooses how many layers
+	// it reruns (the spec writes neither train.recompute_method nor
+	// train.recompute_layers): the least number per model chunk, with
+	// Megatron's block method, whose peak fits the headroom (a leaf's rl).
+	layersImplied bool
 }
 
+// apply writes r into t. A choice whose layers parc chooses is written as
+// rerunning one layer per model chunk, the least it can be: the bounds
+// take it so, and evaluate replaces it by the leaf's own (recomputeLayers).
 func (r recompute) apply(t *spec.Train) {
 	t.Recompute = r.mode
 	t.RecomputeModules = r.modules
+	if r.layersImplied {
+		setRecomputeLayers(t, 1)
+	}
+}
+
+// setRecomputeLayers writes full recomputation of the first k layers of
+// each model chunk (Megatron's block method), or of every layer (Megatron's
+// uniform method in groups of one, the default) when k ≤ 0.
+func setRecomputeLayers(t *spec.Train, k int) {
+	if k <= 0 {
+		t.RecomputeMethod, t.RecomputeLayers = "uniform", nil
+		return
+	}
+	t.RecomputeMethod, t.RecomputeLayers = "block", &k
 }
 
 // String is "full", "selective", "selective[mla_up_proj,mlp]".
@@ -126,6 +148,10 @@ type solver struct {
 	// open and the spec writes no modules).
 	recomputes     []recompute
 	modulesImplied bool
+	// layersImplied: parc chooses train.recompute_method and
+	// train.recompute_layers with full recomputation (recompute is open
+	// and the spec writes neither).
+	layersImplied bool
 
 	diags diag.List
 	search
@@ -369,21 +395,27 @@ func (sv *solver) recomputeDomain() {
 	t := sv.base.Train
 	sv.recomputes = nil
 	if !sv.open[fRC] {
-		sv.recomputes = []recompute{{t.Recompute, t.RecomputeModules}}
+		sv.recomputes = []recompute{{mode: t.Recompute, modules: t.RecomputeModules}}
 		sv.dom[fRC] = []int{0}
 		return
 	}
 	sv.modulesImplied = !sv.res.User.LookupPath(cue.ParsePath("train.recompute_modules")).Exists()
+	written := func(p string) bool { return sv.res.User.LookupPath(cue.ParsePath(p)).Exists() }
+	sv.layersImplied = !written(recomputeMethodPath) && !written(recomputeLayersPath)
 	for _, m := range recomputeModes {
 		if !sv.allowed(fRC, m) {
 			continue
 		}
+		if m == "full" && sv.layersImplied {
+			sv.recomputes = append(sv.recomputes, recompute{mode: m, layersImplied: true})
+			continue
+		}
 		if m != "selective" || !sv.modulesImplied {
-			sv.recomputes = append(sv.recomputes, recompute{m, t.RecomputeModules})
+			sv.recomputes = append(sv.recomputes, recompute{mode: m, modules: t.RecomputeModules})
 			continue
 		}
 		for _, mods := range moduleLists {
-			r := recompute{m, mods}
+			r := recompute{mode: m, modules: mods}
 			if mods == nil || sv.modulesApply(r) {
 				sv.recomputes = append(sv.recomputes, r)
 			}

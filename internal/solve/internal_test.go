@@ -93,6 +93,7 @@ func leavesOf(t *testing.T, path string) *solver {
 	sv.leafRejected = map[string]int64{}
 	sv.stateTooLarge = map[stateKey]string{}
 	sv.memoryFailed = map[memKey]memFail{}
+	sv.noneFits = map[noneKey]float64{}
 	sv.shapeBest, sv.failed = map[shapeKey]float64{}, map[int32]bool{}
 	sv.prepareBounds()
 	sv.enumerate()

@@ -112,10 +112,14 @@ func why(c, best *Candidate, band float64) string {
 }
 
 // recomputeWords is a plan's recomputation as the table prints it:
-// full, selective, selective[modules], or none.
+// full, full[first k layers of each chunk], selective, selective[modules],
+// or none.
 func recomputeWords(t Train) string {
 	if t.Recompute == "selective" && len(t.RecomputeModules) > 0 {
 		return "selective[" + strings.Join(t.RecomputeModules, ",") + "]"
+	}
+	if t.Recompute == "full" && t.RecomputeLayers != nil {
+		return fmt.Sprintf("full[first %d layers of each chunk]", *t.RecomputeLayers)
 	}
 	return t.Recompute
 }

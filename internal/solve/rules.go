@@ -12,9 +12,13 @@ type leaf struct {
 	tp, cp, pp, ep, etp, vpp, mb int32
 	split                        int32 // index into solver.splits
 	rc, shard                    int8  // index into recomputeModes, solver.shards
-	stage                        uint8 // 0: bounded by compute only; 1: by the one-stage estimate
-	grid                         int32 // index into search.grids
-	key                          float64
+	// rl is the layers per model chunk full recomputation reruns when
+	// parc chooses them (recompute.layersImplied): 0 before evaluate
+	// chose, k > 0 the block method's first k, −1 every layer.
+	rl    int16
+	stage uint8 // 0: bounded by compute only; 1: by the one-stage estimate
+	grid  int32 // index into search.grids
+	key   float64
 	// A node stands for the n complete assignments of one (grid, split,
 	// vpp) — every valid micro batch, recompute and optimizer sharding —
 	// until the search reaches it and expands it (mb is then the smallest

@@ -46,6 +46,9 @@ type search struct {
 	// memoryFailed rules out the larger micro batches of a variant that
 	// did not fit.
 	memoryFailed map[memKey]memFail
+	// noneFits is the step time of each variant and micro batch found
+	// feasible without recomputation (behindNone).
+	noneFits map[noneKey]float64
 
 	found []foundPlan // feasible leaves, in the order found
 	// shapeBest is the least step time found for each parallel shape;
@@ -94,6 +97,11 @@ type memKey struct {
 	rc int8
 }
 
+type noneKey struct {
+	stateKey
+	mb int32
+}
+
 type memFail struct {
 	mb   int32
 	code string
@@ -117,6 +125,9 @@ func (sv *solver) leafSpec(lf *leaf) spec.Spec {
 	}
 	s.Train.MicroBatch = int(lf.mb)
 	sv.recomputes[lf.rc].apply(&s.Train)
+	if sv.recomputes[lf.rc].layersImplied && lf.rl != 0 {
+		setRecomputeLayers(&s.Train, int(lf.rl))
+	}
 	sv.splits[lf.split].apply(p)
 	sv.shards[lf.shard].apply(&s.Train)
 	return s
@@ -230,11 +241,35 @@ func (sv *solver) searchTo(k int) {
 			}
 			continue
 		}
-		if sv.memoryRuledOut(lf) || sv.tighten(i, k) {
+		if sv.memoryRuledOut(lf) || sv.tighten(i, k) || sv.behindNone(i, k) {
 			continue
 		}
 		sv.evaluate(i)
 	}
+}
+
+// behindNone raises the bound of leaf i (just popped) when parc chooses the
+// layers its full recomputation reruns and the same plan without
+// recomputation fits: rerunning layers only adds work (their forward again,
+// and with it their forward collectives), so it is at least as slow as that
+// plan. It pushes the leaf back, as tighten does, when that moves it behind
+// the top of the heap or past threshold(k).
+func (sv *solver) behindNone(i int32, k int) bool {
+	lf := &sv.leaves[i]
+	if !sv.recomputes[lf.rc].layersImplied || sv.opts.Exhaustive {
+		return false
+	}
+	step, ok := sv.noneFits[noneKey{sv.variantKey(lf).stateKey, lf.mb}]
+	if !ok || step <= lf.key {
+		return false
+	}
+	lf.key = step
+	limit := sv.threshold(k) * (1 + 1e-9)
+	if lf.key > limit || len(sv.heap) > 0 && heapLess(sv.heap[0], heapItem{lf.key, i}) {
+		sv.push(i)
+		return true
+	}
+	return false
 }
 
 // memoryRuledOut rejects a leaf the memory found so far rules out: its
@@ -318,7 +353,7 @@ func (sv *solver) evaluate(i int32) {
 		}
 		return
 	}
-	e, eds := estimate.Run(&s, d, sv.grids[lf.grid].links.links, diag.NoPos)
+	e, eds := sv.estimateLeaf(lf, &s, d)
 	sv.evaluated++
 	fp := foundPlan{leaf: i, step: stable(e.StepTimeS), peak: e.Memory.PerGPUPeakBytes, frac: e.Memory.FractionOfGPU}
 	limit := sv.opts.MemoryHeadroom * float64(e.Memory.GPUBytes)
@@ -370,6 +405,60 @@ func (sv *solver) evaluate(i int32) {
 	}
 	sv.found = append(sv.found, fp)
 	sv.noteShape(fp)
+	if sv.recomputes[lf.rc].mode == "none" {
+		sv.noneFits[noneKey{sv.variantKey(lf).stateKey, lf.mb}] = fp.step
+	}
+}
+
+// estimateLeaf is estimate.Run on leaf lf's spec s. When parc chooses the
+// layers full recomputation reruns, it searches the least number per model
+// chunk (Megatron's block method: the chunk's first k layers rerun, the
+// rest keep their activations; recompute.py) whose peak fits the headroom,
+// and keeps it in lf.rl: a plan that needs a little recomputation is
+// charged a little. Every layer (the uniform method) when the block method
+// cannot rerun fewer than all of the largest chunk's layers, or when no
+// fewer fits. The peak falls as k grows (each rerun layer keeps only its
+// input), so the search halves the range.
+func (sv *solver) estimateLeaf(lf *leaf, s *spec.Spec, d spec.Derived) (*estimate.Estimate, diag.List) {
+	links := sv.grids[lf.grid].links.links
+	if !sv.recomputes[lf.rc].layersImplied {
+		return estimate.Run(s, d, links, diag.NoPos)
+	}
+	most := 0 // the layers of the largest model chunk
+	for _, st := range d.Stages {
+		for _, ch := range st {
+			most = max(most, ch.Count)
+		}
+	}
+	// check's recompute-layers-range: at most layers/pp.
+	fewer := min(most, s.Model.Layers/max(s.Parallel.PP, 1)) - 1
+	fits := func(k int) bool {
+		setRecomputeLayers(&s.Train, k)
+		peak, gpu := estimate.PeakMemory(s, d)
+		return float64(peak) <= sv.opts.MemoryHeadroom*float64(gpu)
+	}
+	k := -1 // every layer: when no fewer fits (the estimate then says by how much)
+	switch {
+	case fewer < 1:
+	case fits(1):
+		k = 1
+	case fits(-1):
+		lo, hi := 1, fewer+1 // lo does not fit; hi fits (fewer+1: every layer)
+		for hi-lo > 1 {
+			mid := (lo + hi) / 2
+			if fits(mid) {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		if hi <= fewer {
+			k = hi
+		}
+	}
+	lf.rl = int16(k)
+	setRecomputeLayers(&s.Train, k)
+	return estimate.Run(s, d, links, diag.NoPos)
 }
 
 // noteShape records a feasible plan's step time for its shape.

@@ -16,6 +16,14 @@ import (
 // train.recompute.
 const recomputeModulesPath = "train.recompute_modules"
 
+// recomputeMethodPath and recomputeLayersPath are train.recompute_method
+// and train.recompute_layers, which parc chooses with full recomputation
+// when train.recompute is open and the spec writes neither.
+const (
+	recomputeMethodPath = "train.recompute_method"
+	recomputeLayersPath = "train.recompute_layers"
+)
+
 // DefaultTop is how many candidates Solve returns when Options.Top is 0.
 const DefaultTop = 5
 
@@ -80,9 +88,13 @@ type Train struct {
 	// RecomputeModules is train.recompute_modules when the plan writes it
 	// (selective recomputation of other modules than Megatron's default
 	// core attention).
-	RecomputeModules     []string `json:"recompute_modules,omitempty"`
-	DistributedOptimizer bool     `json:"distributed_optimizer"`
-	FSDP                 bool     `json:"fsdp"`
+	RecomputeModules []string `json:"recompute_modules,omitempty"`
+	// RecomputeLayers is train.recompute_layers when full recomputation
+	// reruns only the first layers of each model chunk
+	// (train.recompute_method "block"); absent when it reruns every layer.
+	RecomputeLayers      *int `json:"recompute_layers,omitempty"`
+	DistributedOptimizer bool `json:"distributed_optimizer"`
+	FSDP                 bool `json:"fsdp"`
 }
 
 // Variant is another plan of a candidate's parallel shape: a different
@@ -168,6 +180,9 @@ func Label(p Parallel, t Train) string {
 		p.TP, p.PP, p.VPP, p.CP, p.EP, p.ETP, p.DP, t.MicroBatch, t.Recompute)
 	if t.RecomputeModules != nil {
 		s += " recompute_modules=" + strings.Join(t.RecomputeModules, ",")
+	}
+	if t.RecomputeLayers != nil {
+		s += fmt.Sprintf(" recompute_method=block recompute_layers=%d", *t.RecomputeLayers)
 	}
 	if p.AccountForEmbedding {
 		s += " account_for_embedding"
@@ -292,7 +307,7 @@ func (r *Result) Summary() string {
 	open := strings.Join(r.Open, ", ")
 	var split, other []string
 	for _, p := range r.Implied {
-		if p == recomputeModulesPath {
+		if p == recomputeModulesPath || p == recomputeMethodPath || p == recomputeLayersPath {
 			other = append(other, p)
 		} else {
 			split = append(split, p)

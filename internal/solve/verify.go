@@ -31,11 +31,16 @@ func (sv *solver) run() *Result {
 	sv.common = map[diagKey]int{}
 	sv.stateTooLarge = map[stateKey]string{}
 	sv.memoryFailed = map[memKey]memFail{}
+	sv.noneFits = map[noneKey]float64{}
 	sv.shapeBest = map[shapeKey]float64{}
 	sv.failed = map[int32]bool{}
 
 	if sv.modulesImplied {
 		r.Implied = append(r.Implied, recomputeModulesPath)
+	}
+	if sv.layersImplied && slices.ContainsFunc(sv.recomputes, func(r recompute) bool { return r.layersImplied }) {
+		r.Implied = append(r.Implied, recomputeMethodPath, recomputeLayersPath)
+		r.Notes = append(r.Notes, "train.recompute is open and the spec writes neither train.recompute_method nor train.recompute_layers, so with full recomputation parc reruns the fewest layers that fit the headroom: the first k of each model chunk (Megatron's block method), or every layer when fewer do not fit (write either field to fix it)")
 	}
 	if len(r.Open) == 0 && len(r.Implied) == 0 {
 		r.Space = 1
@@ -125,7 +130,7 @@ func (sv *solver) run() *Result {
 			sh := sv.shards[lf.shard]
 			c.Variants = append(c.Variants, Variant{
 				Train: Train{MicroBatch: int(lf.mb), Recompute: sv.recomputes[lf.rc].mode, RecomputeModules: sv.recomputes[lf.rc].modules,
-					DistributedOptimizer: sh.distopt, FSDP: sh.fsdp},
+					RecomputeLayers: blockLayers(sv.recomputes[lf.rc], lf.rl), DistributedOptimizer: sh.distopt, FSDP: sh.fsdp},
 				StepTimeS: fp.step, VsShapePct: 100 * (fp.step - g.plans[0].step) / g.plans[0].step, PerGPUPeakBytes: fp.peak,
 			})
 		}
@@ -179,7 +184,7 @@ func (sv *solver) baseLeaf() leaf {
 	if p.ETP != nil {
 		lf.etp = int32(*p.ETP)
 	}
-	sv.recomputes = []recompute{{t.Recompute, t.RecomputeModules}}
+	sv.recomputes = []recompute{{mode: t.Recompute, modules: t.RecomputeModules}}
 	lf.rc = 0
 	sp := split{emb: p.AccountForEmbedding, loss: p.AccountForLoss}
 	if p.FirstStageLayers != nil {
@@ -212,6 +217,9 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 	if m := sv.recomputes[lf.rc].modules; sv.modulesImplied && m != nil {
 		vals[recomputeModulesPath] = m
 	}
+	if sv.recomputes[lf.rc].layersImplied && lf.rl > 0 {
+		vals[recomputeMethodPath], vals[recomputeLayersPath] = "block", int(lf.rl)
+	}
 	if l, ok := sv.splits[lf.split].layoutFor(int(lf.pp), int(lf.vpp)); ok {
 		vals["parallel.layout"] = l
 	}
@@ -242,7 +250,7 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 			Layout: s.Parallel.Layout,
 		},
 		Train: Train{MicroBatch: s.Train.MicroBatch, Recompute: s.Train.Recompute, RecomputeModules: s.Train.RecomputeModules,
-			DistributedOptimizer: s.Train.DistributedOptimizer, FSDP: s.Train.FSDP},
+			RecomputeLayers: specBlockLayers(&s.Train), DistributedOptimizer: s.Train.DistributedOptimizer, FSDP: s.Train.FSDP},
 		StepTimeS:  stable(e.StepTimeS),
 		TokensPerS: stable(e.TokensPerS),
 		MFU:        stable(e.MFU),
@@ -398,6 +406,9 @@ func (sv *solver) leafLabel(lf *leaf) string {
 	if m := sv.recomputes[lf.rc].modules; m != nil {
 		s += " recompute_modules=" + strings.Join(m, ",")
 	}
+	if k := blockLayers(sv.recomputes[lf.rc], lf.rl); k != nil {
+		s += fmt.Sprintf(" recompute_method=block recompute_layers=%d", *k)
+	}
 	if sp := sv.splits[lf.split].String(); sp != "" {
 		s += " " + sp
 	}
@@ -429,4 +440,27 @@ func topCounts(m map[string]int64) ([]codeCount, int64) {
 		return strings.Compare(a.code, b.code)
 	})
 	return out, total
+}
+
+// blockLayers is a leaf's train.recompute_layers when parc chose the block
+// method for it (nil otherwise).
+func blockLayers(r recompute, rl int16) *int {
+	if !r.layersImplied || rl <= 0 {
+		return nil
+	}
+	k := int(rl)
+	return &k
+}
+
+// specBlockLayers is a plan's train.recompute_layers with full block
+// recomputation (nil otherwise).
+func specBlockLayers(t *spec.Train) *int {
+	if t.Recompute != "full" || t.RecomputeMethod != "block" {
+		return nil
+	}
+	k := 1
+	if t.RecomputeLayers != nil {
+		k = *t.RecomputeLayers
+	}
+	return &k
 }
