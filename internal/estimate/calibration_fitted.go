@@ -4,4 +4,4 @@ package estimate
 
 // fittedCalibration is the calibration fitted on the measured corpus's fit
 // rows (testdata/calibration/README.md).
-var fittedCalibration = Calibration{GEMMEff: 0.631, FP8GEMMEff: 0.534, AttnEff: 0.67, KernelS: 1.49e-05, NVLinkEff: 1, NetworkEff: 0.99, GroupedRel: 0.543, HostOpS: 4.71e-05, HostSyncS: 0.000616}
+var fittedCalibration = Calibration{GEMMEff: 0.631, FP8GEMMEff: 0.534, AttnEff: 0.67, KernelS: 1.39e-05, NVLinkEff: 1, NetworkEff: 0.839, GroupedRel: 0.507, HostOpS: 3.28e-05, HostSyncS: 0.000686, GraphKernelRel: 0.79}

@@ -41,13 +41,15 @@ var update = flag.Bool("update", false, "refit the calibration and rewrite its r
 // three scales, about 2.3x slower than modelled and than Megatron-Bridge's
 // own GB200 bf16 runs of the model). Unfused MLA attention on Blackwell
 // (their Transformer Engine, see runs.jsonl) took those to +85% and the
-// bound to 1.04 (the worst held-out row is now Qwen3-30B-A3B on H100, 25.11).
+// bound to 1.04 (the worst held-out row is now Qwen3-30B-A3B on H100, 25.11);
+// the flex dispatcher's one network copy per destination domain took the
+// held-out mean to 11.6% and the bounds to 1.02 / 0.12.
 const (
 	targetMedian = 0.10
 	targetWorst  = 0.25
 	boundMedian  = 0.075
-	boundMean    = 0.13
-	boundWorst   = 1.04
+	boundMean    = 0.12
+	boundWorst   = 1.02
 )
 
 // calRow is one corpus row made into a spec.
@@ -442,6 +444,7 @@ var calibrationParams = []struct {
 	{func(c *Calibration) *float64 { return &c.GroupedRel }, 0.05, 1},
 	{func(c *Calibration) *float64 { return &c.HostOpS }, 0, 300e-6},
 	{func(c *Calibration) *float64 { return &c.HostSyncS }, 0, 5e-3},
+	{func(c *Calibration) *float64 { return &c.GraphKernelRel }, 0, 1},
 }
 
 // fitStart is where the fit starts: round values of the right order (a
@@ -450,7 +453,7 @@ var calibrationParams = []struct {
 // lower loss, so a refit after a model change never settles in a local
 // optimum worse than the constants it replaces.
 var fitStart = Calibration{GEMMEff: 0.65, FP8GEMMEff: 0.55, AttnEff: 0.65, KernelS: 10e-6,
-	NVLinkEff: 0.9, NetworkEff: 0.9, GroupedRel: 0.7, HostOpS: 30e-6, HostSyncS: 0.5e-3}
+	NVLinkEff: 0.9, NetworkEff: 0.9, GroupedRel: 0.7, HostOpS: 30e-6, HostSyncS: 0.5e-3, GraphKernelRel: 1}
 
 // roundCalibration keeps 3 significant digits so the generated file is stable.
 func roundCalibration(c Calibration) Calibration {
@@ -463,7 +466,7 @@ func roundCalibration(c Calibration) Calibration {
 	}
 	return Calibration{GEMMEff: r(c.GEMMEff), FP8GEMMEff: r(c.FP8GEMMEff), AttnEff: r(c.AttnEff),
 		KernelS: r(c.KernelS), NVLinkEff: r(c.NVLinkEff), NetworkEff: r(c.NetworkEff),
-		GroupedRel: r(c.GroupedRel), HostOpS: r(c.HostOpS), HostSyncS: r(c.HostSyncS)}
+		GroupedRel: r(c.GroupedRel), HostOpS: r(c.HostOpS), HostSyncS: r(c.HostSyncS), GraphKernelRel: r(c.GraphKernelRel)}
 }
 
 type calResult struct {
@@ -565,8 +568,8 @@ package estimate
 
 // fittedCalibration is the calibration fitted on the measured corpus's fit
 // rows (testdata/calibration/README.md).
-var fittedCalibration = Calibration{GEMMEff: %v, FP8GEMMEff: %v, AttnEff: %v, KernelS: %v, NVLinkEff: %v, NetworkEff: %v, GroupedRel: %v, HostOpS: %v, HostSyncS: %v}
-`, c.GEMMEff, c.FP8GEMMEff, c.AttnEff, c.KernelS, c.NVLinkEff, c.NetworkEff, c.GroupedRel, c.HostOpS, c.HostSyncS)
+var fittedCalibration = Calibration{GEMMEff: %v, FP8GEMMEff: %v, AttnEff: %v, KernelS: %v, NVLinkEff: %v, NetworkEff: %v, GroupedRel: %v, HostOpS: %v, HostSyncS: %v, GraphKernelRel: %v}
+`, c.GEMMEff, c.FP8GEMMEff, c.AttnEff, c.KernelS, c.NVLinkEff, c.NetworkEff, c.GroupedRel, c.HostOpS, c.HostSyncS, c.GraphKernelRel)
 	if err := os.WriteFile("calibration_fitted.go", []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -591,8 +594,8 @@ func calibrationReadme(results []calResult, cal Calibration, fit, hold calStats,
 	b.WriteString("measurements differ by more than the error target (column *spread*: largest / smallest measured\n")
 	b.WriteString("throughput of that plan), no single model can be within the target on all of them.\n\n")
 	fmt.Fprintf(&b, "Targets (issue 14) on held-out rows: median ≤ %.0f%%, worst ≤ %.0f%%.\n\n", 100*targetMedian, 100*targetWorst)
-	fmt.Fprintf(&b, "Fitted constants: large bf16 GEMMs at %.3g of the dense peak, fp8 GEMMs at %.3g of the fp8 peak, grouped expert GEMMs at %.3g of that, flash attention at %.3g of the bf16 peak, %.3g µs of GPU time per kernel, %.3g µs of host time to issue a kernel eagerly, %.3g µs of GPU idle time per host synchronisation (one per MoE layer forward unless CUDA graphs capture the MoE block), collectives at %.3g of NVLink and %.3g of network bandwidth.\n\n",
-		cal.GEMMEff, cal.FP8GEMMEff, cal.GroupedRel, cal.AttnEff, cal.KernelS*1e6, cal.HostOpS*1e6, cal.HostSyncS*1e6, cal.NVLinkEff, cal.NetworkEff)
+	fmt.Fprintf(&b, "Fitted constants: large bf16 GEMMs at %.3g of the dense peak, fp8 GEMMs at %.3g of the fp8 peak, grouped expert GEMMs at %.3g of that, flash attention at %.3g of the bf16 peak, %.3g µs of GPU time per kernel (%.3g of it when replayed from a CUDA graph), %.3g µs of host time to issue a kernel eagerly, %.3g µs of GPU idle time per host synchronisation (one per MoE layer forward unless CUDA graphs capture the MoE block), collectives at %.3g of NVLink and %.3g of network bandwidth.\n\n",
+		cal.GEMMEff, cal.FP8GEMMEff, cal.GroupedRel, cal.AttnEff, cal.KernelS*1e6, cal.GraphKernelRel, cal.HostOpS*1e6, cal.HostSyncS*1e6, cal.NVLinkEff, cal.NetworkEff)
 	b.WriteString("![estimated vs measured](scatter.svg)\n\n")
 	b.WriteString(calibrationWeaknesses)
 	b.WriteString("\n| id | set | measured as | measured tok/s/GPU | estimated | error | spread |\n|---|---|---|---|---|---|---|\n")
@@ -628,7 +631,15 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
 - fp8 GEMMs quantise their activation input and output gradient on the fly (HBM-bound casts),
   which weighs more for narrow experts.
 - The flex dispatcher (DeepEP, HybridEP) sends a token once per destination rank instead of once
-  per routed expert (it fuses the global permute into the communication).
+  per routed expert (it fuses the global permute into the communication). Across NVLink domains it
+  sends a token once per destination domain over the network and forwards it there over NVLink
+  (Megatron-LM's MoE README: DeepEP "removes redundant tokens during cross-node communication";
+  DeepSeek-V3 report §3.2.2), so multi-node expert parallelism moves far fewer network bytes than
+  the alltoall dispatcher.
+- CUDA graphs also shrink the per-kernel GPU cost of what they capture to GraphKernelRel of it (the
+  launch gaps go).
+- Unfused attention (` + "`kernels.attention_backend`" + ` unfused or local) is timed as what it runs: the
+  whole score matrix written, soft-maxed and read back through HBM, forward and backward.
 
 ## Where the model is weak
 
@@ -642,8 +653,12 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
 - Data-parallel overlap with the interleaved schedule: each model chunk's gradients are reduced once
   its last microbatch is through the backward, under the backward of the chunks after it
   (Megatron's per-chunk grad_sync_func); parameter gathers likewise ahead of each chunk's forward.
-- Megatron-Bridge 26.06-26.08 MoE rows on GB200/GB300 are 25-45% faster than modelled; 26.08 has no
+- Megatron-Bridge 26.06-26.08 MoE rows on GB200/GB300 are 15-45% faster than modelled. 26.06 runs the
+  experts as Transformer Engine's fused grouped MLP (Megatron's use_transformer_engine_op_fuser,
+  Megatron-Bridge's cutedsl_fused_grouped_mlp), which the schema cannot express yet; 26.08 has no
   per-row settings in the repository (unknown cuda graphs, dispatcher, recompute).
+- Qwen3-235B-A22B on H100 (alltoall over four nodes) is 8-15% too slow, and on B300 (26.02, no
+  per-row settings) 45% too fast.
 - GPT-OSS-120B is 25-55% too fast on some rows: its sliding-window attention, attention sinks and
   clamped SwiGLU are not expressible in the model schema.
 - Qwen3-30B-A3B on H100 and B200 at micro batch 1 (releases 25.11, 26.02) is up to 2x too fast;

@@ -46,6 +46,13 @@ type Calibration struct {
 	// falls behind the GPU (small kernels) or after a host synchronisation;
 	// kernels captured in a CUDA graph cost none of it.
 	HostOpS float64 `json:"host_op_s"`
+	// GraphKernelRel is the share of KernelS a kernel replayed from a CUDA
+	// graph still costs: the graph launches its kernels back to back, so
+	// the per-kernel launch gap goes and the ramp-up and tail stay
+	// (Megatron-LM docs/user-guide/features/cuda_graph.md at d98e8a64:
+	// "CUDA Graphs reduce kernel-launch overhead by recording GPU
+	// operations once and replaying the recording").
+	GraphKernelRel float64 `json:"graph_kernel_rel"`
 	// HostSyncS is the GPU idle time at one host synchronisation: the
 	// device-to-host copy of the routed-token counts each MoE layer's
 	// forward needs (the grouped GEMM's per-expert sizes are a host list),
@@ -120,9 +127,14 @@ func (o op) times(x float64) op {
 	return op{o.gemm * x, o.attn * x, o.mem * x, o.fixed * x, o.idle * x, o.ideal * x, o.host * x}
 }
 
-// noHost is o issued from a CUDA graph: one graph launch replaces the
-// host's per-kernel work.
-func (o op) noHost() op { o.host = 0; return o }
+// captured is o replayed from a CUDA graph: one graph launch replaces the
+// host's per-kernel work, and the kernels' fixed cost shrinks to
+// GraphKernelRel of it.
+func (cm *computeModel) captured(o op) op {
+	o.host = 0
+	o.fixed *= cm.cal.GraphKernelRel
+	return o
+}
 
 // kernels is the fixed cost of k kernels: GPU-side (launch gap, ramp-up and
 // tail) and the host's issue time.
@@ -392,12 +404,12 @@ func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
 	rew := cm.elementwise(ls.Tsp*ls.h*5*e+ls.Tsp*ls.experts*4*3, rk/3)
 	ra, rb = ra.plus(rew), rb.plus(rew.times(2))
 	if g.router || g.moe {
-		ra, rb = ra.noHost(), rb.noHost()
+		ra, rb = cm.captured(ra), cm.captured(rb)
 	}
 	// The dispatcher's metadata: routing map, tokens per expert, sort indices.
 	pre := cm.elementwise(ls.Tsp*ls.experts*4*2, 3)
 	if g.preprocess || g.moe {
-		pre = pre.noHost()
+		pre = cm.captured(pre)
 	}
 	// Permute and unpermute the routed tokens, expert activation.
 	bytes := 2*P*ls.h*2*e + P*ls.fe/ls.etp*(ls.gated+1)*e
@@ -409,7 +421,7 @@ func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
 		fwd, bwd = fwd.plus(sf), bwd.plus(sb)
 	}
 	if g.moe {
-		fwd, bwd = fwd.noHost(), bwd.noHost()
+		fwd, bwd = cm.captured(fwd), cm.captured(bwd)
 	}
 	fwd, bwd = fwd.plus(ra).plus(pre), bwd.plus(rb).plus(pre)
 	return fwd, bwd
@@ -420,7 +432,7 @@ func (cm *computeModel) layer(ls layerShape, moe bool) layerTime {
 	var lt layerTime
 	af, ab, flF, flB, gF, gB := cm.attentionBlock(ls)
 	if cm.graphs.attn {
-		af, ab, flF, flB = af.noHost(), ab.noHost(), flF.noHost(), flB.noHost()
+		af, ab, flF, flB = cm.captured(af), cm.captured(ab), cm.captured(flF), cm.captured(flB)
 	}
 	var mf, mb op
 	if moe {
@@ -428,7 +440,7 @@ func (cm *computeModel) layer(ls layerShape, moe bool) layerTime {
 	} else {
 		mf, mb = cm.mlpBlock(ls, ls.T, ls.f, ls.tp, true)
 		if cm.graphs.mlp {
-			mf, mb = mf.noHost(), mb.noHost()
+			mf, mb = cm.captured(mf), cm.captured(mb)
 		}
 	}
 	lt.fwd, lt.bwd = af.plus(mf), ab.plus(mb)

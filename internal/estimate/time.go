@@ -157,7 +157,8 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 			if c.s.Model.MoE != nil && c.s.Model.MoE.Dispatcher == "allgather" {
 				epLayer = (4 + 2*fwdExtra) * float64(c.ep-1) * elem * (T / float64(c.tp)) * h
 			} else {
-				epLayer = (4 + 2*fwdExtra) * elem * (T / float64(c.tp)) * h * c.remoteCopies()
+				nv, net := c.epCopies()
+				epLayer = (4 + 2*fwdExtra) * elem * (T / float64(c.tp)) * h * (nv + net)
 			}
 		}
 		if c.etp > 1 {
@@ -213,17 +214,67 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 // holds (DeepEP's dispatch by is_token_in_rank): (ep−1)·(1 − q), q the chance
 // that none of the token's topk distinct experts is among a rank's E/ep.
 func (c *costModel) remoteCopies() float64 {
-	ep, k, E := float64(c.ep), c.am.topk, float64(c.sh.experts)
-	mo := c.s.Model.MoE
-	if mo == nil || mo.Dispatcher != "flex" || E <= 0 || k >= E {
-		return k * (ep - 1) / ep
+	if !c.flexDispatch() {
+		return c.am.topk * float64(c.ep-1) / float64(c.ep)
 	}
-	L := E / ep
+	return float64(c.ep-1) * (1 - c.missProb(float64(c.sh.experts)/float64(c.ep)))
+}
+
+// flexDispatch: the flex dispatcher (DeepEP, HybridEP) with a routing the
+// counting below applies to.
+func (c *costModel) flexDispatch() bool {
+	mo := c.s.Model.MoE
+	E := float64(c.sh.experts)
+	return mo != nil && mo.Dispatcher == "flex" && E > 0 && c.am.topk < E
+}
+
+// missProb is the chance that none of a token's topk distinct experts (drawn
+// uniformly from E) is among L given ones.
+func (c *costModel) missProb(L float64) float64 {
+	E, k := float64(c.sh.experts), c.am.topk
 	q := 1.0
 	for i := 0.0; i < k; i++ {
 		q *= math.Max(E-L-i, 0) / (E - i)
 	}
-	return (ep - 1) * (1 - q)
+	return q
+}
+
+// epDomainRanks is how many ranks of an expert-parallel group share an
+// NVLink domain: expert-parallel ranks are consecutive after etp (Megatron's
+// expert grid tp-ep-dp-pp with etp in place of tp).
+func (c *costModel) epDomainRanks() int {
+	return max(1, min(c.ep, c.s.Cluster.NVLinkDomain/max(c.etp, 1)))
+}
+
+// epCopies is what the dispatch of one token sends, in copies of the token,
+// over NVLink (nv) and over the network (net), when the group leaves its
+// NVLink domain. Megatron's alltoall dispatcher sends its remoteCopies to
+// each peer directly, so they split as the peers do. The flex dispatcher's
+// DeepEP and HybridEP backends remove the redundant copies across domains
+// (Megatron-LM megatron/core/transformer/moe/README.md at d98e8a64: DeepEP
+// "removes redundant tokens during cross-node communication, fuses
+// intra/inter-node communication into single kernel"): a token crosses the
+// network once per destination domain, to the GPU of the same local index,
+// which forwards it over NVLink to the ranks there that hold its experts
+// (DeepSeek-V3 technical report, arXiv:2412.19437, §3.2.2). Over N domains
+// of k ranks each that is (N−1)·(1 − q_N) network copies, q_N the chance
+// none of the token's experts is in a domain's E/N, and N·(k−1)·(1 − q)
+// NVLink copies (to the own domain's peers, and forwarded in each other).
+func (c *costModel) epCopies() (nv, net float64) {
+	r := c.remoteCopies()
+	k := c.epDomainRanks()
+	if k >= c.ep {
+		return r, 0
+	}
+	if !c.flexDispatch() {
+		on := float64(k-1) / float64(c.ep-1)
+		return r * on, r * (1 - on)
+	}
+	N := math.Ceil(float64(c.ep) / float64(k))
+	E := float64(c.sh.experts)
+	net = (N - 1) * (1 - c.missProb(E/N))
+	nv = N * float64(k-1) * (1 - c.missProb(E/float64(c.ep)))
+	return nv, net
 }
 
 // stageClock is one pipeline rank's time for one microbatch.
@@ -345,7 +396,7 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		f, b := c.cm.outputLayer(ls.T, ls.Tsp, ls.h, float64(c.sh.vocab), ls.tp)
 		n := 1 + float64(c.sh.mtp)
 		if c.cm.graphs.full {
-			f, b = f.noHost(), b.noHost()
+			f, b = c.cm.captured(f), c.cm.captured(b)
 		}
 		st.compute = st.compute.plus(f.plus(b).times(n))
 		gpuF += f.total() * n
@@ -415,7 +466,7 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		}
 	}
 	if w.bytes[axEP] > 0 {
-		t, lower := c.allToAllTime(w.bytes[axEP], w.epColls, c.ep, link("ep"))
+		t, lower := c.allToAllTime(w.bytes[axEP], w.epColls, link("ep"))
 		st.comm[axEP], st.exposed[axEP] = t, t
 		if c.set.epOverlap {
 			// overlap_moe_expert_parallel_comm: the dispatch and combine of
@@ -538,20 +589,19 @@ func (c *costModel) allReduceTraffic(size float64, n int, link string) float64 {
 	return AllReduceBytes(size, n)
 }
 
-// allToAllTime is colls all-to-alls over n GPUs in which one GPU sends sent
-// bytes in all: the part to peers in its NVLink domain goes over NVLink, the
-// rest over the network, both at once. It also returns the bandwidth part.
-func (c *costModel) allToAllTime(sent, colls float64, n int, link string) (t, bw float64) {
-	if n <= 1 || sent <= 0 {
+// allToAllTime is colls expert-parallel all-to-alls in which one GPU sends
+// sent bytes in all: the part to peers in its NVLink domain (and forwarded
+// there, epCopies) goes over NVLink, the rest over the network, both at
+// once. It also returns the bandwidth part.
+func (c *costModel) allToAllTime(sent, colls float64, link string) (t, bw float64) {
+	if c.ep <= 1 || sent <= 0 {
 		return 0, 0
 	}
 	onNV := 1.0
 	if link != LinkNVLink {
-		// Expert-parallel ranks are consecutive after etp (Megatron's
-		// expert grid tp-ep-dp-pp with etp in place of tp): the peers in
-		// the same NVLink domain are nvlink_domain/etp of them.
-		k := max(1, min(n, c.s.Cluster.NVLinkDomain/max(c.etp, 1)))
-		onNV = float64(k-1) / float64(n-1)
+		if nvc, netc := c.epCopies(); nvc+netc > 0 {
+			onNV = nvc / (nvc + netc)
+		}
 	}
 	nv := sent * onNV / (c.s.Cluster.NVLinkGBps * 1e9 * c.cal.NVLinkEff)
 	net := sent * (1 - onNV) / (c.s.Cluster.NetworkGBps * 1e9 * c.cal.NetworkEff)
