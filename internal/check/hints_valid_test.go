@@ -348,7 +348,8 @@ func baseDefault(path string) any {
 // user makes by hand (a layout's text). An option-code hint that names no
 // setting a form or genericSettings reads, and says neither that none passes
 // nor one of these, fails the test.
-var adviceOnly = regexp.MustCompile(`^(start the layout with E|end the layout with L|write [EL] once|place model\.(layers|mtp_layers)=\d+|put (the|all) MTP layers|place every t before|write stages of|give pp·vpp stages)`)
+var adviceOnly = regexp.MustCompile(`^(start the layout with E|end the layout with L|write [EL] once|place model\.(layers|mtp_layers)=\d+|put (the|all) MTP layers|place every t before|write stages of|give pp·vpp stages|` +
+	`write it as "--option=value"|parc lays out at most \d+ GPUs: split the job|give a program name or path|use letters, digits and _|set train\.iters \(or train\.samples\)$)`)
 
 // withOptions adds to a random plan the options whose hints name settings
 // (from its own generator, so the value hints' plans stay as they were).
@@ -584,6 +585,7 @@ func TestHintsSuggestValidValues(t *testing.T) {
 	moreRng := rand.New(rand.NewSource(16))
 	checked := map[string]int{}
 	noneSaid := map[string]int{}
+	advice := map[string]int{}
 	for i := 0; i < n; i++ {
 		over, scenario := hintSpec(rng)
 		withOptions(optRng, over)
@@ -629,6 +631,14 @@ func TestHintsSuggestValidValues(t *testing.T) {
 				continue
 			}
 			if !slices.Contains(valueCodes, d.Code) {
+				// Any other code: its hint names settings the generic form
+				// reads (applied above), or is advice that names none.
+				if adviceOnly.MatchString(d.Hint) {
+					advice[d.Code]++
+				}
+				if d.Hint != "" && len(generic) == 0 && !adviceOnly.MatchString(d.Hint) {
+					t.Errorf("spec %v: the %s hint %q names no setting this test reads and is not known advice (adviceOnly): a value or setting it suggests must be written as \"set path: value\" and verified", over, d.Code, d.Hint)
+				}
 				continue
 			}
 			matched := len(generic) > 0
@@ -684,6 +694,7 @@ func TestHintsSuggestValidValues(t *testing.T) {
 	}
 	t.Logf("suggested values verified, by code: %v", checked)
 	t.Logf("hints saying no value fits, by code: %v", noneSaid)
+	t.Logf("hints naming no setting (advice), by code: %v", advice)
 	for _, code := range append(slices.Clone(valueCodes), optionCodes...) {
 		if checked[code] == 0 && !testing.Short() {
 			t.Errorf("no %s hint was exercised", code)
@@ -724,6 +735,15 @@ func suggestionFails(s *spec.Spec, d diag.Diagnostic, set []setting, before map[
 	for _, e := range after {
 		if e.Code == d.Code && e.Path == d.Path {
 			return "still fails " + d.Code + ": " + e.Message
+		}
+		// A field the hint sets must pass every rule blamed on it, even
+		// one the spec's old value broke too (tp=16384 for a world-size
+		// error, with heads=32 and tp-heads already failing at tp=3), but
+		// a grid product another degree breaks (jointRules).
+		for _, st := range set {
+			if e.Severity == diag.Error && e.Path == st.path && !(jointRules[e.Code] && before[e.Code+" "+e.Path]) {
+				return "leaves an error on the field it sets: " + e.Code + ": " + e.Message
+			}
 		}
 	}
 	for k := range errorKeys(after) {
@@ -1069,6 +1089,20 @@ func withMoreOptions(rng *rand.Rand, over map[string]any) {
 		if coin(3) {
 			model["mtp_layers"] = 2
 			model["position_embedding"] = "rope"
+		}
+	}
+	if coin(12) { // advice only: train-length-missing, env-name, launch-command, slurm-option, layout-world-too-large
+		switch rng.Intn(5) {
+		case 0:
+			train["iters"], train["samples"] = nil, nil
+		case 1:
+			launch["env"] = map[string]any{"1BAD": "x"}
+		case 2:
+			launch["program"] = ""
+		case 3:
+			sub(cluster, "slurm")["extra"] = []string{"nodes=2"}
+		default:
+			cluster["nodes"] = spec.MaxWorld
 		}
 	}
 	if coin(12) { // uneven-stage-layers

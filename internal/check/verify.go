@@ -45,8 +45,8 @@ type suggestion struct {
 }
 
 // accepts reports whether setting path to v clears every diagnostic of code
-// (when code is not empty; errors and warnings alike) and adds no error
-// beyond those the spec already has.
+// (when code is not empty; errors and warnings alike), adds no error beyond
+// those the spec already has and leaves no error on path.
 func (c *checker) accepts(code, path string, v int) bool {
 	return c.acceptsAll(code, setting{path, v})
 }
@@ -75,13 +75,34 @@ func (c *checker) acceptsIf(code string, offered func(diag.Diagnostic) bool, set
 	}
 	for _, d := range rerun(s2) {
 		// The diagnostic offered for must go, whatever its severity (a
-		// warning's hint is held to the same rule); no new error may come.
-		if offered(d) || (d.Severity == diag.Error && !c.baseline[d.Code+"\x00"+d.Path]) {
+		// warning's hint is held to the same rule); no new error may come,
+		// and no error may stay on a field the hint sets: a value that
+		// breaks a rule the old value broke too is no suggestion (tp=16384
+		// for the world size with heads=32, while tp=3 fails tp-heads).
+		if offered(d) || (d.Severity == diag.Error && (!c.baseline[d.Code+"\x00"+d.Path] || (sets(set, d.Path) && !jointRules[d.Code]))) {
 			return false
 		}
 	}
 	c.suggested = append(c.suggested, suggestion{code, set})
 	return true
+}
+
+// jointRules are rules on the product of several degrees, blamed on one of
+// them (tp·pp·cp against the world size, etp·ep·pp): when the spec already
+// breaks one, a value for that degree cannot clear it alone, and another
+// degree's value does (the grid hint lists both). Such an error may stay on
+// the field a hint sets; any other error on it means the value itself
+// breaks a rule.
+var jointRules = map[string]bool{"world-size": true, "world-not-divisible": true, "expert-grid-not-divisible": true}
+
+// sets reports whether one of set is the field at path.
+func sets(set []setting, path string) bool {
+	for _, st := range set {
+		if st.path == path {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *checker) fillBaseline() {
