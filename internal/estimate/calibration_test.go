@@ -43,12 +43,13 @@ var update = flag.Bool("update", false, "refit the calibration and rewrite its r
 // (their Transformer Engine, see runs.jsonl) took those to +85% and the
 // bound to 1.04 (the worst held-out row is now Qwen3-30B-A3B on H100, 25.11);
 // the flex dispatcher's one network copy per destination domain took the
-// held-out mean to 11.6% and the bounds to 1.02 / 0.12.
+// held-out mean to 11.6% and the bounds to 1.02 / 0.12; the fused grouped
+// MLP of the 26.06 rows took the mean to 11.3% and its bound to 0.115.
 const (
 	targetMedian = 0.10
 	targetWorst  = 0.25
 	boundMedian  = 0.075
-	boundMean    = 0.12
+	boundMean    = 0.115
 	boundWorst   = 1.02
 )
 
@@ -129,6 +130,13 @@ func rowSpec(r *measuredRun) (string, error) {
 		if v, ok := r.Settings[k].(string); ok {
 			kern = append(kern, fmt.Sprintf("%s: %q", k, v))
 		}
+	}
+	// Megatron-Bridge's cutedsl_fused_grouped_mlp: use_transformer_engine_op_fuser
+	// (scripts/performance/utils/overrides.py) and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1
+	// in the job's environment (perf_plugins.py), r0.5.0.
+	if v, ok := r.Settings["cutedsl_fused_grouped_mlp"].(bool); ok && v {
+		kern = append(kern, "use_transformer_engine_op_fuser: true")
+		b.WriteString("launch: env: {NVTE_CUTEDSL_FUSED_GROUPED_MLP: \"1\"}\n")
 	}
 	if len(kern) > 0 {
 		fmt.Fprintf(&b, "kernels: {%s}\n", strings.Join(kern, ", "))
@@ -653,10 +661,11 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
 - Data-parallel overlap with the interleaved schedule: each model chunk's gradients are reduced once
   its last microbatch is through the backward, under the backward of the chunks after it
   (Megatron's per-chunk grad_sync_func); parameter gathers likewise ahead of each chunk's forward.
-- Megatron-Bridge 26.06-26.08 MoE rows on GB200/GB300 are 15-45% faster than modelled. 26.06 runs the
-  experts as Transformer Engine's fused grouped MLP (Megatron's use_transformer_engine_op_fuser,
-  Megatron-Bridge's cutedsl_fused_grouped_mlp), which the schema cannot express yet; 26.08 has no
-  per-row settings in the repository (unknown cuda graphs, dispatcher, recompute).
+- Megatron-Bridge 26.06 MoE rows on GB200/GB300 run the experts as Transformer Engine's fused grouped
+  MLP (` + "`kernels.use_transformer_engine_op_fuser`" + ` with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: one grouped
+  kernel per expert GEMM, SwiGLU and FC2's quantisation in FC1's epilogue), which brings Qwen3-30B-A3B
+  within 10%; DeepSeek-V3 and Qwen3-235B-A22B there are still 14-31% faster than modelled. 26.08 has
+  no per-row settings in the repository (unknown cuda graphs, dispatcher, recompute): 13-45% faster.
 - Qwen3-235B-A22B on H100 (alltoall over four nodes) is 8-15% too slow, and on B300 (26.02, no
   per-row settings) 45% too fast.
 - GPT-OSS-120B is 25-55% too fast on some rows: its sliding-window attention, attention sinks and

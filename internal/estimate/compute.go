@@ -155,6 +155,9 @@ type computeModel struct {
 	// "unfused" or "local", see fusedAttention); attnDropout: its
 	// probabilities go through dropout.
 	unfused, attnDropout bool
+	// fusedGroupedMLP: the routed experts run as Transformer Engine's fused
+	// grouped MLP (see fusedGroupedMLP in settings.go).
+	fusedGroupedMLP bool
 }
 
 // gemm is g independent GEMMs (a grouped GEMM when g > 1) of an M×K by K×N
@@ -191,6 +194,13 @@ func (cm *computeModel) gemm(g, M, N, K float64, fp8, grouped bool) (t, ideal fl
 // and backward (the data gradient M×N·N×K and the weight gradient K×M·M×N).
 // g > 0 makes it the grouped GEMM of g routed experts; g < 0 is -g plain GEMMs.
 func (cm *computeModel) linear(g, M, K, N float64, fp8 bool) (fwd, bwd op) {
+	return cm.linearAs(g, M, K, N, fp8, false, true)
+}
+
+// linearAs is linear with the grouped GEMMs of g routed experts run as one
+// grouped kernel each (fusedGroup), and without the on-the-fly fp8 cast of
+// its input when another kernel's epilogue writes it in fp8 (castIn false).
+func (cm *computeModel) linearAs(g, M, K, N float64, fp8, fusedGroup, castIn bool) (fwd, bwd op) {
 	grouped := g > 0
 	g = math.Abs(g)
 	f, fi := cm.gemm(g, M, N, K, fp8, grouped)
@@ -200,7 +210,7 @@ func (cm *computeModel) linear(g, M, K, N float64, fp8 bool) (fwd, bwd op) {
 	// as one cuBLAS GEMM per local expert on a few streams
 	// (nvte_multi_stream_cublas_gemm), so the host issues g of them.
 	k := 1.0
-	if grouped {
+	if grouped && !fusedGroup {
 		k = g
 	}
 	fwd = cm.kernels(k).plus(op{gemm: f, ideal: fi})
@@ -212,7 +222,9 @@ func (cm *computeModel) linear(g, M, K, N float64, fp8 bool) (fwd, bwd op) {
 		// weight-gradient GEMM reads the transpose), one kernel each.
 		// Weights are cast once per step (or gathered in fp8). The cost
 		// grows against the GEMM's FLOPs as K or N shrink: narrow experts.
-		fwd = fwd.plus(cm.elementwise(g*M*K*(cm.ab+2), 1))
+		if castIn {
+			fwd = fwd.plus(cm.elementwise(g*M*K*(cm.ab+2), 1))
+		}
 		bwd = bwd.plus(cm.elementwise(g*M*N*(cm.ab+2), 1))
 	}
 	return fwd, bwd
@@ -387,8 +399,13 @@ func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
 	P := ls.T * ls.topk * ls.etp / ls.tp
 	local := math.Max(ls.experts/ls.ep, 1)
 	Me := P / local
-	a1, b1 := cm.linear(local, Me, ls.h, ls.gated*ls.fe/ls.etp, cm.fp8)
-	a2, b2 := cm.linear(local, Me, ls.fe/ls.etp, ls.h, cm.fp8)
+	// With Transformer Engine's fused grouped MLP (fusedGroupedMLP) each
+	// expert GEMM is one grouped kernel over the local experts, and FC1's
+	// epilogue applies the SwiGLU, the routing probabilities and FC2's
+	// MXFP8 quantisation: no activation pass and no FC2 input cast.
+	fused := cm.fusedGroupedMLP
+	a1, b1 := cm.linearAs(local, Me, ls.h, ls.gated*ls.fe/ls.etp, cm.fp8, fused, true)
+	a2, b2 := cm.linearAs(local, Me, ls.fe/ls.etp, ls.h, cm.fp8, fused, !fused)
 	fwd, bwd = a1.plus(a2), b1.plus(b2)
 	e := cm.ab
 	// Norm, residual add, router GEMM (bf16 or fp32) and its fp32 softmax /
@@ -412,10 +429,13 @@ func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
 		pre = cm.captured(pre)
 	}
 	// Permute and unpermute the routed tokens, expert activation.
-	bytes := 2*P*ls.h*2*e + P*ls.fe/ls.etp*(ls.gated+1)*e
-	kernels := 5.0
-	ew := cm.elementwise(bytes, kernels)
+	permute := 2 * P * ls.h * 2 * e
+	act := P * ls.fe / ls.etp * (ls.gated + 1) * e
+	ew := cm.elementwise(permute+act, 5)
 	fwd, bwd = fwd.plus(ew), bwd.plus(ew.times(2))
+	if fused {
+		fwd = fwd.plus(cm.elementwise(permute, 4)).plus(ew.times(-1))
+	}
 	if ls.fs > 0 {
 		sf, sb := cm.mlpBlock(ls, ls.T, ls.fs, ls.tp, false)
 		fwd, bwd = fwd.plus(sf), bwd.plus(sb)

@@ -302,7 +302,8 @@ func newCostModel(s *spec.Spec, d spec.Derived, o Options) *costModel {
 	}
 	c.am = newActivationModel(s, d, c.sh, o.FusedAttention, c.set)
 	c.cm = computeModel{r: newGPURates(s.Cluster.GPU), cal: c.cal, fp8: s.Train.Precision == "fp8", ab: c.am.ab, graphs: c.set.graphs,
-		routerFusion: s.Kernels.MoERouterFusion, unfused: !fusedAttention(s, o.FusedAttention), attnDropout: s.Train.AttentionDropout > 0}
+		routerFusion: s.Kernels.MoERouterFusion, unfused: !fusedAttention(s, o.FusedAttention), attnDropout: s.Train.AttentionDropout > 0,
+		fusedGroupedMLP: fusedGroupedMLP(s, max(d.ETP, 1))}
 	c.ls = c.newLayerShape()
 	c.stages = stageLayout(s, d, c.pp, c.vpp)
 	c.megatron = MegatronTheoreticalMemory(s, d)

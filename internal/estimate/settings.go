@@ -1,6 +1,10 @@
 package estimate
 
-import "parc.dev/parc/internal/spec"
+import (
+	"strconv"
+
+	"parc.dev/parc/internal/spec"
+)
 
 // settings are the Megatron options beyond the parallel degrees that change
 // time or memory, read once from the spec.
@@ -133,4 +137,32 @@ func (st settings) stateBytes(precision string) BytesPerParam {
 		b.Weights = 1
 	}
 	return b
+}
+
+// fusedGroupedMLP reports that the routed experts run as Transformer
+// Engine's fused grouped MLP: one grouped GEMM kernel over the local
+// experts for FC1 with the SwiGLU, the routing probabilities and FC2's MXFP8
+// quantisation in its epilogue, and one for FC2 (TE v2.14
+// pytorch/ops/fused/forward_grouped_mlp.py, ForwardGroupedMLP_CuTeGEMMSwiGLU_MXFP8,
+// a CuTe DSL kernel of cuDNN front-end). Megatron takes that path with
+// --use-transformer-engine-op-fuser when the experts' tensor-parallel group
+// is 1 and the activation is a GLU (experts.py _is_fused_impl_supported at
+// d98e8a64), and TE's fused op only with NVTE_CUTEDSL_FUSED_GROUPED_MLP set,
+// MXFP8 and compute capability 10.x (is_supported). Megatron-Bridge's
+// cutedsl_fused_grouped_mlp sets both (scripts/performance/utils/overrides.py
+// and perf_plugins.py at r0.5.0).
+func fusedGroupedMLP(s *spec.Spec, etp int) bool {
+	env := func(k string) bool {
+		for _, m := range []map[string]string{s.Launch.Env, s.Cluster.Env} {
+			if v, ok := m[k]; ok {
+				n, err := strconv.Atoi(v)
+				return err == nil && n > 0
+			}
+		}
+		return false
+	}
+	cc := s.Cluster.GPU.ComputeCapability
+	return s.Kernels.UseTransformerEngineOpFuser && s.Model.MoE != nil && etp <= 1 &&
+		s.Model.Activation == "swiglu" && s.Train.Precision == "fp8" && s.Train.FP8Recipe == "mxfp8" &&
+		cc >= 10 && cc < 11 && env("NVTE_CUTEDSL_FUSED_GROUPED_MLP")
 }

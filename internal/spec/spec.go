@@ -262,22 +262,24 @@ type Tokenizer struct {
 // Kernels are the fused kernels, attention backend and CUDA graphs
 // (speed, not what is computed).
 type Kernels struct {
-	AttentionBackend           string   `json:"attention_backend"`            // --attention-backend
-	TransformerImpl            string   `json:"transformer_impl"`             // --transformer-impl
-	MaskedSoftmaxFusion        bool     `json:"masked_softmax_fusion"`        // --no-masked-softmax-fusion when false
-	GradientAccumulationFusion bool     `json:"gradient_accumulation_fusion"` // --no-gradient-accumulation-fusion when false
-	BiasGeluFusion             bool     `json:"bias_gelu_fusion"`             // --no-bias-gelu-fusion when false
-	BiasSwigluFusion           bool     `json:"bias_swiglu_fusion"`           // --no-bias-swiglu-fusion when false
-	BiasDropoutFusion          bool     `json:"bias_dropout_fusion"`          // --no-bias-dropout-fusion when false
-	ApplyRopeFusion            bool     `json:"apply_rope_fusion"`            // --no-rope-fusion when false
-	CrossEntropyLossFusion     bool     `json:"cross_entropy_loss_fusion"`    // --cross-entropy-loss-fusion
-	CrossEntropyFusionImpl     string   `json:"cross_entropy_fusion_impl"`    // --cross-entropy-fusion-impl
-	MoEPermuteFusion           bool     `json:"moe_permute_fusion"`           // --moe-permute-fusion
-	MoERouterFusion            bool     `json:"moe_router_fusion"`            // --moe-router-fusion
-	CUDAGraphImpl              string   `json:"cuda_graph_impl"`              // --cuda-graph-impl
-	CUDAGraphModules           []string `json:"cuda_graph_modules,omitempty"` // --cuda-graph-modules
-	CUDAGraphScope             []string `json:"cuda_graph_scope,omitempty"`   // --cuda-graph-scope (deprecated spelling)
-	CUDAGraphWarmupSteps       int      `json:"cuda_graph_warmup_steps"`      // --cuda-graph-warmup-steps
+	AttentionBackend           string `json:"attention_backend"`            // --attention-backend
+	TransformerImpl            string `json:"transformer_impl"`             // --transformer-impl
+	MaskedSoftmaxFusion        bool   `json:"masked_softmax_fusion"`        // --no-masked-softmax-fusion when false
+	GradientAccumulationFusion bool   `json:"gradient_accumulation_fusion"` // --no-gradient-accumulation-fusion when false
+	BiasGeluFusion             bool   `json:"bias_gelu_fusion"`             // --no-bias-gelu-fusion when false
+	BiasSwigluFusion           bool   `json:"bias_swiglu_fusion"`           // --no-bias-swiglu-fusion when false
+	BiasDropoutFusion          bool   `json:"bias_dropout_fusion"`          // --no-bias-dropout-fusion when false
+	ApplyRopeFusion            bool   `json:"apply_rope_fusion"`            // --no-rope-fusion when false
+	CrossEntropyLossFusion     bool   `json:"cross_entropy_loss_fusion"`    // --cross-entropy-loss-fusion
+	CrossEntropyFusionImpl     string `json:"cross_entropy_fusion_impl"`    // --cross-entropy-fusion-impl
+	MoEPermuteFusion           bool   `json:"moe_permute_fusion"`           // --moe-permute-fusion
+	MoERouterFusion            bool   `json:"moe_router_fusion"`            // --moe-router-fusion
+	// UseTransformerEngineOpFuser: --use-transformer-engine-op-fuser.
+	UseTransformerEngineOpFuser bool     `json:"use_transformer_engine_op_fuser"`
+	CUDAGraphImpl               string   `json:"cuda_graph_impl"`              // --cuda-graph-impl
+	CUDAGraphModules            []string `json:"cuda_graph_modules,omitempty"` // --cuda-graph-modules
+	CUDAGraphScope              []string `json:"cuda_graph_scope,omitempty"`   // --cuda-graph-scope (deprecated spelling)
+	CUDAGraphWarmupSteps        int      `json:"cuda_graph_warmup_steps"`      // --cuda-graph-warmup-steps
 }
 
 type Checkpoint struct {

@@ -580,6 +580,7 @@ func (e *emitter) kernels() {
 	a.choice("--cross-entropy-fusion-impl", k.CrossEntropyFusionImpl, "native")
 	a.boolFlag("--moe-permute-fusion", k.MoEPermuteFusion)
 	a.boolFlag("--moe-router-fusion", k.MoERouterFusion)
+	a.boolFlag("--use-transformer-engine-op-fuser", k.UseTransformerEngineOpFuser)
 	a.choice("--cuda-graph-impl", k.CUDAGraphImpl, "none")
 	if len(k.CUDAGraphModules) > 0 {
 		a.str("kernels.cuda_graph_modules", "--cuda-graph-modules", k.CUDAGraphModules...)
