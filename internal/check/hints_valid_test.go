@@ -1130,3 +1130,53 @@ func withMoreOptions(rng *rand.Rand, over map[string]any) {
 		}
 	}
 }
+
+// TestHintLeavesNoErrorOnItsField: a value a hint offers must pass every
+// rule on its own field, even one the old value broke too. With MLA, any
+// query_groups fails mla-query-groups, so query-groups-heads offers no
+// value; tp=16 with pp=3 on 64 GPUs breaks the grid through pp, so the
+// NVLink hint still lists the tp values that fit the domain (the grid
+// product is a joint rule another degree fixes).
+func TestHintLeavesNoErrorOnItsField(t *testing.T) {
+	hintOf := func(over, code string) string {
+		t.Helper()
+		for _, d := range runSpec(specFrom(t, parse(t, over))) {
+			if d.Code == code {
+				return d.Hint
+			}
+		}
+		t.Fatalf("%s: no %s diagnostic", over, code)
+		return ""
+	}
+	if h := hintOf(`{"model": {"heads": 32, "query_groups": 5, "mla": {"kv_lora_rank": 32, "qk_head_dim": 128, "qk_pos_emb_head_dim": 64, "v_head_dim": 128}}}`,
+		"query-groups-heads"); !strings.Contains(h, "passes every check") {
+		t.Errorf("query-groups-heads beside MLA offers a value that still fails mla-query-groups: %q", h)
+	}
+	over := `{"cluster": {"nodes": 8}, "parallel": {"tp": 16, "pp": 3}, "model": {"layers": 80, "heads": 64}}`
+	if h, want := hintOf(over, "tp-crosses-nvlink"), "tp values dividing nvlink_domain=8: 1, 2, 4, 8"; h != want {
+		t.Errorf("tp-crosses-nvlink hint %q, want %q", h, want)
+	}
+}
+
+// TestWithValueCopies: a setting reaches an environment variable (set or
+// removed) and a number of the other kind, on a copy: the spec a hint is
+// verified against never changes.
+func TestWithValueCopies(t *testing.T) {
+	s := specFrom(t, parse(t, `{"launch": {"env": {"A": "1"}}, "train": {"lr": 0.0003}}`))
+	s2, ok := withValue(s, "launch.env.B", "2")
+	if !ok || s2.Launch.Env["B"] != "2" || s2.Launch.Env["A"] != "1" || len(s.Launch.Env) != 1 {
+		t.Fatalf("set launch.env.B: %v %v (original %v)", ok, s2.Launch.Env, s.Launch.Env)
+	}
+	if s3, ok := withValue(s, "launch.env.A", nil); !ok || len(s3.Launch.Env) != 0 || s.Launch.Env["A"] != "1" {
+		t.Fatalf("remove launch.env.A: %v %v (original %v)", ok, s3.Launch.Env, s.Launch.Env)
+	}
+	if s4, ok := withValue(s, "train.min_lr", 0); !ok || s4.Train.MinLR != 0 || s.Train.MinLR == 0 {
+		t.Fatalf("an int for a float field: %v %v", ok, s4.Train.MinLR)
+	}
+	if _, ok := withValue(s, "train.global_batch", 1.5); ok {
+		t.Fatal("1.5 was set on an int field")
+	}
+	if s5, ok := withValue(s, "checkpoint.format", "torch"); !ok || s5.Checkpoint.Format != "torch" || s.Checkpoint != nil {
+		t.Fatalf("a field of a block the spec leaves out: %v", ok)
+	}
+}

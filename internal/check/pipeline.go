@@ -66,8 +66,11 @@ func (c *checker) evenSplit() {
 			// divisors of the layers without claiming they fit.
 			which = fmt.Sprintf("pp values dividing %d", Lp)
 		}
-		c.report("pp-layers", "parallel.pp",
-			listHint(which, okPP, noValue("parallel.pp"))+"; or split unevenly with first_stage_layers/last_stage_layers",
+		hint := listHint(which, okPP, noValue("parallel.pp"))
+		if uneven := c.unevenOptions(); len(uneven) > 0 {
+			hint += "; or split unevenly: " + c.anyOf("pp-layers", "parallel.pp", uneven...)
+		}
+		c.report("pp-layers", "parallel.pp", hint,
 			"%s is not divisible by pp=%d", what, pp).
 			Related("model.layers", "layers = %d", c.s.Model.Layers)
 		return
@@ -80,6 +83,22 @@ func (c *checker) evenSplit() {
 				"the %d layers per pipeline rank (%s / pp=%d) are not divisible by vpp=%d", per, what, pp, vpp)
 		}
 	}
+}
+
+// unevenOptions are uneven splits of the layers over the current pp (and
+// vpp) that pass: first_stage_layers alone (the other stages share the
+// rest evenly), at most two of them.
+func (c *checker) unevenOptions() []option {
+	p, L := c.s.Parallel, c.s.Model.Layers
+	pp, vpp := p.PP, max(p.VPP, 1)
+	if pp < 2 || p.AccountForEmbedding || p.AccountForLoss {
+		return nil
+	}
+	cands := valuesIn(vpp, L-1, func(f int) bool {
+		rest := L - f
+		return f%vpp == 0 && rest%(pp-1) == 0 && (rest/(pp-1))%vpp == 0
+	})
+	return c.valueOptions("pp-layers", "parallel.pp", "parallel.first_stage_layers", cands, 2)
 }
 
 // unevenSplit mirrors TransformerConfig.__post_init__'s uneven-PP block.
