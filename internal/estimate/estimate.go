@@ -421,6 +421,12 @@ func (c *costModel) memory(e *Estimate) {
 			// embeddings and the output layer stay 16-bit (one more byte).
 			w += c.embeddingParamsPerGPU(r) / c.weightShards(denseShards)
 		}
+		if c.pp > 1 && c.vpp > 1 {
+			// The chunks' microbatches differ in size: the peak is where
+			// the schedule holds the most bytes, not always where it
+			// holds the most microbatches (pipeline.go, peakInFlight).
+			c.inFlight[r] = peakInFlight(c.pp, c.vpp, c.m, c.g, r, c.am.chunkWeights(c.sh, c.stages, r))
+		}
 		act := c.am.stageActivations(c.sh, c.stages, r, c.inFlight[r])
 		saved, offloaded := c.offloadedBytes(r) // offload.go
 		act.Layers -= saved

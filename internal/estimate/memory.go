@@ -337,6 +337,56 @@ type StageActivations struct {
 // Total is the sum of the parts.
 func (a StageActivations) Total() float64 { return a.Layers + a.Embedding + a.Logits + a.Recompute }
 
+// chunkStored is what one microbatch of a model chunk keeps between its
+// forward and its backward (stored), and the most that full recomputation
+// rematerialises of it at once (transient).
+func (am *activationModel) chunkStored(sh modelShape, chunk spec.LayerRange) (stored, transient float64) {
+	switch am.recompute {
+	case "full":
+		N := am.groupLayers
+		if am.method == "block" {
+			k := min(N, chunk.Count)
+			for i := range chunk.Count {
+				l := chunk.First + i
+				if i < k {
+					stored += am.checkpoint()
+					transient = math.Max(transient, am.layerOf(sh.isMoE(l)))
+				} else {
+					stored += am.layerOf(sh.isMoE(l))
+				}
+			}
+		} else {
+			for g := 0; g < chunk.Count; g += N {
+				stored += am.checkpoint()
+				var group float64
+				for l := chunk.First + g; l < chunk.First+min(g+N, chunk.Count); l++ {
+					group += am.layerOf(sh.isMoE(l))
+				}
+				transient = math.Max(transient, group)
+			}
+		}
+	default:
+		for l := chunk.First; l < chunk.First+chunk.Count; l++ {
+			stored += am.layerOf(sh.isMoE(l))
+		}
+	}
+	return stored, transient
+}
+
+// chunkWeights is what one microbatch of each of rank r's model chunks
+// keeps alive: its layers' stored activations, and on the first rank's
+// first chunk the embedding's.
+func (am *activationModel) chunkWeights(sh modelShape, stages [][]spec.LayerRange, r int) []float64 {
+	w := make([]float64, len(stages[r]))
+	for c, chunk := range stages[r] {
+		w[c], _ = am.chunkStored(sh, chunk)
+	}
+	if r == 0 && len(w) > 0 {
+		w[0] += am.embedding()
+	}
+	return w
+}
+
 // stageActivations is rank r's peak activation memory; inFlight[c] is the
 // number of microbatches of chunk c alive at the peak.
 func (am *activationModel) stageActivations(sh modelShape, stages [][]spec.LayerRange, r int, inFlight []int) StageActivations {
@@ -347,38 +397,7 @@ func (am *activationModel) stageActivations(sh modelShape, stages [][]spec.Layer
 		if n == 0 || chunk.Count == 0 {
 			continue
 		}
-		var stored, transient float64
-		switch am.recompute {
-		case "full":
-			N := am.groupLayers
-			if am.method == "block" {
-				k := min(N, chunk.Count)
-				for i := range chunk.Count {
-					l := chunk.First + i
-					if i < k {
-						stored += am.checkpoint()
-					} else {
-						stored += am.layerOf(sh.isMoE(l))
-					}
-					if i < k {
-						transient = math.Max(transient, am.layerOf(sh.isMoE(l)))
-					}
-				}
-			} else {
-				for g := 0; g < chunk.Count; g += N {
-					stored += am.checkpoint()
-					var group float64
-					for l := chunk.First + g; l < chunk.First+min(g+N, chunk.Count); l++ {
-						group += am.layerOf(sh.isMoE(l))
-					}
-					transient = math.Max(transient, group)
-				}
-			}
-		default:
-			for l := chunk.First; l < chunk.First+chunk.Count; l++ {
-				stored += am.layerOf(sh.isMoE(l))
-			}
-		}
+		stored, transient := am.chunkStored(sh, chunk)
 		out.Layers += n * stored
 		out.Recompute = math.Max(out.Recompute, transient)
 		if am.epOverlap && chunk.Count > 0 {

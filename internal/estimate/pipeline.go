@@ -1,6 +1,10 @@
 package estimate
 
-import "parc.dev/parc/internal/spec"
+import (
+	"slices"
+
+	"parc.dev/parc/internal/spec"
+)
 
 // Pipeline schedules.
 const (
@@ -121,6 +125,68 @@ func InFlight(p, v, m, g, r int) []int {
 		}
 	}
 	return out
+}
+
+// peakInFlight is, for rank r of Megatron's interleaved schedule, how many
+// microbatches of each model chunk are alive when the bytes they keep
+// (weight[c] per microbatch of chunk c) peak. schedules.py at d98e8a64
+// (forward_backward_pipelining_with_interleaving): the warm-up runs
+// 2(p−r−1) + (v−1)·g forwards, then each steady-state step runs the next
+// forward and then the oldest backward, then the cool-down the remaining
+// backwards. The k-th forward runs chunk table[k] (get_schedule_table), the
+// k-th backward chunk v−1−table[k] (get_model_chunk_id with forward=False),
+// so a step can free a lighter chunk than it fills — on the last rank the
+// backward of the loss-only chunk frees no layer while a full chunk's
+// forward fills one; the peak is then after a later forward than InFlight's
+// count. With equal weights it is InFlight's.
+func peakInFlight(p, v, m, g, r int, weight []float64) []int {
+	first := InFlight(p, v, m, g, r)
+	if v < 2 || p < 2 || m < 1 {
+		return first
+	}
+	if g < 1 {
+		g = p
+	}
+	even := true
+	for _, x := range weight {
+		even = even && x == weight[0]
+	}
+	total := m * v
+	warmup := min((p-r-1)*2+(v-1)*g, total)
+	if even || warmup >= total {
+		return first
+	}
+	// chunk is interleavedTable(m, v, g)[k] without building the table:
+	// full groups of g microbatches, then the last group's m mod g.
+	full := m / g * g * v
+	last := max(m%g, 1)
+	chunk := func(k int) int {
+		if k < full {
+			return k % (g * v) / g
+		}
+		return (k - full) / last
+	}
+	alive := make([]int, v)
+	var bytes float64
+	for k := range warmup {
+		c := chunk(k)
+		alive[c]++
+		bytes += weight[c]
+	}
+	best, at := -1.0, slices.Clone(alive)
+	for k := 0; warmup+k < total; k++ {
+		c := chunk(warmup + k)
+		alive[c]++
+		bytes += weight[c]
+		if bytes > best {
+			best = bytes
+			copy(at, alive)
+		}
+		b := v - 1 - chunk(k)
+		alive[b]--
+		bytes -= weight[b]
+	}
+	return at
 }
 
 // stageLayout returns the layers of every (pipeline rank, virtual stage),

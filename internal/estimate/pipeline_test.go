@@ -71,3 +71,69 @@ func TestBlockRecomputeRerunsFirstLayers(t *testing.T) {
 		t.Errorf("block 4 peak %d, uniform 1 %d", b4.Memory.PerGPUPeakBytes, full.Memory.PerGPUPeakBytes)
 	}
 }
+
+// peakInFlight replays Megatron's interleaved schedule (the table, the
+// warm-up, forward then backward in each steady step, backward chunks in
+// reverse) with the bytes of each chunk's microbatch: it agrees with a
+// replay over the built table, equals InFlight with equal chunks, and on
+// the last rank whose last chunk holds only the loss (account_for_loss) it
+// finds a peak above InFlight's count — p=2, v=2, m=4: the backward of the
+// loss-only chunk frees nothing while the next group's first chunk fills.
+func TestPeakInFlightReplaysSchedule(t *testing.T) {
+	replay := func(p, v, m, g, r int, w []float64) float64 {
+		table := interleavedTable(m, v, g)
+		W := min((p-r-1)*2+(v-1)*g, m*v)
+		var alive, best float64
+		for _, c := range table[:W] {
+			alive += w[c]
+		}
+		best = alive
+		if W == m*v {
+			return best
+		}
+		for k := 0; W+k < m*v; k++ {
+			alive += w[table[W+k]]
+			best = max(best, alive)
+			alive -= w[v-1-table[k]]
+		}
+		return best
+	}
+	weigh := func(n []int, w []float64) float64 {
+		var x float64
+		for c := range n {
+			x += float64(n[c]) * w[c]
+		}
+		return x
+	}
+	for p := 2; p <= 5; p++ {
+		for v := 2; v <= 4; v++ {
+			for g := p; g <= p+2; g++ {
+				for m := g; m <= 3*g+p; m++ {
+					if !interleavedMicrobatchesOK(p, g, m) {
+						continue
+					}
+					for r := range p {
+						for _, w := range [][]float64{
+							slices.Repeat([]float64{2}, v),
+							append([]float64{1}, slices.Repeat([]float64{2}, v-1)...),
+							append(slices.Repeat([]float64{2}, v-1), 0),
+							append(slices.Repeat([]float64{3}, v-1), 5),
+						} {
+							got := weigh(peakInFlight(p, v, m, g, r, w), w)
+							if want := replay(p, v, m, g, r, w); got != want {
+								t.Fatalf("p=%d v=%d m=%d g=%d r=%d w=%v: peak %g, replay %g", p, v, m, g, r, w, got, want)
+							}
+						}
+						if w := slices.Repeat([]float64{2}, v); !slices.Equal(peakInFlight(p, v, m, g, r, w), InFlight(p, v, m, g, r)) {
+							t.Fatalf("p=%d v=%d m=%d g=%d r=%d: equal chunks differ from InFlight", p, v, m, g, r)
+						}
+					}
+				}
+			}
+		}
+	}
+	w := []float64{1, 0}
+	if got, count := weigh(peakInFlight(2, 2, 4, 2, 1, w), w), weigh(InFlight(2, 2, 4, 2, 1), w); got != 3 || count != 2 {
+		t.Errorf("last rank, loss-only last chunk: peak %g layers (want 3), InFlight's count %g (want 2)", got, count)
+	}
+}
