@@ -692,6 +692,14 @@ func TestHintsSuggestValidValues(t *testing.T) {
 			}
 		}
 	}
+	sum := func(m map[string]int) (n int) {
+		for _, v := range m {
+			n += v
+		}
+		return n
+	}
+	t.Logf("%d specs: %d suggested values and settings applied (%d codes), %d hints saying none fits, %d advice hints",
+		n, sum(checked), len(checked), sum(noneSaid), sum(advice))
 	t.Logf("suggested values verified, by code: %v", checked)
 	t.Logf("hints saying no value fits, by code: %v", noneSaid)
 	t.Logf("hints naming no setting (advice), by code: %v", advice)
