@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // PipelineLayout is a parsed --pipeline-model-parallel-layout: the layers of
@@ -42,7 +44,40 @@ const maxLayoutLayers = 1 << 20
 // does: commas removed, then "(group)*n" unrolled, then "x*n", then split at
 // "|". It differs only in reporting positions and in refusing an unrolled
 // layout of more than 2^20 layers.
+//
+// The result is shared between callers that parse the same string (the
+// solver derives the stages of one layout for every candidate it weighs):
+// it must not be modified.
 func ParsePipelineLayout(s string) (*PipelineLayout, error) {
+	if v, ok := parsedLayouts.Load(s); ok {
+		r := v.(parsedLayout)
+		return r.l, r.err
+	}
+	l, err := parsePipelineLayout(s)
+	if len(s) <= maxMemoLayoutBytes && layoutMemoSize.Add(1) <= maxMemoLayouts {
+		parsedLayouts.Store(s, parsedLayout{l, err})
+	}
+	return l, err
+}
+
+// The memo of ParsePipelineLayout: bounded in entries and in the length of
+// the strings it keeps, so hostile input cannot grow it.
+var (
+	parsedLayouts  sync.Map // string -> parsedLayout
+	layoutMemoSize atomic.Int64
+)
+
+const (
+	maxMemoLayouts     = 4096
+	maxMemoLayoutBytes = 1024
+)
+
+type parsedLayout struct {
+	l   *PipelineLayout
+	err error
+}
+
+func parsePipelineLayout(s string) (*PipelineLayout, error) {
 	// Each element is a character of the string and its offset, so an
 	// error after unrolling still points into the user's string.
 	type char struct {
