@@ -158,6 +158,13 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 		})
 	}
 	data.MemoryNotes = nil
+	for _, st := range e.Memory.Stages {
+		if st.ActivationsOffloaded > 0 {
+			data.MemoryNotes = append(data.MemoryNotes,
+				fmt.Sprintf("CPU activation offloading (train.cpu_offloading_num_layers = %d): stage %d keeps %s of activations per microbatch in host memory; the activations above are what stays on the GPU.",
+					s.Train.CPUOffloadingNumLayers, st.Stage, Bytes(st.ActivationsOffloaded)))
+		}
+	}
 	if e.Memory.MegatronApplies {
 		data.MemoryNotes = append(data.MemoryNotes,
 			fmt.Sprintf("Reference, not used for fit: Megatron-LM's theoretical memory for the first stage (theoretical_memory_usage.py, %s formula) is %s = weights and optimizer %s + activations %s; parc's model above gives that stage %s.",
@@ -213,11 +220,16 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 			Seconds(e.Compute.TimeS), Seconds(e.Compute.GEMMS), Seconds(e.Compute.AttentionS), Seconds(e.Compute.MemoryBoundS), Seconds(e.Compute.KernelOverheadS), Seconds(e.Compute.HostBoundS))},
 		{"one microbatch on the slowest stage, exposed comms included", Seconds(e.Compute.MicrobatchTimeS)},
 		{"optimizer step", Seconds(e.Compute.OptimizerS)},
+	}
+	if e.Compute.OffloadExposedS > 0 {
+		data.Compute = append(data.Compute, Row{"waiting on CPU activation offloading's copies, per step", Seconds(e.Compute.OffloadExposedS)})
+	}
+	data.Compute = append(data.Compute, []Row{
 		{"step time", Seconds(e.StepTimeS)},
 		{"tokens per second", fmt.Sprintf("%s (%s per GPU)", Rate(e.TokensPerS), Rate(e.TokensPerS/float64(max(p.Derived.World, 1))))},
 		{"model TFLOP/s per GPU", fmt.Sprintf("%.1f (Megatron's FLOPs per step / step time / GPUs)", e.ModelTFLOPsPerGPU)},
 		{"MFU", fmt.Sprintf("%s of the dense %s peak", Percent(e.MFU), peakName(tr.Precision))},
-	}
+	}...)
 	cal := e.Assumptions.Calibration
 	data.Assumptions = append([]string{
 		fmt.Sprintf("calibration: large GEMMs at %s of the bf16 peak, %s of the fp8 peak; flash attention at %s; %.1f µs per kernel on the GPU, %.1f µs to issue one from the host; collectives at %s of NVLink and %s of network bandwidth",
