@@ -4,4 +4,4 @@ package estimate
 
 // fittedCalibration is the calibration fitted on the measured corpus's fit
 // rows (testdata/calibration/README.md).
-var fittedCalibration = Calibration{GEMMEff: 0.631, FP8GEMMEff: 0.534, AttnEff: 0.67, KernelS: 1.39e-05, NVLinkEff: 1, NetworkEff: 0.839, GroupedRel: 0.507, HostOpS: 3.28e-05, HostSyncS: 0.000686, GraphKernelRel: 0.79}
+var fittedCalibration = Calibration{GEMMEff: 0.631, FP8GEMMEff: 0.539, AttnEff: 0.683, KernelS: 1.69e-05, NVLinkEff: 1, NetworkEff: 0.848, GroupedRel: 0.544, HostOpS: 4.34e-05, HostSyncS: 0.000605, GraphKernelRel: 0.792}
