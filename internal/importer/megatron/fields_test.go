@@ -45,12 +45,7 @@ func TestSpecFieldsTable(t *testing.T) {
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
-		cmd := Read(string(b))
-		words := make([]string, len(cmd.Args))
-		for i, w := range cmd.Args {
-			words[i] = w.Text
-		}
-		if ns, errs := mg.Parse(words); len(errs) == 0 {
+		if ns, errs := mg.Parse(Read(string(b)).Words()); len(errs) == 0 {
 			run(ns)
 		}
 	}

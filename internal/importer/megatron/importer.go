@@ -52,10 +52,7 @@ func Import(src []byte, o Options) Result {
 	}
 	cmd := Read(string(src))
 	var r Result
-	words := make([]string, len(cmd.Args))
-	for i, w := range cmd.Args {
-		words[i] = w.Text
-	}
+	words := cmd.Words()
 	r.Args = words
 	lineOf := func(i int) int {
 		if i >= 0 && i < len(cmd.Args) {

@@ -43,6 +43,15 @@ type Command struct {
 	Notes       []Note
 }
 
+// Words is the argument list as text, the form Megatron's parser reads.
+func (c Command) Words() []string {
+	words := make([]string, len(c.Args))
+	for i, w := range c.Args {
+		words[i] = w.Text
+	}
+	return words
+}
+
 // Read turns an input into the training command's argument list. Two forms:
 //
 //   - one argument per line (parc's own megatron.args): the first non-empty
