@@ -59,6 +59,12 @@ type Calibration struct {
 	// after which the host must issue the next kernels before the GPU has
 	// work again.
 	HostSyncS float64 `json:"host_sync_s"`
+	// TensorWPerTFLOP is the board power, in watts, that one TFLOP/s of
+	// dense bf16 tensor-core work draws at the clock of the datasheet peak.
+	// A GPU whose power limit (gpu.tdp_watts) is below its bf16 peak times
+	// this lowers its clock under dense tensor-core work and sustains only
+	// that share of its peak (see tensorShare). 0: no power limit.
+	TensorWPerTFLOP float64 `json:"tensor_w_per_tflop"`
 }
 
 // DefaultCalibration is the fitted calibration.
@@ -68,16 +74,25 @@ func DefaultCalibration() Calibration { return fittedCalibration }
 type gpuRates struct {
 	bf16, fp8, fp32 float64 // dense FLOP/s
 	hbm             float64 // bytes/s
-	sms             float64
-	nvls            bool // NVLink SHARP all-reduce through NVSwitch (compute capability ≥ 9.0)
+	exp             float64 // SFU exponentials/s
+	// tensor is the share of the tensor-core peaks sustained under the
+	// power limit (see tensorShare).
+	tensor float64
+	sms    float64
+	nvls   bool // NVLink SHARP all-reduce through NVSwitch (compute capability ≥ 9.0)
 }
 
 // newGPURates reads the GPU's figures; absent ones follow from the bf16 peak:
 // fp8 at twice it from compute capability 8.9 on (Ada, Hopper, Blackwell
 // datasheets), HBM bandwidth at Hopper's ratio (989 TFLOP/s : 3.35 TB/s),
-// TF32 at half the bf16 peak, 132 SMs.
+// TF32 at half the bf16 peak, 132 SMs, SFU exponentials at expPerBF16 of
+// the bf16 peak.
 func newGPURates(g spec.GPU) gpuRates {
-	r := gpuRates{bf16: g.BF16TFLOPs * 1e12, fp8: g.FP8TFLOPs * 1e12, hbm: g.HBMGBps * 1e9, sms: float64(g.SMCount)}
+	r := gpuRates{bf16: g.BF16TFLOPs * 1e12, fp8: g.FP8TFLOPs * 1e12, hbm: g.HBMGBps * 1e9, sms: float64(g.SMCount),
+		exp: g.ExpTOPS * 1e12, tensor: 1}
+	if r.exp <= 0 {
+		r.exp = r.bf16 * expPerBF16(g.ComputeCapability)
+	}
 	if r.fp8 <= 0 {
 		r.fp8 = r.bf16
 		if g.ComputeCapability >= 8.9 {
@@ -93,6 +108,48 @@ func newGPURates(g spec.GPU) gpuRates {
 	r.fp32 = r.bf16 / 2
 	r.nvls = g.ComputeCapability >= 9
 	return r
+}
+
+// expPerBF16 is a GPU's SFU exponential rate over its dense bf16 tensor
+// rate, both per SM per clock: 16 MUFU.EX2 per SM per clock on A100, H100
+// and B200 (FlashAttention-4, Zadouri et al. 2026, arXiv 2603.05451 §2: the
+// exponential unit stayed at 16 ops/clock/SM from Hopper to Blackwell),
+// twice that on Blackwell Ultra (NVIDIA, "Making Softmax More Efficient with
+// NVIDIA Blackwell Ultra": doubled SFU throughput); bf16 dense FLOPs per SM
+// per clock 2,048 (A100: 312 TFLOP/s over 108 SMs at 1.41 GHz), 4,096
+// (H100: 989 over 132 at 1.83 GHz) and 8,192 (B200: 2,250 over 148 at
+// 1.86 GHz). H100: 3.9 tera-exponentials/s; GB200 4.9, published as 5.
+func expPerBF16(cc float64) float64 {
+	switch {
+	case cc >= 10.3 && cc < 11:
+		return 32.0 / 8192
+	case cc >= 10:
+		return 16.0 / 8192
+	case cc >= 9:
+		return 16.0 / 4096
+	}
+	return 16.0 / 2048
+}
+
+// tensorShare is the share of its datasheet tensor-core peaks a GPU
+// sustains under dense tensor-core work: a datasheet peak is SMs × FLOPs per
+// SM per clock × the rated clock, and a GPU that would draw more than its
+// power limit at that clock runs slower, so its sustained rate is the
+// power limit over the power one TFLOP/s draws (wPerTFLOP, fitted). The
+// Blackwell family shows it: GB300 has GB200's 2.5 PFLOP/s bf16 and
+// 5 PFLOP/s fp8 dense peaks (GB200 and GB300 NVL72 datasheets) on 160 SMs
+// instead of 148 at a lower clock, with a 1,400 W limit instead of 1,200 W
+// (NVIDIA, "Inside NVIDIA Blackwell Ultra", 2025), and Megatron-Bridge
+// measures the same plans about 1.2× faster on it (testdata/measured:
+// Llama 3 70B and 3.1 405B fp8, 25.11 to 26.06); B200 (1,000 W for 2.25
+// PFLOP/s) has still less power per FLOP. Memory-bound work, exponentials
+// and communication draw less power and are not scaled. No power limit
+// given, or no fitted constant: 1.
+func tensorShare(g spec.GPU, wPerTFLOP float64) float64 {
+	if g.TDPWatts <= 0 || wPerTFLOP <= 0 || g.BF16TFLOPs <= 0 {
+		return 1
+	}
+	return math.Min(1, g.TDPWatts/(g.BF16TFLOPs*wPerTFLOP))
 }
 
 // gemmTile is a CTA tile a GEMM library picks from; eff is its throughput
@@ -171,6 +228,7 @@ func (cm *computeModel) gemm(g, M, N, K float64, fp8, grouped bool) (t, ideal fl
 	if fp8 {
 		peak, eff, inB = cm.r.fp8, cm.cal.FP8GEMMEff, 1
 	}
+	peak *= cm.r.tensor
 	ideal = 2 * g * M * N * K / (peak * eff)
 	if grouped && cm.cal.GroupedRel > 0 {
 		eff *= math.Min(cm.cal.GroupedRel, 1)
@@ -234,11 +292,26 @@ func (cm *computeModel) linearAs(g, M, K, N float64, fp8, fusedGroup, castIn boo
 // queries each attending causally to sk keys on average as a full causal
 // square of side sq·cp would, head dims dqk and dv: forward and backward
 // (the backward's five matrix products against the forward's two, 2.5×).
+//
+// Each score also costs one exponential on the SFUs, in the forward's
+// softmax and again where the backward recomputes the probabilities. The
+// second matrix product of a tile needs the softmax of the first one, so
+// the exponentials add to the tensor-core time instead of hiding under it
+// (NVIDIA, "Making Softmax More Efficient with NVIDIA Blackwell Ultra": on
+// GB200 the tensor cores idle between BMM1 and BMM2 while the SFUs
+// normalise the scores). On Blackwell the two are equal at a 128-wide head
+// (a 128×128 tile: 1,024 clocks of MMA at 8,192 FLOPs per SM per clock,
+// 1,024 clocks of exponentials at 16; FlashAttention-4 §2), which bounds a
+// cuDNN-style forward near half the bf16 peak (FlashAttention-4 reports
+// cuDNN 9.13 at about 1,230 TFLOP/s on B200, 1,605/1.3) where Hopper's
+// exponentials take a third of the time; Blackwell Ultra's doubled SFU
+// rate is its "2x attention-layer acceleration".
 func (cm *computeModel) flash(b, heads, sq, skAvg, dqk, dv float64) (fwd, bwd op) {
 	if b <= 0 || heads <= 0 || sq <= 0 {
 		return op{}, op{}
 	}
 	flops := 2 * b * heads * sq * skAvg * (dqk + dv)
+	exps := b * heads * sq * skAvg
 	// Work units are 128-query blocks of one head; waves of them over the SMs.
 	units := b * heads * math.Ceil(sq/128)
 	waves := math.Ceil(units / cm.r.sms)
@@ -247,10 +320,15 @@ func (cm *computeModel) flash(b, heads, sq, skAvg, dqk, dv float64) (fwd, bwd op
 	// do less work per byte.
 	depth := skAvg / (skAvg + 256)
 	width := 0.7 + 0.3*math.Min(1, dqk/128)
-	rate := cm.r.bf16 * cm.cal.AttnEff * wave * depth * width
-	ideal := flops / (cm.r.bf16 * cm.cal.AttnEff)
-	fwd = cm.kernels(1).plus(op{attn: flops / rate, ideal: ideal})
-	bwd = cm.kernels(2).plus(op{attn: 2.5 * flops / rate, ideal: 2.5 * ideal})
+	peak := cm.r.bf16 * cm.r.tensor
+	rate := peak * cm.cal.AttnEff * wave * depth * width
+	ideal := flops / (peak * cm.cal.AttnEff)
+	expT, expIdeal := 0.0, 0.0
+	if cm.r.exp > 0 {
+		expT, expIdeal = exps/(cm.r.exp*wave*depth), exps/cm.r.exp
+	}
+	fwd = cm.kernels(1).plus(op{attn: flops/rate + expT, ideal: ideal + expIdeal})
+	bwd = cm.kernels(2).plus(op{attn: 2.5*flops/rate + expT, ideal: 2.5*ideal + expIdeal})
 	return fwd, bwd
 }
 

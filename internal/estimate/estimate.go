@@ -306,6 +306,7 @@ func newCostModel(s *spec.Spec, d spec.Derived, o Options) *costModel {
 		fusedGroupedMLP: fusedGroupedMLP(s, max(d.ETP, 1))}
 	c.ls = c.newLayerShape()
 	c.stages = stageLayout(s, d, c.pp, c.vpp)
+	c.cm.r.tensor = tensorShare(s.Cluster.GPU, c.cal.TensorWPerTFLOP)
 	c.megatron = MegatronTheoreticalMemory(s, d)
 	for r := range c.pp {
 		c.stageParams = append(c.stageParams, c.sh.stageParams(c.stages, r))

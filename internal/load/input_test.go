@@ -171,6 +171,8 @@ func TestGPUFiguresBounded(t *testing.T) {
 		{"memory_gib: 80", "memory_gib: 1e9", "cluster.gpu.memory_gib"},
 		{"bf16_tflops: 989", "bf16_tflops: 1e-320", "cluster.gpu.bf16_tflops"},
 		{"bf16_tflops: 989", "bf16_tflops: 1e12", "cluster.gpu.bf16_tflops"},
+		{"bf16_tflops: 989", "bf16_tflops: 989, exp_tops: 1e-9", "cluster.gpu.exp_tops"},
+		{"bf16_tflops: 989", "bf16_tflops: 989, tdp_watts: 0.001", "cluster.gpu.tdp_watts"},
 		{"nvlink_gbps: 450", "nvlink_gbps: 1e-300", "cluster.nvlink_gbps"},
 		{"network_gbps: 50", "network_gbps: 1e-9", "cluster.network_gbps"},
 		{"network_gbps: 50", "network_gbps: 1e300", "cluster.network_gbps"},
@@ -181,7 +183,7 @@ func TestGPUFiguresBounded(t *testing.T) {
 		assert.Equal(t, tc.path, d.Path)
 		assert.Greater(t, d.Line, 1, "%v", d)
 	}
-	// Real figures pass: GB300's 288 GB, 1 GbE (0.125 GB/s), B200's 2250 TFLOP/s.
-	ok := strings.NewReplacer("memory_gib: 80", "memory_gib: 288", "network_gbps: 50", "network_gbps: 0.125", "bf16_tflops: 989", "bf16_tflops: 2250").Replace(goodCUE)
+	// Real figures pass: GB300's 288 GB, 10.7 tera-exponentials/s and 1,400 W, 1 GbE (0.125 GB/s), B200's 2250 TFLOP/s.
+	ok := strings.NewReplacer("memory_gib: 80", "memory_gib: 288", "network_gbps: 50", "network_gbps: 0.125", "bf16_tflops: 989", "bf16_tflops: 2250, exp_tops: 10.7, tdp_watts: 1400").Replace(goodCUE)
 	assert.Empty(t, diagsFor(t, mem("plan.cue", ok)))
 }

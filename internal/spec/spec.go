@@ -113,6 +113,8 @@ type GPU struct {
 	FP4TFLOPs         float64 `json:"fp4_tflops,omitempty"` // 0 = not given
 	HBMGBps           float64 `json:"hbm_gbps,omitempty"`   // 0 = not given
 	SMCount           int     `json:"sm_count,omitempty"`   // 0 = not given
+	ExpTOPS           float64 `json:"exp_tops,omitempty"`   // 0 = not given
+	TDPWatts          float64 `json:"tdp_watts,omitempty"`  // 0 = not given
 	ComputeCapability float64 `json:"compute_capability"`
 }
 
