@@ -681,11 +681,14 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
 - Megatron-Bridge 26.06 MoE rows on GB200/GB300 run the experts as Transformer Engine's fused grouped
   MLP (` + "`kernels.use_transformer_engine_op_fuser`" + ` with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: one grouped
   kernel per expert GEMM, SwiGLU and FC2's quantisation in FC1's epilogue), which brings Qwen3-30B-A3B
-  within 10%; DeepSeek-V3 and Qwen3-235B-A22B there are still 14-31% faster than modelled. 26.08 has
-  no per-row settings in the repository (unknown cuda graphs, dispatcher, recompute): 13-45% faster.
-- Qwen3-235B-A22B on H100 (alltoall over four nodes) is 8-15% too slow, and on B300 (26.02, no
-  per-row settings) 45% too fast.
-- GPT-OSS-120B is 25-55% too fast on some rows: its sliding-window attention, attention sinks and
+  within 10%; DeepSeek-V3 and Qwen3-235B-A22B there are still 12-21% faster than modelled (43% for a
+  GB300 row at global batch 15360 that matches no config of the release). 26.08 has no per-row
+  settings in the repository (unknown cuda graphs, dispatcher, recompute): 17-42% faster.
+- Qwen3-235B-A22B on B300 (26.02, no per-row settings) is about 40% too fast.
+- With the power cap, Blackwell dense rows are mostly within 10% (B200 and GB200 medians about 0);
+  GB300, which the cap does not bind, is still 0-15% too slow (median about -6%), and its DeepSeek-V3
+  and Qwen3-235B-A22B rows 8-21% (26.02-26.06).
+- GPT-OSS-120B is 25-65% too fast on some rows: its sliding-window attention, attention sinks and
   clamped SwiGLU are not expressible in the model schema.
 - Qwen3-30B-A3B on H100 and B200 at micro batch 1 (releases 25.11, 26.02) is up to 2x too fast;
   the same plan measured 1.77x apart in 26.02 and 26.02.01 (column *spread*).
