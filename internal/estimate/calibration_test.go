@@ -23,12 +23,20 @@ import (
 // throughputs (testdata/measured/runs.jsonl, outside truth collected with
 // their sources). Rows are split deterministically by a hash of their id:
 // one in three is held out, the rest fit the free constants (Calibration).
-// `go test ./internal/estimate -run TestCalibration -update` refits them,
+// `go test ./internal/estimate -run TestCalibration -update` refits them (with
+// -keep it only rewrites the report with the current constants),
 // rewrites calibration_fitted.go, testdata/calibration/README.md and
 // scatter.svg; without -update the test fails when those files are stale or
 // the held-out error exceeds the bounds below.
 
-var update = flag.Bool("update", false, "refit the calibration and rewrite its report")
+var (
+	update = flag.Bool("update", false, "refit the calibration and rewrite its report")
+	// keep: with -update, rewrite the report with the constants in
+	// calibration_fitted.go instead of refitting them (after corpus rows
+	// gain settings, so the report follows the corpus without moving the
+	// constants other work is tuned on).
+	keep = flag.Bool("keep", false, "with -update: rewrite the report without refitting the constants")
+)
 
 // Targets of issue 14 on held-out rows: median |error| ≤ 10%, worst ≤ 25%.
 // The median target is asserted. The worst is NOT reached: the bounds below
@@ -495,7 +503,7 @@ func TestCalibration(t *testing.T) {
 	}
 	rows := loadCalibrationRows(t)
 	cal := DefaultCalibration()
-	if *update {
+	if *update && !*keep {
 		cal = fitCalibration(rows, fitStart, DefaultCalibration())
 		writeFitted(t, cal)
 	}
@@ -682,8 +690,9 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   MLP (` + "`kernels.use_transformer_engine_op_fuser`" + ` with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1: one grouped
   kernel per expert GEMM, SwiGLU and FC2's quantisation in FC1's epilogue), which brings Qwen3-30B-A3B
   within 10%; DeepSeek-V3 and Qwen3-235B-A22B there are still 12-21% faster than modelled (43% for a
-  GB300 row at global batch 15360 that matches no config of the release). 26.08 has no per-row
-  settings in the repository (unknown cuda graphs, dispatcher, recompute): 17-42% faster.
+  GB300 row at global batch 15360 that matches no config of the release). 26.08 runs the same way
+  (settings from the r0.6.0 branch's flat perf recipes): Qwen3-30B-A3B and GPT-OSS within 5%,
+  Qwen3-235B-A22B and DeepSeek-V3 on GB200 10-11% and DeepSeek-V3 on GB300 19% faster than modelled.
 - Qwen3-235B-A22B on B300 (26.02, no per-row settings) is about 40% too fast.
 - With the power cap, Blackwell dense rows are mostly within 10% (B200 and GB200 medians about 0);
   GB300, which the cap does not bind, is still 0-15% too slow (median about -6%), and its DeepSeek-V3
