@@ -37,8 +37,15 @@ const shimVar = "PARC_LAUNCH_SHIM"
 const shimName = "parc-launch-shim"
 
 func init() {
+	// Only the launcher's own re-execution is a shim: it sets both shimVar
+	// and argv[0]. The variable alone, inherited from a user's environment
+	// (exported by a batch script before parc launch), is dropped, so the
+	// program runs as itself and its workers never see it.
 	if v, ok := os.LookupEnv(shimVar); ok {
-		os.Exit(shimMain(v, os.Args[1:]))
+		if len(os.Args) > 0 && os.Args[0] == shimName {
+			os.Exit(shimMain(v, os.Args[1:]))
+		}
+		os.Unsetenv(shimVar)
 	}
 }
 

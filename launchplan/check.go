@@ -26,6 +26,7 @@ var ReservedEnv = []string{
 	"MASTER_ADDR", "MASTER_PORT",
 	"TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_USE_AGENT_STORE",
 	"PARC_RESTART_ATTEMPT", "PARC_LAUNCH_PLAN", "PARC_GPU",
+	"PARC_LAUNCH_SHIM", // the launcher's worker shim (launcher/shim_linux.go)
 }
 
 // ValidEnvName reports whether name can be an environment variable that a

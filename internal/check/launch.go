@@ -42,8 +42,12 @@ var (
 )
 
 // ReservedEnv are the variables the launch scripts (submit.sbatch,
-// torchrun.sh) set from the plan; the spec's environment may not set them.
-var ReservedEnv = []string{"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "PARC_PLAN_DIR"}
+// torchrun.sh) and parc launch set or read from the plan; the spec's
+// environment may not set them. TORCH_ELASTIC_SHUTDOWN_TIMEOUT is the grace
+// period torchrun gets from launch.grace_seconds; PARC_LAUNCH_SHIM marks
+// parc launch's worker shim (launcher/shim_linux.go).
+var ReservedEnv = []string{"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "PARC_PLAN_DIR",
+	"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "PARC_LAUNCH_SHIM"}
 
 // launchValues reports what the launch scripts cannot express: environment
 // names that are not shell variable names or that the scripts set
