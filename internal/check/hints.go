@@ -17,9 +17,18 @@ func divisors(n int) []int {
 	return out
 }
 
+// maxScanned bounds the candidates a hint looks at (cheap tests, before
+// verification): 2^20.
+const maxScanned = 1 << 20
+
 // valuesIn returns the values v in [lo, hi] for which ok(v) holds.
+//
+// It looks at no more than maxScanned values from lo: a range that comes
+// from the spec (the world size, a microbatch count up to 2^30) must not
+// make a hint cost gigabytes.
 func valuesIn(lo, hi int, ok func(int) bool) []int {
 	var out []int
+	hi = min(hi, lo+maxScanned-1)
 	for v := lo; v <= hi; v++ {
 		if ok(v) {
 			out = append(out, v)
@@ -81,6 +90,7 @@ func nearestSatisfying(x, step, limit int, ok func(int) bool) (below, above int)
 	if step <= 0 {
 		return 0, 0
 	}
+	limit = min(limit, maxScanned) // limit comes from the spec (a microbatch group of 3·10^9)
 	start := x / step * step
 	for v := start; v > 0 && v >= x-limit*step; v -= step {
 		if v != x && v < x && ok(v) {

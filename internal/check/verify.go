@@ -65,6 +65,9 @@ func (c *checker) acceptsIf(code string, offered func(diag.Diagnostic) bool, set
 	c.fillBaseline()
 	s2 := c.s
 	for _, st := range set {
+		if !schemaAllows(st.path, valueOf(st.value)) {
+			return false
+		}
 		var ok bool
 		if s2, ok = withValue(s2, st.path, valueOf(st.value)); !ok {
 			// Not a field the verifier can set: an unverifiable value is
@@ -199,8 +202,15 @@ func abs(x int) int {
 // nearest is nearestSatisfying over multiples of step, with every
 // candidate verified.
 func (c *checker) nearest(code, path string, x, step, limit int, ok func(int) bool) (below, above int) {
+	tried := 0 // each try re-runs every rule: at most maxSearched of them
 	return nearestSatisfying(x, step, limit, func(v int) bool {
-		return (ok == nil || ok(v)) && c.accepts(code, path, v)
+		if ok != nil && !ok(v) {
+			return false
+		}
+		if tried++; tried > maxSearched {
+			return false
+		}
+		return c.accepts(code, path, v)
 	})
 }
 

@@ -212,17 +212,25 @@ func (r *Result) numbers(v cue.Value, path []string, seen map[string]bool, out *
 	}
 	field := fieldPath(path)
 	msg := ""
-	switch v.Kind() {
+	kind := v.Kind()
+	if kind == cue.IntKind && !isListPath(path) {
+		// An integer in a field that takes any number (lr: 1e308 * 10)
+		// is held as a float64.
+		if sf := r.schemaField(field); sf.Exists() && sf.IncompleteKind()&cue.FloatKind != 0 {
+			kind = cue.FloatKind
+		}
+	}
+	switch kind {
 	case cue.IntKind:
 		if _, err := v.Int64(); err != nil {
-			msg = fmt.Sprintf("%s = %v does not fit in a 64-bit integer: parc holds integers from %d to %d", field, v, int64(math.MinInt64), int64(math.MaxInt64))
+			msg = fmt.Sprintf("%s = %s does not fit in a 64-bit integer: parc holds integers from %d to %d", field, shortNumber(fmt.Sprint(v)), int64(math.MinInt64), int64(math.MaxInt64))
 		}
 	case cue.FloatKind:
 		switch _, err := v.Float64(); {
 		case errors.Is(err, cue.ErrAbove):
-			msg = fmt.Sprintf("%s = %v is beyond the largest number parc holds (%g)", field, v, math.MaxFloat64)
+			msg = fmt.Sprintf("%s = %s is beyond the largest number parc holds (%g)", field, shortNumber(fmt.Sprint(v)), math.MaxFloat64)
 		case errors.Is(err, cue.ErrBelow):
-			msg = fmt.Sprintf("%s = %v is too small for parc to hold: it would round to 0 (the smallest positive number is %g)", field, v, math.SmallestNonzeroFloat64)
+			msg = fmt.Sprintf("%s = %s is too small for parc to hold: it would round to 0 (the smallest positive number is %g)", field, shortNumber(fmt.Sprint(v)), math.SmallestNonzeroFloat64)
 		case err != nil:
 			msg = fmt.Sprintf("%s = %v is not a number parc can hold: %v", field, v, err)
 		}

@@ -17,10 +17,25 @@ import (
 )
 
 // formatSchemaConstraint describes a schema value in words a user reads:
-// `one of "a", "b"` for an enum, the bounds otherwise.
+// `one of "a", "b"` for an enum, the bounds otherwise, and the default
+// after them ("a non-negative integer; default 1234").
 func formatSchemaConstraint(v cue.Value) string {
+	bounds, def := schemaBounds(v)
+	if def != "" && bounds != "" {
+		return bounds + "; default " + def
+	}
+	return bounds
+}
+
+// schemaBounds describes what a schema value allows, without its default,
+// and names the default apart ("" when none).
+func schemaBounds(v cue.Value) (bounds, def string) {
+	if d, ok := v.Default(); ok && d.IsConcrete() && d.Kind() != cue.StructKind && d.Kind() != cue.ListKind {
+		def = fmt.Sprint(d)
+	}
 	op, args := v.Expr()
-	if op == cue.OrOp {
+	switch {
+	case op == cue.OrOp:
 		var alts []string
 		allConcrete := true
 		for _, a := range args {
@@ -31,39 +46,59 @@ func formatSchemaConstraint(v cue.Value) string {
 			}
 		}
 		if allConcrete && len(alts) > 0 {
-			return "one of " + strings.Join(alts, ", ")
+			return "one of " + strings.Join(alts, ", "), def
 		}
-		// A constraint with a default: describe the constraint, name the default.
 		var parts []string
 		for _, a := range args {
-			s := fmt.Sprint(a)
 			if a.IsConcrete() {
 				continue
 			}
-			parts = append(parts, describeBound(s))
+			parts = append(parts, describeBound(fmt.Sprint(a)))
 		}
-		if d, ok := v.Default(); ok && d.IsConcrete() {
-			return fmt.Sprintf("%s; default %v", strings.Join(parts, " or "), d)
-		}
-		return strings.Join(parts, " or ")
+		return strings.Join(parts, " or "), def
+	case op == cue.NoOp && len(args) == 1 && def != "":
+		// A field with a default (`int & >=0 | *1234`): CUE gives the
+		// constraint alone as the one argument.
+		return describeBound(fmt.Sprint(args[0])), def
 	}
-	return describeBound(fmt.Sprint(v))
+	return describeBound(fmt.Sprint(v)), def
 }
 
-var intRange = regexp.MustCompile(`^u?int & >=(\d+) & <=(\d+)$`)
+var (
+	intRange  = regexp.MustCompile(`^u?int & >=(-?\d+) & <=(-?\d+)$`)
+	uintUpTo  = regexp.MustCompile(`^uint & <=(\d+)$`)
+	numRange  = regexp.MustCompile(`^(?:number & )?(>=?)(-?[0-9.eE+-]+) & (<=?)(-?[0-9.eE+-]+)$`)
+	numBound  = regexp.MustCompile(`^(?:number & )?(>=?|<=?)(-?[0-9.eE+-]+)$`)
+	relations = map[string]string{">=": "at least", ">": "greater than", "<=": "at most", "<": "less than"}
+)
 
 func describeBound(s string) string {
 	s = strings.ReplaceAll(s, "*", "")
 	if m := intRange.FindStringSubmatch(s); m != nil {
 		return fmt.Sprintf("an integer from %s to %s", m[1], m[2])
 	}
+	if m := uintUpTo.FindStringSubmatch(s); m != nil {
+		return fmt.Sprintf("an integer from 0 to %s", m[1])
+	}
 	switch s {
 	case "int & >=1", "uint & >=1":
 		return "a positive integer (>= 1)"
-	case "int & >=0":
+	case "int & >=0", "uint":
 		return "a non-negative integer"
-	case "number & >0":
+	case "int":
+		return "an integer"
+	case "number & >0", ">0":
 		return "a positive number"
+	case "number & >=0", ">=0":
+		return "a non-negative number"
+	case "number":
+		return "a number"
+	}
+	if m := numRange.FindStringSubmatch(s); m != nil {
+		return fmt.Sprintf("a number %s %s and %s %s", relations[m[1]], m[2], relations[m[3]], m[4])
+	}
+	if m := numBound.FindStringSubmatch(s); m != nil {
+		return fmt.Sprintf("a number %s %s", relations[m[1]], m[2])
 	}
 	return s
 }

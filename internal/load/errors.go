@@ -2,6 +2,7 @@ package load
 
 import (
 	"fmt"
+	"math/big"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -74,8 +75,19 @@ func fromCUEError(err error, r *Result) diag.List {
 			d.Message = fmt.Sprintf("%s = %s is not allowed", path, got)
 			if uv := r.User.LookupPath(cue.ParsePath(path)); uv.Exists() && uv.IsConcrete() &&
 				(uv.Kind() == cue.IntKind || uv.Kind() == cue.FloatKind) {
+				// A number field with a default (`int & >=0 | *1234`):
+				// name the limit, not the default.
 				d.Code = "out-of-range"
-				d.Message = fmt.Sprintf("%s = %s is out of range", path, got)
+				d.Message = fmt.Sprintf("%s = %s is out of range", path, shortNumber(got))
+				if bounds, _ := schemaBounds(r.schemaField(path)); bounds != "" {
+					d.Message += ": it must be " + bounds
+				}
+				if uv.Kind() == cue.FloatKind && isIntField(r.schemaField(path)) {
+					d.Message = fmt.Sprintf("%s = %s is not an integer: it must be %s", path, shortNumber(got), lastOr(firstBounds(r.schemaField(path)), "an integer"))
+				}
+				if p, ok := r.userPos([]token.Pos{uv.Pos()}); ok {
+					d.Pos = p // the value, not the field's label
+				}
 			}
 			out = append(out, d)
 			continue
@@ -121,13 +133,19 @@ func (r *Result) diagnostic(e cueerrors.Error) diag.Diagnostic {
 	case strings.Contains(format, "out of bound"):
 		d.Code = "out-of-range"
 		if len(args) == 2 {
-			d.Message = fmt.Sprintf("%s = %v is out of range: must be %v", lastOr(path, "value"), args[0], args[1])
+			d.Message = fmt.Sprintf("%s = %v is out of range: must be %v", lastOr(path, "value"), shortNumber(fmt.Sprint(args[0])), args[1])
 		}
 		d.Hint = r.allowedHint(path)
 	case strings.Contains(format, "mismatched types"):
 		d.Code = "type-mismatch"
 		if len(args) >= 4 {
 			d.Message = fmt.Sprintf("%s has type %v, want %v (got %v)", lastOr(path, "value"), args[2], args[3], args[0])
+		}
+		// A float where the schema takes integers (CUE names the two
+		// kinds in either order): say so plainly.
+		if uv := r.User.LookupPath(cue.ParsePath(path)); path != "" && uv.Exists() && uv.IsConcrete() &&
+			uv.Kind() == cue.FloatKind && isIntField(r.schemaField(path)) {
+			d.Message = fmt.Sprintf("%s = %s is not an integer: it must be %s", path, shortNumber(fmt.Sprint(uv)), lastOr(firstBounds(r.schemaField(path)), "an integer"))
 		}
 		d.Hint = r.allowedHint(path)
 	case strings.Contains(format, "conflicting values"), strings.Contains(format, "empty disjunction"):
@@ -202,6 +220,30 @@ func (r *Result) related(e cueerrors.Error, primary diag.Pos) []diag.Related {
 		out = append(out, diag.Related{Pos: dp, Message: what})
 	}
 	return out
+}
+
+// isIntField reports whether the schema value takes integers only.
+func isIntField(v cue.Value) bool {
+	return v.Exists() && v.IncompleteKind()&cue.IntKind != 0 && v.IncompleteKind()&cue.FloatKind == 0
+}
+
+// firstBounds is the bounds of a schema value without its default.
+func firstBounds(v cue.Value) string {
+	b, _ := schemaBounds(v)
+	return b
+}
+
+// shortNumber writes a number of more than 24 digits in scientific notation
+// (1e400 from HCL arrives as 401 digits): a message names it, not spells it.
+func shortNumber(s string) string {
+	if len(s) <= 24 {
+		return s
+	}
+	f, ok := new(big.Float).SetPrec(64).SetString(s)
+	if !ok {
+		return s[:21] + "..."
+	}
+	return f.Text('g', 6)
 }
 
 func lastOr(path, def string) string {

@@ -2,6 +2,7 @@ package load
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 	"slices"
 	"strings"
@@ -74,12 +75,13 @@ func convertHCLAt(display, abs string, src []byte) (*ast.StructLit, map[string]d
 	}
 	tf := token.NewFile(abs, -1, len(src))
 	tf.SetLinesForContent(src)
-	c := &hclConverter{file: tf, display: display, at: map[string]diag.Pos{}}
+	c := &hclConverter{file: tf, display: display, at: map[string]diag.Pos{}, src: src}
 	st := c.body(body, "")
 	return st, c.at, append(diags, c.diags...)
 }
 
 type hclConverter struct {
+	src     []byte
 	file    *token.File
 	display string
 	diags   diag.List
@@ -188,7 +190,14 @@ func (c *hclConverter) value(v cty.Value, expr hclsyntax.Expression, path string
 		out = &ast.BasicLit{Kind: token.STRING, Value: literal.String.Quote(v.AsString())}
 	case v.Type() == cty.Number:
 		bf := v.AsBigFloat()
-		if bf.IsInt() {
+		if bf.IsInf() {
+			// 1/0 in HCL arithmetic: no schema field takes it, and CUE
+			// has no literal for it.
+			c.diags.Errorf(c.dpos(start), path, "number-too-large", "write a finite number",
+				"%s = %s is not a finite number: parc holds numbers up to %g", path, bf.Text('g', 6), math.MaxFloat64)
+			return nil
+		}
+		if bf.IsInt() && !c.floatLiteral(expr) {
 			i, _ := bf.Int(new(big.Int))
 			out = &ast.BasicLit{Kind: token.INT, Value: i.String()}
 		} else {
@@ -267,6 +276,19 @@ func (c *hclConverter) value(v cty.Value, expr hclsyntax.Expression, path string
 	}
 	ast.SetPos(out, c.pos(start))
 	return out
+}
+
+// floatLiteral reports whether expr is a number written with a fraction or
+// an exponent (1e400, 2.0): it stays a float, as the same text in CUE.
+func (c *hclConverter) floatLiteral(expr hclsyntax.Expression) bool {
+	if _, ok := expr.(*hclsyntax.LiteralValueExpr); !ok {
+		return false
+	}
+	r := expr.Range()
+	if r.Start.Byte < 0 || r.End.Byte > len(c.src) || r.Start.Byte > r.End.Byte {
+		return false
+	}
+	return strings.ContainsAny(string(c.src[r.Start.Byte:r.End.Byte]), ".eE")
 }
 
 // fromHCLDiags maps HCL's own (syntax) diagnostics.

@@ -21,8 +21,11 @@ func TestNumbersParcCannotHold(t *testing.T) {
 	for _, tc := range []struct {
 		field, value, path, limit string
 	}{
-		{"iters", "9223372036854775808", "train.iters", "9223372036854775807"},
-		{"iters", "2 * 9223372036854775807", "train.iters", "9223372036854775807"},
+		{"fp8_margin", "9223372036854775808", "train.fp8_margin", "9223372036854775807"},
+		{"fp8_margin", "2 * 9223372036854775807", "train.fp8_margin", "9223372036854775807"},
+		{"manual_gc_interval", "18446744073709551616", "train.manual_gc_interval", "9223372036854775807"},
+		{"adam_eps", "1e999", "train.adam_eps", "1.7976931348623157e+308"},
+		{"lr_warmup_init", "1e-999", "train.lr_warmup_init", "5e-324"},
 		{"seed", "99999999999999999999", "train.seed", "9223372036854775807"},
 		{"samples", "123456789012345678901234567890", "train.samples", "9223372036854775807"},
 		{"lr", "1e400", "train.lr", "1.7976931348623157e+308"},
@@ -49,7 +52,7 @@ func TestNumbersParcCannotHold(t *testing.T) {
 	assert.Equal(t, "parallel.hierarchical_cp[1]", d.Path)
 	assert.Equal(t, 10, d.Line)
 	// The largest values that fit still load.
-	src = strings.Replace(goodCUE, "global_batch: 64}", "global_batch: 64, seed: 9223372036854775807, lr: 1e300}", 1)
+	src = strings.Replace(goodCUE, "global_batch: 64}", "global_batch: 64, seed: 9223372036854775807, lr: 1e300, weight_decay: 99999999999999999999}", 1)
 	assert.Nil(t, find(diagsFor(t, mem("plan.cue", src)), "number-too-large"))
 }
 
@@ -186,4 +189,58 @@ func TestGPUFiguresBounded(t *testing.T) {
 	// Real figures pass: GB300's 288 GB, 10.7 tera-exponentials/s and 1,400 W, 1 GbE (0.125 GB/s), B200's 2250 TFLOP/s.
 	ok := strings.NewReplacer("memory_gib: 80", "memory_gib: 288", "network_gbps: 50", "network_gbps: 0.125", "bf16_tflops: 989", "bf16_tflops: 2250, exp_tops: 10.7, tdp_watts: 1400").Replace(goodCUE)
 	assert.Empty(t, diagsFor(t, mem("plan.cue", ok)))
+}
+
+// TestBoundMessagesNameTheLimit: a value outside a field with a default
+// (`int & >=0 | *1234`) is reported with the field's limit, never the default
+// as if it were an allowed alternative ("must be 1234 | uint"), and a
+// fraction in an integer field says it is not an integer (CUE's "has type
+// int, want float" named the kinds backwards). Re-probe of issue 12 item 4
+// with fields other than iters/seed/lr.
+func TestBoundMessagesNameTheLimit(t *testing.T) {
+	for _, tc := range []struct{ set, code, path, msg, hint string }{
+		{"launch: master_port: 99999999999999999999999", "out-of-range", "launch.master_port",
+			"it must be an integer from 1 to 65535", "launch.master_port must be an integer from 1 to 65535; default 29500"},
+		{"train: seed: 1e400", "out-of-range", "train.seed", "= 1e+400 is not an integer: it must be a non-negative integer", "default 1234"},
+		{"train: fp8_margin: 0.5", "out-of-range", "train.fp8_margin", "is not an integer", "train.fp8_margin must be an integer; default 0"},
+		{"model: norm_epsilon: -0.0", "out-of-range", "model.norm_epsilon", "it must be a positive number", "default 0.00001"},
+		{"train: adam_beta2: 1", "out-of-range", "train.adam_beta2", "it must be a number at least 0 and less than 1", ""},
+		{"launch: grace_seconds: -0.0", "type-mismatch", "launch.grace_seconds", "= 0.0 is not an integer: it must be an integer from 0 to 86400", ""},
+		{"cluster: gpu: sm_count: 1.5", "type-mismatch", "cluster.gpu.sm_count", "is not an integer: it must be an integer from 1 to 1048576", ""},
+		{"model: make_vocab_divisible_by: 9223372036854775807", "out-of-range", "model.make_vocab_divisible_by", "an integer from 1 to 65536", ""},
+		{"cluster: gpu: compute_capability: 1e300", "out-of-range", "cluster.gpu.compute_capability", "a number at least 1 and at most 100", ""},
+	} {
+		t.Run(tc.set, func(t *testing.T) {
+			l := diagsFor(t, mem("plan.cue", goodCUE+tc.set+"\n"))
+			d := find(l, tc.code)
+			require.NotNil(t, d, "%v", l)
+			assert.Equal(t, tc.path, d.Path)
+			assert.Equal(t, 12, d.Line, "%v", d)
+			assert.Contains(t, d.Message, tc.msg)
+			assert.Contains(t, d.Hint, tc.hint)
+			assert.NotRegexp(t, `\| *u?int|\| *>`, d.Message+d.Hint, "a default leaked into the text as an alternative")
+		})
+	}
+}
+
+// TestHCLNumbers: HCL arithmetic can make an infinity (1/0), which CUE
+// cannot hold; it is reported at the attribute, not as a syntax error at
+// 1:1. A number written with an exponent stays a float and is named short
+// (1e+400), not spelt out in 401 digits.
+func TestHCLNumbers(t *testing.T) {
+	for _, tc := range []struct{ expr, msg string }{
+		{"1/0", "train.lr = +Inf is not a finite number"},
+		{"-1/0", "train.lr = -Inf is not a finite number"},
+		{"1e400", "train.lr = 1e+400 is beyond the largest number"},
+		{"1e308 * 10", "train.lr = 1e+309 is beyond the largest number"},
+	} {
+		src := strings.Replace(goodHCL, "  global_batch = 64\n", "  global_batch = 64\n  lr = "+tc.expr+"\n", 1)
+		l := diagsFor(t, mem("plan.hcl", src))
+		d := find(l, "number-too-large")
+		require.NotNil(t, d, "%s: %v", tc.expr, l)
+		assert.Equal(t, 27, d.Line, "%s: %v", tc.expr, d)
+		assert.Equal(t, 8, d.Column, "%s: %v", tc.expr, d)
+		assert.Contains(t, d.Message, tc.msg)
+		assert.Less(t, len(d.Message), 200, d.Message)
+	}
 }
