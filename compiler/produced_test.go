@@ -79,6 +79,7 @@ var triggers = []trigger{
 	{code: "file-unreadable", file: "adir.cue", dir: map[string]string{"adir.cue/x": ""}},
 	{code: "input-too-large", file: "big.cue", text: "// " + strings.Repeat("x", 1<<20+1) + "\n" + tiny},
 	{code: "not-text", file: "png.cue", text: "\x89PNG\r\n\x1a\n\x00\x00"},
+	{code: "too-deep", file: "deep.hcl", text: "x = " + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + "\n"},
 	{code: "number-too-large", file: "p.cue", text: tiny + "train: seed: 99999999999999999999\n"},
 	{code: "structural-cycle", file: "p.cue", text: tiny + "x: {a: x}\n"},
 	{code: "syntax", file: "p.cue", text: tiny + "parallel: {tp: }\n"},

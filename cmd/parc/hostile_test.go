@@ -91,3 +91,52 @@ func TestHostileFileName(t *testing.T) {
 	}
 	testenv.NeedCommand(t, "shellcheck")
 }
+
+// TestHostileFileNameInDiagnostics: the diagnostics, the ok line and the
+// compile summary name the spec file, the output directory too. A name with a
+// line break could forge a diagnostic line ("x.cue\nplan.cue:1:1: error
+// ..."), one with an escape sequence reached the terminal raw; a name with a
+// colon (plan-10:30.cue) did not load at all (CUE read "json:b.cue" as a
+// file type). Every text line parc prints is free of control characters;
+// such names are shown Go-quoted (re-probe of issue 12 item 1, outside the
+// scripts).
+func TestHostileFileNameInDiagnostics(t *testing.T) {
+	dir := t.TempDir()
+	bad := "package plan\nmodel: {layers: -1}\n"
+	for _, name := range []string{
+		"x.cue\nplan.cue:1:1: error fake: forged",
+		"e\x1b]0;title\a.cue",
+		"s\u2028t\u0085u\x7f.cue",
+		"json:b.cue",
+		"plan-10:30.cue",
+	} {
+		spec := filepath.Join(dir, name)
+		for _, text := range []string{bad, hostileSpec} {
+			if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "out\n"+name)
+			for _, args := range [][]string{{"vet", spec}, {"compile", spec, "-o", out}, {"explain", spec}} {
+				var stdout, stderr bytes.Buffer
+				code := cli.Main(args, &stdout, &stderr)
+				if text == hostileSpec && code != 0 {
+					t.Errorf("%s %q: exit %d: the spec did not load\n%s", args[0], name, code, stderr.String())
+				}
+				if text == bad && code == 0 {
+					t.Errorf("%s %q: exit 0 on a bad spec", args[0], name)
+				}
+				for _, r := range stderr.String() {
+					if r != '\n' && r != '\t' && (r < 0x20 || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x2029 || r == 0x1b) {
+						t.Errorf("%s %q: stderr holds %U:\n%s", args[0], name, r, stderr.String())
+						break
+					}
+				}
+				for _, line := range strings.Split(stderr.String(), "\n") {
+					if strings.HasPrefix(line, "plan.cue:1:1: error fake") {
+						t.Errorf("%s: a file name forged a diagnostic line: %q", args[0], line)
+					}
+				}
+			}
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"parc.dev/parc/compiler"
+	"parc.dev/parc/internal/diag"
 )
 
 func newCompileCmd() *cobra.Command {
@@ -42,7 +43,7 @@ naming the stale files, when DIR differs from what would be written.`,
 			if err := writeFiles(outDir, files); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "parc compile: wrote %d files to %s\n", len(files), outDir)
+			fmt.Fprintf(cmd.ErrOrStderr(), "parc compile: wrote %d files to %s\n", len(files), diag.QuoteFile(outDir))
 			return nil
 		},
 	}

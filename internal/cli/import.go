@@ -112,7 +112,7 @@ func writeImport(cmd *cobra.Command, out string, spec []byte, diags diag.List) e
 		if err := writeFileAtomic(out, spec); err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "parc import: wrote %s (%s)\n", out, summary(diags))
+		fmt.Fprintf(cmd.ErrOrStderr(), "parc import: wrote %s (%s)\n", diag.QuoteFile(out), summary(diags))
 	}
 	if diags.HasErrors() {
 		return exitError{ExitSpec}

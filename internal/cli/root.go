@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"parc.dev/parc/internal/diag"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -49,7 +51,11 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 	case errors.As(err, &ee):
 		return ee.code
 	default:
-		fmt.Fprintf(stderr, "parc: %v\n", err)
+		lines := strings.Split(err.Error(), "\n")
+		for i := range lines {
+			lines[i] = diag.Printable(lines[i])
+		}
+		fmt.Fprintf(stderr, "parc: %s\n", strings.Join(lines, "\n"))
 		return ExitUsage
 	}
 }

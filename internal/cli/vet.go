@@ -31,7 +31,7 @@ func newVetCmd() *cobra.Command {
 				all = append(all, diags...)
 				if !diags.HasErrors() && !quiet {
 					// "ok  FILE (N warnings)" for each file without errors
-					ok := "ok  " + relPath(f)
+					ok := "ok  " + diag.QuoteFile(relPath(f))
 					if n := len(diags); n > 0 {
 						ok += fmt.Sprintf(" (%d warning%s)", n, plural(n))
 					}

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Severity says whether a diagnostic makes a spec invalid.
@@ -38,15 +41,59 @@ type Pos struct {
 func (p Pos) IsValid() bool { return p.File != "" && p.Line > 0 }
 
 func (p Pos) String() string {
+	file := QuoteFile(p.File)
 	switch {
 	case p.File == "":
 		return "-"
 	case p.Line == 0:
-		return p.File
+		return file
 	case p.Column == 0:
-		return fmt.Sprintf("%s:%d", p.File, p.Line)
+		return fmt.Sprintf("%s:%d", file, p.Line)
 	}
-	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
+	return fmt.Sprintf("%s:%d:%d", file, p.Line, p.Column)
+}
+
+// unprintable reports a rune a terminal line must not carry as it is: a
+// control character (line breaks, escape sequences) or a Unicode line or
+// paragraph separator.
+func unprintable(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || r == utf8.RuneError
+}
+
+// QuoteFile is a file name as a diagnostic line shows it: as it is, or
+// Go-quoted when it holds a character that would break the line or reach
+// the terminal as a control sequence. A file named "x.cue\nplan.cue:1:1:
+// error ..." cannot forge a diagnostic line, nor "\x1b]0;...\a" retitle the
+// terminal. (JSON output keeps the name as it is, escaped by JSON.)
+func QuoteFile(name string) string {
+	if strings.ContainsFunc(name, unprintable) || !utf8.ValidString(name) {
+		return strconv.Quote(name)
+	}
+	return name
+}
+
+// Printable is text with every unprintable rune written as a Go escape
+// (\n, \x1b, \u2028), for a line of text output.
+func Printable(s string) string {
+	if !strings.ContainsFunc(s, unprintable) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
+				fmt.Fprintf(&b, "\\x%02x", s[i])
+				continue
+			}
+		}
+		if unprintable(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // Related is another place that takes part in a diagnostic: the other side
@@ -96,13 +143,13 @@ func (d Diagnostic) MarshalJSON() ([]byte, error) {
 func (d Diagnostic) String() string {
 	var b strings.Builder
 	b.WriteString(d.Pos.String())
-	fmt.Fprintf(&b, ": %s %s: %s", d.Severity, d.Code, d.Message)
+	fmt.Fprintf(&b, ": %s %s: %s", d.Severity, d.Code, Printable(d.Message))
 	for _, r := range d.Related {
-		fmt.Fprintf(&b, "\n\tnote: %s: %s", r.Pos, r.Message)
+		fmt.Fprintf(&b, "\n\tnote: %s: %s", r.Pos, Printable(r.Message))
 	}
 	if d.Hint != "" {
 		b.WriteString("\n\thint: ")
-		b.WriteString(d.Hint)
+		b.WriteString(Printable(d.Hint))
 	}
 	return b.String()
 }

@@ -189,6 +189,9 @@ func (r *Result) diagnostic(e cueerrors.Error) diag.Diagnostic {
 		strings.Contains(format, "package") && strings.Contains(format, "not found"):
 		d.Code = "unknown-import"
 		d.Hint = `presets are imported as "parc.dev/stdlib/models" and "parc.dev/stdlib/clusters"`
+	case strings.Contains(msg, "exceeds maximum nesting depth"):
+		d.Code = "too-deep"
+		d.Hint = "a spec nests a few levels (sections, lists, env maps): check that this is the file you meant"
 	case strings.HasPrefix(format, "expected") || strings.Contains(format, "illegal") || strings.Contains(format, "missing ','") ||
 		strings.Contains(format, "string literal not terminated") || strings.Contains(format, "unexpected"):
 		d.Code = "syntax"

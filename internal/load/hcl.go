@@ -63,6 +63,10 @@ func convertHCL(display, abs string, src []byte) (*ast.StructLit, diag.List) {
 // CUE one names the field).
 func convertHCLAt(display, abs string, src []byte) (*ast.StructLit, map[string]diag.Pos, diag.List) {
 	var diags diag.List
+	if d := hclNesting(display, src); d != nil {
+		diags.Add(*d)
+		return nil, nil, diags
+	}
 	f, hdiags := hclsyntax.ParseConfig(src, display, hcl.InitialPos)
 	diags = append(diags, fromHCLDiags(hdiags)...)
 	if hdiags.HasErrors() || f == nil {

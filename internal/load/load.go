@@ -100,6 +100,13 @@ func Load(src Source) (res *Result, diags diag.List) {
 			abs += ".cue"
 		}
 	}
+	if ext != ".hcl" && strings.Contains(filepath.Base(abs), ":") {
+		// The CUE loader reads "json:b.cue" as the file b.cue qualified
+		// with the type json ("cannot find package ./json"): a spec
+		// named plan-10:30.cue is loaded under a name without the colon
+		// (messages still name the path the user gave).
+		abs = filepath.Join(filepath.Dir(abs), strings.ReplaceAll(filepath.Base(abs), ":", "_"))
+	}
 	ctx := cuecontext.New()
 	schemaVal := ctx.CompileBytes(schema.Source, cue.Filename(schema.Filename))
 	if err := schemaVal.Err(); err != nil {

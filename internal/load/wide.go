@@ -39,6 +39,9 @@ func (r *Result) dropUnknown(abs string, data []byte) (out []byte, diags diag.Li
 	if err != nil {
 		return data, nil, true
 	}
+	if d := cueNesting(r.Display[abs], data, f); d != nil {
+		return data, diag.List{*d}, false
+	}
 	out = data
 	blank := func(n ast.Node) {
 		if &out[0] == &data[0] {
