@@ -82,6 +82,7 @@ var triggers = []trigger{
 	{code: "too-deep", file: "deep.hcl", text: "x = " + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + "\n"},
 	{code: "number-too-large", file: "p.cue", text: tiny + "train: seed: 99999999999999999999\n"},
 	{code: "structural-cycle", file: "p.cue", text: tiny + "x: {a: x}\n"},
+	{code: "data-split", file: "p.cue", text: tiny + "data: {mock: false, paths: [\"/d\"], split: \"1,2,3,4\"}\n"},
 	{code: "syntax", file: "p.cue", text: tiny + "parallel: {tp: }\n"},
 	{code: "unknown-field", file: "p.cue", text: tiny + "parallel: tensor_parallel: 2\n"},
 	{code: "type-mismatch", file: "p.cue", text: strings.Replace(tiny, "global_batch: 64", `global_batch: "64"`, 1)},

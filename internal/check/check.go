@@ -54,6 +54,7 @@ func (c *checker) run() {
 	c.fsdpOptions()
 	c.launchEnv()
 	c.launchValues()
+	c.dataSplit()
 	c.slurm()
 	c.grace()
 }

@@ -125,6 +125,7 @@ var Codes = []CodeInfo{
 	{Code: "env-value", Severity: diag.Error, Meaning: "An environment value with a NUL character.", Fix: "Remove the NUL character."},
 	{Code: "option-like-path", Severity: diag.Error, Rule: "", Meaning: "A path or program of the launch (launch.python, program, workdir, parc_binary, templates, container workdir and mounts, cluster.slurm.output/error) starts with \"-\", which the program it is given to would read as an option.", Fix: "Write a path that starts with - as ./-name."},
 	{Code: "launch-command", Severity: diag.Error, Meaning: "launch.python, launch.program or launch.parc_binary is empty or unusable.", Fix: "Give a program name or path."},
+	{Code: "data-split", Severity: diag.Error, Rule: "", Meaning: "data.split is not a split Megatron's parse_and_normalize_split can read: more than three weights, a number float() rejects (1.2.3), or weights that sum to 0.", Fix: "Write up to three weights, train,validation,test (Megatron's default 969,30,1)."},
 	{Code: "slurm-line-break", Severity: diag.Error, Meaning: "A value with a line break cannot be written in an #SBATCH directive.", Fix: "Remove the line break."},
 	{Code: "slurm-time", Severity: diag.Error, Rule: "", Meaning: "cluster.slurm.time is not a Slurm time limit.", Fix: "Use MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (or \"infinite\")."},
 	{Code: "slurm-mem", Severity: diag.Error, Rule: "", Meaning: "cluster.slurm.mem is not a Slurm memory size.", Fix: "Use an integer with an optional K, M, G or T suffix (\"0\" = all memory)."},

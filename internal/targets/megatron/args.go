@@ -671,8 +671,11 @@ func (e *emitter) extraArgs() {
 		}
 		if field != "" && field != "launch.extra_args" && strings.HasPrefix(w, "-") {
 			hint := fmt.Sprintf("to name a file or directory whose name starts with -, write %q", "./"+w)
-			if strings.HasPrefix(field, "logging.wandb_") {
+			switch {
+			case strings.HasPrefix(field, "logging.wandb_"):
 				hint = "use a name that does not start with -"
+			case field == "data.split":
+				hint = `write the split as weights that do not start with -, e.g. "969,30,1"`
 			}
 			r.Errorf(field, "option-like-value", hint,
 				"%s = %q starts with \"-\": Megatron's argument parser would read it as an option, not as the value of %s", field, w, flag)
