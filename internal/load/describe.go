@@ -93,6 +93,10 @@ func describeBound(s string) string {
 		return "a non-negative number"
 	case "number":
 		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
 	}
 	if m := numRange.FindStringSubmatch(s); m != nil {
 		return fmt.Sprintf("a number %s %s and %s %s", relations[m[1]], m[2], relations[m[3]], m[4])

@@ -82,6 +82,11 @@ func fromCUEError(err error, r *Result) diag.List {
 				if bounds, _ := schemaBounds(r.schemaField(path)); bounds != "" {
 					d.Message += ": it must be " + bounds
 				}
+				if sf := r.schemaField(path); sf.Exists() && sf.IncompleteKind()&cue.NumberKind == 0 {
+					// A number where the schema takes a string or a bool.
+					d.Code = "type-mismatch"
+					d.Message = fmt.Sprintf("%s = %s is a number: it must be %s", path, shortNumber(got), lastOr(firstBounds(sf), sf.IncompleteKind().String()))
+				}
 				if uv.Kind() == cue.FloatKind && isIntField(r.schemaField(path)) {
 					d.Message = fmt.Sprintf("%s = %s is not an integer: it must be %s", path, shortNumber(got), lastOr(firstBounds(r.schemaField(path)), "an integer"))
 				}
@@ -154,7 +159,10 @@ func (r *Result) diagnostic(e cueerrors.Error) diag.Diagnostic {
 	case strings.Contains(format, "required but not present"), strings.Contains(format, "incomplete value"),
 		strings.Contains(format, "non-concrete value"):
 		d.Code = "missing-field"
-		if strings.Contains(format, "required") {
+		uv := r.User.LookupPath(cue.ParsePath(path))
+		if strings.Contains(format, "required") || path != "" && r.User.Exists() && !uv.Exists() {
+			// Not written at all: CUE's "incomplete value >=1 & int"
+			// would show the schema's syntax.
 			d.Message = fmt.Sprintf("required field %s is missing", path)
 		} else {
 			d.Message = fmt.Sprintf("%s is not set to a concrete value (%s)", path, msg)

@@ -209,6 +209,8 @@ func TestBoundMessagesNameTheLimit(t *testing.T) {
 		{"cluster: gpu: sm_count: 1.5", "type-mismatch", "cluster.gpu.sm_count", "is not an integer: it must be an integer from 1 to 1048576", ""},
 		{"model: make_vocab_divisible_by: 9223372036854775807", "out-of-range", "model.make_vocab_divisible_by", "an integer from 1 to 65536", ""},
 		{"cluster: gpu: compute_capability: 1e300", "out-of-range", "cluster.gpu.compute_capability", "a number at least 1 and at most 100", ""},
+		{"model: name: 5", "type-mismatch", "model.name", "model.name = 5 is a number: it must be a string", `default "model"`},
+		{"model: tie_embeddings: 3", "type-mismatch", "model.tie_embeddings", "is a number: it must be true or false", "default true"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			l := diagsFor(t, mem("plan.cue", goodCUE+tc.set+"\n"))
@@ -221,6 +223,13 @@ func TestBoundMessagesNameTheLimit(t *testing.T) {
 			assert.NotRegexp(t, `\| *u?int|\| *>`, d.Message+d.Hint, "a default leaked into the text as an alternative")
 		})
 	}
+	// A required field left out is missing, not "not set to a concrete
+	// value (incomplete value >=1 & <=1073741824 & int)".
+	l := diagsFor(t, mem("plan.cue", strings.Replace(goodCUE, "micro_batch: 1, ", "", 1)))
+	d := find(l, "missing-field")
+	require.NotNil(t, d, "%v", l)
+	assert.Equal(t, "required field train.micro_batch is missing", d.Message)
+	assert.Contains(t, d.Hint, "an integer from 1 to 1073741824")
 }
 
 // TestHCLNumbers: HCL arithmetic can make an infinity (1/0), which CUE
