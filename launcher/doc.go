@@ -32,7 +32,7 @@
 // Exit status: 0 when every worker exits 0; ExitUsage (2) for a usage or
 // preflight error, when nothing was started; otherwise the exit code of the
 // first worker that failed (128+N when it was killed by signal N). When the
-// launcher itself is stopped (SIGTERM, SIGINT, SIGHUP, or its context), the
+// launcher itself is stopped (SIGTERM, SIGINT, SIGHUP, SIGQUIT, or its context), the
 // workers' statuses decide: 0 when they all exited 0 (say, after saving a
 // checkpoint), else the first non-zero one; no restart follows.
 //

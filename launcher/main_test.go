@@ -129,7 +129,7 @@ func worker(behaviour string) int {
 	case "signals":
 		// Reports SIGUSR2; on SIGTERM prints and exits 0 (a graceful save).
 		ch := make(chan os.Signal, 4)
-		signal.Notify(ch, syscall.SIGUSR2, syscall.SIGTERM, syscall.SIGINT)
+		signal.Notify(ch, syscall.SIGUSR2, syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT)
 		fmt.Println("ready")
 		for s := range ch {
 			fmt.Println("got", sigName(s.(syscall.Signal)))

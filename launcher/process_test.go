@@ -98,6 +98,27 @@ func TestRealSignalsReachEveryWorker(t *testing.T) {
 	assert.Equal(t, 3, strings.Count(out.String(), "got SIGINT"), out.String())
 }
 
+// SIGQUIT stops the job like SIGTERM, as torchrun's agent takes it: the
+// workers get it and the grace period, and the launcher reports 128+3.
+// Before, Go's default handler dumped the launcher's goroutines and exited 2,
+// and the workers died at once through their shims' parent-death signal.
+func TestRealSIGQUITStopsGracefully(t *testing.T) {
+	path := writePlan(t, blockPlan(1, 2))
+	cmd, out, errb := startLauncherProcess(t, childOptions{Plan: path, NodeRank: intp(0), GraceMS: intp(5000)},
+		cleanEnv(workerVar+"=signals", "CUDA_VISIBLE_DEVICES=0,1"))
+	require.True(t, waitFor(20*time.Second, func() bool { return strings.Count(out.String(), "ready") == 2 }), errb.String())
+	require.NoError(t, cmd.Process.Signal(syscall.SIGQUIT))
+	err := cmd.Wait()
+	assert.Equal(t, 2, strings.Count(out.String(), "got SIGQUIT"), "every worker gets SIGQUIT:\n%s\n%s", out.String(), errb.String())
+	assert.Contains(t, errb.String(), "SIGQUIT: forwarding it to every worker")
+	assert.NotContains(t, errb.String(), "goroutine ")
+	var ee *exec.ExitError
+	if err != nil {
+		require.ErrorAs(t, err, &ee)
+		t.Errorf("exit %d; the workers saved and exited 0, so the launcher exits 0:\n%s", ee.ExitCode(), errb.String())
+	}
+}
+
 // SIGTERM to the launcher: workers that do not handle it die of it, their
 // children are killed with their process group, and the launcher reports
 // 128+15.

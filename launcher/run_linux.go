@@ -23,7 +23,11 @@ import (
 // terminating signals stop the workers (forwarded, then SIGKILL after the
 // grace period); the others are only forwarded.
 var (
-	terminating = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP}
+	// SIGQUIT too, as torchrun takes it (torch.distributed.elastic's
+	// agent stops its workers on SIGTERM, SIGINT, SIGHUP and SIGQUIT):
+	// left to Go's default it dumped the launcher's goroutines and exited 2
+	// with no grace period for the workers.
+	terminating = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT}
 	forwardOnly = []os.Signal{syscall.SIGUSR1, syscall.SIGUSR2}
 )
 
@@ -574,6 +578,8 @@ func sigName(s syscall.Signal) string {
 		return "SIGINT"
 	case syscall.SIGHUP:
 		return "SIGHUP"
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
 	case syscall.SIGKILL:
 		return "SIGKILL"
 	case syscall.SIGUSR1:

@@ -64,7 +64,7 @@ type Options struct {
 	// launcher's own messages (Stderr); nil means os.Stdout and os.Stderr.
 	Stdout, Stderr io.Writer
 	// Signals, when set, delivers the signals to forward; when nil Run
-	// subscribes to SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 itself.
+	// subscribes to SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 itself.
 	Signals <-chan os.Signal
 }
 

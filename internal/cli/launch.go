@@ -39,7 +39,7 @@ that srun runs one launch per node.
 When a worker fails, every other worker gets SIGTERM, then SIGKILL after the
 grace period: --grace, else the plan's grace_seconds (launch.grace_seconds in
 the spec, which covers cluster.slurm.preempt_signal_seconds), else 10s.
-SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 are forwarded to every worker's
+SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to every worker's
 process group. No worker, and no process a worker started, outlives the
 launcher: it adopts them as a child subreaper and kills them when the workers
 end. A closed stdout (parc launch ... | head) stops nothing: the workers'
