@@ -145,3 +145,31 @@ func TestCheckGraceSeconds(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestGroupsCoverTheWorld: a family leaves no rank out (Megatron-Core builds
+// every family but the embedding groups over the whole world) and a group
+// has at least one rank. Before, tp: [[0]] in a world of 2, an empty group
+// and a family listed as [] all passed Decode (re-probe of issue 12 item
+// 11: missing members, beside the duplicates already refused).
+func TestGroupsCoverTheWorld(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		groups Groups
+		want   []string
+	}{
+		{"complete", Groups{"tp": {{0, 1}, {2, 3}}, "dp": {{0, 2}, {1, 3}}, "pos_embd": {{0}, {1}}}, nil},
+		{"a rank left out", Groups{"tp": {{0, 1}, {2, 3}}, "dp": {{0, 2}, {1}}},
+			[]string{"the dp groups hold 3 of the 4 ranks: every rank is in one dp group (Megatron-Core builds the family over the whole world)"}},
+		{"an empty family", Groups{"tp": {}, "cp": {{0}, {1}, {2}, {3}}},
+			[]string{"the tp groups hold 0 of the 4 ranks: every rank is in one tp group (Megatron-Core builds the family over the whole world)"}},
+		{"empty groups", Groups{"tp": {{0, 1}, {2, 3}, {}}, "pp": {{0}, {1}, {2}, {3}, nil}},
+			[]string{"group pp[4] is empty: a process group has at least one rank", "2 empty groups in all"}},
+		{"embedding groups may be partial", Groups{"tp": {{0, 1}, {2, 3}}, "embd": {{0, 2}}, "pos_embd": {{0}}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := blockPlan(2, 2)
+			f.Groups = tc.groups
+			assert.Equal(t, tc.want, checkBoth(t, f))
+		})
+	}
+}

@@ -28,6 +28,36 @@ type groupSummary struct {
 	seen    []seenAt
 	repeats []repeat // the first maxRepeats ranks found twice in a family
 	nRepeat int      // every one
+
+	// members counts each listed family's members (a family listed as
+	// [] has 0); firstEmpty is the first group (by family name, then
+	// index, whatever the order in the file) listed with no rank.
+	members    map[string]int
+	firstEmpty where
+	nEmpty     int
+}
+
+// partialFamilies hold only some ranks: Megatron-Core's embedding group
+// is the first and last pipeline stage, the position-embedding group the
+// first (parallel_state.py, default_embedding_ranks). Every other family
+// partitions the whole world.
+var partialFamilies = map[string]bool{"embd": true, "pos_embd": true}
+
+// family records that a family is listed.
+func (s *groupSummary) family(name string) {
+	if s.members == nil {
+		s.members = map[string]int{}
+	}
+	s.members[name] += 0
+}
+
+// emptyGroup records a group listed with no rank.
+func (s *groupSummary) emptyGroup(family string, index int) {
+	w := where{family, index}
+	if s.nEmpty == 0 || family < s.firstEmpty.family || family == s.firstEmpty.family && index < s.firstEmpty.index {
+		s.firstEmpty = w
+	}
+	s.nEmpty++
 }
 
 type seenAt struct{ family, group int32 }
@@ -52,6 +82,8 @@ func (w where) String() string { return fmt.Sprintf("%s[%d]", w.family, w.index)
 
 // add records that group family[index] (the s.families-th family) holds rank.
 func (s *groupSummary) add(family string, index, rank int) {
+	s.family(family)
+	s.members[family]++
 	if !s.hasAnyMember || rank < s.min {
 		s.min, s.minAt = rank, where{family, index}
 	}
@@ -79,8 +111,14 @@ func summarize(g Groups) groupSummary {
 	var s groupSummary
 	for _, family := range slices.Sorted(maps.Keys(g)) {
 		s.families++
+		if g[family] != nil {
+			s.family(family)
+		}
 		for i, group := range g[family] {
 			s.groups++
+			if len(group) == 0 {
+				s.emptyGroup(family, i)
+			}
 			for _, r := range group {
 				s.add(family, i, r)
 			}
@@ -89,8 +127,20 @@ func summarize(g Groups) groupSummary {
 	return s
 }
 
-// check reports members outside 0..world-1 and ranks repeated in a family.
+// check reports members outside 0..world-1, ranks repeated in a family,
+// empty groups, and families that leave ranks out.
 func (s groupSummary) check(world int, add func(string, ...any)) {
+	if s.nEmpty > 0 {
+		add("group %s is empty: a process group has at least one rank", s.firstEmpty)
+	}
+	if s.nEmpty > 1 {
+		add("%d empty groups in all", s.nEmpty)
+	}
+	for _, f := range slices.Sorted(maps.Keys(s.members)) {
+		if n := s.members[f]; !partialFamilies[f] && n < world {
+			add("the %s groups hold %d of the %d ranks: every rank is in one %s group (Megatron-Core builds the family over the whole world)", f, n, world, f)
+		}
+	}
 	if !s.hasAnyMember {
 		return
 	}
@@ -159,6 +209,7 @@ func (s *groupSummary) scanFamily(sc *scanner, family string) error {
 	if !sc.byte('[') {
 		return fmt.Errorf("groups.%s: want a list of groups", family)
 	}
+	s.family(family)
 	if sc.byte(']') {
 		return nil
 	}
@@ -179,12 +230,14 @@ func (s *groupSummary) scanFamily(sc *scanner, family string) error {
 // scanGroup reads one group's ranks: [r, ...] or null.
 func (s *groupSummary) scanGroup(sc *scanner, family string, i int) error {
 	if sc.literal("null") {
+		s.emptyGroup(family, i)
 		return nil
 	}
 	if !sc.byte('[') {
 		return fmt.Errorf("groups.%s[%d]: want a list of ranks", family, i)
 	}
 	if sc.byte(']') {
+		s.emptyGroup(family, i)
 		return nil
 	}
 	for {
