@@ -2,11 +2,15 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
 // attention checks heads, query groups, head dimension, FFN and position
 // rules (S1–S3, S6–S8, S10, S11 and the MTP position-embedding rule).
+// maxPositions is the schema's bound on model.max_position_embeddings.
+const maxPositions = 1 << 26
+
 func (c *checker) attention() {
 	m, tp := c.s.Model, c.s.Parallel.TP
 	a, g := m.Heads, c.groups()
@@ -32,15 +36,34 @@ func (c *checker) attention() {
 			Related("model.heads", "heads = %d", a)
 	}
 	if m.KVChannels == nil && m.Hidden%a != 0 {
+		// kv_channels is the head dimension, free in Megatron (GPT-OSS:
+		// hidden 2880, 64 heads of 64). The values offered keep it next to
+		// hidden/heads: that quotient rounded to a multiple of 8 (what
+		// fused attention kernels take), and rounded down.
+		kv := []int{}
+		if r := (m.Hidden/a + 4) / 8 * 8; r >= 8 {
+			kv = append(kv, r)
+		}
+		if f := m.Hidden / a; f >= 1 && !slices.Contains(kv, f) {
+			kv = append(kv, f)
+		}
+		var kvOpts []option
+		for _, v := range kv {
+			kvOpts = append(kvOpts, setOpt(setting{"model.kv_channels", v}))
+		}
+		kvHint := "set model.kv_channels (the head dimension)"
+		if len(kvOpts) > 0 {
+			kvHint = c.anyOf("hidden-heads", "model.heads", kvOpts...) + fmt.Sprintf(" (the head dimension; hidden/heads = %.4g)", float64(m.Hidden)/float64(a))
+		}
 		c.report("hidden-heads", "model.heads",
-			listHint(fmt.Sprintf("heads dividing hidden=%d", m.Hidden), c.near("hidden-heads", "model.heads", a, divisors(m.Hidden)), noValue("model.heads"))+"; or set model.kv_channels",
+			listHint(fmt.Sprintf("heads dividing hidden=%d", m.Hidden), c.near("hidden-heads", "model.heads", a, divisors(m.Hidden)), noValue("model.heads"))+"; or "+kvHint,
 			"hidden=%d is not divisible by heads=%d, so the head dimension (kv_channels) cannot be derived", m.Hidden, a).
 			Related("model.hidden", "hidden = %d", m.Hidden)
 	}
 	if c.d.MaxPositions < c.s.Train.SeqLength {
 		const path = "model.max_position_embeddings"
 		var opts []string
-		if c.accepts("max-positions", path, c.s.Train.SeqLength) {
+		if c.acceptsRange("max-positions", path, c.s.Train.SeqLength, min(2*c.s.Train.SeqLength, maxPositions)) {
 			opts = append(opts, fmt.Sprintf("set max_position_embeddings ≥ %d", c.s.Train.SeqLength))
 		}
 		if c.acceptsAt("max-positions", path, setting{path, nil}) {

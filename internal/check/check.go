@@ -135,7 +135,32 @@ func (c *checker) ranges() bool {
 		}
 	}
 	if ok && s.Cluster.Nodes > spec.MaxWorld/s.Cluster.GPUsPerNode {
-		c.report("layout-world-too-large", "cluster.nodes", fmt.Sprintf("parc lays out at most %d GPUs: split the job", spec.MaxWorld),
+		// The most nodes parc lays out that every rule takes (the
+		// parallel grid must still tile the world): the largest count
+		// below the limit whose world tp·pp·cp divides, verified.
+		most := spec.MaxWorld / s.Cluster.GPUsPerNode
+		hint := fmt.Sprintf("parc lays out at most %d GPUs: split the job", spec.MaxWorld)
+		if most >= 1 {
+			// Node counts whose world tp·pp·cp divides are multiples of
+			// step; a re-run on a world of millions costs, so at most 8
+			// are tried, the largest first.
+			p := s.Parallel
+			grid := max(1, p.TP*p.PP*p.CP)
+			step := grid / gcd(grid, s.Cluster.GPUsPerNode)
+			below := 0
+			for n, tries := most/step*step, 0; n >= 1 && tries < 8; n, tries = n-step, tries+1 {
+				if c.accepts("layout-world-too-large", "cluster.nodes", n) {
+					below = n
+					break
+				}
+			}
+			if below > 0 {
+				hint += fmt.Sprintf(" into jobs of at most %d nodes: set cluster.nodes: %d", most, below)
+			} else {
+				hint += "; " + noValue("cluster.nodes")
+			}
+		}
+		c.report("layout-world-too-large", "cluster.nodes", hint,
 			"%d nodes × %d GPUs is more ranks than parc lays out", s.Cluster.Nodes, s.Cluster.GPUsPerNode)
 		ok = false
 	}
@@ -211,4 +236,11 @@ func (c *checker) hasFlag(name string) bool {
 		}
 	}
 	return false
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }

@@ -226,6 +226,7 @@ var optionCodes = []string{
 	"lr-warmup-exclusive", "rampup-batch-size-ignored", "microbatch-group-unused", "uneven-account-for",
 	"uneven-single-stage", "sp-without-tp", "tokenizer-files", "lr-wsd-decay", "slurm-nodes", "option-like-path",
 	"slurm-time", "slurm-mem", "env-reserved", "env-value", "slurm-line-break", "uneven-stage-layers",
+	"launch-command", "slurm-option", "layout-world-too-large", "data-split",
 }
 
 // Settings a hint names in the spec's own words: options separated by
@@ -344,12 +345,26 @@ func baseDefault(path string) any {
 	return m
 }
 
-// adviceOnly are hints (or options of them) that name no setting: edits a
-// user makes by hand (a layout's text). An option-code hint that names no
-// setting a form or genericSettings reads, and says neither that none passes
-// nor one of these, fails the test.
+// adviceOnly are hints (or options of them) that name no setting, because
+// any value would be invented:
+//   - the layout's text edits (start it with E, write stages of …): the
+//     pipeline layout is the user's design, and pipeline-layout's hint
+//     already offers the settings that drop it (genericSettings reads them);
+//   - env-name ("use letters, digits and _"): the program reads one name,
+//     and a cleaned-up one ("A=B" → "A_B") is a different variable;
+//   - train-length-missing ("set train.iters (or train.samples)"): how long
+//     to train is the user's decision, nothing in the plan implies it.
+//
+// Hints that used to be advice and now name verified settings, so the
+// test applies them: hidden-heads (model.kv_channels near hidden/heads),
+// lr-wsd-decay (a tenth of the decay length), layout-world-too-large (the
+// most nodes parc lays out), launch-command (the schema's default program),
+// slurm-option (the entries written as --option=value).
+//
+// An option-code hint that names no setting a form or genericSettings
+// reads, and says neither that none passes nor one of these, fails the test.
 var adviceOnly = regexp.MustCompile(`^(start the layout with E|end the layout with L|write [EL] once|place model\.(layers|mtp_layers)=\d+|put (the|all) MTP layers|place every t before|write stages of|give pp·vpp stages|` +
-	`write it as "--option=value"|parc lays out at most \d+ GPUs: split the job|give a program name or path|use letters, digits and _|set train\.iters \(or train\.samples\)$)`)
+	`use letters, digits and _|set train\.iters \(or train\.samples\)$)`)
 
 // withOptions adds to a random plan the options whose hints name settings
 // (from its own generator, so the value hints' plans stay as they were).
@@ -562,6 +577,9 @@ var scenarios = []func() map[string]any{
 	func() map[string]any { // ep-crosses-node: etp·ep = 16 on 8-GPU nodes
 		return map[string]any{"parallel": map[string]any{"tp": 1, "pp": 1, "ep": 16},
 			"model": map[string]any{"bias": false, "moe": map[string]any{"experts": 32}}, "train": map[string]any{"global_batch": 64}}
+	},
+	func() map[string]any { // a world past the limit whose grid and batch fit the largest one parc lays out
+		return map[string]any{"cluster": map[string]any{"nodes": spec.MaxWorld}, "train": map[string]any{"global_batch": 1 << 30}}
 	},
 	func() map[string]any { // etp 4 inside an NVLink domain of 4: an expert grid that reaches the layout
 		return map[string]any{"parallel": map[string]any{"tp": 2, "pp": 1, "ep": 2, "etp": 4},
@@ -1099,8 +1117,10 @@ func withMoreOptions(rng *rand.Rand, over map[string]any) {
 			model["position_embedding"] = "rope"
 		}
 	}
-	if coin(12) { // advice only: train-length-missing, env-name, launch-command, slurm-option, layout-world-too-large
-		switch rng.Intn(5) {
+	if coin(12) { // advice only: train-length-missing, env-name; settings: launch-command, slurm-option, layout-world-too-large, data-split
+		switch rng.Intn(6) {
+		case 5:
+			over["data"] = map[string]any{"mock": false, "paths": []string{"/data/x"}, "split": []string{"1,2,3,4", "0,0", "1.2.3"}[rng.Intn(3)]}
 		case 0:
 			train["iters"], train["samples"] = nil, nil
 		case 1:

@@ -110,9 +110,19 @@ func (c *checker) launchValues() {
 				"the model name %q is the job name and cannot be written in an #SBATCH directive: it contains a line break", s.Model.Name)
 		}
 	}
-	for _, f := range []struct{ path, v string }{{"launch.python", s.Launch.Python}, {"launch.program", s.Launch.Program}, {"launch.parc_binary", s.Launch.ParcBinary}} {
+	for _, f := range []struct{ path, v, def string }{
+		{"launch.python", s.Launch.Python, "python3"}, {"launch.program", s.Launch.Program, "pretrain_gpt.py"},
+		{"launch.parc_binary", s.Launch.ParcBinary, "parc"},
+	} {
 		if strings.ContainsRune(f.v, 0) || f.v == "" {
-			c.report("launch-command", f.path, "give a program name or path", "%s %q cannot be run", f.path, f.v)
+			// The schema's default (python3, pretrain_gpt.py, parc) is a
+			// program that exists; the name without its NULs is the one
+			// the user wrote. Both verified.
+			opts := []option{setOpt(setting{f.path, f.def}).note("the schema's default")}
+			if v := strings.ReplaceAll(f.v, "\x00", ""); v != "" {
+				opts = append([]option{setOpt(setting{f.path, v})}, opts...)
+			}
+			c.report("launch-command", f.path, "give a program name or path: "+c.anyOf("launch-command", f.path, opts...), "%s %q cannot be run", f.path, f.v)
 		}
 	}
 	c.optionLikePaths()
@@ -278,7 +288,20 @@ func (c *checker) slurm() {
 	})
 	for i, opt := range sl.Extra {
 		if !sbatchOption(opt) {
-			c.report("slurm-option", "cluster.slurm.extra", `write it as "--option=value"`,
+			// "mail-type=END" was meant as --mail-type=END; an entry with
+			// a line break or nothing in it can only go. The list is one
+			// field: every entry is fixed at once, and verified.
+			var fixed, kept []string
+			for _, o := range sl.Extra {
+				switch {
+				case sbatchOption(o):
+					fixed, kept = append(fixed, o), append(kept, o)
+				case strings.TrimLeft(o, "-") != "" && !strings.ContainsAny(o, "\n\r"):
+					fixed = append(fixed, "--"+strings.TrimLeft(o, "-"))
+				}
+			}
+			c.report("slurm-option", "cluster.slurm.extra", `write it as "--option=value": `+c.anyOf("slurm-option", "cluster.slurm.extra",
+				setOpt(setting{"cluster.slurm.extra", fixed}), setOpt(setting{"cluster.slurm.extra", kept}).note("without it")),
 				"extra[%d] = %q is not an sbatch option", i, opt)
 			continue
 		}
@@ -290,7 +313,7 @@ func (c *checker) slurm() {
 	}
 	if sl.CPUsPerTask != nil && cl.CPUsPerNode != nil && *sl.CPUsPerTask*cl.GPUsPerNode > *cl.CPUsPerNode {
 		hint := fmt.Sprintf("use cpus_per_task ≤ %d", *cl.CPUsPerNode/cl.GPUsPerNode)
-		if *cl.CPUsPerNode/cl.GPUsPerNode < 1 || !c.accepts("slurm-cpus", "cluster.slurm.cpus_per_task", *cl.CPUsPerNode/cl.GPUsPerNode) {
+		if *cl.CPUsPerNode/cl.GPUsPerNode < 1 || !c.acceptsRange("slurm-cpus", "cluster.slurm.cpus_per_task", 1, *cl.CPUsPerNode/cl.GPUsPerNode) {
 			hint = noValue("cluster.slurm.cpus_per_task") + fmt.Sprintf(": cpus_per_node=%d is fewer than one CPU per GPU", *cl.CPUsPerNode)
 		}
 		c.report("slurm-cpus", "cluster.slurm.cpus_per_task", hint,
@@ -306,14 +329,14 @@ func (c *checker) slurm() {
 				top = limit - 1 // also below the time limit
 			}
 			hint := fmt.Sprintf("use at most %d", top)
-			if top < 1 || !c.accepts("slurm-preempt", "cluster.slurm.preempt_signal_seconds", top) {
+			if top < 1 || !c.acceptsRange("slurm-preempt", "cluster.slurm.preempt_signal_seconds", 1, top) {
 				hint = noValue("cluster.slurm.preempt_signal_seconds")
 			}
 			c.report("slurm-preempt", "cluster.slurm.preempt_signal_seconds", hint,
 				"preempt_signal_seconds=%d exceeds Slurm's limit of 65535", *ps)
 		case limit > 0 && *ps >= limit:
 			hint := fmt.Sprintf("use fewer than %d seconds", limit)
-			if !c.accepts("slurm-preempt", "cluster.slurm.preempt_signal_seconds", limit-1) {
+			if !c.acceptsRange("slurm-preempt", "cluster.slurm.preempt_signal_seconds", 1, limit-1) {
 				hint = noValue("cluster.slurm.preempt_signal_seconds") + ": raise cluster.slurm.time"
 			}
 			c.report("slurm-preempt", "cluster.slurm.preempt_signal_seconds", hint,

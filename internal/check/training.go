@@ -128,7 +128,7 @@ func (c *checker) training() {
 		}
 		if t.LRWarmupIters >= decay {
 			hint := fmt.Sprintf("use lr_warmup_iters < %d", decay)
-			if decay < 1 || !c.accepts("lr-warmup", "train.lr_warmup_iters", decay-1) {
+			if decay < 1 || !c.acceptsRange("lr-warmup", "train.lr_warmup_iters", 0, decay-1) {
 				hint = noValue("train.lr_warmup_iters") + fmt.Sprintf(": the decay length %s=%d must grow first", what, decay)
 			}
 			c.report("lr-warmup", "train.lr_warmup_iters", hint,
@@ -137,13 +137,34 @@ func (c *checker) training() {
 	}
 	if t.LRDecayStyle == "WSD" && t.LRWSDDecayIters == nil && t.LRWSDDecaySamples == nil &&
 		!c.hasFlag("--lr-wsd-decay-iters") && !c.hasFlag("--lr-wsd-decay-samples") {
-		c.report("lr-wsd-decay", "train.lr_decay_style", "set train.lr_wsd_decay_iters (or lr_wsd_decay_samples), or "+c.anyOf("lr-wsd-decay", "train.lr_decay_style",
-			setOpt(setting{"train.lr_decay_style", "cosine"}).note("the default")),
+		// The decay phase's length is the user's choice; the value offered
+		// is a tenth of the decay length (MiniCPM, Hu et al. 2024,
+		// arXiv 2404.06395, section 4: decaying over 10% of the tokens is
+		// enough, 2.5% is not), when the plan has one. Without a training length there is nothing to
+		// take a tenth of, and the hint names the field.
+		wsd := "set train.lr_wsd_decay_iters (or lr_wsd_decay_samples), or "
+		opts := []option{setOpt(setting{"train.lr_decay_style", "cosine"}).note("the default")}
+		switch {
+		case t.LRDecayIters != nil:
+			opts = append([]option{setOpt(setting{"train.lr_wsd_decay_iters", max(1, *t.LRDecayIters/10)}).note("a tenth of lr_decay_iters")}, opts...)
+			wsd = ""
+		case t.Iters != nil:
+			opts = append([]option{setOpt(setting{"train.lr_wsd_decay_iters", max(1, *t.Iters/10)}).note("a tenth of train.iters")}, opts...)
+			wsd = ""
+		case t.LRDecaySamples != nil:
+			opts = append([]option{setOpt(setting{"train.lr_wsd_decay_samples", max(1, *t.LRDecaySamples/10)}).note("a tenth of lr_decay_samples")}, opts...)
+			wsd = ""
+		case t.Samples != nil:
+			opts = append([]option{setOpt(setting{"train.lr_wsd_decay_samples", max(1, *t.Samples/10)}).note("a tenth of train.samples")}, opts...)
+			wsd = ""
+		}
+		c.report("lr-wsd-decay", "train.lr_decay_style", wsd+c.anyOf("lr-wsd-decay", "train.lr_decay_style", opts...),
 			"lr_decay_style WSD needs the length of its decay phase (lr_wsd_decay_iters), which the plan does not give")
 	}
 	if t.MinLR > t.LR {
 		hint := fmt.Sprintf("use min_lr ≤ lr=%g", t.LR)
-		if !c.acceptsAll("lr-min", setting{"train.min_lr", t.LR}) || !c.acceptsAll("lr-min", setting{"train.min_lr", 0.0}) {
+		if !c.acceptsAll("lr-min", setting{"train.min_lr", t.LR}) || !c.acceptsAll("lr-min", setting{"train.min_lr", t.LR / 2}) ||
+			!c.acceptsAll("lr-min", setting{"train.min_lr", 0.0}) {
 			hint = noValue("train.min_lr")
 		}
 		c.report("lr-min", "train.min_lr", hint,

@@ -51,6 +51,22 @@ func (c *checker) accepts(code, path string, v int) bool {
 	return c.acceptsAll(code, setting{path, v})
 }
 
+// acceptsRange verifies a range hint ("use at most 300") at both ends and
+// at its middle: the range is printed only when all three pass, so a rule
+// that holds at the ends and not inside (a divisibility, a window) cannot
+// hide behind them.
+func (c *checker) acceptsRange(code, path string, lo, hi int) bool {
+	if hi < lo {
+		return false
+	}
+	for _, v := range []int{lo, lo + (hi-lo)/2, hi} {
+		if !c.accepts(code, path, v) {
+			return false
+		}
+	}
+	return true
+}
+
 // acceptsAll is accepts for several fields set together.
 func (c *checker) acceptsAll(code string, set ...setting) bool {
 	return c.acceptsIf(code, func(d diag.Diagnostic) bool { return d.Code == code }, set)
