@@ -19,6 +19,51 @@ import (
 // make it return an error (a failed step) or kill the process (a crash).
 var failAt = func(step string) error { return nil }
 
+// fsTrace, when a test sets it, is told every change writeFiles makes to
+// the file system and every fsync, in order (op create, fsync, mkdir,
+// fsyncdir, rename, exchange, link, remove): the power-loss test replays
+// them against a model of what a crash keeps.
+var fsTrace func(op, a, b string, data []byte)
+
+func trace(op, a, b string, data []byte) {
+	if fsTrace != nil {
+		fsTrace(op, a, b, data)
+	}
+}
+
+func rename(a, b string) error {
+	err := os.Rename(a, b)
+	if err == nil {
+		trace("rename", a, b, nil)
+	}
+	return err
+}
+
+func remove(p string) error {
+	err := os.Remove(p)
+	if err == nil {
+		trace("remove", p, "", nil)
+	}
+	return err
+}
+
+func removeAll(p string) error {
+	_, lerr := os.Lstat(p)
+	err := os.RemoveAll(p)
+	if err == nil && lerr == nil {
+		trace("remove", p, "", nil)
+	}
+	return err
+}
+
+func link(a, b string) error {
+	err := os.Link(a, b)
+	if err == nil {
+		trace("link", a, b, nil)
+	}
+	return err
+}
+
 // exchange swaps two directories atomically; tests make it unsupported.
 var exchange = renameExchange
 
@@ -105,6 +150,9 @@ func sibling(parent, base string) (string, error) {
 	for {
 		p := filepath.Join(parent, "."+base+siblingTag+fmt.Sprintf("%d-%08x", os.Getpid(), rand.Uint32()))
 		err := os.Mkdir(p, 0o755)
+		if err == nil {
+			trace("mkdir", p, "", nil)
+		}
 		if !errors.Is(err, fs.ErrExist) {
 			return p, err
 		}
@@ -134,7 +182,7 @@ func writeNew(parent, base, target string, files compiler.Files) (err error) {
 	}
 	defer func() {
 		if err != nil {
-			os.RemoveAll(tmp)
+			removeAll(tmp)
 		}
 	}()
 	if err := errors.Join(stageFiles(tmp, files), failAt("stage")); err != nil {
@@ -143,7 +191,7 @@ func writeNew(parent, base, target string, files compiler.Files) (err error) {
 	if err := errors.Join(syncDir(tmp), failAt("sync-new")); err != nil {
 		return err
 	}
-	if err := do("rename-dir", func() error { return os.Rename(tmp, target) }); err != nil {
+	if err := do("rename-dir", func() error { return rename(tmp, target) }); err != nil {
 		return err
 	}
 	return do("sync-parent", func() error { return syncDir(parent) })
@@ -182,15 +230,15 @@ func writeExchanged(parent, base, target string, st fs.FileInfo, files compiler.
 	swapped := false
 	defer func() {
 		if err != nil && !swapped {
-			os.RemoveAll(tmp)
+			removeAll(tmp)
 		}
 	}()
 	if err := errors.Join(stageFiles(tmp, files), failAt("stage")); err != nil {
 		return err
 	}
 	for _, name := range carry {
-		if os.Link(filepath.Join(target, name), filepath.Join(tmp, name)) != nil {
-			os.RemoveAll(tmp)
+		if link(filepath.Join(target, name), filepath.Join(tmp, name)) != nil {
+			removeAll(tmp)
 			return errNoExchange // a file we may not link (fs.protected_hardlinks)
 		}
 	}
@@ -202,15 +250,21 @@ func writeExchanged(parent, base, target string, st fs.FileInfo, files compiler.
 	}
 	if nst, err := os.Stat(tmp); err == nil && gid >= 0 {
 		if g, _ := ownGroup(nst); g != gid && os.Chown(tmp, -1, gid) != nil {
-			os.RemoveAll(tmp)
+			removeAll(tmp)
 			return errNoExchange
 		}
 	}
 	if err := errors.Join(syncDir(tmp), failAt("sync-new")); err != nil {
 		return err
 	}
-	if err := do("exchange", func() error { return exchange(tmp, target) }); err != nil {
-		os.RemoveAll(tmp)
+	if err := do("exchange", func() error {
+		err := exchange(tmp, target)
+		if err == nil {
+			trace("exchange", tmp, target, nil)
+		}
+		return err
+	}); err != nil {
+		removeAll(tmp)
 		if errors.Is(err, errNoExchange) {
 			return err
 		}
@@ -228,10 +282,10 @@ func writeExchanged(parent, base, target string, st fs.FileInfo, files compiler.
 			continue
 		}
 		if _, err := os.Lstat(filepath.Join(target, name)); errors.Is(err, fs.ErrNotExist) {
-			_ = os.Rename(filepath.Join(tmp, name), filepath.Join(target, name))
+			_ = rename(filepath.Join(tmp, name), filepath.Join(target, name))
 		}
 	}
-	if err := do("remove-old", func() error { return os.RemoveAll(tmp) }); err != nil {
+	if err := do("remove-old", func() error { return removeAll(tmp) }); err != nil {
 		return fmt.Errorf("wrote the new set, but cannot remove the previous one at %s: %w", tmp, err)
 	}
 	return nil
@@ -268,16 +322,18 @@ func writeJournaled(target string, files compiler.Files) (err error) {
 	if err != nil {
 		return err
 	}
+	trace("mkdir", stage, "", nil)
 	backup, err := os.MkdirTemp(target, backupPref+"*")
 	if err != nil {
-		os.RemoveAll(stage)
+		removeAll(stage)
 		return err
 	}
+	trace("mkdir", backup, "", nil)
 	journaled := false
 	defer func() {
 		if err == nil || !journaled {
-			os.RemoveAll(stage)
-			os.RemoveAll(backup)
+			removeAll(stage)
+			removeAll(backup)
 		}
 	}()
 	if err := errors.Join(stageFiles(stage, files), syncDir(stage), failAt("stage")); err != nil {
@@ -300,13 +356,13 @@ func writeJournaled(target string, files compiler.Files) (err error) {
 	}
 	rec, _ := json.Marshal(journal{Stage: filepath.Base(stage), Backup: filepath.Base(backup), Names: names})
 	tmp := filepath.Join(target, journalTmp)
-	os.Remove(tmp)
+	remove(tmp)
 	if err := errors.Join(writeSynced(tmp, rec, 0o644), failAt("journal")); err != nil {
-		os.Remove(tmp)
+		remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(target, journalName)); err != nil {
-		os.Remove(tmp)
+	if err := rename(tmp, filepath.Join(target, journalName)); err != nil {
+		remove(tmp)
 		return err
 	}
 	journaled = true
@@ -314,21 +370,21 @@ func writeJournaled(target string, files compiler.Files) (err error) {
 		return errors.Join(err, unjournal(target, backup, nil, hadOld))
 	}
 	for i, name := range names {
-		err := do("rename "+name, func() error { return os.Rename(filepath.Join(stage, name), filepath.Join(target, name)) })
+		err := do("rename "+name, func() error { return rename(filepath.Join(stage, name), filepath.Join(target, name)) })
 		if err != nil {
 			if rerr := unjournal(target, backup, names[:i], hadOld); rerr != nil {
 				return fmt.Errorf("writing %s: %w; putting the previous files back failed too (%v): the next parc compile into %s finishes the write",
 					name, err, rerr, target)
 			}
-			os.RemoveAll(stage)
-			os.RemoveAll(backup)
+			removeAll(stage)
+			removeAll(backup)
 			return fmt.Errorf("writing %s: %w; the previous files are back in place, nothing changed", name, err)
 		}
 	}
 	if err := errors.Join(syncDir(target), failAt("sync-dir")); err != nil {
 		return fmt.Errorf("wrote the new set, but cannot make it durable (the next parc compile finishes it): %w", err)
 	}
-	if err := do("unjournal", func() error { return errors.Join(os.Remove(filepath.Join(target, journalName)), syncDir(target)) }); err != nil {
+	if err := do("unjournal", func() error { return errors.Join(remove(filepath.Join(target, journalName)), syncDir(target)) }); err != nil {
 		return fmt.Errorf("wrote the new set, but cannot remove its commit record (the next parc compile does): %w", err)
 	}
 	return nil
@@ -343,16 +399,16 @@ func unjournal(target, backup string, done []string, hadOld map[string]bool) err
 	for _, name := range done {
 		dst := filepath.Join(target, name)
 		if hadOld[name] {
-			errs = append(errs, os.Rename(filepath.Join(backup, name), dst))
+			errs = append(errs, rename(filepath.Join(backup, name), dst))
 		} else {
-			errs = append(errs, os.Remove(dst))
+			errs = append(errs, remove(dst))
 		}
 	}
 	errs = append(errs, syncDir(target))
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return errors.Join(os.Remove(filepath.Join(target, journalName)), syncDir(target))
+	return errors.Join(remove(filepath.Join(target, journalName)), syncDir(target))
 }
 
 // recoverOut finishes or discards an interrupted write of target: an
@@ -365,7 +421,7 @@ func recoverOut(target string) error {
 	if entries, err := os.ReadDir(parent); err == nil {
 		for _, e := range entries {
 			if strings.HasPrefix(e.Name(), "."+base+siblingTag) && e.IsDir() {
-				if err := os.RemoveAll(filepath.Join(parent, e.Name())); err != nil {
+				if err := removeAll(filepath.Join(parent, e.Name())); err != nil {
 					return err
 				}
 			}
@@ -386,19 +442,19 @@ func recoverOut(target string) error {
 			}
 			staged := filepath.Join(target, j.Stage, name)
 			if _, err := os.Lstat(staged); err == nil {
-				if err := os.Rename(staged, filepath.Join(target, name)); err != nil {
+				if err := rename(staged, filepath.Join(target, name)); err != nil {
 					return err
 				}
 			}
 		}
-		if err := errors.Join(syncDir(target), os.Remove(filepath.Join(target, journalName)), syncDir(target)); err != nil {
+		if err := errors.Join(syncDir(target), remove(filepath.Join(target, journalName)), syncDir(target)); err != nil {
 			return err
 		}
 	}
 	for _, e := range entries {
 		n := e.Name()
 		if (strings.HasPrefix(n, stagePrefix) || strings.HasPrefix(n, backupPref)) && e.IsDir() || n == journalTmp {
-			if err := os.RemoveAll(filepath.Join(target, n)); err != nil {
+			if err := removeAll(filepath.Join(target, n)); err != nil {
 				return err
 			}
 		}
@@ -417,14 +473,18 @@ func writeSynced(path string, data []byte, mode fs.FileMode) error {
 		return err
 	}
 	_, werr := f.Write(data)
+	trace("create", path, "", data)
 	serr := f.Sync()
+	if serr == nil {
+		trace("fsync", path, "", nil)
+	}
 	cerr := f.Close()
 	return errors.Join(werr, serr, cerr, os.Chmod(path, mode)) // Chmod: the umask may have narrowed mode
 }
 
 // keepCopy hard-links src to dst, or copies it where links are not allowed.
 func keepCopy(src, dst string) error {
-	if os.Link(src, dst) == nil {
+	if link(src, dst) == nil {
 		return nil
 	}
 	in, err := os.Open(src)
@@ -441,7 +501,13 @@ func keepCopy(src, dst string) error {
 		return err
 	}
 	_, cerr := io.Copy(out, in)
-	return errors.Join(cerr, out.Sync(), out.Close())
+	serr := out.Sync()
+	if fsTrace != nil && cerr == nil && serr == nil {
+		data, _ := os.ReadFile(dst)
+		trace("create", dst, "", data)
+		trace("fsync", dst, "", nil)
+	}
+	return errors.Join(cerr, serr, out.Close())
 }
 
 // syncDir fsyncs a directory, so the renames in it survive a crash.
@@ -453,6 +519,9 @@ func syncDir(dir string) error {
 	serr := d.Sync()
 	if errors.Is(serr, errors.ErrUnsupported) || errors.Is(serr, os.ErrInvalid) || errors.Is(serr, syscall.EINVAL) {
 		serr = nil // file systems that cannot sync a directory
+	}
+	if serr == nil {
+		trace("fsyncdir", dir, "", nil)
 	}
 	return errors.Join(serr, d.Close())
 }
