@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing/fstest"
 	"text/template"
+	"time"
 
 	"github.com/Masterminds/sprig/v3"
 )
@@ -222,16 +223,37 @@ func (c *capped) Write(p []byte) (int, error) {
 
 // Execute parses text as the template named file and executes it on data.
 // The output is capped at MaxOutputBytes.
+//
+// Its work is bounded too (budget.go): MaxWork steps of the functions it
+// calls, and MaxRenderTime. A template stopped by the time limit is left
+// running in the background until the process ends: text/template cannot be
+// interrupted (parc compile exits right after reporting it).
 func Execute(file, text string, data any) ([]byte, error) {
-	t, err := template.New(file).Option("missingkey=error").Funcs(FuncMap()).Parse(text)
+	t, err := template.New(file).Option("missingkey=error").Funcs(budgeted(FuncMap())).Parse(text)
 	if err != nil {
 		return nil, wrap(file, err)
 	}
-	var b capped
-	if err := t.Execute(&b, data); err != nil {
-		return nil, wrap(file, err)
+	type result struct {
+		out []byte
+		err error
 	}
-	return b.Bytes(), nil
+	done := make(chan result, 1)
+	go func() {
+		var b capped
+		err := t.Execute(&b, data)
+		done <- result{b.Bytes(), err}
+	}()
+	timer := time.NewTimer(renderTime)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, wrap(file, r.err)
+		}
+		return r.out, nil
+	case <-timer.C:
+		return nil, wrap(file, errTooSlow)
+	}
 }
 
 // boundedRepeat is sprig's repeat, refusing results beyond MaxOutputBytes
