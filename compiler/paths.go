@@ -22,7 +22,9 @@ func relativePaths(s *spec.Spec, at diag.Locator) diag.List {
 	type field struct{ path, v string }
 	var rel []field
 	add := func(path string, v *string) {
-		if v != nil && *v != "" && !filepath.IsAbs(*v) && !strings.HasPrefix(*v, "$") && !strings.HasPrefix(*v, "~") {
+		// "$DATA/x" and "~/x" are relative too: the scripts quote every
+		// value and Megatron opens paths as written, so neither is expanded.
+		if v != nil && *v != "" && !filepath.IsAbs(*v) {
 			rel = append(rel, field{path, *v})
 		}
 	}
@@ -41,14 +43,24 @@ func relativePaths(s *spec.Spec, at diag.Locator) diag.List {
 		add("checkpoint.load", ck.Load)
 	}
 	add("logging.tensorboard_dir", s.Logging.TensorboardDir)
+	if wd := s.Launch.Workdir; wd != nil && filepath.IsAbs(*wd) {
+		// Relative paths resolve against an absolute workdir as intended,
+		// except those that look like they expand and do not.
+		for _, f := range rel {
+			if unexpanded(f.v) != "" {
+				r.Warnf(f.path, "relative-path", "write the path out (an absolute path, or one relative to launch.workdir)",
+					"%s %q is relative%s: it resolves to %s", f.path, f.v, unexpanded(f.v), filepath.Join(*wd, f.v))
+			}
+		}
+	}
 	switch wd := s.Launch.Workdir; {
-	case wd != nil && !filepath.IsAbs(*wd) && !strings.HasPrefix(*wd, "$"):
+	case wd != nil && !filepath.IsAbs(*wd):
 		r.Warnf("launch.workdir", "relative-path", "give an absolute directory, e.g. the Megatron-LM checkout on the cluster",
-			"launch.workdir %q is relative: the job resolves it against the directory sbatch is run in (or --chdir), and every relative path of the spec against that", *wd)
+			"launch.workdir %q is relative%s: the job resolves it against the directory sbatch is run in (or --chdir), and every relative path of the spec against that", *wd, unexpanded(*wd))
 	case wd == nil && len(rel) > 0:
 		names := make([]string, 0, len(rel))
 		for _, f := range rel {
-			names = append(names, fmt.Sprintf("%s %q", f.path, f.v))
+			names = append(names, fmt.Sprintf("%s %q%s", f.path, f.v, unexpanded(f.v)))
 		}
 		if len(names) > 4 {
 			names = append(names[:4], fmt.Sprintf("and %d more", len(rel)-4))
@@ -72,4 +84,12 @@ func relativePaths(s *spec.Spec, at diag.Locator) diag.List {
 		}
 	}
 	return r.List
+}
+
+// unexpanded says why a path that starts with $ or ~ is relative.
+func unexpanded(v string) string {
+	if strings.HasPrefix(v, "$") || strings.HasPrefix(v, "~") {
+		return " (parc quotes every value, so " + v[:1] + " is not expanded)"
+	}
+	return ""
 }

@@ -28,6 +28,15 @@ checkpoint: {save: "ckpt", interval: 100}`, []string{`checkpoint.save "ckpt"`}},
 cluster: slurm: {output: "logs/%x-%j.out"}`, []string{`slurm-output-dir: Slurm opens cluster.slurm.output "logs/%x-%j.out" before the script runs and does not create its directory "logs"`}},
 		{"output in the submission dir", `launch: {workdir: "/opt/m"}
 cluster: slurm: {output: "%x-%j.out"}`, nil},
+		// $VAR and ~ are not expanded: the scripts quote every value and
+		// Megatron opens paths as written (they were taken as absolute).
+		{"workdir from a variable", `launch: {workdir: "$HOME/Megatron-LM"}`,
+			[]string{`launch.workdir "$HOME/Megatron-LM" is relative (parc quotes every value, so $ is not expanded)`}},
+		{"data path from a variable", `launch: {workdir: "/opt/m"}
+data: {paths: ["$DATA/corpus_text_document"]}`,
+			[]string{`data.paths "$DATA/corpus_text_document" is relative (parc quotes every value, so $ is not expanded): it resolves to /opt/m/$DATA/corpus_text_document`}},
+		{"tilde checkpoint, no workdir", `launch: {program: "/opt/m/pretrain_gpt.py"}
+checkpoint: {save: "~/ckpt", interval: 100}`, []string{`checkpoint.save "~/ckpt" (parc quotes every value, so ~ is not expanded)`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := smallSpec(t, c.extra)
