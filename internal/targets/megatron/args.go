@@ -676,6 +676,8 @@ func (e *emitter) extraArgs() {
 				hint = "use a name that does not start with -"
 			case field == "data.split":
 				hint = `write the split as weights that do not start with -, e.g. "969,30,1"`
+			case field == "train.step_batch_size_schedule":
+				hint = `write the schedule as STEP:GBS pairs, e.g. "0:256 1000:512"`
 			}
 			r.Errorf(field, "option-like-value", hint,
 				"%s = %q starts with \"-\": Megatron's argument parser would read it as an option, not as the value of %s", field, w, flag)
