@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"math/big"
 	"strings"
 )
 
@@ -33,14 +34,16 @@ func (c *checker) sequence() {
 			Related("parallel.cp", "cp = %d", cp)
 	}
 	if h := p.HierarchicalCP; len(h) > 0 {
-		prod := 1
+		// The product in big integers: [2^32, 2^32] multiplied to 0 in 64
+		// bits, and the message said so.
+		prod := big.NewInt(1)
 		for _, v := range h {
-			prod *= v
+			prod.Mul(prod, big.NewInt(int64(v)))
 		}
-		if prod != cp {
+		if !prod.IsInt64() || prod.Int64() != int64(cp) {
 			c.report("cp-hierarchical", "parallel.hierarchical_cp",
 				c.hierHint("cp-hierarchical", cp),
-				"hierarchical_cp %v multiplies to %d, not cp=%d", h, prod, cp)
+				"hierarchical_cp %v multiplies to %s, not cp=%d", h, prod, cp)
 		}
 	} else if p.CPCommType == "a2a+p2p" {
 		c.report("cp-a2a-p2p", "parallel.cp_comm_type", c.hierHint("cp-a2a-p2p", cp)+", or "+c.anyOf("cp-a2a-p2p", "parallel.cp_comm_type",

@@ -99,7 +99,7 @@ func (r *Result) missing(v cue.Value, path []string, seen map[string]bool, out *
 	}
 	for it.Next() {
 		f := it.Value()
-		p := append(append([]string(nil), path...), it.Selector().Unquoted())
+		p := append(append([]string(nil), path...), label(it.Selector()))
 		name := strings.Join(p, ".")
 		if isStruct(f) {
 			r.missing(f, p, seen, out)
@@ -154,13 +154,13 @@ func (r *Result) unknown(user, schema cue.Value, path []string, seen map[string]
 	}
 	for it.Next() {
 		sel := it.Selector()
-		p := append(append([]string(nil), path...), sel.Unquoted())
+		p := append(append([]string(nil), path...), label(sel))
 		name := strings.Join(p, ".")
 		if !schema.Allows(sel) {
 			if !seen[name] {
 				seen[name] = true
 				parent := strings.Join(path, ".")
-				out.Add(r.unknownField(name, parent, sel.Unquoted(), r.fieldPos(it.Value(), name)))
+				out.Add(r.unknownField(name, parent, label(sel), r.fieldPos(it.Value(), name)))
 			}
 			continue
 		}
@@ -194,7 +194,7 @@ func (r *Result) numbers(v cue.Value, path []string, seen map[string]bool, out *
 			return
 		}
 		for it.Next() {
-			r.numbers(it.Value(), append(append([]string(nil), path...), it.Selector().Unquoted()), seen, out)
+			r.numbers(it.Value(), append(append([]string(nil), path...), label(it.Selector())), seen, out)
 		}
 		return
 	case cue.ListKind:
@@ -282,4 +282,14 @@ func (r *Result) skipped(path string) bool {
 		}
 	}
 	return false
+}
+
+// label is a field's name as a path element: the unquoted name of a regular
+// field, else the selector as CUE writes it (a list index in a value CUE
+// could not evaluate as a list: Unquoted panics on it).
+func label(sel cue.Selector) string {
+	if sel.LabelType() == cue.StringLabel {
+		return sel.Unquoted()
+	}
+	return sel.String()
 }

@@ -291,7 +291,7 @@ func (r *Result) lookupSchemaFields(parent string) []string {
 	}
 	var out []string
 	for it.Next() {
-		out = append(out, it.Selector().Unquoted())
+		out = append(out, label(it.Selector()))
 	}
 	slices.Sort(out)
 	return out

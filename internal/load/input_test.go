@@ -45,12 +45,14 @@ func TestNumbersParcCannotHold(t *testing.T) {
 		})
 	}
 	// In a list too, with the element's index.
-	src := strings.Replace(goodCUE, "parallel: {tp: 2}", "parallel: {tp: 2, cp: 2, hierarchical_cp: [1, 99999999999999999999]}", 1)
+	// (hierarchical_cp's elements now have a schema bound, which reports
+	// them first; rampup_batch_size's do not.)
+	src := strings.Replace(goodCUE, "parallel: {tp: 2}", "parallel: {tp: 2}\ntrain: rampup_batch_size: [1, 99999999999999999999, 8]", 1)
 	l := diagsFor(t, mem("plan.cue", src))
 	d := find(l, "number-too-large")
 	require.NotNil(t, d, "%v", l)
-	assert.Equal(t, "parallel.hierarchical_cp[1]", d.Path)
-	assert.Equal(t, 10, d.Line)
+	assert.Equal(t, "train.rampup_batch_size[1]", d.Path)
+	assert.Equal(t, 11, d.Line)
 	// The largest values that fit still load.
 	src = strings.Replace(goodCUE, "global_batch: 64}", "global_batch: 64, seed: 9223372036854775807, lr: 1e300, weight_decay: 99999999999999999999}", 1)
 	assert.Nil(t, find(diagsFor(t, mem("plan.cue", src)), "number-too-large"))
@@ -283,4 +285,22 @@ func TestNestingLimit(t *testing.T) {
 	assert.Nil(t, find(diagsFor(t, mem("plan.hcl", hcl)), "too-deep"))
 	cue := strings.Replace(goodCUE, "model: {", "// "+deep+"\nmodel: {name: \""+deep+"\", ", 1)
 	assert.Nil(t, find(diagsFor(t, mem("plan.cue", cue)), "too-deep"))
+}
+
+// TestListElementOutOfRange: an element of a list of counts outside its
+// bounds is an error at the element. It was an internal error (CUE gives
+// the broken list's elements as fields, and parc asked a list index for
+// its field name): rampup_batch_size: [0, 1, 1], hierarchical_cp: [0, 2].
+func TestListElementOutOfRange(t *testing.T) {
+	for _, tc := range []struct{ set, path string }{
+		{"train: rampup_batch_size: [0, 1, 1]", "train.rampup_batch_size.0"},
+		{"parallel: {cp: 2, hierarchical_cp: [0, 2]}", "parallel.hierarchical_cp.0"},
+		{"parallel: {cp: 2, hierarchical_cp: [2, 4294967296]}", "parallel.hierarchical_cp.1"},
+	} {
+		l := diagsFor(t, mem("plan.cue", goodCUE+tc.set+"\n"))
+		d := find(l, "out-of-range")
+		require.NotNil(t, d, "%s: %v", tc.set, l)
+		assert.Equal(t, tc.path, d.Path)
+		assert.Equal(t, 12, d.Line)
+	}
 }
