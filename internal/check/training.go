@@ -144,19 +144,18 @@ func (c *checker) training() {
 		// take a tenth of, and the hint names the field.
 		wsd := "set train.lr_wsd_decay_iters (or lr_wsd_decay_samples), or "
 		opts := []option{setOpt(setting{"train.lr_decay_style", "cosine"}).note("the default")}
-		switch {
-		case t.LRDecayIters != nil:
-			opts = append([]option{setOpt(setting{"train.lr_wsd_decay_iters", max(1, *t.LRDecayIters/10)}).note("a tenth of lr_decay_iters")}, opts...)
-			wsd = ""
-		case t.Iters != nil:
-			opts = append([]option{setOpt(setting{"train.lr_wsd_decay_iters", max(1, *t.Iters/10)}).note("a tenth of train.iters")}, opts...)
-			wsd = ""
-		case t.LRDecaySamples != nil:
-			opts = append([]option{setOpt(setting{"train.lr_wsd_decay_samples", max(1, *t.LRDecaySamples/10)}).note("a tenth of lr_decay_samples")}, opts...)
-			wsd = ""
-		case t.Samples != nil:
-			opts = append([]option{setOpt(setting{"train.lr_wsd_decay_samples", max(1, *t.Samples/10)}).note("a tenth of train.samples")}, opts...)
-			wsd = ""
+		for _, l := range []struct {
+			n          *int
+			field, was string
+		}{
+			{t.LRDecayIters, "train.lr_wsd_decay_iters", "lr_decay_iters"}, {t.Iters, "train.lr_wsd_decay_iters", "train.iters"},
+			{t.LRDecaySamples, "train.lr_wsd_decay_samples", "lr_decay_samples"}, {t.Samples, "train.lr_wsd_decay_samples", "train.samples"},
+		} {
+			if l.n != nil {
+				opts = append([]option{setOpt(setting{l.field, max(1, *l.n/10)}).note("a tenth of " + l.was)}, opts...)
+				wsd = ""
+				break
+			}
 		}
 		c.report("lr-wsd-decay", "train.lr_decay_style", wsd+c.anyOf("lr-wsd-decay", "train.lr_decay_style", opts...),
 			"lr_decay_style WSD needs the length of its decay phase (lr_wsd_decay_iters), which the plan does not give")
