@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -69,11 +70,11 @@ func fromCUEError(err error, r *Result) diag.List {
 			d := r.diagnostic(e)
 			d.Code = "invalid-value"
 			got := "this value"
-			if uv := r.User.LookupPath(cue.ParsePath(path)); uv.Exists() && uv.IsConcrete() {
+			if uv := r.User.LookupPath(userPath(e.Path())); uv.Exists() && uv.IsConcrete() {
 				got = fmt.Sprint(uv)
 			}
 			d.Message = fmt.Sprintf("%s = %s is not allowed", path, got)
-			if uv := r.User.LookupPath(cue.ParsePath(path)); uv.Exists() && uv.IsConcrete() &&
+			if uv := r.User.LookupPath(userPath(e.Path())); uv.Exists() && uv.IsConcrete() &&
 				(uv.Kind() == cue.IntKind || uv.Kind() == cue.FloatKind) {
 				// A number field with a default (`int & >=0 | *1234`):
 				// name the limit, not the default.
@@ -148,7 +149,7 @@ func (r *Result) diagnostic(e cueerrors.Error) diag.Diagnostic {
 		}
 		// A float where the schema takes integers (CUE names the two
 		// kinds in either order): say so plainly.
-		if uv := r.User.LookupPath(cue.ParsePath(path)); path != "" && uv.Exists() && uv.IsConcrete() &&
+		if uv := r.User.LookupPath(userPath(e.Path())); path != "" && uv.Exists() && uv.IsConcrete() &&
 			uv.Kind() == cue.FloatKind && isIntField(r.schemaField(path)) {
 			d.Message = fmt.Sprintf("%s = %s is not an integer: it must be %s", path, shortNumber(fmt.Sprint(uv)), lastOr(firstBounds(r.schemaField(path)), "an integer"))
 		}
@@ -159,7 +160,7 @@ func (r *Result) diagnostic(e cueerrors.Error) diag.Diagnostic {
 	case strings.Contains(format, "required but not present"), strings.Contains(format, "incomplete value"),
 		strings.Contains(format, "non-concrete value"):
 		d.Code = "missing-field"
-		uv := r.User.LookupPath(cue.ParsePath(path))
+		uv := r.User.LookupPath(userPath(e.Path()))
 		if strings.Contains(format, "required") || path != "" && r.User.Exists() && !uv.Exists() {
 			// Not written at all: CUE's "incomplete value >=1 & int"
 			// would show the schema's syntax.
@@ -231,6 +232,21 @@ func (r *Result) related(e cueerrors.Error, primary diag.Pos) []diag.Related {
 		out = append(out, diag.Related{Pos: dp, Message: what})
 	}
 	return out
+}
+
+// userPath is an error's path as a CUE path: a list element is an index
+// (cue.ParsePath("a.0") is a syntax error, whose text ended up in messages
+// as the value: "recompute_modules.0 = _|_ // expected 'EOF'").
+func userPath(parts []string) cue.Path {
+	sels := make([]cue.Selector, len(parts))
+	for i, p := range parts {
+		if n, err := strconv.Atoi(p); err == nil && n >= 0 {
+			sels[i] = cue.Index(n)
+		} else {
+			sels[i] = cue.Str(p)
+		}
+	}
+	return cue.MakePath(sels...)
 }
 
 // isIntField reports whether the schema value takes integers only.
@@ -316,16 +332,23 @@ func (r *Result) allowedHint(path string) string {
 // schemaField is the schema's value at a dotted path, optional fields
 // (iters?) included.
 func (r *Result) schemaField(path string) cue.Value {
-	v := r.Schema.LookupPath(cue.ParsePath(path))
-	if v.Exists() {
+	parts := strings.Split(path, ".")
+	if v := r.Schema.LookupPath(userPath(parts)); v.Exists() && v.Err() == nil {
 		return v
 	}
-	parts := strings.Split(path, ".")
 	sels := make([]cue.Selector, len(parts))
 	for i, p := range parts {
-		sels[i] = cue.Str(p).Optional()
+		if n, err := strconv.Atoi(p); err == nil && n >= 0 {
+			sels[i] = cue.AnyIndex // a list element: the list's element constraint
+		} else {
+			sels[i] = cue.Str(p).Optional()
+		}
 	}
-	return r.Schema.LookupPath(cue.MakePath(sels...))
+	v := r.Schema.LookupPath(cue.MakePath(sels...))
+	if v.Err() != nil {
+		return cue.Value{} // not a schema field: no hint beats a wrong one
+	}
+	return v
 }
 
 // synonyms maps names users bring from Megatron's flags or other tools to

@@ -304,3 +304,23 @@ func TestListElementOutOfRange(t *testing.T) {
 		assert.Equal(t, 12, d.Line)
 	}
 }
+
+// TestListElementMessages: a bad element of a list of names is named with
+// its value and what the list takes. The message showed CUE's parse error
+// of the path instead ("recompute_modules.0 = _|_ // expected 'EOF', found
+// 'FLOAT' .0 is not allowed").
+func TestListElementMessages(t *testing.T) {
+	for _, tc := range []struct{ set, msg string }{
+		{`train: recompute_modules: ["core_attn", 1]`, `train.recompute_modules.1 = 1 is a number: it must be one of "core_attn"`},
+		{`train: recompute_modules: ["bogus"]`, `train.recompute_modules.0 = "bogus" is not allowed`},
+		{`kernels: cuda_graph_modules: ["attn", "bogus"]`, `kernels.cuda_graph_modules.1 = "bogus" is not allowed`},
+	} {
+		l := diagsFor(t, mem("plan.cue", goodCUE+tc.set+"\n"))
+		require.NotEmpty(t, l, tc.set)
+		for _, d := range l {
+			assert.NotContains(t, d.Message+d.Hint, "_|_", "%s: %v", tc.set, d)
+			assert.NotContains(t, d.Message+d.Hint, "expected 'EOF'", "%s: %v", tc.set, d)
+		}
+		assert.Contains(t, l[0].Message, tc.msg, "%s: %v", tc.set, l)
+	}
+}
