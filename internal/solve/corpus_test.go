@@ -51,6 +51,7 @@ import (
 var (
 	corpusAll    = flag.Bool("corpus", false, "TestPublishedCorpus: solve every corpus row, not a sample")
 	corpusUpdate = flag.Bool("update", false, "TestPublishedCorpus: with -corpus, rewrite testdata/corpus/misses.txt and README.md")
+	corpusRows   = flag.String("corpus-rows", "", "TestPublishedCorpus: with -corpus, solve only the rows whose id matches this regexp (no -update)")
 )
 
 // corpusSampleEvery: the sample takes rows whose id hashes to 0 modulo it.
@@ -98,6 +99,10 @@ var corpusSettings = map[string]string{
 	"delay_wgrad_compute":              "parallel.delay_wgrad_compute",
 	"manual_gc":                        "train.manual_gc",
 	"data_parallel_sharding_strategy":  "train.data_parallel_sharding_strategy",
+	// The Llama 3 70B GB200/GB300 FSDP recipes offload 40 layers'
+	// activations (runs.jsonl cites the workload base configs); without it
+	// the published plan's activations do not fit.
+	"cpu_offloading_num_layers": "train.cpu_offloading_num_layers",
 }
 
 // corpusCase is one row as two CUE specs: the published plan and the same
@@ -121,6 +126,11 @@ func TestPublishedCorpus(t *testing.T) {
 	cases, skipped := corpusCases(t)
 	if !*corpusAll {
 		cases = slices.DeleteFunc(cases, func(c corpusCase) bool { return !inSample(c.id) })
+	}
+	if *corpusRows != "" {
+		re := regexp.MustCompile(*corpusRows)
+		cases = slices.DeleteFunc(cases, func(c corpusCase) bool { return !re.MatchString(c.id) })
+		require.False(t, *corpusUpdate, "-update needs every row")
 	}
 	require.NotEmpty(t, cases)
 	out := make([]corpusOutcome, len(cases))
@@ -257,6 +267,39 @@ type cueOpen string
 
 var openMarker = regexp.MustCompile(`"@open:(\w+)"`)
 
+// openText is the CUE a cueOpen stands for: a kind, or "selective" for a
+// constraint that admits only "selective" but leaves recompute_modules to
+// the solver.
+var openText = map[string]string{"int": "int", "string": "string", "selective": `=~"^selective$"`}
+
+// presetMaxPositions is the max_position_embeddings of a stdlib model
+// preset (0 when it writes none: Megatron's default is seq_length).
+func presetMaxPositions(t *testing.T, name string) int {
+	if mp, ok := presetPositions[name]; ok {
+		return mp
+	}
+	mp := decodeMaxPositions(t, name)
+	presetPositions[name] = mp
+	return mp
+}
+
+// presetPositions memoizes presetMaxPositions (corpusCases reads the rows
+// one after another).
+var presetPositions = map[string]int{}
+
+func decodeMaxPositions(t *testing.T, name string) int {
+	text := "package plan\n\nimport (\n\t\"parc.dev/stdlib/clusters\"\n\t\"parc.dev/stdlib/models\"\n)\n\n" +
+		"model: models." + name + "\ncluster: clusters.dgx_h100 & {nodes: 1}\ntrain: {seq_length: 2, micro_batch: 1, global_batch: 8, iters: 1}\n"
+	res, ds := load.Load(load.Source{Path: name + ".cue", Data: []byte(text)})
+	require.NotNil(t, res, "%v", ds)
+	s, ds := res.DecodeValue(res.Plan)
+	require.NotNil(t, s, "%v", ds)
+	if s.Model.MaxPositionEmbeddings == nil {
+		return 0
+	}
+	return *s.Model.MaxPositionEmbeddings
+}
+
 // rowSpecs writes a corpus row as the published plan (its values; the
 // fields the row leaves out open) and the same with every degree, the
 // micro batch and recompute open (and the pipeline split and
@@ -265,7 +308,16 @@ var openMarker = regexp.MustCompile(`"@open:(\w+)"`)
 func rowSpecs(t *testing.T, r measuredRow, preset string) (pub, open, why string) {
 	model := "models." + strings.Trim(string(r.Model), `"`)
 	imports := "import (\n\t\"parc.dev/stdlib/clusters\"\n\t\"parc.dev/stdlib/models\"\n)"
-	if strings.HasPrefix(strings.TrimSpace(string(r.Model)), "{") {
+	var name string
+	if json.Unmarshal(r.Model, &name) == nil {
+		// Megatron asserts max_position_embeddings ≥ seq_length
+		// (arguments.py, validate_args); a long-sequence run extends a
+		// preset's positions to its sequence (runs.jsonl notes, e.g. NeMo's
+		// long-sequence Llama 2 7B table).
+		if mp, seq := presetMaxPositions(t, name), int(r.Train["seq_length"].(float64)); mp > 0 && seq > mp {
+			model = fmt.Sprintf("models.%s & {max_position_embeddings: %d}", name, seq)
+		}
+	} else if strings.HasPrefix(strings.TrimSpace(string(r.Model)), "{") {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal(r.Model, &m))
 		// Megatron asserts max_position_embeddings ≥ seq_length; the
@@ -308,6 +360,13 @@ func rowSpecs(t *testing.T, r measuredRow, preset string) (pub, open, why string
 			map[string]map[string]any{"train": tr, "parallel": par}[blk][f] = v
 		}
 	}
+	if tr["recompute"] == "selective" && tr["recompute_modules"] == nil {
+		// The row says selective recomputation but not which modules
+		// (Megatron-Bridge's DeepSeek-V3 rows: "modules vary by GPU; not
+		// copied"): the published plan takes the best list the checks
+		// allow, like any other field the row leaves unsaid.
+		tr["recompute"] = cueOpen("selective")
+	}
 	for k, v := range map[string]cueOpen{"micro_batch": "int", "recompute": "string"} {
 		if _, ok := tr[k]; !ok {
 			tr[k] = v
@@ -326,7 +385,9 @@ func rowSpecs(t *testing.T, r measuredRow, preset string) (pub, open, why string
 				c[k] = v
 			}
 			b, _ := json.Marshal(c)
-			return openMarker.ReplaceAllString(string(b), "$1")
+			return openMarker.ReplaceAllStringFunc(string(b), func(m string) string {
+				return openText[openMarker.FindStringSubmatch(m)[1]]
+			})
 		}
 		return fmt.Sprintf("package plan\n\n%s\n\nmodel: %s\ncluster: %s\nparallel: %s\ntrain: %s\n",
 			imports, model, cluster, enc(par), enc(tr))
