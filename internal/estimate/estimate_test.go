@@ -510,3 +510,32 @@ func largestLayer(s *spec.Spec) int64 {
 	mlp := 3 * h * int64(d.FFNHidden)
 	return (attn+mlp)/tp + 2*h
 }
+
+// Megatron-FSDP's optim_grads shards the gradients, so it reduce-scatters
+// them after every microbatch's backward instead of once per step
+// (megatron_fsdp.py at d98e8a64: grad_reduce_every_bprop for "optim_grads"
+// and "optim_grads_params"); the parameters are gathered once per step, as
+// with the distributed optimizer.
+func TestGradShardingReducesEveryMicrobatch(t *testing.T) {
+	s := llama70B()
+	s.Train.OverlapGradReduce, s.Train.OverlapParamGather = true, true
+	o := DefaultOptions()
+	o.Sharding = ShardOptimizer
+	opt, _ := RunWith(s, spec.Derive(s), nil, nil, o)
+	o.Sharding = ShardGrads
+	grads, _ := RunWith(s, spec.Derive(s), nil, nil, o)
+	m := float64(spec.Derive(s).Microbatches)
+	if m < 2 {
+		t.Fatalf("%g microbatches", m)
+	}
+	// fp32 gradients and bf16 weights: the reduce-scatter moves 2/3 of the
+	// distributed optimizer's per-step bytes, the gather 1/3.
+	bo := float64(opt.Comms["dp"].BytesPerStep)
+	near(t, "dp bytes per step", float64(grads.Comms["dp"].BytesPerStep), bo/3+m*2*bo/3, 1e-6)
+	if grads.Comms["dp"].ExposedS < opt.Comms["dp"].ExposedS {
+		t.Errorf("reducing every microbatch exposes less (%g s) than once per step (%g s)", grads.Comms["dp"].ExposedS, opt.Comms["dp"].ExposedS)
+	}
+	if grads.Comms["dp"].Collective != CollectiveGradShardedDP {
+		t.Errorf("collective %q", grads.Comms["dp"].Collective)
+	}
+}

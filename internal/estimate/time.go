@@ -788,6 +788,10 @@ const (
 	// CollectiveShardedDP is the distributed optimizer's reduce-scatter of
 	// gradients and all-gather of parameters once per step.
 	CollectiveShardedDP = "reduce-scatter+all-gather"
+	// CollectiveGradShardedDP is Megatron-FSDP's optim_grads: the gradients
+	// reduce-scattered after every microbatch, the parameters gathered once
+	// per step.
+	CollectiveGradShardedDP = "microbatch-reduce-scatter+all-gather"
 	// CollectiveFSDP is full sharding's gathers and reduce-scatter every microbatch.
 	CollectiveFSDP = "fsdp"
 )
@@ -821,8 +825,10 @@ func (c *costModel) collective(ax string) string {
 
 func (c *costModel) dataParallelCollective() string {
 	switch c.sharding {
-	case ShardOptimizer, ShardGrads:
+	case ShardOptimizer:
 		return CollectiveShardedDP
+	case ShardGrads:
+		return CollectiveGradShardedDP
 	case ShardFull:
 		return CollectiveFSDP
 	}
@@ -852,8 +858,13 @@ func (c *costModel) gatherBytes() float64 {
 func (c *costModel) dataParallelBytes(n float64, size int) (grad, gather float64) {
 	gb, wb := c.gradBytes(), c.gatherBytes()
 	switch c.sharding {
-	case ShardOptimizer, ShardGrads:
+	case ShardOptimizer:
 		return GatherBytes(n*gb, size), GatherBytes(n*wb, size)
+	case ShardGrads:
+		// Megatron-FSDP's optim_grads reduce-scatters the gradients after
+		// every microbatch's backward (megatron_fsdp.py,
+		// grad_reduce_every_bprop), and gathers the parameters once.
+		return float64(c.m) * GatherBytes(n*gb, size), GatherBytes(n*wb, size)
 	case ShardFull:
 		// Parameters gathered before every forward and backward, gradients
 		// reduce-scattered after every backward, each microbatch.
@@ -879,8 +890,10 @@ func (c *costModel) dataParallelTimes(n float64, size, k int, link string) (grad
 	lat := c.latency(link, float64(size-1)) * buckets
 	gather1 := func(bytes float64) float64 { return lat + c.gatherTransfer(bytes, size, k, link) }
 	switch c.sharding {
-	case ShardOptimizer, ShardGrads:
+	case ShardOptimizer:
 		return gather1(n * gb), gather1(n * wb)
+	case ShardGrads:
+		return float64(c.m) * gather1(n*gb), gather1(n * wb)
 	case ShardFull:
 		m := float64(c.m)
 		return m * gather1(n*gb), 2 * m * gather1(n*wb)
@@ -935,6 +948,18 @@ func (c *costModel) exposedDataParallel(grad, gather float64, st stageClock) flo
 		m := float64(c.m)
 		if tr.OverlapGradReduce {
 			return math.Max((grad+gather)/m*tpOverlapResidual, grad+gather-m*(st.fwd+st.bwd))
+		}
+		return grad + gather
+	}
+	if c.sharding == ShardGrads {
+		// Every microbatch's reduce-scatter overlaps the compute after it
+		// (Megatron-FSDP needs overlap_grad_reduce with optim_grads:
+		// "Cannot sync-reduce gradients for optim_grads"), the last
+		// microbatch's only its own backward.
+		m := float64(c.m)
+		grad = math.Max(grad/m*tpOverlapResidual, grad-m*(st.fwd+st.bwd)+st.fwd)
+		if tr.OverlapParamGather {
+			gather = math.Max(gather*tpOverlapResidual, gather-st.fwd)
 		}
 		return grad + gather
 	}

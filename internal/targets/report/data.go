@@ -278,6 +278,8 @@ func Pattern(axis, collective string) string {
 	switch collective {
 	case estimate.CollectiveShardedDP:
 		return "reduce-scatter of gradients + all-gather of parameters, once per step, bucket by bucket"
+	case estimate.CollectiveGradShardedDP:
+		return "reduce-scatter of gradients every microbatch + all-gather of parameters once per step, bucket by bucket"
 	case estimate.CollectiveFSDP:
 		return "all-gather of parameters forward and backward + reduce-scatter of gradients, every microbatch"
 	}
