@@ -91,9 +91,15 @@ func (r recompute) String() string {
 // ["mla_up_proj", "mlp"] (DeepSeek-V3 on GB200/B200 and on H100, Kimi K2);
 // and ["layernorm", "mla_up_proj"], what DeepSeek-V3 itself recomputed
 // (arXiv:2412.19437 §3.2.3: the RMSNorms and the MLA up-projections).
+// On a dense model also ["mlp"]: Megatron's recompute_mlp checkpoints a
+// dense MLP and keeps only its input (transformer_layer.py at d98e8a64,
+// "mlp" in recompute_modules with a non-MoE mlp; --recompute-modules lists
+// it among its choices), the one module besides core attention that frees
+// a dense layer's activations with Transformer Engine's fused norms.
 // A list the model cannot use (check's recompute-modules rule: moe_act
-// needs grouped-GEMM experts, mla_up_proj multi-latent attention) is not
-// tried.
+// needs grouped-GEMM experts, mla_up_proj multi-latent attention; "mlp"
+// alone on an MoE model, whose dense MLPs are at most a few first layers)
+// is not tried.
 var moduleLists = [][]string{
 	nil,
 	{"moe_act"},
@@ -101,6 +107,7 @@ var moduleLists = [][]string{
 	{"mla_up_proj"},
 	{"mla_up_proj", "mlp"},
 	{"layernorm", "mla_up_proj"},
+	{"mlp"},
 }
 
 // etpFollowsTP is the etp value meaning "not set: etp = tp".
@@ -416,6 +423,9 @@ func (sv *solver) recomputeDomain() {
 		}
 		for _, mods := range moduleLists {
 			r := recompute{mode: m, modules: mods}
+			if slices.Equal(mods, []string{"mlp"}) && sv.base.Model.MoE != nil {
+				continue
+			}
 			if mods == nil || sv.modulesApply(r) {
 				sv.recomputes = append(sv.recomputes, r)
 			}

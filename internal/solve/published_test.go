@@ -70,19 +70,6 @@ var knownMisses = map[string]bool{
 	// lifted still 1.33, of which the ep all-to-all exposed at network
 	// speed (DeepSeek's DualPipe hides it under compute).
 	"deepseek-v3-2048-h800": true,
-	// 1.28; memory: vpp 4 with one layer of each chunk rerun is the best the
-	// headroom allows (1.07 with it lifted).
-	"llama3-405b-16k-128k-context": true,
-	// 1.40 (16k GPUs) and 1.31 (8k GPUs); memory. With Megatron's interleaved schedule (vpp 8,
-	// one layer per chunk, 16 or 32 microbatches) a middle rank holds 128
-	// (16k GPUs) or 141 (8k GPUs) layer-microbatches at the peak: 81.7 GiB
-	// at 16k with the distributed optimizer's fp32 gradients. The paper ran
-	// without activation checkpointing (§3.3.2) with gradients sharded by
-	// FSDP; parc puts that at 72.8 GiB (91%, Megatron-FSDP optim_grads),
-	// still above the 90% headroom. vpp 4 with one layer of each 2-layer
-	// chunk rerun is the best the headroom allows (1.07 lifted).
-	"llama3-405b-16k": true,
-	"llama3-405b-8k":  true,
 }
 
 // TestPublishedPlans: on training configurations published by papers and
