@@ -77,7 +77,7 @@ func (sv *solver) run() *Result {
 			}
 		}
 		if len(lists) > 1 {
-			r.Notes = append(r.Notes, fmt.Sprintf("train.recompute is open and the spec writes no train.recompute_modules, so parc also chose the modules selective recomputation recomputes, among %s (Megatron's default core attention and the lists of Megatron-Bridge's recipes that apply to the model; write train.recompute_modules to fix it)",
+			r.Notes = append(r.Notes, fmt.Sprintf("train.recompute is open and the spec writes no train.recompute_modules, so parc also chose the modules selective recomputation recomputes, among %s (Megatron's default core attention, the lists of Megatron-Bridge's recipes and, on a dense model, the MLP, those that apply to the model; write train.recompute_modules to fix it)",
 				strings.Join(lists, ", ")))
 		}
 	}
