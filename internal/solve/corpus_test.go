@@ -354,6 +354,22 @@ func rowSpecs(t *testing.T, r measuredRow, preset string) (pub, open, why string
 	if v, ok := r.Settings["grad_reduce_in_fp32"]; ok && v == false {
 		tr["grad_reduce_in_bf16"] = true
 	}
+	if v, ok := r.Settings["fsdp_reshard_after_forward"].(bool); ok && !v && tr["fsdp"] == true && r.Settings["data_parallel_sharding_strategy"] == nil {
+		// Parameters stay gathered after the forward: sharded gradients
+		// and optimizer state, Megatron-FSDP's optim_grads (the Llama 3
+		// paper's FSDP, §3.3.2), as the calibration reads these rows.
+		tr["data_parallel_sharding_strategy"] = "optim_grads"
+	}
+	if v, ok := r.Settings["cp_comm_type"].(string); ok {
+		par["cp_comm_type"] = v
+	}
+	if r.Settings["cuda_graph_impl"] == "full_iteration" {
+		// Megatron asserts --no-check-for-nan-in-loss-and-grad with
+		// --cuda-graph-impl=full_iteration (arguments.py, validate_args),
+		// so the run had it off.
+		tr["check_for_nan_in_loss_and_grad"] = false
+	}
+	extra := rowModelKernels(r)
 	for k, dst := range corpusSettings {
 		if v, ok := r.Settings[k]; ok {
 			blk, f, _ := strings.Cut(dst, ".")
@@ -389,8 +405,8 @@ func rowSpecs(t *testing.T, r measuredRow, preset string) (pub, open, why string
 				return openText[openMarker.FindStringSubmatch(m)[1]]
 			})
 		}
-		return fmt.Sprintf("package plan\n\n%s\n\nmodel: %s\ncluster: %s\nparallel: %s\ntrain: %s\n",
-			imports, model, cluster, enc(par), enc(tr))
+		return fmt.Sprintf("package plan\n\n%s\n\nmodel: %s\ncluster: %s\nparallel: %s\ntrain: %s\n%s",
+			imports, model, cluster, enc(par), enc(tr), extra)
 	}
 	// Drop what the schema does not have.
 	for range 20 {
@@ -433,6 +449,57 @@ func rowSpecs(t *testing.T, r measuredRow, preset string) (pub, open, why string
 	delete(ot, "recompute_method")
 	ot["micro_batch"], ot["recompute"] = cueOpen("int"), cueOpen("string")
 	return pub, text(op, ot), ""
+}
+
+// rowModelKernels is the CUE of a row's MoE and kernel settings
+// (Megatron-Bridge's names), as the calibration writes them
+// (internal/estimate calibration_test.go rowSpec): both plans are judged
+// with the settings the run was measured with.
+func rowModelKernels(r measuredRow) string {
+	var b strings.Builder
+	var moe []string
+	if v, ok := r.Settings["moe_token_dispatcher_type"].(string); ok {
+		moe = append(moe, fmt.Sprintf("dispatcher: %q", v))
+	}
+	if v, ok := r.Settings["moe_flex_dispatcher_backend"].(string); ok {
+		moe = append(moe, fmt.Sprintf("flex_dispatcher_backend: %q", v))
+	}
+	for _, k := range []string{"router_force_load_balancing", "shared_expert_overlap"} {
+		if v, ok := r.Settings["moe_"+k].(bool); ok {
+			moe = append(moe, fmt.Sprintf("%s: %v", k, v))
+		}
+	}
+	if len(moe) > 0 {
+		fmt.Fprintf(&b, "model: moe: {%s}\n", strings.Join(moe, ", "))
+	}
+	var kern []string
+	if v, ok := r.Settings["cuda_graph_impl"].(string); ok {
+		kern = append(kern, fmt.Sprintf("cuda_graph_impl: %q", v))
+		if sc, ok := r.Settings["cuda_graph_scope"].([]any); ok {
+			q, _ := json.Marshal(sc)
+			kern = append(kern, fmt.Sprintf("cuda_graph_scope: %s", q))
+		}
+	}
+	for _, k := range []string{"moe_permute_fusion", "moe_router_fusion", "cross_entropy_loss_fusion", "apply_rope_fusion", "gradient_accumulation_fusion"} {
+		if v, ok := r.Settings[k].(bool); ok {
+			kern = append(kern, fmt.Sprintf("%s: %v", k, v))
+		}
+	}
+	for _, k := range []string{"cross_entropy_fusion_impl", "attention_backend"} {
+		if v, ok := r.Settings[k].(string); ok {
+			kern = append(kern, fmt.Sprintf("%s: %q", k, v))
+		}
+	}
+	if v, ok := r.Settings["cutedsl_fused_grouped_mlp"].(bool); ok && v {
+		// Megatron-Bridge r0.5.0: use_transformer_engine_op_fuser and
+		// NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 (as the calibration reads it).
+		kern = append(kern, "use_transformer_engine_op_fuser: true")
+		b.WriteString("launch: env: {NVTE_CUTEDSL_FUSED_GROUPED_MLP: \"1\"}\n")
+	}
+	if len(kern) > 0 {
+		fmt.Fprintf(&b, "kernels: {%s}\n", strings.Join(kern, ", "))
+	}
+	return b.String()
 }
 
 // readMisses reads testdata/corpus/misses.txt: "id status" lines.
