@@ -79,6 +79,16 @@ var knownMisses = map[string]bool{
 	// PP+1 and Megatron caching the activations DeepSeek stored in
 	// FP8/E5M6 in bf16 (§3.3.3).
 	"deepseek-v3-2048-h800": true,
+	// 1.12 (was 1.31 with the distributed optimizer). Memory: with
+	// Megatron-FSDP's optim_grads (the paper's FSDP) and Megatron's
+	// interleaved schedule, vpp 8 without recomputation needs 99% of the
+	// GPU (32 microbatches; 141 layer-microbatches in flight on stage 1);
+	// recomputing the MLPs (selective [mlp], 40%) or one layer of each
+	// 2-layer chunk at vpp 4 fits, at 13.75-13.85 s against the pick's
+	// tp4 pp8 vpp8 cp2 with partial full recomputation at 12.40 s. The
+	// 16,384-GPU run (16 microbatches, 91% without recomputation) is within
+	// 10% (1.10).
+	"llama3-405b-8k": true,
 }
 
 // TestPublishedPlans: on training configurations published by papers and
