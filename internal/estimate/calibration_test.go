@@ -64,12 +64,17 @@ var (
 // to 1.086: the refit shortens the per-kernel cost, and Qwen3-30B-A3B on
 // H100 (25.11, already 2x too fast, its plan measured 1.77x apart across
 // releases) went from +98.6% to +108.6%.
+// The NeMo 2 recipes' settings on the dense NeMo/DGX Cloud rows, measured
+// link rates instead of fitted ones (NCCL bus bandwidth by NVLink
+// generation and NIC) and Megatron's asynchronous backward tensor-parallel
+// collectives took the held-out median to 4.9%, the mean to 9.7% and the
+// worst to 1.058 (bound 1.06).
 const (
 	targetMedian = 0.10
 	targetWorst  = 0.25
 	boundMedian  = 0.075
 	boundMean    = 0.115
-	boundWorst   = 1.09
+	boundWorst   = 1.06
 )
 
 // calRow is one corpus row made into a spec.
@@ -424,6 +429,8 @@ func fitCalibration(rows []*calRow, starts ...Calibration) Calibration {
 	var best Calibration
 	bestLoss := math.Inf(1)
 	for _, start := range starts {
+		// Link rates are measured (nvlinkRates, networkBus), not fitted.
+		start.NVLinkEff, start.NetworkEff = 1, 1
 		if c, l := searchCalibration(loss, start); l < bestLoss {
 			best, bestLoss = c, l
 		}
@@ -470,8 +477,6 @@ var calibrationParams = []struct {
 	{"fp8_gemm_eff", func(c *Calibration) *float64 { return &c.FP8GEMMEff }, 0.2, 1},
 	{"attn_eff", func(c *Calibration) *float64 { return &c.AttnEff }, 0.1, 1},
 	{"kernel_s", func(c *Calibration) *float64 { return &c.KernelS }, 0, 50e-6},
-	{"nvlink_eff", func(c *Calibration) *float64 { return &c.NVLinkEff }, 0.2, 1},
-	{"network_eff", func(c *Calibration) *float64 { return &c.NetworkEff }, 0.1, 1},
 	{"grouped_rel", func(c *Calibration) *float64 { return &c.GroupedRel }, 0.05, 1},
 	{"host_op_s", func(c *Calibration) *float64 { return &c.HostOpS }, 0, 300e-6},
 	{"host_sync_s", func(c *Calibration) *float64 { return &c.HostSyncS }, 0, 5e-3},
@@ -491,7 +496,7 @@ func fitting(name string) bool {
 // lower loss, so a refit after a model change never settles in a local
 // optimum worse than the constants it replaces.
 var fitStart = Calibration{GEMMEff: 0.65, FP8GEMMEff: 0.55, AttnEff: 0.65, KernelS: 10e-6,
-	NVLinkEff: 0.9, NetworkEff: 0.9, GroupedRel: 0.7, HostOpS: 30e-6, HostSyncS: 0.5e-3, GraphKernelRel: 1, TensorWPerTFLOP: 0.5}
+	NVLinkEff: 1, NetworkEff: 1, GroupedRel: 0.7, HostOpS: 30e-6, HostSyncS: 0.5e-3, GraphKernelRel: 1, TensorWPerTFLOP: 0.5}
 
 // roundCalibration keeps 3 significant digits so the generated file is stable.
 func roundCalibration(c Calibration) Calibration {
@@ -633,8 +638,8 @@ func calibrationReadme(results []calResult, cal Calibration, fit, hold calStats,
 	b.WriteString("measurements differ by more than the error target (column *spread*: largest / smallest measured\n")
 	b.WriteString("throughput of that plan), no single model can be within the target on all of them.\n\n")
 	fmt.Fprintf(&b, "Targets (issue 14) on held-out rows: median ≤ %.0f%%, worst ≤ %.0f%%.\n\n", 100*targetMedian, 100*targetWorst)
-	fmt.Fprintf(&b, "Fitted constants: large bf16 GEMMs at %.3g of the dense peak, fp8 GEMMs at %.3g of the fp8 peak, grouped expert GEMMs at %.3g of that, flash attention's matrix products at %.3g of the bf16 peak (its exponentials at the GPU's SFU rate), tensor-core work drawing %.3g W per bf16 TFLOP/s against the GPU's power limit, %.3g µs of GPU time per kernel (%.3g of it when replayed from a CUDA graph), %.3g µs of host time to issue a kernel eagerly, %.3g µs of GPU idle time per host synchronisation (one per MoE layer forward unless CUDA graphs capture the MoE block), collectives at %.3g of NVLink and %.3g of network bandwidth.\n\n",
-		cal.GEMMEff, cal.FP8GEMMEff, cal.GroupedRel, cal.AttnEff, cal.TensorWPerTFLOP, cal.KernelS*1e6, cal.GraphKernelRel, cal.HostOpS*1e6, cal.HostSyncS*1e6, cal.NVLinkEff, cal.NetworkEff)
+	fmt.Fprintf(&b, "Fitted constants: large bf16 GEMMs at %.3g of the dense peak, fp8 GEMMs at %.3g of the fp8 peak, grouped expert GEMMs at %.3g of that, flash attention's matrix products at %.3g of the bf16 peak (its exponentials at the GPU's SFU rate), tensor-core work drawing %.3g W per bf16 TFLOP/s against the GPU's power limit, %.3g µs of GPU time per kernel (%.3g of it when replayed from a CUDA graph), %.3g µs of host time to issue a kernel eagerly, %.3g µs of GPU idle time per host synchronisation (one per MoE layer forward unless CUDA graphs capture the MoE block), collectives at NCCL's measured bus bandwidth (not fitted: NVLink by GPU generation, the network at 96%% of the NIC's line rate; see nvlinkRates and networkBus in compute.go).\n\n",
+		cal.GEMMEff, cal.FP8GEMMEff, cal.GroupedRel, cal.AttnEff, cal.TensorWPerTFLOP, cal.KernelS*1e6, cal.GraphKernelRel, cal.HostOpS*1e6, cal.HostSyncS*1e6)
 	b.WriteString("![estimated vs measured](scatter.svg)\n\n")
 	b.WriteString(calibrationWeaknesses)
 	b.WriteString("\n| id | set | measured as | measured tok/s/GPU | estimated | error | spread |\n|---|---|---|---|---|---|---|\n")
@@ -691,8 +696,18 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
 
 ## Where the model is weak
 
-- Dense models (Llama, GPT, Nemotron) on H100, B200, GB200 and GB300 are mostly within 10%; the
-  Nemotron-4 340B and GPT-3 175B rows on GB200 are 25-40% too slow (no recorded setting explains it).
+- Dense models (Llama, GPT, Nemotron): every held-out row is within 25% (worst about 21%); medians
+  by GPU about 0 on H100, -3% on B200, +1% on GB200, -6% on GB300. The NeMo 2 recipes' own settings
+  (tp_comm_overlap, bf16 gradient reduction, fp8 parameter gathers, delayed scaling, CUDA graphs) are
+  recorded on the NeMo and DGX Cloud rows; without them the Nemotron-4 340B and GPT-3 175B GB200 rows
+  looked 25-40% too slow.
+- Narayanan et al.'s A100 rows (Table 1) are 8-21% too slow (median -12%); the paper gives neither
+  their micro batch nor vpp, and the rows run at micro batch 1, where the fixed cost per kernel weighs most.
+- Links are not fitted: collectives run at NCCL's measured bus bandwidth (NVLink by generation, A100
+  77%, H100 82%, Blackwell 80% of the line rate, NVLink SHARP all-reduce on 5 or more GPUs; the
+  network at 96% of the NIC). The backward's column-parallel input-gradient all-reduce/reduce-scatter
+  and the sequence-parallel re-gather of its input run beside the GEMMs (Megatron's and Transformer
+  Engine's asynchronous tensor-parallel collectives) and are hidden but for a residual share.
 - The DGX Cloud v25.05 DeepSeek-V3 rows on GB200 are about 1.75x too fast. Part of their 2.3x gap to
   Megatron-Bridge's own GB200 bf16 rows is modelled: their container's Transformer Engine (before
   v2.5) has no fused attention for MLA's 192-wide query/key heads on Blackwell, so attention runs
@@ -726,9 +741,9 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   the same plan measured 1.77x apart in 26.02 and 26.02.01 (column *spread*).
 - The same plan was measured in several releases, sometimes 1.8x apart (column *spread*).
 - MT-NLG 530B (DeepSpeed's pipeline engine and ZeRO data parallelism around Megatron's tensor
-  slicing, not Megatron-Core) is 11-15% too fast; its recompute and micro batch are inferred
+  slicing, not Megatron-Core) is 10-14% too fast; its recompute and micro batch are inferred
   (the paper's section gives neither).
-- Llama 3 405B as Meta ran it (the paper's Table 4, not Megatron) is 11-13% too fast at 8K and at
+- Llama 3 405B as Meta ran it (the paper's Table 4, not Megatron) is 9-12% too fast at 8K and at
   128K with CP16 (all-gather K/V, exposed); the paper's TFLOP/s are taken with Megatron's causal
   attention count, which the paper does not state.
 - CPU offloading, manual GC and routing imbalance are not modelled (the MoE rows force balanced routing).

@@ -32,8 +32,9 @@ type Calibration struct {
 	// KernelS is the fixed cost of one kernel, seconds (launch gaps, ramp-up
 	// and tail of short kernels).
 	KernelS float64 `json:"kernel_s"`
-	// NVLinkEff and NetworkEff are the fraction of the link's one-direction
-	// bandwidth a large collective reaches (NCCL bus bandwidth).
+	// NVLinkEff and NetworkEff scale the links' measured collective rates
+	// (NCCL bus bandwidth: nvlinkRates by GPU generation, networkBus of the
+	// NIC's line rate); 1 = as measured. They are not fitted.
 	NVLinkEff  float64 `json:"nvlink_eff"`
 	NetworkEff float64 `json:"network_eff"`
 	// GroupedRel is the grouped expert GEMMs' efficiency relative to a
@@ -80,6 +81,11 @@ type gpuRates struct {
 	tensor float64
 	sms    float64
 	nvls   bool // NVLink SHARP all-reduce through NVSwitch (compute capability ≥ 9.0)
+	// nvlinkBus is the share of the NVLink line rate NCCL's collectives
+	// reach on large messages (bus bandwidth); nvlsAlg the share an NVLink
+	// SHARP all-reduce reaches as algorithm bandwidth (bytes reduced per
+	// second), by GPU generation (nvlinkRates).
+	nvlinkBus, nvlsAlg float64
 }
 
 // newGPURates reads the GPU's figures; absent ones follow from the bf16 peak:
@@ -107,6 +113,7 @@ func newGPURates(g spec.GPU) gpuRates {
 	}
 	r.fp32 = r.bf16 / 2
 	r.nvls = g.ComputeCapability >= 9
+	r.nvlinkBus, r.nvlsAlg = nvlinkRates(g.ComputeCapability)
 	return r
 }
 
@@ -150,6 +157,49 @@ func tensorShare(g spec.GPU, wPerTFLOP float64) float64 {
 		return 1
 	}
 	return math.Min(1, g.TDPWatts/(g.BF16TFLOPs*wPerTFLOP))
+}
+
+// networkBus is the share of a NIC's line rate (cluster.network_gbps) NCCL's
+// collectives reach across nodes: 24 GB/s on 200 Gb/s HDR InfiniBand ("the
+// peak for 200G HDR is 24GB/s", NVIDIA/nccl#412; "On an Nvidia DGX-A100
+// system we have 8x200Gbit/s IB cards and we measure 192GB/s AllReduce
+// BusBW", NVIDIA/nccl#812), 48-49 GB/s on 400 Gb/s NDR ConnectX-7 ("should
+// achieve up to 48-49GB/s per NIC", NVIDIA/nccl-tests#267): 0.96.
+const networkBus = 0.96
+
+// nvlinkRates are NVLink's measured collective rates as shares of the line
+// rate (cluster.nvlink_gbps, one direction), by compute capability. They are
+// measurements, not fitted: a collective driven by the SMs moves 128-byte
+// payloads with protocol overhead, so NCCL's bus bandwidth is about 80% of
+// the line rate on every NVLink generation; NVLink SHARP reduces in the
+// NVSwitch and reaches a higher all-reduce rate than a ring on 5 or more GPUs.
+//
+//   - A100 (NVLink 3, 12 links of 25 GB/s = 300 GB/s): ~230 GB/s bus
+//     bandwidth on 8 GPUs with large messages (S. Jeaugey, NCCL maintainer,
+//     NVIDIA/nccl-tests#149: "240GB/s on A100, but some other bottlenecks on
+//     the GPUs limits it to ~230GB/s"; NCCL src/graph/topo.h SM80_NVLINK_BW
+//     20.0 GB/s per link): 230/300.
+//   - H100/H200 (NVLink 4, 18 links, 450 GB/s): 370 GB/s bus bandwidth for
+//     ring collectives ("With the protocol overhead (~20%) NCCL can get an
+//     effective NVLink bandwidth of 370GB/s", NVIDIA/nccl-tests#212; ring
+//     365-370 GB/s on 2 to 8 GPUs, NVIDIA/nccl#1455; topo.h SM90_NVLINK_BW
+//     20.6 GB/s per link): 370/450. NVLink SHARP all-reduce on 8 GPUs:
+//     algorithm bandwidth ~275 GB/s (busBw ~480, nccl-tests#212): 275/450.
+//   - B200/GB200/B300/GB300 (NVLink 5, 18 links of 50 GB/s, 900 GB/s):
+//     topo.h SM100_NVLINK_BW 40.1 GB/s per link = 722 GB/s (NCCL's own
+//     "maxBw 721.8" on B200, NVIDIA/nccl#1807): 0.80. NVLink SHARP
+//     all-reduce on 8 B200: busBw 830 GB/s (nccl#1807), algorithm bandwidth
+//     830/(2·7/8) = 474 GB/s: 474/900.
+func nvlinkRates(cc float64) (bus, nvlsAlg float64) {
+	switch {
+	case cc >= 10:
+		return 0.80, 474.0 / 900
+	case cc >= 9:
+		return 370.0 / 450, 275.0 / 450
+	case cc >= 8 && cc < 8.6:
+		return 230.0 / 300, 0
+	}
+	return 0.80, 0 // NCCL's per-link model elsewhere: 20 GB/s of 25 (SM70), 12 of 14 (SM86)
 }
 
 // gemmTile is a CTA tile a GEMM library picks from; eff is its throughput
@@ -380,6 +430,10 @@ type layerTime struct {
 	// attnFwd is the attention forward (overlap window of the cp ring);
 	// gemmFwd/gemmBwd the GEMMs (overlap window of tp communication).
 	attnFwd, attnBwd, gemmFwd, gemmBwd float64
+	// colBwd is the backward GEMMs of the column-parallel linears (QKV or
+	// MLA's up-projections, FC1 of the MLP or shared expert): the window
+	// their asynchronous tensor-parallel collectives run in (tpAsync).
+	colBwd float64
 }
 
 // layerShape is what the compute model needs of a decoder layer.
@@ -400,9 +454,11 @@ type layerShape struct {
 
 // attentionBlock times the attention half of a layer: input norm, the QKV
 // (or MLA) projections, RoPE, flash attention, output projection, residual.
-func (cm *computeModel) attentionBlock(ls layerShape) (f, bw, flashF, flashB op, gF, gB float64) {
+func (cm *computeModel) attentionBlock(ls layerShape) (f, bw, flashF, flashB op, gF, gB, colB float64) {
 	T, tp := ls.T, ls.tp
 	var lins [][3]float64 // M, K, N
+	// The column-parallel linears (output split over tp): the rest are
+	// row-parallel or, MLA's down-projections, not split.
 	if ml := ls.mla; ml != nil {
 		qk := float64(ml.QKHeadDim + ml.QKPosEmbHeadDim)
 		if ml.QLoraRank != nil {
@@ -418,9 +474,21 @@ func (cm *computeModel) attentionBlock(ls layerShape) (f, bw, flashF, flashB op,
 	} else {
 		lins = append(lins, [3]float64{T, ls.h, (ls.q + 2*ls.kv) / tp}, [3]float64{T, ls.q / tp, ls.h})
 	}
-	for _, l := range lins {
+	col := map[int]bool{0: true}
+	if ml := ls.mla; ml != nil {
+		col = map[int]bool{len(lins) - 2: true}
+		if ml.QLoraRank != nil {
+			col[1] = true
+		} else {
+			col[0] = true
+		}
+	}
+	for i, l := range lins {
 		a, b := cm.linear(-1, l[0], l[1], l[2], cm.fp8)
 		f, bw = f.plus(a), bw.plus(b)
+		if col[i] {
+			colB += b.gemm
+		}
 	}
 	gF, gB = f.gemm, bw.gemm
 	// Causal attention over the whole sequence, split by cp into
@@ -443,7 +511,7 @@ func (cm *computeModel) attentionBlock(ls layerShape) (f, bw, flashF, flashB op,
 	ew := cm.elementwise(bytes, kernels)
 	f = f.plus(ew)
 	bw = bw.plus(ew.times(2))
-	return f, bw, flashF, flashB, gF, gB
+	return f, bw, flashF, flashB, gF, gB, colB
 }
 
 // mlpBlock times a dense MLP (or a shared expert, norm excluded) of width
@@ -528,7 +596,7 @@ func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
 // layer times one decoder layer.
 func (cm *computeModel) layer(ls layerShape, moe bool) layerTime {
 	var lt layerTime
-	af, ab, flF, flB, gF, gB := cm.attentionBlock(ls)
+	af, ab, flF, flB, gF, gB, colB := cm.attentionBlock(ls)
 	if cm.graphs.attn {
 		af, ab, flF, flB = cm.captured(af), cm.captured(ab), cm.captured(flF), cm.captured(flB)
 	}
@@ -544,6 +612,14 @@ func (cm *computeModel) layer(ls layerShape, moe bool) layerTime {
 	lt.fwd, lt.bwd = af.plus(mf), ab.plus(mb)
 	lt.attnFwd, lt.attnBwd = flF.attn, flB.attn
 	lt.gemmFwd, lt.gemmBwd = gF+mf.gemm, gB+mb.gemm
+	lt.colBwd = colB
+	if f := ls.f; !moe || ls.fs > 0 {
+		if moe {
+			f = ls.fs
+		}
+		_, fc1 := cm.linear(-1, ls.T, ls.h, ls.gated*f/ls.tp, cm.fp8)
+		lt.colBwd += fc1.gemm
+	}
 	switch ls.recompute {
 	case "full":
 		lt.recompute = lt.fwd

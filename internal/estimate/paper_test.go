@@ -51,6 +51,7 @@ func TestWorkedExampleTPBytes(t *testing.T) {
 	s.Model.Layers, s.Model.Hidden, s.Model.Heads, s.Model.Vocab = 8, 8192, 64, 32000
 	s.Model.PositionEmbedding = "rope"
 	s.Parallel.TP = 8
+	s.Parallel.SP = new(bool) // the lesson's all-reduces: no sequence parallelism
 	s.Train.SeqLength, s.Train.MicroBatch, s.Train.GlobalBatch = 8192, 1, 4
 	e := run(t, s)
 	tp := e.Comms["tp"]
@@ -65,6 +66,17 @@ func TestWorkedExampleTPBytes(t *testing.T) {
 	}
 	if tp.Link != LinkNVLink {
 		t.Errorf("tp=8 on an 8-GPU node crosses %q, want nvlink", tp.Link)
+	}
+	// With sequence parallelism the same bytes move as all-gathers and
+	// reduce-scatters, and each column-parallel layer (QKV, FC1) gathers its
+	// input again in the backward for its weight gradient (Transformer
+	// Engine's _Linear keeps only the local shard: backward_input_needs_gather
+	// for parallel_mode "column" with sequence_parallel): half an all-reduce
+	// more per block, 5/4 of the lesson's bytes.
+	on := true
+	s.Parallel.SP = &on
+	if got := run(t, s).Comms["tp"].BytesPerLayer; got != 1120*mib {
+		t.Errorf("with sp, comms.tp.bytes_per_layer = %d, want %d (5/4 of 896 MiB)", got, 1120*mib)
 	}
 	// ~1.0 ms per layer at 900 GB/s (the lesson's bidirectional figure);
 	// ~18 ms per layer over 50 GB/s InfiniBand.

@@ -39,8 +39,9 @@ type stageWork struct {
 	perLayer               axisVals
 	// tpUnits counts the tensor-parallel collectives in all-reduce
 	// equivalents (an all-gather and a reduce-scatter with sp) of the
-	// s·b·h activation.
-	tpUnits float64
+	// s·b·h activation; tpAsync is the part of them Megatron issues
+	// asynchronously beside a GEMM of the backward (see stageBytes).
+	tpUnits, tpAsync float64
 	// ppSends is the point-to-point transfers (activations forward,
 	// gradients backward) of one microbatch over all virtual stages.
 	ppSends float64
@@ -119,14 +120,35 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 	// share of this rank's layers it reruns (all with the uniform method,
 	// the first of each chunk with the block method; recomputedLayers).
 	fwdExtra := c.rerunShare(r)
-	// TP: 2 all-reduces per block (attention, MLP), half forward half
-	// backward; full recompute repeats the forward ones.
-	tpDense := 4 + 2*fwdExtra
-	tpMoE := 2 + fwdExtra
-	if c.sh.fs > 0 {
-		tpMoE += 2 + fwdExtra
+	// TP, per block (attention, MLP or shared expert), in all-reduce units:
+	// one forward (the row-parallel output's all-reduce, or with sp the
+	// column-parallel input's all-gather and the row-parallel output's
+	// reduce-scatter), repeated by full recompute, and one backward (the
+	// column-parallel input gradient's all-reduce; with sp the
+	// row-parallel output gradient's all-gather and the column-parallel
+	// input gradient's reduce-scatter). With sp the column-parallel layer
+	// also gathers its input again for the weight gradient (half a unit:
+	// only the local shard is kept for the backward). The column-parallel
+	// layer's input-gradient all-reduce / reduce-scatter runs
+	// asynchronously beside its weight-gradient GEMM, and the re-gather
+	// beside its input-gradient GEMM (Megatron-LM d98e8a64
+	// megatron/core/tensor_parallel/layers.py,
+	// LinearWithGradAccumulationAndAsyncCommunication.backward, async_op=True
+	// "rely on CUDA_DEVICE_MAX_CONNECTIONS=1"; Transformer Engine's
+	// _Linear.backward the same: column_parallel_comm_input overlapped
+	// with the dgrad GEMM, column_parallel_comm_dgrad with the wgrad GEMM):
+	// one unit per block (tpAsync).
+	block := 2 + fwdExtra
+	if c.d.SP {
+		block += 0.5
 	}
-	w.perLayer[axTP] = 4 * ar
+	blocks := 2.0 // dense layer: attention and MLP
+	moeBlocks := 1.0
+	if c.sh.fs > 0 {
+		moeBlocks++
+	}
+	tpDense, tpMoE := blocks*block, moeBlocks*block
+	w.perLayer[axTP] = blocks * (block - fwdExtra) * ar
 
 	// CP: K and V of the local shard, heads split over tp.
 	kv := 2 * elem * T * c.am.kv / float64(c.tp)
@@ -171,12 +193,14 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 		for l := ch.First; l < ch.First+ch.Count; l++ {
 			if c.sh.isMoE(l) {
 				w.tpUnits += tpMoE
+				w.tpAsync += moeBlocks
 				w.bytes[axEP] += epLayer
 				w.bytes[axETP] += etpLayer
 				w.epColls += boolF(epLayer > 0) * (4 + 2*fwdExtra)
 				w.etpColls += boolF(etpLayer > 0) * (4 + 2*fwdExtra)
 			} else {
 				w.tpUnits += tpDense
+				w.tpAsync += blocks
 			}
 			w.bytes[axCP] += cpLayer
 			w.cpColls += cpColls
@@ -331,7 +355,7 @@ func (c *costModel) layerTimes() (dense, moe layerTime) {
 func (c *costModel) stageClock(r int, w stageWork, link func(string) string) stageClock {
 	dense, moe := c.layerTimes()
 	var st stageClock
-	var gemm, attn float64
+	var gemm, attn, colBwd float64
 	// GPU time and host issue time of the forward and the backward; a
 	// synchronised MoE layer's forward is timed on its own (syncF).
 	var gpuF, gpuB, hostF, hostB, syncF, syncS float64
@@ -343,6 +367,7 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		rc := lt.recompute
 		st.compute = st.compute.plus(lt.fwd.plus(lt.bwd).plus(rc).times(n))
 		gemm += (lt.gemmFwd + lt.gemmBwd) * n
+		colBwd += lt.colBwd * n
 		attn += (lt.attnFwd + lt.attnBwd + rc.attn) * n
 		gpuB += (lt.bwd.total() + rc.total()) * n
 		hostB += (lt.bwd.host + rc.host) * n
@@ -429,13 +454,19 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 	if c.tp > 1 {
 		size := c.elemBytes() * ls.T * ls.h
 		l := link("tp")
-		unit, bytes := c.allReduceTime(size, c.tp, l), c.allReduceTraffic(size, c.tp, l)
+		unit, bw := c.allReduceTime(size, c.tp, l), c.allReduceBW(size, c.tp, l)
 		if c.d.SP {
-			unit, bytes = 2*c.gatherTime(size, c.tp, l), 2*GatherBytes(size, c.tp)
+			unit, bw = 2*c.gatherTime(size, c.tp, l), 2*GatherBytes(size, c.tp)/c.linkRate(l)
 		}
 		t := w.tpUnits * unit
-		lower := w.tpUnits * bytes / c.linkRate(l)
+		lower := w.tpUnits * bw
 		st.comm[axTP], st.exposed[axTP] = t, t
+		// The asynchronous backward collectives hide under the
+		// column-parallel layers' backward GEMMs but for a residual share
+		// (the NCCL kernels take SMs from the GEMM they run beside).
+		if async := w.tpAsync * unit; async > 0 {
+			st.exposed[axTP] = t - async + math.Max(tpOverlapResidual*async, async-colBwd)
+		}
 		if c.set.tpCommOverlap {
 			// Userbuffers split each GEMM and its all-gather/reduce-scatter
 			// into chunks that pipeline; what is left is the part longer
@@ -552,12 +583,30 @@ func (c *costModel) bandwidth(link string) float64 {
 	return c.s.Cluster.NetworkGBps
 }
 
-// linkRate is the bytes per second a large collective reaches on link.
+// linkRate is the bytes per second one GPU moves in a large collective on
+// link (NCCL bus bandwidth): the line rate at its measured share
+// (nvlinkRates, networkBus).
 func (c *costModel) linkRate(link string) float64 {
 	if link == LinkNVLink {
-		return c.s.Cluster.NVLinkGBps * 1e9 * c.cal.NVLinkEff
+		return c.s.Cluster.NVLinkGBps * 1e9 * c.cm.r.nvlinkBus * c.cal.NVLinkEff
 	}
-	return c.s.Cluster.NetworkGBps * 1e9 * c.cal.NetworkEff
+	return c.s.Cluster.NetworkGBps * 1e9 * networkBus * c.cal.NetworkEff
+}
+
+// nvlsRate is the algorithm bandwidth (bytes reduced per second) of an NVLink
+// SHARP all-reduce over n GPUs of one NVLink domain, 0 where NCCL would run a
+// ring instead: NVLink SHARP needs compute capability ≥ 9.0 and beats the
+// ring only from 5 GPUs on (ring and NVLS reach the same 370 GB/s bus
+// bandwidth on 2 to 4 H100, NVIDIA/nccl#1455).
+func (c *costModel) nvlsRate(n int, link string) float64 {
+	if link != LinkNVLink || !c.cm.r.nvls || n <= 2 {
+		return 0
+	}
+	nv := c.s.Cluster.NVLinkGBps * 1e9 * c.cm.r.nvlsAlg * c.cal.NVLinkEff
+	if ring := c.linkRate(link) / (2 * float64(n-1) / float64(n)); ring >= nv {
+		return 0
+	}
+	return nv
 }
 
 // gatherTime is a ring all-gather or reduce-scatter of a size-byte tensor over n.
@@ -575,15 +624,23 @@ func (c *costModel) allReduceTime(size float64, n int, link string) float64 {
 	if n <= 1 {
 		return 0
 	}
-	if link == LinkNVLink && c.cm.r.nvls && n > 2 {
-		return c.latency(link, 2) + c.allReduceTraffic(size, n, link)/c.linkRate(link)
+	if c.nvlsRate(n, link) > 0 {
+		return c.latency(link, 2) + c.allReduceBW(size, n, link)
 	}
-	return c.latency(link, float64(2*(n-1))) + c.allReduceTraffic(size, n, link)/c.linkRate(link)
+	return c.latency(link, float64(2*(n-1))) + c.allReduceBW(size, n, link)
+}
+
+// allReduceBW is the bandwidth part of an all-reduce of size bytes over n.
+func (c *costModel) allReduceBW(size float64, n int, link string) float64 {
+	if nv := c.nvlsRate(n, link); nv > 0 {
+		return size / nv
+	}
+	return AllReduceBytes(size, n) / c.linkRate(link)
 }
 
 // allReduceTraffic is what one GPU sends in an all-reduce of size bytes over n.
 func (c *costModel) allReduceTraffic(size float64, n int, link string) float64 {
-	if link == LinkNVLink && c.cm.r.nvls && n > 2 {
+	if c.nvlsRate(n, link) > 0 {
 		return size
 	}
 	return AllReduceBytes(size, n)
@@ -603,8 +660,8 @@ func (c *costModel) allToAllTime(sent, colls float64, link string) (t, bw float6
 			onNV = nvc / (nvc + netc)
 		}
 	}
-	nv := sent * onNV / (c.s.Cluster.NVLinkGBps * 1e9 * c.cal.NVLinkEff)
-	net := sent * (1 - onNV) / (c.s.Cluster.NetworkGBps * 1e9 * c.cal.NetworkEff)
+	nv := sent * onNV / c.linkRate(LinkNVLink)
+	net := sent * (1 - onNV) / c.linkRate(LinkNetwork)
 	l := LinkNVLink
 	if onNV < 1 {
 		l = LinkNetwork

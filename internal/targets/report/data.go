@@ -232,7 +232,7 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 	}...)
 	cal := e.Assumptions.Calibration
 	data.Assumptions = append([]string{
-		fmt.Sprintf("calibration: large GEMMs at %s of the bf16 peak, %s of the fp8 peak; flash attention at %s; %.1f µs per kernel on the GPU, %.1f µs to issue one from the host; collectives at %s of NVLink and %s of network bandwidth",
+		fmt.Sprintf("calibration: large GEMMs at %s of the bf16 peak, %s of the fp8 peak; flash attention at %s; %.1f µs per kernel on the GPU, %.1f µs to issue one from the host; collectives at NCCL's measured bus bandwidth (NVLink by GPU generation, network 96%% of the NIC's line rate) × %s (NVLink), × %s (network)",
 			Percent(cal.GEMMEff), Percent(cal.FP8GEMMEff), Percent(cal.AttnEff), cal.KernelS*1e6, cal.HostOpS*1e6, Percent(cal.NVLinkEff), Percent(cal.NetworkEff)),
 		fmt.Sprintf("attention fused: %v; state sharding: %s; %.0f + %.0f + %.0f bytes per parameter (weights, gradients, optimizer)",
 			e.Assumptions.FusedAttention, e.Assumptions.Sharding,
