@@ -466,13 +466,14 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		// (the NCCL kernels take SMs from the GEMM they run beside).
 		if async := w.tpAsync * unit; async > 0 {
 			st.exposed[axTP] = t - async + math.Max(tpOverlapResidual*async, async-colBwd)
+			lower = (w.tpUnits - (1-tpOverlapResidual)*w.tpAsync) * bw
 		}
 		if c.set.tpCommOverlap {
 			// Userbuffers split each GEMM and its all-gather/reduce-scatter
 			// into chunks that pipeline; what is left is the part longer
 			// than the GEMMs and a share the chunks do not hide.
 			st.exposed[axTP] = math.Max(tpOverlapResidual*t, t-gemm)
-			lower *= tpOverlapResidual
+			lower = w.tpUnits * bw * tpOverlapResidual
 		}
 		st.commBound += lower
 	}
