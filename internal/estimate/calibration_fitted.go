@@ -4,4 +4,4 @@ package estimate
 
 // fittedCalibration is the calibration fitted on the measured corpus's fit
 // rows (testdata/calibration/README.md).
-var fittedCalibration = Calibration{GEMMEff: 0.62, FP8GEMMEff: 0.571, AttnEff: 0.819, KernelS: 1.75e-05, NVLinkEff: 1, NetworkEff: 1, GroupedRel: 0.638, HostOpS: 4.62e-05, HostSyncS: 9.34e-05, GraphKernelRel: 0.364, TensorWPerTFLOP: 0.575}
+var fittedCalibration = Calibration{GEMMEff: 0.613, FP8GEMMEff: 0.545, AttnEff: 0.852, KernelS: 1.56e-05, NVLinkEff: 1, NetworkEff: 1, GroupedRel: 0.474, HostOpS: 4.34e-05, HostSyncS: 0.000527, GraphKernelRel: 0.00093, TensorWPerTFLOP: 0.551}

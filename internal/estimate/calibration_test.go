@@ -66,15 +66,16 @@ var (
 // releases) went from +98.6% to +108.6%.
 // The NeMo 2 recipes' settings on the dense NeMo/DGX Cloud rows, measured
 // link rates instead of fitted ones (NCCL bus bandwidth by NVLink
-// generation and NIC) and Megatron's asynchronous backward tensor-parallel
-// collectives took the held-out median to 4.9%, the mean to 9.7% and the
-// worst to 1.058 (bound 1.06).
+// generation and NIC), Megatron's asynchronous backward tensor-parallel
+// collectives and GPT-OSS's sliding-window attention took the held-out
+// median from 4.8% to 4.5%, the mean from 9.0% to 9.4% and the worst from
+// 1.086 to 0.919 (bound 0.92).
 const (
 	targetMedian = 0.10
 	targetWorst  = 0.25
 	boundMedian  = 0.075
 	boundMean    = 0.115
-	boundWorst   = 1.06
+	boundWorst   = 0.92
 )
 
 // calRow is one corpus row made into a spec.
@@ -696,12 +697,12 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
 
 ## Where the model is weak
 
-- Dense models (Llama, GPT, Nemotron): every held-out row is within 25% (worst about 21%); medians
-  by GPU about 0 on H100, -3% on B200, +1% on GB200, -6% on GB300. The NeMo 2 recipes' own settings
+- Dense models (Llama, GPT, Nemotron): every held-out row is within 25% (worst about 18%); medians
+  by GPU about 0 on H100, -2% on B200, +3% on GB200, -7% on GB300. The NeMo 2 recipes' own settings
   (tp_comm_overlap, bf16 gradient reduction, fp8 parameter gathers, delayed scaling, CUDA graphs) are
   recorded on the NeMo and DGX Cloud rows; without them the Nemotron-4 340B and GPT-3 175B GB200 rows
   looked 25-40% too slow.
-- Narayanan et al.'s A100 rows (Table 1) are 8-21% too slow (median -12%); the paper gives neither
+- Narayanan et al.'s A100 rows (Table 1) are 7-20% too slow (median -12%); the paper gives neither
   their micro batch nor vpp, and the rows run at micro batch 1, where the fixed cost per kernel weighs most.
 - Links are not fitted: collectives run at NCCL's measured bus bandwidth (NVLink by generation, A100
   77%, H100 82%, Blackwell 80% of the line rate, NVLink SHARP all-reduce on 5 or more GPUs; the
@@ -735,15 +736,21 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
 - With the power cap, Blackwell dense rows are mostly within 10% (B200 and GB200 medians about 0);
   GB300, which the cap does not bind, is still 0-15% too slow (median about -6%), and its DeepSeek-V3
   and Qwen3-235B-A22B rows 8-21% (26.02-26.06).
-- GPT-OSS-120B is 25-65% too fast on some rows: its sliding-window attention, attention sinks and
-  clamped SwiGLU are not expressible in the model schema.
+- GPT-OSS-120B rows record the model's sliding-window attention (model.window_size [128, 0] on every
+  other layer, window_attn_skip_freq 2) and attention sinks (softmax_type "learnable"), from
+  Megatron-Bridge's GPTOSSProvider; a windowed layer's fused attention runs over about 129 keys per
+  query instead of s/2. Blackwell rows are mostly within 5%, H100 rows 9-15% too slow; 25.11 B200 and
+  26.02 B300 (+31-50%: the same plans measured 1.7-1.8x faster a release later), 26.06 B300 (+18%) and
+  26.06.01 (+57-62%; NVIDIA's footnote: a known cuDNN regression) are outliers. Quick-GEGLU with offset
+  and clamp is recorded as
+  SwiGLU (same GEMMs), YaRN as RoPE.
 - Qwen3-30B-A3B on H100 and B200 at micro batch 1 (releases 25.11, 26.02) is up to 2x too fast;
   the same plan measured 1.77x apart in 26.02 and 26.02.01 (column *spread*).
 - The same plan was measured in several releases, sometimes 1.8x apart (column *spread*).
 - MT-NLG 530B (DeepSpeed's pipeline engine and ZeRO data parallelism around Megatron's tensor
-  slicing, not Megatron-Core) is 10-14% too fast; its recompute and micro batch are inferred
+  slicing, not Megatron-Core) is 9-13% too fast; its recompute and micro batch are inferred
   (the paper's section gives neither).
-- Llama 3 405B as Meta ran it (the paper's Table 4, not Megatron) is 9-12% too fast at 8K and at
+- Llama 3 405B as Meta ran it (the paper's Table 4, not Megatron) is 8-13% too fast at 8K and at
   128K with CP16 (all-gather K/V, exposed); the paper's TFLOP/s are taken with Megatron's causal
   attention count, which the paper does not state.
 - CPU offloading, manual GC and routing imbalance are not modelled (the MoE rows force balanced routing).

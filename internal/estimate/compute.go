@@ -450,6 +450,10 @@ type layerShape struct {
 	mla             *spec.MLA
 	recompute       string
 	recomputeModule map[string]bool
+	// windowed is the share of decoder layers with sliding-window
+	// attention, window its left and right extents (model.window_size).
+	windowed float64
+	window   [2]float64
 }
 
 // attentionBlock times the attention half of a layer: input norm, the QKV
@@ -497,6 +501,16 @@ func (cm *computeModel) attentionBlock(ls layerShape) (f, bw, flashF, flashB op,
 		flashF, flashB = cm.unfusedAttention(ls.b, ls.heads/tp, ls.s, ls.s, ls.dqk, ls.dv)
 	} else {
 		flashF, flashB = cm.flash(ls.b, ls.heads/tp, ls.s/ls.cp, ls.s/2, ls.dqk, ls.dv)
+		if ls.windowed > 0 && ls.cp == 1 {
+			// Sliding-window layers: the fused kernels skip the key tiles
+			// outside the window (flash attention's and cuDNN's
+			// window_size), so a query attends to windowKeys keys on
+			// average. The layer time is the mean over the layers, windowed
+			// and full in their share.
+			wF, wB := cm.flash(ls.b, ls.heads/tp, ls.s, windowKeys(ls.s, ls.window[0], ls.window[1]), ls.dqk, ls.dv)
+			flashF = flashF.times(1 - ls.windowed).plus(wF.times(ls.windowed))
+			flashB = flashB.times(1 - ls.windowed).plus(wB.times(ls.windowed))
+		}
 	}
 	f, bw = f.plus(flashF), bw.plus(flashB)
 	// Element-wise: input norm (read h, write h), RoPE on q and k (read and
@@ -512,6 +526,25 @@ func (cm *computeModel) attentionBlock(ls layerShape) (f, bw, flashF, flashB op,
 	f = f.plus(ew)
 	bw = bw.plus(ew.times(2))
 	return f, bw, flashF, flashB, gF, gB, colB
+}
+
+// windowKeys is the mean number of keys a query attends to in causal
+// attention over a sequence of s tokens with a window of left earlier and
+// right later tokens (-1: unbounded): query i sees min(i, left) earlier
+// keys, itself and min(s−1−i, right) later ones (the causal mask keeps
+// right at 0 for a decoder). A full causal layer is about s/2.
+func windowKeys(s, left, right float64) float64 {
+	if s <= 0 {
+		return 0
+	}
+	side := func(w float64) float64 {
+		if w < 0 || w >= s-1 {
+			return (s - 1) / 2 // all earlier (or later) tokens: mean (s−1)/2
+		}
+		// Σ_i min(i, w) over i = 0..s−1, divided by s.
+		return (w*(w+1)/2 + (s-1-w)*w) / s
+	}
+	return 1 + side(left) + side(right)
 }
 
 // mlpBlock times a dense MLP (or a shared expert, norm excluded) of width

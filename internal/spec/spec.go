@@ -52,9 +52,26 @@ type Model struct {
 	Bias                              bool     `json:"bias"`
 	QKVBias                           bool     `json:"qkv_bias"`
 	QKLayernorm                       bool     `json:"qk_layernorm"`
+	WindowSize                        []int    `json:"window_size,omitempty"`           // --window-size
+	WindowAttnSkipFreq                *int     `json:"window_attn_skip_freq,omitempty"` // --window-attn-skip-freq
+	SoftmaxType                       string   `json:"softmax_type"`                    // --softmax-type
 	MLA                               *MLA     `json:"mla,omitempty"`
 	MoE                               *MoE     `json:"moe,omitempty"`
 	MTPLayers                         int      `json:"mtp_layers"`
+}
+
+// WindowedLayer reports whether decoder layer l (0-based) uses sliding-window
+// attention: Megatron's is_layer_window_attention (megatron/core/transformer/
+// utils.py at d98e8a64) with 1-based layer numbers, windowed unless
+// window_attn_skip_freq divides the number.
+func (m *Model) WindowedLayer(l int) bool {
+	if len(m.WindowSize) == 0 {
+		return false
+	}
+	if m.WindowAttnSkipFreq == nil {
+		return true
+	}
+	return (l+1)%*m.WindowAttnSkipFreq != 0
 }
 
 // MLA is multi-latent attention (DeepSeek-V2/V3).

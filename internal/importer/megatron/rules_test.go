@@ -76,3 +76,23 @@ func TestImportCPUOffloading(t *testing.T) {
 		require.NotContains(t, res.Diags.Codes(), c, "%v", res.Diags)
 	}
 }
+
+// TestImportSlidingWindow: GPT-OSS's attention options (Megatron-LM
+// examples/gptoss/02_train.sh at d98e8a64: --window-size, --window-attn-skip-freq,
+// --softmax-type) become model.window_size, model.window_attn_skip_freq and
+// model.softmax_type (issue 13's naming rule), and the import round-trips
+// through the arguments parc generates from them.
+func TestImportSlidingWindow(t *testing.T) {
+	args := "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 " +
+		"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-4 --eval-interval 10 --mock-data " +
+		"--tokenizer-type NullTokenizer --vocab-size 1024 --window-size 127,0 --window-attn-skip-freq 2 --softmax-type learnable"
+	res := Import([]byte(strings.ReplaceAll(args, " ", "\n")), Options{Cluster: "dgx_h100", Nodes: 1})
+	require.NotNil(t, res.Spec, "%v", res.Diags)
+	spec := strings.Join(strings.Fields(string(res.Spec)), " ") // the renderer aligns comments
+	for _, want := range []string{"window_size: [127, 0]", "window_attn_skip_freq: 2", `softmax_type: "learnable"`} {
+		require.Contains(t, spec, want)
+	}
+	for _, c := range []string{"import-extra-arg", "import-not-round-trip", "import-megatron-rejects"} {
+		require.NotContains(t, res.Diags.Codes(), c, "%v", res.Diags)
+	}
+}

@@ -238,6 +238,15 @@ func (e *emitter) modelShape() {
 	if m.QKLayernorm {
 		a.flag("--qk-layernorm")
 	}
+	if len(m.WindowSize) == 2 {
+		a.add("", "--window-size", fmt.Sprintf("%d,%d", m.WindowSize[0], m.WindowSize[1]))
+		if m.WindowAttnSkipFreq != nil {
+			a.int("--window-attn-skip-freq", *m.WindowAttnSkipFreq)
+		}
+	}
+	if m.SoftmaxType != "" && m.SoftmaxType != "vanilla" {
+		a.add("", "--softmax-type", m.SoftmaxType)
+	}
 	if mla := m.MLA; mla != nil {
 		a.flag("--multi-latent-attention")
 		if mla.QLoraRank != nil {
