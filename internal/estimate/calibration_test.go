@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"math"
 	"os"
+	"parc.dev/parc/internal/measured"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -123,49 +124,7 @@ func rowSpec(r *measuredRun) (string, error) {
 		fmt.Fprintf(&b, "model: %s\n", r.Model)
 	}
 	// MoE and kernel settings of the recipe (Megatron-Bridge names).
-	var moe []string
-	if v, ok := r.Settings["moe_token_dispatcher_type"].(string); ok {
-		moe = append(moe, fmt.Sprintf("dispatcher: %q", v))
-	}
-	if v, ok := r.Settings["moe_flex_dispatcher_backend"].(string); ok {
-		moe = append(moe, fmt.Sprintf("flex_dispatcher_backend: %q", v))
-	}
-	for _, k := range []string{"router_force_load_balancing", "shared_expert_overlap"} {
-		if v, ok := r.Settings["moe_"+k].(bool); ok {
-			moe = append(moe, fmt.Sprintf("%s: %v", k, v))
-		}
-	}
-	if len(moe) > 0 {
-		fmt.Fprintf(&b, "model: moe: {%s}\n", strings.Join(moe, ", "))
-	}
-	var kern []string
-	if v, ok := r.Settings["cuda_graph_impl"].(string); ok {
-		kern = append(kern, fmt.Sprintf("cuda_graph_impl: %q", v))
-		if sc, ok := r.Settings["cuda_graph_scope"].([]any); ok {
-			q, _ := json.Marshal(sc)
-			kern = append(kern, fmt.Sprintf("cuda_graph_scope: %s", q))
-		}
-	}
-	for _, k := range []string{"moe_permute_fusion", "moe_router_fusion", "cross_entropy_loss_fusion", "apply_rope_fusion", "gradient_accumulation_fusion"} {
-		if v, ok := r.Settings[k].(bool); ok {
-			kern = append(kern, fmt.Sprintf("%s: %v", k, v))
-		}
-	}
-	for _, k := range []string{"cross_entropy_fusion_impl", "attention_backend"} {
-		if v, ok := r.Settings[k].(string); ok {
-			kern = append(kern, fmt.Sprintf("%s: %q", k, v))
-		}
-	}
-	// Megatron-Bridge's cutedsl_fused_grouped_mlp: use_transformer_engine_op_fuser
-	// (scripts/performance/utils/overrides.py) and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1
-	// in the job's environment (perf_plugins.py), r0.5.0.
-	if v, ok := r.Settings["cutedsl_fused_grouped_mlp"].(bool); ok && v {
-		kern = append(kern, "use_transformer_engine_op_fuser: true")
-		b.WriteString("launch: env: {NVTE_CUTEDSL_FUSED_GROUPED_MLP: \"1\"}\n")
-	}
-	if len(kern) > 0 {
-		fmt.Fprintf(&b, "kernels: {%s}\n", strings.Join(kern, ", "))
-	}
+	b.WriteString(measured.ModelKernelsCUE(r.Settings))
 	preset, ok := clusterPresets[r.GPU]
 	if !ok {
 		return "", fmt.Errorf("no cluster preset for GPU %q", r.GPU)

@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"os"
+	"parc.dev/parc/internal/measured"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -369,7 +370,7 @@ func rowSpecs(t *testing.T, r measuredRow, preset string) (pub, open, why string
 		// so the run had it off.
 		tr["check_for_nan_in_loss_and_grad"] = false
 	}
-	extra := rowModelKernels(r)
+	extra := measured.ModelKernelsCUE(r.Settings)
 	for k, dst := range corpusSettings {
 		if v, ok := r.Settings[k]; ok {
 			blk, f, _ := strings.Cut(dst, ".")
@@ -449,57 +450,6 @@ func rowSpecs(t *testing.T, r measuredRow, preset string) (pub, open, why string
 	delete(ot, "recompute_method")
 	ot["micro_batch"], ot["recompute"] = cueOpen("int"), cueOpen("string")
 	return pub, text(op, ot), ""
-}
-
-// rowModelKernels is the CUE of a row's MoE and kernel settings
-// (Megatron-Bridge's names), as the calibration writes them
-// (internal/estimate calibration_test.go rowSpec): both plans are judged
-// with the settings the run was measured with.
-func rowModelKernels(r measuredRow) string {
-	var b strings.Builder
-	var moe []string
-	if v, ok := r.Settings["moe_token_dispatcher_type"].(string); ok {
-		moe = append(moe, fmt.Sprintf("dispatcher: %q", v))
-	}
-	if v, ok := r.Settings["moe_flex_dispatcher_backend"].(string); ok {
-		moe = append(moe, fmt.Sprintf("flex_dispatcher_backend: %q", v))
-	}
-	for _, k := range []string{"router_force_load_balancing", "shared_expert_overlap"} {
-		if v, ok := r.Settings["moe_"+k].(bool); ok {
-			moe = append(moe, fmt.Sprintf("%s: %v", k, v))
-		}
-	}
-	if len(moe) > 0 {
-		fmt.Fprintf(&b, "model: moe: {%s}\n", strings.Join(moe, ", "))
-	}
-	var kern []string
-	if v, ok := r.Settings["cuda_graph_impl"].(string); ok {
-		kern = append(kern, fmt.Sprintf("cuda_graph_impl: %q", v))
-		if sc, ok := r.Settings["cuda_graph_scope"].([]any); ok {
-			q, _ := json.Marshal(sc)
-			kern = append(kern, fmt.Sprintf("cuda_graph_scope: %s", q))
-		}
-	}
-	for _, k := range []string{"moe_permute_fusion", "moe_router_fusion", "cross_entropy_loss_fusion", "apply_rope_fusion", "gradient_accumulation_fusion"} {
-		if v, ok := r.Settings[k].(bool); ok {
-			kern = append(kern, fmt.Sprintf("%s: %v", k, v))
-		}
-	}
-	for _, k := range []string{"cross_entropy_fusion_impl", "attention_backend"} {
-		if v, ok := r.Settings[k].(string); ok {
-			kern = append(kern, fmt.Sprintf("%s: %q", k, v))
-		}
-	}
-	if v, ok := r.Settings["cutedsl_fused_grouped_mlp"].(bool); ok && v {
-		// Megatron-Bridge r0.5.0: use_transformer_engine_op_fuser and
-		// NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 (as the calibration reads it).
-		kern = append(kern, "use_transformer_engine_op_fuser: true")
-		b.WriteString("launch: env: {NVTE_CUTEDSL_FUSED_GROUPED_MLP: \"1\"}\n")
-	}
-	if len(kern) > 0 {
-		fmt.Fprintf(&b, "kernels: {%s}\n", strings.Join(kern, ", "))
-	}
-	return b.String()
 }
 
 // readMisses reads testdata/corpus/misses.txt: "id status" lines.

@@ -1,0 +1,62 @@
+// Package measured turns the recipe settings recorded on a measured run
+// (internal/estimate/testdata/measured/runs.jsonl, Megatron-Bridge's names)
+// into spec CUE. The calibration (internal/estimate) and the solver's
+// corpus sweep (internal/solve) both judge a run with the settings it was
+// measured with, so both read them here.
+package measured
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// ModelKernelsCUE is the CUE of a run's MoE and kernel settings: lines
+// setting model.moe, launch.env and kernels, or "" when the run records none.
+func ModelKernelsCUE(settings map[string]any) string {
+	var b strings.Builder
+	var moe []string
+	if v, ok := settings["moe_token_dispatcher_type"].(string); ok {
+		moe = append(moe, fmt.Sprintf("dispatcher: %q", v))
+	}
+	if v, ok := settings["moe_flex_dispatcher_backend"].(string); ok {
+		moe = append(moe, fmt.Sprintf("flex_dispatcher_backend: %q", v))
+	}
+	for _, k := range []string{"router_force_load_balancing", "shared_expert_overlap"} {
+		if v, ok := settings["moe_"+k].(bool); ok {
+			moe = append(moe, fmt.Sprintf("%s: %v", k, v))
+		}
+	}
+	if len(moe) > 0 {
+		fmt.Fprintf(&b, "model: moe: {%s}\n", strings.Join(moe, ", "))
+	}
+	var kern []string
+	if v, ok := settings["cuda_graph_impl"].(string); ok {
+		kern = append(kern, fmt.Sprintf("cuda_graph_impl: %q", v))
+		if sc, ok := settings["cuda_graph_scope"].([]any); ok {
+			q, _ := json.Marshal(sc)
+			kern = append(kern, fmt.Sprintf("cuda_graph_scope: %s", q))
+		}
+	}
+	for _, k := range []string{"moe_permute_fusion", "moe_router_fusion", "cross_entropy_loss_fusion", "apply_rope_fusion", "gradient_accumulation_fusion"} {
+		if v, ok := settings[k].(bool); ok {
+			kern = append(kern, fmt.Sprintf("%s: %v", k, v))
+		}
+	}
+	for _, k := range []string{"cross_entropy_fusion_impl", "attention_backend"} {
+		if v, ok := settings[k].(string); ok {
+			kern = append(kern, fmt.Sprintf("%s: %q", k, v))
+		}
+	}
+	// Megatron-Bridge's cutedsl_fused_grouped_mlp: use_transformer_engine_op_fuser
+	// (scripts/performance/utils/overrides.py) and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1
+	// in the job's environment (perf_plugins.py), r0.5.0.
+	if v, ok := settings["cutedsl_fused_grouped_mlp"].(bool); ok && v {
+		kern = append(kern, "use_transformer_engine_op_fuser: true")
+		b.WriteString("launch: env: {NVTE_CUTEDSL_FUSED_GROUPED_MLP: \"1\"}\n")
+	}
+	if len(kern) > 0 {
+		fmt.Fprintf(&b, "kernels: {%s}\n", strings.Join(kern, ", "))
+	}
+	return b.String()
+}
