@@ -460,37 +460,38 @@ type layerShape struct {
 // (or MLA) projections, RoPE, flash attention, output projection, residual.
 func (cm *computeModel) attentionBlock(ls layerShape) (f, bw, flashF, flashB op, gF, gB, colB float64) {
 	T, tp := ls.T, ls.tp
-	var lins [][3]float64 // M, K, N
-	// The column-parallel linears (output split over tp): the rest are
-	// row-parallel or, MLA's down-projections, not split.
+	// The projections, M×K by K×N each; col marks the column-parallel ones
+	// (output split over tp), the window of their asynchronous backward
+	// collectives. The rest are row-parallel or, MLA's down-projections,
+	// not split.
+	type projection struct {
+		M, K, N float64
+		col     bool
+	}
+	var lins [5]projection
+	n := 0
+	add := func(p projection) { lins[n] = p; n++ }
 	if ml := ls.mla; ml != nil {
 		qk := float64(ml.QKHeadDim + ml.QKPosEmbHeadDim)
 		if ml.QLoraRank != nil {
 			r := float64(*ml.QLoraRank)
-			lins = append(lins, [3]float64{T, ls.h, r}, [3]float64{T, r, ls.heads * qk / tp})
+			add(projection{T, ls.h, r, false})
+			add(projection{T, r, ls.heads * qk / tp, true})
 		} else {
-			lins = append(lins, [3]float64{T, ls.h, ls.heads * qk / tp})
+			add(projection{T, ls.h, ls.heads * qk / tp, true})
 		}
 		kvr := float64(ml.KVLoraRank)
-		lins = append(lins, [3]float64{T, ls.h, kvr + float64(ml.QKPosEmbHeadDim)},
-			[3]float64{T, kvr, ls.heads * float64(ml.QKHeadDim+ml.VHeadDim) / tp},
-			[3]float64{T, ls.heads * float64(ml.VHeadDim) / tp, ls.h})
+		add(projection{T, ls.h, kvr + float64(ml.QKPosEmbHeadDim), false})
+		add(projection{T, kvr, ls.heads * float64(ml.QKHeadDim+ml.VHeadDim) / tp, true})
+		add(projection{T, ls.heads * float64(ml.VHeadDim) / tp, ls.h, false})
 	} else {
-		lins = append(lins, [3]float64{T, ls.h, (ls.q + 2*ls.kv) / tp}, [3]float64{T, ls.q / tp, ls.h})
+		add(projection{T, ls.h, (ls.q + 2*ls.kv) / tp, true})
+		add(projection{T, ls.q / tp, ls.h, false})
 	}
-	col := map[int]bool{0: true}
-	if ml := ls.mla; ml != nil {
-		col = map[int]bool{len(lins) - 2: true}
-		if ml.QLoraRank != nil {
-			col[1] = true
-		} else {
-			col[0] = true
-		}
-	}
-	for i, l := range lins {
-		a, b := cm.linear(-1, l[0], l[1], l[2], cm.fp8)
+	for _, l := range lins[:n] {
+		a, b := cm.linear(-1, l.M, l.K, l.N, cm.fp8)
 		f, bw = f.plus(a), bw.plus(b)
-		if col[i] {
+		if l.col {
 			colB += b.gemm
 		}
 	}
