@@ -55,10 +55,6 @@ var knownOverGPU = map[string]string{
 	"bridge-26.02.01-llama3-70b-gb300-mxfp8-64": "the table says MBS 2, pp 4 without vpp; every GB300 MXFP8 config of the release " +
 		"(LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V1/V2, r0.3.0 and v0.3.1) runs MBS 1 with vpp 5 and no recompute or offloading " +
 		"(parc: 83.7% at MBS 1); no source says how MBS 2 fitted",
-	// 109.4%, 295.29 GiB
-	"bridge-26.06-deepseek-v3-b300-mxfp8-256": "the table says MBS 2, pp 8 without vpp; r0.5.0's B300 configs with pp 8, ep 8 all have vpp 2 " +
-		"(FP8_MX: MBS 1, full-iteration CUDA graphs; NVFP4: MBS 2) and recompute_modules mla_up_proj (parc: 88.6% with mla_up_proj " +
-		"at the table's shape, but no config of this shape says so)",
 	// 103.4%, 288.35 GiB
 	"bridge-25.11-deepseek-v3-nomtp-gb300-bf16-256": "the table says pp 2, vpp 4, ep 32, MBS 1; r0.2.0's GB300 config has pp 4, ep 64 " +
 		"(recompute moe_act) and r0.3.0's GB300 pp 2/ep 32 configs have vpp 8, MBS 2 (recompute mla_up_proj); parc: 90.4% with " +
