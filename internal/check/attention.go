@@ -99,6 +99,24 @@ func (c *checker) attention() {
 			setOpt(setting{"model.mtp_layers", 0})),
 			"multi-token prediction (mtp_layers=%d) does not support position_embedding %q", m.MTPLayers, m.PositionEmbedding)
 	}
+	c.windowSkipFreq()
+}
+
+// windowSkipFreq: --window-attn-skip-freq without --window-size. Megatron
+// accepts it (no check in validate_args or TransformerConfig at d98e8a64)
+// and ignores it: is_layer_window_attention (megatron/core/transformer/
+// utils.py) returns False for every layer when window_size is unset, before
+// it looks at the skip frequency, so every layer keeps full attention. parc
+// emits no --window-attn-skip-freq then (targets/megatron), and says so.
+func (c *checker) windowSkipFreq() {
+	m := c.s.Model
+	if m.WindowAttnSkipFreq == nil || len(m.WindowSize) > 0 {
+		return
+	}
+	const path = "model.window_attn_skip_freq"
+	c.report("window-attn-skip-freq-unused", path,
+		c.anyOf("window-attn-skip-freq-unused", path, setOpt(setting{path, nil}).note("without model.window_size every layer keeps full attention")),
+		"window_attn_skip_freq=%d has no effect without model.window_size: Megatron windows no layer and ignores it", *m.WindowAttnSkipFreq)
 }
 
 func (c *checker) headsText() string {

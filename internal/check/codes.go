@@ -30,6 +30,7 @@ var Codes = []CodeInfo{
 	{Code: "max-positions", Severity: diag.Error, Rule: "S6", Meaning: "max_position_embeddings is smaller than the sequence length.", Fix: "Raise model.max_position_embeddings to at least train.seq_length (or drop it: it defaults to seq_length)."},
 	{Code: "mla-query-groups", Severity: diag.Error, Rule: "S11", Meaning: "Multi-latent attention and grouped-query attention (query_groups) are mutually exclusive.", Fix: "Remove model.query_groups or model.mla."},
 	{Code: "ffn-tp", Severity: diag.Error, Rule: "S8", Meaning: "The FFN hidden size is not divisible by tp, so the column/row-parallel MLP split fails when the model is built.", Fix: "Choose a tp that divides ffn_hidden, or set model.ffn_hidden to a multiple of tp."},
+	{Code: "window-attn-skip-freq-unused", Severity: diag.Warning, Rule: "", Meaning: "model.window_attn_skip_freq is set without model.window_size; Megatron accepts it and ignores it (is_layer_window_attention windows no layer without a window), so every layer keeps full attention.", Fix: "Remove model.window_attn_skip_freq, or set model.window_size to the attention window."},
 	{Code: "mtp-position-embedding", Severity: diag.Error, Rule: "", Meaning: "Multi-token prediction needs rope or no position embedding; Megatron rejects it with learned_absolute.", Fix: "Set model.position_embedding to \"rope\" or \"none\", or mtp_layers to 0."},
 
 	// Pipeline split.

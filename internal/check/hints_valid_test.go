@@ -226,7 +226,7 @@ var optionCodes = []string{
 	"lr-warmup-exclusive", "rampup-batch-size-ignored", "microbatch-group-unused", "uneven-account-for",
 	"uneven-single-stage", "sp-without-tp", "tokenizer-files", "lr-wsd-decay", "slurm-nodes", "option-like-path",
 	"slurm-time", "slurm-mem", "env-reserved", "env-value", "slurm-line-break", "uneven-stage-layers",
-	"launch-command", "slurm-option", "layout-world-too-large", "data-split",
+	"launch-command", "slurm-option", "layout-world-too-large", "data-split", "window-attn-skip-freq-unused",
 }
 
 // Settings a hint names in the spec's own words: options separated by
@@ -477,6 +477,12 @@ func hintSpec(rng *rand.Rand) (over map[string]any, scenario bool) {
 	}
 	if coin(6) {
 		model["max_position_embeddings"] = pick(1024, 2048)
+	}
+	if coin(8) {
+		model["window_attn_skip_freq"] = pick(2, 4)
+		if coin(2) {
+			model["window_size"] = []int{128, 0}
+		}
 	}
 	if coin(5) {
 		par["dp"] = pick(1, 2, 4, 3)
