@@ -45,7 +45,7 @@ func (c *costModel) diagnoseMemory(e *Estimate, r *diag.Reporter, o Options) {
 	if near <= 0 || near >= 1 {
 		near = DefaultOptions().NearLimit
 	}
-	over, nearLimit := st.Total > e.Memory.GPUBytes, float64(st.Total) > near*float64(e.Memory.GPUBytes)
+	over, nearLimit := e.Memory.ExceedsGPU(), float64(st.Total) > near*float64(e.Memory.GPUBytes)
 	if !over && !nearLimit {
 		return
 	}

@@ -206,8 +206,24 @@ func RunWith(s *spec.Spec, d spec.Derived, links map[string]string, at diag.Loca
 	}
 	given := o.Sharding != ""
 	o = resolveOptions(s, o)
-	var def map[string]string // computed only when links lacks a family
-	link := func(fam string) string {
+	link := linkOf(s, d, links)
+
+	c := newCostModel(s, d, o)
+	c.shardingGiven = given
+	e := &Estimate{Comms: map[string]AxisComm{}}
+	c.params(e)
+	c.memory(e)
+	c.pipeline(e)
+	c.time(e, link)
+	e.Assumptions = c.assumptions(o)
+	return e, c.diagnose(e, at, o)
+}
+
+// linkOf is the link of each process-group family: links's, else
+// DefaultLinks's (computed only when links lacks a family), else the network.
+func linkOf(s *spec.Spec, d spec.Derived, links map[string]string) func(string) string {
+	var def map[string]string
+	return func(fam string) string {
 		if l, ok := links[fam]; ok && (l == LinkNVLink || l == LinkNetwork) {
 			return l
 		}
@@ -219,16 +235,6 @@ func RunWith(s *spec.Spec, d spec.Derived, links map[string]string, at diag.Loca
 		}
 		return LinkNetwork
 	}
-
-	c := newCostModel(s, d, o)
-	c.shardingGiven = given
-	e := &Estimate{Comms: map[string]AxisComm{}}
-	c.params(e)
-	c.memory(e)
-	c.pipeline(e)
-	c.time(e, link)
-	e.Assumptions = c.assumptions(o)
-	return e, c.diagnose(e, at, o)
 }
 
 // resolveOptions fills the calibration and the sharding the spec implies.

@@ -174,7 +174,22 @@ func peakInFlight(p, v, m, g, r int, weight []float64) []int {
 		bytes += weight[c]
 	}
 	best, at := -1.0, slices.Clone(alive)
+	// The steady state repeats every g·v steps while its forwards stay in
+	// the full groups: when a period ends in the state it began with
+	// (exactly the same bytes and microbatches alive), the periods after it
+	// repeat it bit for bit and cannot raise the peak, so they are skipped.
+	period := g * v
+	mark, markAlive := bytes, slices.Clone(alive)
 	for k := 0; warmup+k < total; k++ {
+		if k > 0 && k%period == 0 {
+			if bytes == mark && slices.Equal(alive, markAlive) {
+				for warmup+k+period <= full {
+					k += period
+				}
+			}
+			mark = bytes
+			copy(markAlive, alive)
+		}
 		c := chunk(warmup + k)
 		alive[c]++
 		bytes += weight[c]

@@ -4,7 +4,6 @@ import (
 	"math"
 	"slices"
 
-	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/estimate"
 	"parc.dev/parc/internal/spec"
 )
@@ -94,7 +93,7 @@ func (sv *solver) prepareBounds() {
 		sv.recomputes[rc].apply(&s.Train)
 		s.Train.DistributedOptimizer, s.Train.FSDP = false, false
 		d := spec.Derive(&s)
-		e, _ := estimate.Run(&s, d, allNVLink, diag.NoPos)
+		e := estimate.StepTime(&s, d, allNVLink)
 		sv.sampleCompute[rc] = e.Compute.IdealTimeS // proportional to FLOPs, below any plan's compute
 	}
 	sv.rcLeast = int8(sv.dom[fRC][0])
@@ -135,7 +134,7 @@ func (sv *solver) oneStage(lf *leaf, mb int32, rc int8) *estimate.Estimate {
 	// Time does not depend on the GPU's memory; the whole model on one
 	// stage rarely fits, and the diagnostic would only cost time.
 	s.Cluster.GPU.MemoryGiB = 0
-	e, _ := estimate.Run(&s, spec.Derive(&s), sv.grids[lf.grid].links.links, diag.NoPos)
+	e := estimate.StepTime(&s, spec.Derive(&s), sv.grids[lf.grid].links.links)
 	sv.boundEstimates++
 	return e
 }

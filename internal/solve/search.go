@@ -353,20 +353,29 @@ func (sv *solver) evaluate(i int32) {
 		}
 		return
 	}
-	e, eds := sv.estimateLeaf(lf, &s, d)
+	// The memory first: most plans a search reaches do not fit, and whether
+	// one fits does not depend on its step time.
+	mem := sv.fitLeaf(lf, &s, d)
 	sv.evaluated++
-	fp := foundPlan{leaf: i, step: stable(e.StepTimeS), peak: e.Memory.PerGPUPeakBytes, frac: e.Memory.FractionOfGPU}
-	limit := sv.opts.MemoryHeadroom * float64(e.Memory.GPUBytes)
-	if eds.HasErrors() || float64(fp.peak) > limit {
+	fp := foundPlan{leaf: i, peak: mem.PerGPUPeakBytes, frac: mem.FractionOfGPU}
+	limit := sv.opts.MemoryHeadroom * float64(mem.GPUBytes)
+	if over := mem.ExceedsGPU(); over || float64(fp.peak) > limit {
 		code := CodeAboveHeadroom
 		msg := func() string {
 			return fmt.Sprintf("%s needs %s per GPU, %.1f%% of the GPU, above the %.0f%% headroom",
 				sv.leafLabel(lf), estimate.GiB(fp.peak), 100*fp.frac, 100*sv.opts.MemoryHeadroom)
 		}
-		for _, x := range eds {
-			if x.Severity == diag.Error {
-				code, msg = x.Code, func() string { return x.Message }
-				break
+		if over {
+			// The estimate's error says by how much (formatted only for
+			// the first example).
+			code, msg = estimate.CodeMemoryExceedsGPU, func() string {
+				_, eds := estimate.Run(&s, d, sv.grids[lf.grid].links.links, diag.NoPos)
+				for _, x := range eds {
+					if x.Severity == diag.Error {
+						return x.Message
+					}
+				}
+				return ""
 			}
 		}
 		sv.rejectLeaf(code, msg)
@@ -382,10 +391,10 @@ func (sv *solver) evaluate(i int32) {
 		if !sv.hasSmallest || fp.peak < sv.smallest.peak {
 			sv.smallest, sv.hasSmallest = fp, true
 		}
-		for _, st := range e.Memory.Stages {
+		for _, st := range mem.Stages {
 			if state := st.Weights + st.Gradients + st.Optimizer; float64(state) > limit {
 				code := CodeAboveHeadroom
-				if state > e.Memory.GPUBytes {
+				if state > mem.GPUBytes {
 					code = estimate.CodeMemoryExceedsGPU
 				}
 				sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}] = code
@@ -403,6 +412,7 @@ func (sv *solver) evaluate(i int32) {
 		}
 		return
 	}
+	fp.step = stable(estimate.StepTime(&s, d, sv.grids[lf.grid].links.links).StepTimeS)
 	sv.found = append(sv.found, fp)
 	sv.noteShape(fp)
 	if sv.recomputes[lf.rc].mode == "none" {
@@ -410,7 +420,7 @@ func (sv *solver) evaluate(i int32) {
 	}
 }
 
-// estimateLeaf is estimate.Run on leaf lf's spec s. When parc chooses the
+// fitLeaf is estimate.Fit on leaf lf's spec s (Run's memory). When parc chooses the
 // layers full recomputation reruns, it searches the least number per model
 // chunk (Megatron's block method: the chunk's first k layers rerun, the
 // rest keep their activations; recompute.py) whose peak fits the headroom,
@@ -419,10 +429,9 @@ func (sv *solver) evaluate(i int32) {
 // cannot rerun fewer than all of the largest chunk's layers, or when no
 // fewer fits. The peak falls as k grows (each rerun layer keeps only its
 // input), so the search halves the range.
-func (sv *solver) estimateLeaf(lf *leaf, s *spec.Spec, d spec.Derived) (*estimate.Estimate, diag.List) {
-	links := sv.grids[lf.grid].links.links
+func (sv *solver) fitLeaf(lf *leaf, s *spec.Spec, d spec.Derived) estimate.Memory {
 	if !sv.recomputes[lf.rc].layersImplied {
-		return estimate.Run(s, d, links, diag.NoPos)
+		return estimate.Fit(s, d)
 	}
 	most := 0 // the layers of the largest model chunk
 	for _, st := range d.Stages {
@@ -458,7 +467,7 @@ func (sv *solver) estimateLeaf(lf *leaf, s *spec.Spec, d spec.Derived) (*estimat
 	}
 	lf.rl = int16(k)
 	setRecomputeLayers(&s.Train, k)
-	return estimate.Run(s, d, links, diag.NoPos)
+	return estimate.Fit(s, d)
 }
 
 // noteShape records a feasible plan's step time for its shape.
