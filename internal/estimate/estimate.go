@@ -291,8 +291,15 @@ type costModel struct {
 }
 
 func newCostModel(s *spec.Spec, d spec.Derived, o Options) *costModel {
+	c := new(costModel)
+	c.init(s, d, o)
+	return c
+}
+
+// init sets c up for s (a search's parts keep c on the stack: search.go).
+func (c *costModel) init(s *spec.Spec, d spec.Derived, o Options) {
 	p := s.Parallel
-	c := &costModel{
+	*c = costModel{
 		s: s, d: d, o: o, sh: newModelShape(s, d),
 		tp: max(p.TP, 1), pp: max(p.PP, 1), vpp: max(d.VPP, p.VPP, 1), cp: max(p.CP, 1), ep: max(p.EP, 1),
 		etp: max(d.ETP, 1), dp: max(d.DP, 1), edp: max(d.EDP, 1), m: max(d.Microbatches, 1),
@@ -314,11 +321,10 @@ func newCostModel(s *spec.Spec, d spec.Derived, o Options) *costModel {
 	c.stages = stageLayout(s, d, c.pp, c.vpp)
 	c.cm.r.tensor = tensorShare(s.Cluster.GPU, c.cal.TensorWPerTFLOP)
 	c.megatron = MegatronTheoreticalMemory(s, d)
+	c.stageParams, c.inFlight = make([]ParamSplit, 0, c.pp), make([][]int, c.pp) // inFlight: memory's
 	for r := range c.pp {
 		c.stageParams = append(c.stageParams, c.sh.stageParams(c.stages, r))
-		c.inFlight = append(c.inFlight, InFlight(c.pp, c.vpp, c.m, c.g, r))
 	}
-	return c
 }
 
 // newLayerShape is the decoder layer's per-GPU shape the compute model times.
@@ -412,6 +418,7 @@ func (c *costModel) memory(e *Estimate) {
 	denseShards, expertShards := c.dataParallelShards()
 	e.Memory.GPUBytes = int64(c.s.Cluster.GPU.MemoryGiB * (1 << 30))
 	peak := -1.0
+	e.Memory.Stages = make([]StageMemory, 0, c.pp)
 	for r := range c.pp {
 		dense, expert := c.stageParams[r].denseExpertPerGPU(int64(c.tp), int64(c.etp), int64(c.ep))
 		st := StateBytes(float64(dense), c.state, c.sharding, denseShards)
@@ -441,6 +448,8 @@ func (c *costModel) memory(e *Estimate) {
 			// the schedule holds the most bytes, not always where it
 			// holds the most microbatches (pipeline.go, peakInFlight).
 			c.inFlight[r] = peakInFlight(c.pp, c.vpp, c.m, c.g, r, c.am.chunkWeights(c.sh, c.stages, r))
+		} else {
+			c.inFlight[r] = InFlight(c.pp, c.vpp, c.m, c.g, r)
 		}
 		act := c.am.stageActivations(c.sh, c.stages, r, c.inFlight[r])
 		saved, offloaded := c.offloadedBytes(r) // offload.go
@@ -493,7 +502,7 @@ func (c *costModel) largestLayerPerGPU() float64 {
 		if moe && c.sh.experts == 0 {
 			continue
 		}
-		best = max(best, c.sh.layerParams(moe).perGPU(int64(c.tp), int64(c.etp), int64(c.ep)))
+		best = max(best, c.sh.layerOf(moe).perGPU(int64(c.tp), int64(c.etp), int64(c.ep)))
 	}
 	return float64(best)
 }

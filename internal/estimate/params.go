@@ -32,6 +32,8 @@ type modelShape struct {
 	mla                                                                     *spec.MLA
 	moeLayers                                                               []bool
 	routerBias                                                              bool
+	// perLayer is layerParams(false), layerParams(true), counted once.
+	perLayer [2]ParamSplit
 }
 
 func newModelShape(s *spec.Spec, d spec.Derived) modelShape {
@@ -61,7 +63,16 @@ func newModelShape(s *spec.Spec, d spec.Derived) modelShape {
 		}
 		sh.routerBias = m.Bias
 	}
+	sh.perLayer = [2]ParamSplit{sh.layerParams(false), sh.layerParams(true)}
 	return sh
+}
+
+// layerOf is layerParams(moe), counted once per model.
+func (sh *modelShape) layerOf(moe bool) ParamSplit {
+	if moe {
+		return sh.perLayer[1]
+	}
+	return sh.perLayer[0]
 }
 
 func (sh modelShape) isMoE(layer int) bool {
@@ -176,7 +187,7 @@ func (sh modelShape) stageParams(stages [][]spec.LayerRange, r int) ParamSplit {
 	var p ParamSplit
 	for _, chunk := range stages[r] {
 		for l := chunk.First; l < chunk.First+chunk.Count; l++ {
-			p = p.plus(sh.layerParams(sh.isMoE(l)))
+			p = p.plus(sh.layerOf(sh.isMoE(l)))
 		}
 	}
 	pp := len(stages)
@@ -200,7 +211,7 @@ func (sh modelShape) stageParams(stages [][]spec.LayerRange, r int) ParamSplit {
 func (sh modelShape) totalParams() ParamSplit {
 	var p ParamSplit
 	for l := range int(sh.layers) {
-		p = p.plus(sh.layerParams(sh.isMoE(l)))
+		p = p.plus(sh.layerOf(sh.isMoE(l)))
 	}
 	p.TPSharded += sh.wordEmbeddings()
 	p.Replicated += sh.positionEmbeddings() + sh.norm*sh.h

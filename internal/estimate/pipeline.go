@@ -261,9 +261,6 @@ func recomputedLayers(tr *spec.Train, count int) int {
 // PeakMemory is Run's peak memory per GPU and the GPU's memory, without
 // the step time: what a search needs to test whether a variant fits.
 func PeakMemory(s *spec.Spec, d spec.Derived) (peak, gpu int64) {
-	c := newCostModel(s, d, resolveOptions(s, DefaultOptions()))
-	e := &Estimate{Comms: map[string]AxisComm{}}
-	c.params(e)
-	c.memory(e)
-	return e.Memory.PerGPUPeakBytes, e.Memory.GPUBytes
+	m := Fit(s, d)
+	return m.PerGPUPeakBytes, m.GPUBytes
 }

@@ -15,10 +15,10 @@ import (
 // (ExceedsGPU is Run's memory-exceeds-gpu error), and by how much it does
 // not.
 func Fit(s *spec.Spec, d spec.Derived) Memory {
-	c := newCostModel(s, d, resolveOptions(s, DefaultOptions()))
+	var c costModel
+	c.init(s, d, resolveOptions(s, DefaultOptions()))
 	e := &Estimate{Comms: map[string]AxisComm{}}
-	c.params(e)
-	c.memory(e)
+	c.memory(e) // memory reads no Params
 	return e.Memory
 }
 
@@ -28,16 +28,16 @@ func (m Memory) ExceedsGPU() bool {
 	return m.GPUBytes > 0 && len(m.Stages) > 0 && m.Stages[m.PeakStage].Total > m.GPUBytes
 }
 
-// StepTime is Run's estimate of s without the memory and without
-// diagnostics: Params, Pipeline, Comms, the step time and Compute are
-// Run's; Memory is empty.
+// StepTime is Run's estimate of s without the parameter counts, the memory
+// and the diagnostics: Pipeline, Comms, the step time and Compute are Run's;
+// Params and Memory are empty.
 func StepTime(s *spec.Spec, d spec.Derived, links map[string]string) *Estimate {
 	o := resolveOptions(s, DefaultOptions())
 	link := linkOf(s, d, links)
-	c := newCostModel(s, d, o)
+	var c costModel
+	c.init(s, d, o)
 	e := &Estimate{Comms: map[string]AxisComm{}}
-	c.params(e)
-	c.pipeline(e)
+	c.pipeline(e) // neither reads Params
 	c.time(e, link)
 	return e
 }

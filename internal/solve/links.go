@@ -128,29 +128,89 @@ type gridLinks struct {
 // way layout.Build places ranks: block placement, NVLink domains of
 // nvlink_domain consecutive ranks.
 func linksFor(order string, domain, tp, cp, pp, dp, ep, etp, edp int) gridLinks {
-	dense := newRankGrid(order, map[string]int{"tp": tp, "cp": cp, "ep": 1, "dp": dp, "pp": pp})
-	expert := newRankGrid(order, map[string]int{"tp": etp, "cp": 1, "ep": ep, "dp": edp, "pp": pp})
+	return linksOf(denseCrossings(order, domain, tp, cp, pp, dp), expertCrossings(order, domain, etp, ep, pp, edp))
+}
+
+// denseCrossings reports which of the dense grid's families tp, cp, dp,
+// dp-cp and pp leave their NVLink domain.
+func denseCrossings(order string, domain, tp, cp, pp, dp int) [5]bool {
+	g := newRankGrid(order, map[string]int{"tp": tp, "cp": cp, "ep": 1, "dp": dp, "pp": pp})
 	domain = max(domain, 1)
-	link := func(g rankGrid, mask ...string) string {
-		if g.crosses(mask, domain) {
+	return [5]bool{g.crosses([]string{"tp"}, domain), g.crosses([]string{"cp"}, domain), g.crosses([]string{"dp"}, domain),
+		g.crosses([]string{"dp", "cp"}, domain), g.crosses([]string{"pp"}, domain)}
+}
+
+// expertCrossings reports which of the expert grid's families ep, etp and
+// edp leave their NVLink domain.
+func expertCrossings(order string, domain, etp, ep, pp, edp int) [3]bool {
+	g := newRankGrid(order, map[string]int{"tp": etp, "cp": 1, "ep": ep, "dp": edp, "pp": pp})
+	domain = max(domain, 1)
+	return [3]bool{g.crosses([]string{"ep"}, domain), g.crosses([]string{"tp"}, domain), g.crosses([]string{"dp"}, domain)}
+}
+
+// linksOf is the links of a grid whose families cross as given.
+func linksOf(dense [5]bool, expert [3]bool) gridLinks {
+	link := func(crosses bool) string {
+		if crosses {
 			return estimate.LinkNetwork
 		}
 		return estimate.LinkNVLink
 	}
 	var gl gridLinks
 	gl.links = map[string]string{
-		"tp":    link(dense, "tp"),
-		"cp":    link(dense, "cp"),
-		"dp":    link(dense, "dp"),
-		"dp-cp": link(dense, "dp", "cp"),
-		"pp":    link(dense, "pp"),
-		"embd":  link(dense, "pp"), // the first and last rank of each pipeline group
-		"ep":    link(expert, "ep"),
-		"etp":   link(expert, "tp"),
-		"edp":   link(expert, "dp"),
+		"tp":    link(dense[0]),
+		"cp":    link(dense[1]),
+		"dp":    link(dense[2]),
+		"dp-cp": link(dense[3]),
+		"pp":    link(dense[4]),
+		"embd":  link(dense[4]), // the first and last rank of each pipeline group
+		"ep":    link(expert[0]),
+		"etp":   link(expert[1]),
+		"edp":   link(expert[2]),
 	}
 	gl.tpLeaves = gl.links["tp"] == estimate.LinkNetwork
 	gl.etpLeaves = gl.links["etp"] == estimate.LinkNetwork
 	gl.key = gl.links["tp"] + gl.links["cp"] + gl.links["ep"] + gl.links["etp"]
+	return gl
+}
+
+// linkCache keeps linksFor's parts: a dense grid's crossings are shared by
+// every expert grid beside it, and grids that cross alike share one links
+// map (the estimate only reads it).
+type linkCache struct {
+	dense  map[[4]int32][5]bool
+	expert map[[4]int32][3]bool
+	sets   map[[8]bool]gridLinks
+}
+
+// denseOf is denseCrossings, from the cache.
+func (lc *linkCache) denseOf(order string, domain, tp, cp, pp, dp int) [5]bool {
+	if lc.dense == nil {
+		lc.dense, lc.expert, lc.sets = map[[4]int32][5]bool{}, map[[4]int32][3]bool{}, map[[8]bool]gridLinks{}
+	}
+	dk := [4]int32{int32(tp), int32(cp), int32(pp), int32(dp)}
+	d, ok := lc.dense[dk]
+	if !ok {
+		d = denseCrossings(order, domain, tp, cp, pp, dp)
+		lc.dense[dk] = d
+	}
+	return d
+}
+
+// linksFor is linksFor, from the cache.
+func (lc *linkCache) linksFor(order string, domain, tp, cp, pp, dp, ep, etp, edp int) gridLinks {
+	d := lc.denseOf(order, domain, tp, cp, pp, dp)
+	ek := [4]int32{int32(etp), int32(ep), int32(pp), int32(edp)}
+	e, ok := lc.expert[ek]
+	if !ok {
+		e = expertCrossings(order, domain, etp, ep, pp, edp)
+		lc.expert[ek] = e
+	}
+	k := [8]bool{d[0], d[1], d[2], d[3], d[4], e[0], e[1], e[2]}
+	gl, ok := lc.sets[k]
+	if !ok {
+		gl = linksOf(d, e)
+		lc.sets[k] = gl
+	}
 	return gl
 }

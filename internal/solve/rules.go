@@ -111,8 +111,7 @@ func (sv *solver) enumerate() {
 					})
 					continue
 				}
-				dense := newRankGrid(p.Order, map[string]int{"tp": tp, "cp": cp, "ep": 1, "dp": dp, "pp": pp})
-				if dense.crosses([]string{"tp"}, max(s.Cluster.NVLinkDomain, 1)) {
+				if sv.linkCache.denseOf(p.Order, s.Cluster.NVLinkDomain, tp, cp, pp, dp)[0] { // tp crosses
 					sv.prune("tp-crosses-nvlink", w, func() string {
 						return fmt.Sprintf("tp=%d groups span two NVLink domains of %d GPUs", tp, s.Cluster.NVLinkDomain)
 					})
@@ -174,7 +173,7 @@ func (sv *solver) enumerateExpert(tp, cp, pp, dp int, d0 *spec.Derived) {
 				})
 				continue
 			}
-			gl := linksFor(p.Order, s.Cluster.NVLinkDomain, tp, cp, pp, dp, ep, eff, edp)
+			gl := sv.linkCache.linksFor(p.Order, s.Cluster.NVLinkDomain, tp, cp, pp, dp, ep, eff, edp)
 			if gl.etpLeaves {
 				sv.prune("etp-crosses-nvlink", w, func() string {
 					return fmt.Sprintf("etp=%d groups span two NVLink domains of %d GPUs", eff, s.Cluster.NVLinkDomain)
@@ -341,7 +340,8 @@ func (sv *solver) batchRule(pp, vpp, dp, group, mb int) (string, func() string) 
 // bound, and returns their indices.
 func (sv *solver) expand(i int32) []int32 {
 	nd := sv.leaves[i]
-	var out []int32
+	out := make([]int32, 0, nd.n)
+	sv.leaves = slices.Grow(sv.leaves, int(nd.n))
 	sv.eachAssignment(&nd, func(mb int32, rc int8) {
 		lf := nd
 		lf.node, lf.n, lf.stage = false, 1, 0

@@ -43,6 +43,9 @@ type search struct {
 	// gradients and optimizer state alone exceed the memory headroom.
 	// The value is the code a leaf there is rejected with.
 	stateTooLarge map[stateKey]string
+	linkCache     linkCache
+	// layouts are the generated layouts of (split, pp, vpp) (applySplit).
+	layouts map[[3]int32]layoutOf
 	// memoryFailed rules out the larger micro batches of a variant that
 	// did not fit.
 	memoryFailed map[memKey]memFail
@@ -128,9 +131,35 @@ func (sv *solver) leafSpec(lf *leaf) spec.Spec {
 	if sv.recomputes[lf.rc].layersImplied && lf.rl != 0 {
 		setRecomputeLayers(&s.Train, int(lf.rl))
 	}
-	sv.splits[lf.split].apply(p)
+	sv.applySplit(lf.split, p)
 	sv.shards[lf.shard].apply(&s.Train)
 	return s
+}
+
+// applySplit is split si's apply on p, a generated layout written once
+// per (split, pp, vpp).
+func (sv *solver) applySplit(si int32, p *spec.Parallel) {
+	sp := sv.splits[si]
+	if sp.layout == 0 {
+		sp.apply(p)
+		return
+	}
+	k := [3]int32{si, int32(p.PP), int32(p.VPP)}
+	l, ok := sv.layouts[k]
+	if !ok {
+		l.s, l.ok = sp.layoutFor(p.PP, p.VPP)
+		if sv.layouts == nil {
+			sv.layouts = map[[3]int32]layoutOf{}
+		}
+		sv.layouts[k] = l
+	}
+	placeLayout(p, l.s, l.ok)
+}
+
+// layoutOf is a split's layoutFor.
+type layoutOf struct {
+	s  string
+	ok bool
 }
 
 // heapItem is a leaf or node in the heap with its key at the time it was

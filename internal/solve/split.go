@@ -138,11 +138,8 @@ func (s split) kind() int {
 
 func (s split) apply(p *spec.Parallel) {
 	if s.layout > 0 {
-		p.AccountForEmbedding, p.AccountForLoss = false, false
-		p.FirstStageLayers, p.LastStageLayers, p.Layout = nil, nil, nil
-		if l, ok := s.layoutFor(p.PP, p.VPP); ok {
-			p.Layout = &l
-		}
+		l, ok := s.layoutFor(p.PP, p.VPP)
+		placeLayout(p, l, ok)
 		return
 	}
 	p.AccountForEmbedding, p.AccountForLoss = s.emb, s.loss
@@ -154,6 +151,16 @@ func (s split) apply(p *spec.Parallel) {
 	if s.last > 0 {
 		v := s.last
 		p.LastStageLayers = &v
+	}
+}
+
+// placeLayout places the layers of p with layout l alone (none when ok is
+// false: the family has no layout for p's pp and vpp).
+func placeLayout(p *spec.Parallel, l string, ok bool) {
+	p.AccountForEmbedding, p.AccountForLoss = false, false
+	p.FirstStageLayers, p.LastStageLayers, p.Layout = nil, nil, nil
+	if ok {
+		p.Layout = &l
 	}
 }
 
