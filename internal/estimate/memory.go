@@ -90,6 +90,7 @@ type activationModel struct {
 	dropout                 bool            // hidden dropout > 0: a 1-byte mask per residual
 	attnDropout             bool            // attention dropout > 0: unfused attention keeps a mask and the dropped probabilities
 	teCrossEntropy          bool            // kernels.cross_entropy_loss_fusion with the "te" implementation
+	nativeCrossEntropy      bool            // kernels.cross_entropy_loss_fusion with the "native" implementation
 	epOverlap               bool            // parallel.overlap_moe_expert_parallel_comm with ep > 1
 	mla                     bool            // multi-latent attention
 	qlora, kvlora, pos      float64         // MLA: q and kv down-projection widths, RoPE key width
@@ -115,6 +116,7 @@ func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool,
 	}
 	am.localNorms = s.Kernels.TransformerImpl == "local"
 	am.teCrossEntropy = s.Kernels.CrossEntropyLossFusion && s.Kernels.CrossEntropyFusionImpl == "te"
+	am.nativeCrossEntropy = s.Kernels.CrossEntropyLossFusion && !am.teCrossEntropy
 	am.epOverlap = set.epOverlap && p.EP > 1
 	am.tokens = am.s * float64(tr.MicroBatch)
 	if d.SP {
@@ -154,13 +156,21 @@ func (am *activationModel) layerOf(moe bool) float64 {
 
 // fusedAttention reports whether attention runs in a fused kernel that keeps
 // no s² probabilities: the estimate's assumption (Options.FusedAttention)
-// unless kernels.attention_backend names an unfused one ("unfused": TE's
+// unless kernels.attention_backend names an unfused one or the layers are
+// Megatron's local implementation ("unfused": TE's
 // UnfusedDotProductAttention, "local": Megatron's DotProductAttention;
 // AttnBackend in megatron/core/transformer/enums.py); context parallelism
 // always runs TE's fused attention.
 func fusedAttention(s *spec.Spec, assume bool) bool {
 	if s.Parallel.CP > 1 {
 		return true
+	}
+	if s.Kernels.TransformerImpl == "local" {
+		// The local layer spec takes core attention from LocalSpecProvider,
+		// which is Megatron's DotProductAttention whatever the backend
+		// (models/backends.py core_attention; gpt_builders.py
+		// _get_transformer_layer_spec, get_gpt_layer_local_spec).
+		return false
 	}
 	switch s.Kernels.AttentionBackend {
 	case "unfused", "local":
@@ -315,15 +325,36 @@ func (am activationModel) embedding() float64 {
 // (tensor_parallel/cross_entropy.py; the "native" fused one alike) copies
 // the 16-bit logits to fp32 and keeps the fp32 softmax for the backward,
 // which turns it into the gradient in place and casts it back to 16 bits:
-// 2 + 4 bytes per logit are alive at once, forward and backward. TE's fused
-// cross entropy (cross_entropy_fusion_impl "te") writes the gradient into
-// the 16-bit logits themselves.
+// 2 + 4 bytes per logit are alive at once, forward and backward. The
+// "native" fused one (fusions/fused_cross_entropy.py) runs the same steps
+// under jit_fuser, which is torch.compile (core/jit.py): the compiled
+// calculate_gradients cannot update the saved fp32 softmax in place (an
+// input mutation), so it writes the fp32 gradient to a new tensor before the
+// 16-bit cast: 4 + 4 + 2 bytes per logit in the backward. TE's fused cross
+// entropy (cross_entropy_fusion_impl "te") writes the gradient into the
+// 16-bit logits themselves.
 func (am activationModel) logits() float64 {
 	perLogit := am.ab + 4
-	if am.teCrossEntropy {
+	switch {
+	case am.teCrossEntropy:
 		perLogit = am.ab
+	case am.nativeCrossEntropy:
+		perLogit = am.ab + 8
 	}
 	return am.ab*am.tokens*am.h/am.rep + am.gb*am.tokens*am.h/am.rep + perLogit*am.tokens*am.v/am.t
+}
+
+// savedLogits is what one more output layer and loss keep until their
+// backward while another loss's peak is reached: the final-norm and
+// output-layer inputs and the softmax the loss saves (fp32 in Megatron's
+// cross entropy, fused or not: ctx.save_for_backward(exp_logits, ...); TE's
+// fused one saves the 16-bit logits that become the gradient).
+func (am activationModel) savedLogits() float64 {
+	per := 4.0
+	if am.teCrossEntropy {
+		per = am.ab
+	}
+	return am.ab*am.tokens*am.h/am.rep + am.gb*am.tokens*am.h/am.rep + per*am.tokens*am.v/am.t
 }
 
 // StageActivations is a stage's activation memory, by part.
@@ -422,9 +453,11 @@ func (am *activationModel) stageActivations(sh modelShape, stages [][]spec.Layer
 			// MultiTokenPredictionLayer): enorm and hnorm keep their inputs
 			// (the shifted tokens' embedding and the hidden states), eh_proj
 			// its 2h-wide concatenated input; then a decoder layer like the
-			// last one and its own output layer and loss.
+			// last one and its own output layer and loss, whose saved
+			// softmax stays while the main loss (or the next) peaks: one
+			// loss at its peak, the others at what they save.
 			moe := sh.isMoE(int(sh.layers) - 1)
-			out.Logits += float64(sh.mtp) * (4*am.ab*am.tokens*am.h/am.rep + am.layer(moe) + am.logits())
+			out.Logits += float64(sh.mtp) * (4*am.ab*am.tokens*am.h/am.rep + am.layer(moe) + am.savedLogits())
 		}
 	}
 	return out

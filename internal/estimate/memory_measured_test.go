@@ -7,9 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"parc.dev/parc/internal/diag"
@@ -46,10 +49,19 @@ func importArgs(t *testing.T, path string) (*estimate.Estimate, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return importArgsBytes(path, b, 0)
+}
+
+// importArgsBytes is importArgs on the file's bytes; nodes > 0 replaces the
+// header's node count.
+func importArgsBytes(path string, b []byte, nodes int) (*estimate.Estimate, string) {
 	h := argsHeader(string(b))
 	o := megatron.Options{File: path, Cluster: h["cluster"]}
 	if n := h["nodes"]; n != "" {
 		o.Nodes, _ = strconv.Atoi(n)
+	}
+	if nodes > 0 {
+		o.Nodes = nodes
 	}
 	if n := h["gpus-per-node"]; n != "" {
 		o.GPUsPerNode, _ = strconv.Atoi(n)
@@ -90,8 +102,37 @@ var (
 // bound today, with what is known of the cause (the list can only shrink).
 var knownMemoryMisses = map[string]string{
 	"deepseek_proxy_fsdp_ep2_fsdp2_gb200": "-28% (22.9 vs 31.95 GiB): Megatron-FSDP MoE proxy, fp8 tensorwise, unfused attention over MLA heads (q/k 192, v 128 wide), micro batch 32; " +
-		"9 GiB not modelled and not yet explained. It is about what an fp32 copy of the s^2 attention probabilities would take, but Transformer Engine's " +
-		"UnfusedDotProductAttention keeps 16-bit probabilities when its fused causal softmax kernel applies (sq = sk = 1024 here), so that is not it unless the kernel is refused",
+		"the same arguments at micro batch 4 with 2 layers (deepseek_proxy_fsdp_ep2_fsdp2_1node_gb200) are within 19%, with the activations within 0.1 GiB, so the miss grows with the micro batch and the layers: " +
+		"8.7 GiB, about what fp32 copies of the 8 layers' s^2 attention probabilities would take (softmax in fp32 outside Transformer Engine's fused kernel, saved beside the 16-bit probabilities). " +
+		"TE's FusedScaleMaskSoftmax.is_kernel_available accepts these sizes (sk = 1024, b·np = 256), so this is not confirmed",
+	"gpt3_mcore_te_tp2_pp2_ep4_etp1_resume_torch_dist_attn_cudagraph": "+12.7% (43.2 vs 38.4 GiB): MLA MoE proxy with unfused attention, fp8 tensorwise and Transformer Engine CUDA graphs of the attention modules " +
+		"(--cuda-graph-impl transformer_engine --cuda-graph-modules attn); the same model family without them (gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed) is at -5.5%. Not explained",
+	"gpt3_mcore_te_tp2_pp2_resume_torch_dist_defer_embedding_wgrad_compute":               deferEmbeddingWgrad,
+	"gpt3_mcore_te_tp2_pp2_resume_torch_dist_defer_embedding_wgrad_compute_gb200":         deferEmbeddingWgrad,
+	"gpt3_mcore_te_tp2_pp2_resume_torch_dist_defer_embedding_wgrad_compute_1node_gb200":   deferEmbeddingWgrad,
+	"gpt3_moe_mcore_te_tp2_pp2_ep4_etp1_fine_grained_offloading":                          fineGrainedOffloading,
+	"gpt3_moe_mcore_te_tp2_pp2_ep4_etp1_fine_grained_offloading_gb200":                    fineGrainedOffloading,
+	"gpt3_moe_mcore_te_tp2_pp2_ep4_etp1_no_mtp_no_a2a_ovlp_fine_grained_offloading":       fineGrainedOffloading,
+	"gpt3_moe_mcore_te_tp2_pp2_ep4_etp1_no_mtp_no_a2a_ovlp_fine_grained_offloading_gb200": fineGrainedOffloading,
+	"gpt3_moe_mcore_te_tp4_ep2_etp2_pp2_scoped_cudagraph":                                 scopedCUDAGraph,
+	"gpt3_moe_mcore_te_tp4_ep2_etp2_pp2_scoped_cudagraph_gb200":                           scopedCUDAGraph,
+}
+
+const (
+	deferEmbeddingWgrad = "-31%: --defer-embedding-wgrad-compute --wgrad-deferral-limit 2 keeps the output layer's input and its 16-bit logits gradient " +
+		"(s·b·v/t) of up to 2 microbatches until the pipeline flush (tensor_parallel/layers.py grad_output_buffer; schedules.py finish_embedding_wgrad_compute): " +
+		"2 × 197 MiB here, the 0.43 GiB this case measures above the same arguments without it (gpt3_mcore_te_tp2_pp2_resume_torch_dist, -8%). parc has no field for the option yet"
+	fineGrainedOffloading = "+92 to +97%: --fine-grained-activation-offloading --offload-modules (expert_fc1, moe_act, attn_norm, ... here) moves those modules' saved activations to host memory " +
+		"(megatron/core/pipeline_parallel/fine_grained_activation_offload.py); parc has no field for it yet and counts them on the GPU"
+	scopedCUDAGraph = "-34% (0.71 vs 1.07 GiB), a 1 GiB toy run: fp8 with Transformer Engine CUDA graphs (--cuda-graph-scope); parc's state is 0.35 GiB where 0.75 GiB stay allocated between steps " +
+		"(fp8 weight copies and the graphs' static buffers, which parc does not count)"
+)
+
+// notImportable are measured cases parc's importer refuses, with the reason;
+// each must still be refused (the list can only shrink).
+var notImportable = map[string]string{
+	"gpt3_mcore_reruns_resume_check_grads":                "its --seed is ${REPEAT}, a shell variable of the rerun harness, which Megatron's parser (and parc's) refuses as an int",
+	"gpt3_mcore_te_tp2_pp1_modelopt_distill_resume_gb200": "knowledge distillation with ModelOpt (--export-kd-teacher-load ...): the options belong to the ModelOpt launcher, not pretrain_gpt.py's parser, and a teacher model shares the GPU",
 }
 
 // Bounds of the measured-memory comparison (testdata/memory/README.md):
@@ -107,12 +148,39 @@ const (
 )
 
 type measuredMemory struct {
-	name             string
+	name, cluster    string
 	source           string
 	peak, allocated  float64
 	est, state, acts float64
 	stage, stages    int
 	err              float64
+	why              string // not importable
+}
+
+// measureCase imports one testdata/memory file and compares its last stage.
+func measureCase(f string) (measuredMemory, error) {
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return measuredMemory{}, err
+	}
+	h := argsHeader(string(b))
+	m, a := peakLine.FindStringSubmatch(string(b)), allocLine.FindStringSubmatch(string(b))
+	if m == nil || a == nil || h["measured"] == "" || h["source"] == "" {
+		return measuredMemory{}, fmt.Errorf("%s: the header needs source, measured, peak-allocated-bytes and allocated-bytes", f)
+	}
+	r := measuredMemory{name: strings.TrimSuffix(filepath.Base(f), ".args"), cluster: h["cluster"], source: h["measured"]}
+	r.peak, _ = strconv.ParseFloat(m[1], 64)
+	r.allocated, _ = strconv.ParseFloat(a[1], 64)
+	e, why := importArgsBytes(f, b, 0)
+	if e == nil {
+		r.why = why
+		return r, nil
+	}
+	last := e.Memory.Stages[len(e.Memory.Stages)-1]
+	r.est, r.state = float64(last.Total), float64(last.Weights+last.Gradients+last.Optimizer)
+	r.acts, r.stage, r.stages = float64(last.Activations), last.Stage, len(e.Memory.Stages)
+	r.err = r.est/r.peak - 1
+	return r, nil
 }
 
 // TestMeasuredMemory compares parc's memory estimate with the peak memory
@@ -124,52 +192,67 @@ type measuredMemory struct {
 // testdata/memory/README.md.
 func TestMeasuredMemory(t *testing.T) {
 	files, err := filepath.Glob("testdata/memory/*.args")
-	if err != nil || len(files) < 5 {
+	if err != nil || len(files) < 100 {
 		t.Fatalf("testdata/memory: %d files, %v", len(files), err)
 	}
-	var rows []measuredMemory
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	rows := make([]measuredMemory, len(files))
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rows[i], errs[i] = measureCase(f)
+		}()
+	}
+	wg.Wait()
+	var measured, refused []measuredMemory
+	for i, r := range rows {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
 		}
-		h := argsHeader(string(b))
-		m, a := peakLine.FindStringSubmatch(string(b)), allocLine.FindStringSubmatch(string(b))
-		if m == nil || a == nil || h["measured"] == "" || h["source"] == "" {
-			t.Fatalf("%s: the header needs source, measured, peak-allocated-bytes and allocated-bytes", f)
+		reason, listed := notImportable[r.name]
+		switch {
+		case r.why != "" && !listed:
+			t.Errorf("%s: %s", r.name, r.why)
+		case r.why != "":
+			r.why = reason
+			refused = append(refused, r)
+		case listed:
+			t.Errorf("%s imports now: remove it from notImportable", r.name)
 		}
-		peak, _ := strconv.ParseFloat(m[1], 64)
-		alloc, _ := strconv.ParseFloat(a[1], 64)
-		e, why := importArgs(t, f)
-		name := strings.TrimSuffix(filepath.Base(f), ".args")
-		if e == nil {
-			t.Errorf("%s: %s", name, why)
+		if r.why != "" {
 			continue
 		}
-		last := e.Memory.Stages[len(e.Memory.Stages)-1]
-		r := measuredMemory{
-			name: name, source: h["measured"], peak: peak, allocated: alloc,
-			est: float64(last.Total), state: float64(last.Weights + last.Gradients + last.Optimizer),
-			acts: float64(last.Activations), stage: last.Stage, stages: len(e.Memory.Stages),
-		}
-		r.err = r.est/r.peak - 1
-		rows = append(rows, r)
+		measured = append(measured, r)
 		bound := smallRunError
-		if peak >= bigRun {
+		if r.peak >= bigRun {
 			bound = bigRunError
 		}
-		why, known := knownMemoryMisses[name]
+		why, known := knownMemoryMisses[r.name]
 		switch {
 		case known && math.Abs(r.err) <= bound:
-			t.Errorf("%s is now within %.0f%% (%+.1f%%): remove it from knownMemoryMisses", name, 100*bound, 100*r.err)
+			t.Errorf("%s is now within %.0f%% (%+.1f%%): remove it from knownMemoryMisses", r.name, 100*bound, 100*r.err)
 		case known:
-			t.Logf("known miss %s: %+.1f%%: %s", name, 100*r.err, why)
+			t.Logf("known miss %s: %+.1f%%: %s", r.name, 100*r.err, why)
 		case math.Abs(r.err) > bound:
 			t.Errorf("%s: estimated %s for the last stage, measured peak %s: error %+.1f%% (bound %.0f%%)",
-				name, estimate.GiB(int64(r.est)), estimate.GiB(int64(peak)), 100*r.err, 100*bound)
+				r.name, estimate.GiB(int64(r.est)), estimate.GiB(int64(r.peak)), 100*r.err, 100*bound)
 		}
 	}
-	readme := measuredMemoryReadme(rows)
+	for n := range knownMemoryMisses {
+		if !slices.ContainsFunc(measured, func(r measuredMemory) bool { return r.name == n }) {
+			t.Errorf("knownMemoryMisses names %s, which is not a measured case", n)
+		}
+	}
+	unusable, err := readNotUsable(filepath.Join("testdata", "memory", "not_usable.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := measuredMemoryReadme(measured, refused, unusable)
 	path := filepath.Join("testdata", "memory", "README.md")
 	if updateFlag() {
 		if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {
@@ -183,7 +266,64 @@ func TestMeasuredMemory(t *testing.T) {
 	}
 }
 
-func measuredMemoryReadme(rows []measuredMemory) string {
+// notUsable is a measured case parc does not compare, with the reason
+// (testdata/memory/not_usable.tsv, written by convert.py).
+type notUsable struct {
+	name, model, platform, source, why string
+	peak                               float64
+}
+
+func readNotUsable(path string) ([]notUsable, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []notUsable
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimRight(line, "\n")
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) != 6 {
+			return nil, fmt.Errorf("%s: %q: want 6 tab-separated fields", path, line)
+		}
+		pk, err := strconv.ParseFloat(f[3], 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q: %v", path, line, err)
+		}
+		out = append(out, notUsable{name: f[0], model: f[1], platform: f[2], peak: pk, source: f[4], why: f[5]})
+	}
+	return out, nil
+}
+
+// errorStats is n, median, mean and worst |error| of rows, and how many are
+// within bound.
+func errorStats(rows []measuredMemory, bound float64) string {
+	if len(rows) == 0 {
+		return "| 0 | | | | |"
+	}
+	var xs []float64
+	in := 0
+	for _, r := range rows {
+		xs = append(xs, math.Abs(r.err))
+		if math.Abs(r.err) <= bound {
+			in++
+		}
+	}
+	sort.Float64s(xs)
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	med := xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		med = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	return fmt.Sprintf("| %d | %.1f%% | %.1f%% | %.1f%% | %d of %d |", len(xs), 100*med, 100*sum/float64(len(xs)), 100*xs[len(xs)-1], in, len(xs))
+}
+
+func measuredMemoryReadme(rows, refused []measuredMemory, unusable []notUsable) string {
 	var b strings.Builder
 	b.WriteString(`# Measured peak memory (memory model check)
 
@@ -197,55 +337,83 @@ test's ` + "`model_config.yaml`" + `. The tensorboard writer exists only on rank
 (megatron/training/global_vars.py ` + "`_set_tensorboard_writer`" + `), which is on the last pipeline stage
 with Megatron's default rank order, so the figures are the last stage's.
 
-Each ` + "`*.args`" + ` file is one test case at Megatron-LM d98e8a64: its MODEL_ARGS expanded as
+Each ` + "`*.args`" + ` file is one (test case, platform) at Megatron-LM d98e8a64 whose dev golden values log the peak
+and whose recipe (tests/test_utils/recipes/{h100,gb200}/*.yaml) runs pretrain_gpt.py: its MODEL_ARGS expanded as
 tests/functional_tests/shell_test_utils/_run_training.sh does (a ` + "`true`" + ` value is the flag alone, a ` + "`[a b]`" + `
-value splits into words), on the 8 GPUs the recipes in tests/test_utils/recipes give these cases (one DGX H100:
-` + "`nodes: 1, gpus: 8`" + `; files ending in ` + "`_gb200`" + `: two GB200 nodes of 4, ` + "`nodes: 2, gpus: 4`" + `), with the golden values' last step. The header names the files; ` + "`convert.py`" + ` regenerates them. The test imports
-each file with ` + "`parc import megatron`" + ` (the same code as the CLI), estimates the spec and compares the last
-stage's estimate with the measured peak. Nothing here is fitted: no constant of the memory model was chosen
-from these numbers.
+value splits into words), on the nodes and GPUs its recipe gives (h100: one DGX H100, ` + "`nodes: 1, gpus: 8`" + `;
+gb200: ` + "`nodes: 2, gpus: 4`" + `, or one node of 4 for the ` + "`*-1node`" + ` recipes; files ending in ` + "`_a100`" + ` run on
+DGX A100 80 GB), with the golden values' last step. The header of each file names its sources;
+` + "`convert.py`" + ` regenerates them all and lists the cases it leaves out in ` + "`not_usable.tsv`" + ` (below).
+The test imports each file with ` + "`parc import megatron`" + ` (the same code as the CLI), estimates the spec and
+compares the last stage's estimate with the measured peak.
+
+**All rows are held out**: no constant of the memory model was fitted on these numbers; the model is Megatron's and
+Transformer Engine's allocations read from their source (memory.go cites each), so every row below is a check, none
+a fit. The same test case often appears on two or three platforms (h100, gb200, 1-node gb200): they are separate
+measurements of the same arguments and agree to a few percent, which also shows the run-to-run and
+hardware noise of the measurement.
 
 What the estimate leaves out, so it should sit somewhat below the measured peak: the allocator's view
 includes cuBLAS/Transformer Engine workspaces, RNG trackers, the data batch and the transient gradients of the
 layer being back-propagated; toy models (peak of a few GiB) are dominated by these. Bounds: ±` +
-		fmt.Sprintf("%.0f%% for runs with a measured peak of at least %d GiB, ±%.0f%% below.", 100*bigRunError, bigRun>>30, 100*smallRunError) + `
+		fmt.Sprintf("%.0f%% for runs with a measured peak of at least %d GiB, ±%.0f%% below", 100*bigRunError, bigRun>>30, 100*smallRunError) + `
+(the test fails on any row outside its bound that is not a listed known miss, and on a listed miss that comes within it).
 
 *state* is weights + gradients + optimizer state as parc counts them; *allocated* is what stays allocated
-between steps (mostly that state).
+between steps (mostly that state), measured.
 
-| case | last stage | measured peak | estimated | error | state (est.) | allocated (meas.) | activations (est.) |
-|---|---|---|---|---|---|---|---|
 `)
-	sort.Slice(rows, func(i, j int) bool { return rows[i].peak > rows[j].peak })
-	var big, small []float64
+	var big, small []measuredMemory
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| [%s](%s) | %d of %d | %s | %s | %+.1f%% | %s | %s | %s |\n", r.name, r.source, r.stage, r.stages,
+		if r.peak >= bigRun {
+			big = append(big, r)
+		} else {
+			small = append(small, r)
+		}
+	}
+	b.WriteString("## Summary\n\n| runs | n | median abs. error | mean abs. error | worst abs. error | within bound |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| measured peak ≥ %d GiB (bound ±%.0f%%) %s\n", bigRun>>30, 100*bigRunError, errorStats(big, bigRunError))
+	fmt.Fprintf(&b, "| measured peak < %d GiB (bound ±%.0f%%) %s\n", bigRun>>30, 100*smallRunError, errorStats(small, smallRunError))
+	fmt.Fprintf(&b, "| all %s\n", errorStats(rows, math.Inf(1)))
+	under := 0
+	for _, r := range rows {
+		if r.err < 0 {
+			under++
+		}
+	}
+	fmt.Fprintf(&b, "\n%d of %d estimates are below the measured peak. Not compared: %d cases parc's importer refuses and %d (case, platform) pairs listed as not usable (below).\n",
+		under, len(rows), len(refused), len(unusable))
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].peak != rows[j].peak {
+			return rows[i].peak > rows[j].peak
+		}
+		return rows[i].name < rows[j].name
+	})
+	b.WriteString("\n## Every measured case\n\n| case | cluster | last stage | measured peak | estimated | error | state (est.) | allocated (meas.) | activations (est.) |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| [%s](%s) | %s | %d of %d | %s | %s | %+.1f%% | %s | %s | %s |\n", r.name, r.source, r.cluster, r.stage, r.stages,
 			estimate.GiB(int64(r.peak)), estimate.GiB(int64(r.est)), 100*r.err, estimate.GiB(int64(r.state)),
 			estimate.GiB(int64(r.allocated)), estimate.GiB(int64(r.acts)))
-		if r.peak >= bigRun {
-			big = append(big, math.Abs(r.err))
-		} else {
-			small = append(small, math.Abs(r.err))
-		}
 	}
-	stat := func(xs []float64) string {
-		if len(xs) == 0 {
-			return "none"
-		}
-		sort.Float64s(xs)
-		return fmt.Sprintf("%d runs, median |error| %.1f%%, worst %.1f%%", len(xs), 100*xs[len(xs)/2], 100*xs[len(xs)-1])
-	}
-	fmt.Fprintf(&b, "\nRuns of at least %d GiB: %s. Smaller runs: %s.\n", bigRun>>30, stat(big), stat(small))
 	names := make([]string, 0, len(knownMemoryMisses))
 	for n := range knownMemoryMisses {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	if len(names) > 0 {
-		b.WriteString("\nKnown misses (the test lists them; a listed case that comes within its bound fails until it is removed):\n\n")
+		b.WriteString("\n## Known misses\n\nThe test lists them; a listed case that comes within its bound fails until it is removed.\n\n")
 		for _, n := range names {
 			fmt.Fprintf(&b, "- %s: %s\n", n, knownMemoryMisses[n])
 		}
+	}
+	b.WriteString("\n## Not usable\n\nCases whose golden values log the peak but that parc cannot compare, with the reason. Refused by parc's importer (the test checks they still are):\n\n| case | measured peak | reason |\n|---|---|---|\n")
+	sort.Slice(refused, func(i, j int) bool { return refused[i].name < refused[j].name })
+	for _, r := range refused {
+		fmt.Fprintf(&b, "| [%s](%s) | %s | %s |\n", r.name, r.source, estimate.GiB(int64(r.peak)), r.why)
+	}
+	b.WriteString("\nLeft out by convert.py (not_usable.tsv):\n\n| case | model | platform | measured peak | reason |\n|---|---|---|---|---|\n")
+	for _, u := range unusable {
+		fmt.Fprintf(&b, "| [%s](%s) | %s | %s | %s | %s |\n", u.name, u.source, u.model, u.platform, estimate.GiB(int64(u.peak)), u.why)
 	}
 	return b.String()
 }
