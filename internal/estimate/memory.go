@@ -415,7 +415,32 @@ func (am *activationModel) chunkWeights(sh modelShape, stages [][]spec.LayerRang
 	if r == 0 && len(w) > 0 {
 		w[0] += am.embedding()
 	}
+	if r == len(stages)-1 && len(w) > 1 {
+		// The loss runs in the last chunk: its peak is there only while a
+		// microbatch of that chunk is alive (stageActivations).
+		w[len(w)-1] += am.loss(sh)
+	}
 	return w
+}
+
+// loss is the last stage's output layer and loss at their peak, with the
+// MTP layers' (each keeps its inputs, a decoder layer, and its own output
+// layer and loss, of which only the saved softmax stays while another loss
+// peaks).
+func (am *activationModel) loss(sh modelShape) float64 {
+	out := am.logits()
+	if sh.mtp > 0 {
+		// Each MTP layer (multi_token_prediction.py,
+		// MultiTokenPredictionLayer): enorm and hnorm keep their inputs
+		// (the shifted tokens' embedding and the hidden states), eh_proj
+		// its 2h-wide concatenated input; then a decoder layer like the
+		// last one and its own output layer and loss, whose saved
+		// softmax stays while the main loss (or the next) peaks: one
+		// loss at its peak, the others at what they save.
+		moe := sh.isMoE(int(sh.layers) - 1)
+		out += float64(sh.mtp) * (4*am.ab*am.tokens*am.h/am.rep + am.layer(moe) + am.savedLogits())
+	}
+	return out
 }
 
 // stageActivations is rank r's peak activation memory; inFlight[c] is the
@@ -446,19 +471,14 @@ func (am *activationModel) stageActivations(sh modelShape, stages [][]spec.Layer
 	if r == 0 {
 		out.Embedding = float64(inFlight[0]) * am.embedding()
 	}
-	if r == len(stages)-1 {
-		out.Logits = am.logits()
-		if sh.mtp > 0 {
-			// Each MTP layer (multi_token_prediction.py,
-			// MultiTokenPredictionLayer): enorm and hnorm keep their inputs
-			// (the shifted tokens' embedding and the hidden states), eh_proj
-			// its 2h-wide concatenated input; then a decoder layer like the
-			// last one and its own output layer and loss, whose saved
-			// softmax stays while the main loss (or the next) peaks: one
-			// loss at its peak, the others at what they save.
-			moe := sh.isMoE(int(sh.layers) - 1)
-			out.Logits += float64(sh.mtp) * (4*am.ab*am.tokens*am.h/am.rep + am.layer(moe) + am.savedLogits())
-		}
+	if r == len(stages)-1 && (len(stages[r]) < 2 || inFlight[len(stages[r])-1] > 0) {
+		// With virtual stages the loss is in the last chunk, and the
+		// interleaved schedule's peak (peakInFlight, which weighs that
+		// chunk with the loss) can be where none of its microbatches is
+		// alive: then no logits exist. Megatron runs a microbatch's loss
+		// backward right after its forward on the last rank, so one loss
+		// is at its peak at a time.
+		out.Logits = am.loss(sh)
 	}
 	return out
 }

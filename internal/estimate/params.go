@@ -202,6 +202,16 @@ func (sh modelShape) stageParams(stages [][]spec.LayerRange, r int) ParamSplit {
 			p.TPSharded += sh.wordEmbeddings()
 		}
 		p = p.plus(sh.mtpLayerParams().times(sh.mtp))
+		if sh.mtp > 0 && r > 0 && !sh.tied {
+			// The MTP layers embed the shifted tokens with an embedding of
+			// their own on the stage that runs them, a copy of the first
+			// stage's (GPTModel.__init__ builds LanguageModelEmbedding when
+			// pre_process or mtp_process; LanguageModule counts it as "a
+			// duplicated copy of the pre_process" embedding). With tied
+			// embeddings it is the copy the output layer already uses.
+			p.TPSharded += sh.wordEmbeddings()
+			p.Replicated += sh.positionEmbeddings()
+		}
 	}
 	return p
 }
