@@ -726,8 +726,9 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   1.23 to 1.24, "resolved with the next container release"; parc does not model a kernel regression.
   Quick-GEGLU with offset and clamp is recorded as SwiGLU: same GEMMs, and with bias_activation_fusion
   (set by the GPT-OSS provider) Megatron runs it as one fused kernel like SwiGLU's
-  (weighted_bias_quick_geglu_impl, experts.py at d98e8a64). YaRN is recorded as RoPE (the same fused
-  rotary kernel with scaled frequencies). The learnable softmax offset (attention sinks) adds one term
+  (weighted_bias_quick_geglu_impl, experts.py at d98e8a64). YaRN is recorded as such
+  (position_embedding "yarn", factor 32) and timed as RoPE: the same rotary kernel with scaled
+  frequencies. The learnable softmax offset (attention sinks) adds one term
   per softmax row in cuDNN's fused attention and is not timed.
 - Qwen3-30B-A3B on H100 (25.11, 26.02) is 1.6-1.9x too fast. Both releases' H100 configs run pp 2,
   vpp 12 with EP A2A overlap (26.02: DeepEP; 25.11: alltoall, and a table whose vpp 24 / micro batch 2
