@@ -582,6 +582,9 @@ func (c *costModel) embeddingParamsPerGPU(r int) float64 {
 	if r == c.pp-1 && (!c.sh.tied || c.pp > 1) {
 		n += c.sh.wordEmbeddings()
 	}
+	if r == c.pp-1 && r > 0 && c.sh.mtp > 0 && !c.sh.tied {
+		n += c.sh.wordEmbeddings() // the MTP stage's own embedding (params.go stageParams)
+	}
 	return float64(n) / float64(c.tp)
 }
 
