@@ -24,6 +24,13 @@
 // is tried with Megatron's default (core attention) and with each list of
 // Megatron-Bridge's recipes the model can use (moduleLists).
 //
+// With the interleaved schedule and no parallel.microbatch_group_size in
+// the spec, each plan gets the group size that gives it the least step time
+// among those whose peak fits, the smallest of them (group.go): in parc's
+// model a larger group only hides more data-parallel traffic and holds more
+// microbatches in flight. A micro batch whose microbatches are not a
+// multiple of pp is then valid with the smallest group Megatron accepts.
+//
 // The search is exact over that space: it returns what the documented
 // ranking puts first among every assignment that passes every check
 // (Megatron-Core's rules in package check, the topology rules, memory

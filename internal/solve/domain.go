@@ -159,6 +159,8 @@ type solver struct {
 	// train.recompute_layers with full recomputation (recompute is open
 	// and the spec writes neither).
 	layersImplied bool
+	// groupChosen: parc chooses parallel.microbatch_group_size (group.go).
+	groupChosen bool
 
 	diags diag.List
 	search

@@ -84,11 +84,14 @@ func TestLinksMatchEstimate(t *testing.T) {
 }
 
 // leavesOf builds a solver for a test spec and enumerates its leaves.
-func leavesOf(t *testing.T, path string) *solver {
+func leavesOf(t *testing.T, path string, setup ...func(*solver)) *solver {
 	t.Helper()
 	res := loadFile(t, path)
 	sv, ds := newSolver(res, Options{Top: 5})
 	require.NotNil(t, sv, "%v", ds)
+	for _, f := range setup {
+		f(sv)
+	}
 	sv.rejected, sv.examples, sv.common = map[string]int64{}, map[string]string{}, map[diagKey]int{}
 	sv.leafRejected = map[string]int64{}
 	sv.stateTooLarge = map[stateKey]string{}

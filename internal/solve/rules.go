@@ -18,7 +18,11 @@ type leaf struct {
 	rl    int16
 	stage uint8 // 0: bounded by compute only; 1: by the one-stage estimate
 	grid  int32 // index into search.grids
-	key   float64
+	// g is parallel.microbatch_group_size when parc chooses it
+	// (group.go): 0 for Megatron's default (pp), else the size evaluate
+	// chose.
+	g   int32
+	key float64
 	// A node stands for the n complete assignments of one (grid, split,
 	// vpp) — every valid micro batch, recompute and optimizer sharding —
 	// until the search reaches it and expands it (mb is then the smallest
@@ -197,6 +201,9 @@ func (sv *solver) enumerateSchedule(grid int32, tp, cp, pp, ep, etp, dp int) {
 	if p.MicrobatchGroupSize != nil {
 		group = *p.MicrobatchGroupSize
 	}
+	if sv.groupChosen {
+		group = 0 // chosen per plan: batchRule
+	}
 	inner := int32(len(sv.dom[fRC]) * len(sv.shards))
 	rc0 := sv.rcLeast
 	for _, si := range sv.splitsOf[pp] {
@@ -224,7 +231,7 @@ func (sv *solver) enumerateSchedule(grid int32, tp, cp, pp, ep, etp, dp int) {
 		}
 		for _, vpp32 := range vp.pass {
 			vpp := int(vpp32)
-			if vpp > 1 && pp > 1 && group < pp {
+			if vpp > 1 && pp > 1 && group > 0 && group < pp {
 				sv.prune("interleave-microbatches", w, func() string {
 					return fmt.Sprintf("microbatch_group_size=%d is smaller than pp=%d", group, pp)
 				})
@@ -319,7 +326,8 @@ func (sv *solver) batchPlanOf(pp, vpp, dp, group int) *levelPlan {
 }
 
 // batchRule is the global batch's rules for one micro batch (B4/B5,
-// P25/P26).
+// P25/P26); group 0 is a group size parc chooses (some is valid when
+// M ≥ pp: M itself).
 func (sv *solver) batchRule(pp, vpp, dp, group, mb int) (string, func() string) {
 	gbs := sv.base.Train.GlobalBatch
 	if gbs%(mb*dp) != 0 {
@@ -328,7 +336,12 @@ func (sv *solver) batchRule(pp, vpp, dp, group, mb int) (string, func() string) 
 		}
 	}
 	m := gbs / (mb * dp)
-	if vpp > 1 && pp > 1 && (m < group || (m%group != 0 && m%group < pp)) {
+	if vpp > 1 && pp > 1 && group == 0 && m < pp {
+		return "interleave-microbatches", func() string {
+			return fmt.Sprintf("vpp=%d with %d microbatches: the interleaved schedule needs at least pp=%d", vpp, m, pp)
+		}
+	}
+	if vpp > 1 && pp > 1 && group > 0 && (m < group || (m%group != 0 && m%group < pp)) {
 		return "interleave-microbatches", func() string {
 			return fmt.Sprintf("vpp=%d with %d microbatches: the interleaved schedule needs M ≥ %d and M mod %d = 0 or ≥ pp=%d", vpp, m, group, group, pp)
 		}
@@ -367,6 +380,9 @@ func (sv *solver) eachMicroBatch(nd *leaf, f func(mb int32)) {
 	group := int(nd.pp)
 	if g := sv.base.Parallel.MicrobatchGroupSize; g != nil {
 		group = *g
+	}
+	if sv.groupChosen {
+		group = 0
 	}
 	for _, mb := range sv.batchPlanOf(int(nd.pp), int(nd.vpp), dp, group).pass {
 		f(mb)

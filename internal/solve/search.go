@@ -108,6 +108,10 @@ type noneKey struct {
 type memFail struct {
 	mb   int32
 	code string
+	// g is the smallest group size parc could choose with mb (0: it does
+	// not choose it): a larger micro batch with a smaller smallest group
+	// may hold fewer activations.
+	g int32
 }
 
 func (sv *solver) variantKey(lf *leaf) memKey {
@@ -133,6 +137,9 @@ func (sv *solver) leafSpec(lf *leaf) spec.Spec {
 	}
 	sv.applySplit(lf.split, p)
 	sv.shards[lf.shard].apply(&s.Train)
+	if sv.groupChosen {
+		setGroup(p, lf.g)
+	}
 	return s
 }
 
@@ -305,15 +312,22 @@ func (sv *solver) behindNone(i int32, k int) bool {
 // weights, gradients and optimizer state alone exceed the headroom, or a
 // smaller micro batch of the same variant did not fit.
 func (sv *solver) memoryRuledOut(lf *leaf) bool {
-	if code := sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}]; code != "" {
+	if code := sv.memoryRules(lf); code != "" {
 		sv.rejectLeaf(code, nil)
 		return true
 	}
-	if f, ok := sv.memoryFailed[sv.variantKey(lf)]; ok && lf.mb >= f.mb && !sv.opts.Exhaustive {
-		sv.rejectLeaf(f.code, nil)
-		return true
-	}
 	return false
+}
+
+// memoryRules is the code memoryRuledOut rejects a leaf with ("": none).
+func (sv *solver) memoryRules(lf *leaf) string {
+	if code := sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}]; code != "" {
+		return code
+	}
+	if f, ok := sv.memoryFailed[sv.variantKey(lf)]; ok && lf.mb >= f.mb && !sv.opts.Exhaustive && int32(sv.groupMin(lf)) >= f.g {
+		return f.code
+	}
+	return ""
 }
 
 // completeShapes estimates every assignment of the given shapes the bound
@@ -358,12 +372,54 @@ func (sv *solver) completeShapes(gs []group) {
 	}
 }
 
+// evaluation is what evaluate computes of a leaf before it looks at the
+// search's state: a pure function of the leaf.
+type evaluation struct {
+	ds   diag.List // check.Verdict's
+	mem  estimate.Memory
+	rl   int16   // the leaf's rl after fitLeaf
+	g    int32   // the leaf's group size (group.go)
+	over bool    // the memory is above the GPU's or the headroom
+	step float64 // estimate.StepTime's, when the plan fits
+	// allGroups: no group size parc could choose is above the leaf's
+	// memory (none is faster than the one chosen).
+	allGroups bool
+}
+
+// evaluateLeaf computes leaf lf's evaluation.
+func (sv *solver) evaluateLeaf(lf leaf) (ev evaluation) {
+	if n := sv.groupMin(&lf); n > 0 {
+		lf.g = leafGroup(n, int(lf.pp))
+	}
+	ev.g = lf.g
+	s := sv.leafSpec(&lf)
+	d := spec.Derive(&s)
+	ev.ds = check.Verdict(&s, d, diag.NoPos) // codes only: no hints to verify
+	if ev.ds.HasErrors() {
+		return ev
+	}
+	// The memory first: most plans a search reaches do not fit, and whether
+	// one fits does not depend on its step time.
+	ev.mem = sv.fitLeaf(&lf, &s, d)
+	ev.rl = lf.rl
+	limit := sv.opts.MemoryHeadroom * float64(ev.mem.GPUBytes)
+	if ev.over = ev.mem.ExceedsGPU() || float64(ev.mem.PerGPUPeakBytes) > limit; ev.over {
+		return ev
+	}
+	ev.step = estimate.StepTime(&s, d, sv.grids[lf.grid].links.links).StepTimeS
+	ev.allGroups = true
+	if sizes := sv.leafGroups(&lf); len(sizes) > 1 {
+		ev.mem, ev.step, ev.allGroups = sv.chooseGroup(&lf, &s, sizes, ev.mem, ev.step)
+		ev.g = lf.g
+	}
+	return ev
+}
+
 // evaluate runs check.Run and the estimate on one leaf.
 func (sv *solver) evaluate(i int32) {
 	lf := &sv.leaves[i]
-	s := sv.leafSpec(lf)
-	d := spec.Derive(&s)
-	ds := check.Verdict(&s, d, diag.NoPos) // codes only: no hints to verify
+	ev := sv.evaluateLeaf(*lf)
+	ds := ev.ds
 	if sv.checked == 0 {
 		sv.firstChecked = i
 	}
@@ -382,13 +438,13 @@ func (sv *solver) evaluate(i int32) {
 		}
 		return
 	}
-	// The memory first: most plans a search reaches do not fit, and whether
-	// one fits does not depend on its step time.
-	mem := sv.fitLeaf(lf, &s, d)
+	mem := ev.mem
+	lf.rl, lf.g = ev.rl, ev.g
 	sv.evaluated++
 	fp := foundPlan{leaf: i, peak: mem.PerGPUPeakBytes, frac: mem.FractionOfGPU}
 	limit := sv.opts.MemoryHeadroom * float64(mem.GPUBytes)
-	if over := mem.ExceedsGPU(); over || float64(fp.peak) > limit {
+	if ev.over {
+		over := mem.ExceedsGPU()
 		code := CodeAboveHeadroom
 		msg := func() string {
 			return fmt.Sprintf("%s needs %s per GPU, %.1f%% of the GPU, above the %.0f%% headroom",
@@ -398,7 +454,8 @@ func (sv *solver) evaluate(i int32) {
 			// The estimate's error says by how much (formatted only for
 			// the first example).
 			code, msg = estimate.CodeMemoryExceedsGPU, func() string {
-				_, eds := estimate.Run(&s, d, sv.grids[lf.grid].links.links, diag.NoPos)
+				s := sv.leafSpec(lf) // with the layers fitLeaf chose
+				_, eds := estimate.Run(&s, spec.Derive(&s), sv.grids[lf.grid].links.links, diag.NoPos)
 				for _, x := range eds {
 					if x.Severity == diag.Error {
 						return x.Message
@@ -414,7 +471,7 @@ func (sv *solver) evaluate(i int32) {
 		if code == CodeAboveHeadroom || code == estimate.CodeMemoryExceedsGPU {
 			k := sv.variantKey(lf)
 			if f, ok := sv.memoryFailed[k]; !ok || lf.mb < f.mb {
-				sv.memoryFailed[k] = memFail{mb: lf.mb, code: code}
+				sv.memoryFailed[k] = memFail{mb: lf.mb, code: code, g: int32(sv.groupMin(lf))}
 			}
 		}
 		if !sv.hasSmallest || fp.peak < sv.smallest.peak {
@@ -441,10 +498,12 @@ func (sv *solver) evaluate(i int32) {
 		}
 		return
 	}
-	fp.step = stable(estimate.StepTime(&s, d, sv.grids[lf.grid].links.links).StepTimeS)
+	fp.step = stable(ev.step)
 	sv.found = append(sv.found, fp)
 	sv.noteShape(fp)
-	if sv.recomputes[lf.rc].mode == "none" {
+	if sv.recomputes[lf.rc].mode == "none" && ev.allGroups {
+		// (With a group size parc chooses, recomputation could fit a
+		// larger group than this plan and be faster.)
 		sv.noneFits[noneKey{sv.variantKey(lf).stateKey, lf.mb}] = fp.step
 	}
 }

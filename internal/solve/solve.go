@@ -78,6 +78,10 @@ type Parallel struct {
 	// Layout is parallel.layout (--pipeline-model-parallel-layout) when the
 	// plan places the layers with one.
 	Layout *string `json:"layout,omitempty"`
+	// MicrobatchGroupSize is parallel.microbatch_group_size
+	// (--microbatch-group-size-per-virtual-pipeline-stage) when the plan
+	// writes it (Megatron's default is pp).
+	MicrobatchGroupSize *int `json:"microbatch_group_size,omitempty"`
 }
 
 // Train is a candidate's microbatch size, recomputation and optimizer
@@ -101,8 +105,11 @@ type Train struct {
 // micro batch, recompute or optimizer sharding, among those the search
 // estimated.
 type Variant struct {
-	Train     Train   `json:"train"`
-	StepTimeS float64 `json:"step_time_s"`
+	Train Train `json:"train"`
+	// MicrobatchGroupSize is the variant's parallel.microbatch_group_size
+	// when parc chose one other than Megatron's default.
+	MicrobatchGroupSize *int    `json:"microbatch_group_size,omitempty"`
+	StepTimeS           float64 `json:"step_time_s"`
 	// VsShapePct is how much slower than the candidate's own plan, in
 	// percent.
 	VsShapePct      float64 `json:"vs_shape_pct"`
@@ -198,6 +205,9 @@ func Label(p Parallel, t Train) string {
 	}
 	if p.Layout != nil {
 		s += " layout=" + *p.Layout
+	}
+	if p.MicrobatchGroupSize != nil {
+		s += fmt.Sprintf(" microbatch_group_size=%d", *p.MicrobatchGroupSize)
 	}
 	switch {
 	case t.FSDP:
@@ -307,7 +317,7 @@ func (r *Result) Summary() string {
 	open := strings.Join(r.Open, ", ")
 	var split, other []string
 	for _, p := range r.Implied {
-		if p == recomputeModulesPath || p == recomputeMethodPath || p == recomputeLayersPath {
+		if p == recomputeModulesPath || p == recomputeMethodPath || p == recomputeLayersPath || p == groupPath {
 			other = append(other, p)
 		} else {
 			split = append(split, p)

@@ -42,6 +42,11 @@ func (sv *solver) run() *Result {
 		r.Implied = append(r.Implied, recomputeMethodPath, recomputeLayersPath)
 		r.Notes = append(r.Notes, "train.recompute is open and the spec writes neither train.recompute_method nor train.recompute_layers, so with full recomputation parc reruns the fewest layers that fit the headroom: the first k of each model chunk (Megatron's block method), or every layer when fewer do not fit (write either field to fix it)")
 	}
+	if (len(r.Open) > 0 || len(r.Implied) > 0) && sv.groupSearched() {
+		sv.groupChosen = true
+		r.Implied = append(r.Implied, groupPath)
+		r.Notes = append(r.Notes, "the spec does not write parallel.microbatch_group_size, so with the interleaved schedule parc chooses it: the smallest group Megatron accepts (pp, or more when the microbatches are not a multiple of pp), or a larger one when it fits and hides more data-parallel traffic (write it to fix it)")
+	}
 	if len(r.Open) == 0 && len(r.Implied) == 0 {
 		r.Space = 1
 		lf := sv.baseLeaf()
@@ -131,7 +136,8 @@ func (sv *solver) run() *Result {
 			c.Variants = append(c.Variants, Variant{
 				Train: Train{MicroBatch: int(lf.mb), Recompute: sv.recomputes[lf.rc].mode, RecomputeModules: sv.recomputes[lf.rc].modules,
 					RecomputeLayers: blockLayers(sv.recomputes[lf.rc], lf.rl), DistributedOptimizer: sh.distopt, FSDP: sh.fsdp},
-				StepTimeS: fp.step, VsShapePct: 100 * (fp.step - g.plans[0].step) / g.plans[0].step, PerGPUPeakBytes: fp.peak,
+				MicrobatchGroupSize: groupOf(lf.g),
+				StepTimeS:           fp.step, VsShapePct: 100 * (fp.step - g.plans[0].step) / g.plans[0].step, PerGPUPeakBytes: fp.peak,
 			})
 		}
 		verified = append(verified, c)
@@ -223,6 +229,9 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 	if l, ok := sv.splits[lf.split].layoutFor(int(lf.pp), int(lf.vpp)); ok {
 		vals["parallel.layout"] = l
 	}
+	if sv.groupChosen && lf.g > 0 {
+		vals[groupPath] = int(lf.g)
+	}
 	s, ds := sv.res.DecodeValue(fillAll(sv.res.Plan, vals))
 	if s == nil || ds.HasErrors() {
 		sv.rejectVerified(ds)
@@ -247,7 +256,7 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 			EP: s.Parallel.EP, ETP: d.ETP, DP: d.DP, SP: d.SP,
 			AccountForEmbedding: s.Parallel.AccountForEmbedding, AccountForLoss: s.Parallel.AccountForLoss,
 			FirstStageLayers: s.Parallel.FirstStageLayers, LastStageLayers: s.Parallel.LastStageLayers,
-			Layout: s.Parallel.Layout,
+			Layout: s.Parallel.Layout, MicrobatchGroupSize: s.Parallel.MicrobatchGroupSize,
 		},
 		Train: Train{MicroBatch: s.Train.MicroBatch, Recompute: s.Train.Recompute, RecomputeModules: s.Train.RecomputeModules,
 			RecomputeLayers: specBlockLayers(&s.Train), DistributedOptimizer: s.Train.DistributedOptimizer, FSDP: s.Train.FSDP},
@@ -411,6 +420,9 @@ func (sv *solver) leafLabel(lf *leaf) string {
 	}
 	if sp := sv.splits[lf.split].String(); sp != "" {
 		s += " " + sp
+	}
+	if lf.g > 0 {
+		s += fmt.Sprintf(" microbatch_group_size=%d", lf.g)
 	}
 	return s
 }

@@ -1,0 +1,112 @@
+package solve
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"parc.dev/parc/internal/check"
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/estimate"
+	"parc.dev/parc/internal/spec"
+)
+
+// groupLeaves is leavesOf with parc choosing the group size.
+func groupLeaves(t *testing.T, path string) *solver {
+	t.Helper()
+	return leavesOf(t, path, func(sv *solver) {
+		require.True(t, sv.groupSearched(), path)
+		sv.groupChosen = true
+	})
+}
+
+// TestGroupRuleIsChecks: the group sizes parc tries are those check (its
+// own reading of schedules.py's P25/P26) accepts.
+func TestGroupRuleIsChecks(t *testing.T) {
+	sv, ds := newSolver(loadFile(t, "testdata/published/megatron-76.1b.cue"), Options{Top: 5})
+	require.NotNil(t, sv, "%v", ds)
+	base := &sv.base
+	n := 0
+	for _, pp := range []int{2, 4} {
+		for _, gb := range []int{8, 12, 20, 36, 40, 44} {
+			sp := *base
+			sp.Cluster.Nodes = 4
+			sp.Parallel.TP, sp.Parallel.PP, sp.Parallel.CP, sp.Parallel.VPP = 8, pp, 1, 2
+			sp.Model.Layers = 8 * pp
+			sp.Train.MicroBatch, sp.Train.GlobalBatch = 1, gb
+			d := spec.Derive(&sp)
+			m := gb / d.DP
+			for g := 1; g <= m+2; g++ {
+				sp.Parallel.MicrobatchGroupSize = &g
+				d := spec.Derive(&sp)
+				rejected := false
+				for _, x := range check.Verdict(&sp, d, diag.NoPos) {
+					rejected = rejected || x.Severity == diag.Error && x.Code == "interleave-microbatches"
+				}
+				assert.Equal(t, !rejected, groupOK(g, m, pp), "pp=%d M=%d N=%d", pp, m, g)
+				n++
+			}
+			assert.Equal(t, len(groupSizes(m, pp)) > 0, m >= pp)
+		}
+	}
+	assert.Greater(t, n, 50)
+}
+
+// TestGroupChoice: in parc's model a larger group never lowers the peak
+// and never slows the step (what chooseGroup's two halvings rest on), and
+// chooseGroup picks what trying every valid group picks: the smallest of
+// the fastest that fit.
+func TestGroupChoice(t *testing.T) {
+	for _, f := range []string{"testdata/published/megatron-76.1b.cue", "testdata/bench-405b-16k.cue"} {
+		sv := groupLeaves(t, f)
+		n, larger := 0, 0
+		for _, i := range sample(sv, 3000) {
+			lf := sv.leaves[i]
+			sizes := sv.leafGroups(&lf)
+			if len(sizes) < 2 || len(sizes) > 64 {
+				continue
+			}
+			links := sv.grids[lf.grid].links.links
+			label := fmt.Sprintf("%s %s", f, sv.leafLabel(&lf))
+			type at struct {
+				peak int64
+				step float64
+				fits bool
+			}
+			var all []at
+			for _, g := range sizes {
+				lf.g = leafGroup(g, int(lf.pp))
+				s := sv.leafSpec(&lf)
+				d := spec.Derive(&s)
+				m := estimate.Fit(&s, d)
+				all = append(all, at{m.PerGPUPeakBytes, estimate.StepTime(&s, d, links).StepTimeS,
+					!m.ExceedsGPU() && float64(m.PerGPUPeakBytes) <= sv.opts.MemoryHeadroom*float64(m.GPUBytes)})
+			}
+			for j := 1; j < len(all); j++ {
+				assert.GreaterOrEqual(t, all[j].peak, all[j-1].peak, "peak grows with the group: %s N=%d", label, sizes[j])
+				assert.LessOrEqual(t, all[j].step, all[j-1].step, "step time does not grow with the group: %s N=%d", label, sizes[j])
+			}
+			if !all[0].fits {
+				continue
+			}
+			want := 0
+			for j, a := range all {
+				if a.fits && a.step < all[want].step {
+					want = j
+				}
+			}
+			lf.g = leafGroup(sizes[0], int(lf.pp))
+			s := sv.leafSpec(&lf)
+			mem, step, _ := sv.chooseGroup(&lf, &s, sizes, estimate.Fit(&s, spec.Derive(&s)), all[0].step)
+			assert.Equal(t, leafGroup(sizes[want], int(lf.pp)), lf.g, label)
+			assert.Equal(t, all[want].step, step, label)
+			assert.Equal(t, all[want].peak, mem.PerGPUPeakBytes, label)
+			larger += btoi(want > 0)
+			n++
+		}
+		t.Logf("%s: %d leaves, %d choose a larger group than the smallest", f, n, larger)
+		assert.Greater(t, n, 20, f)
+	}
+}
