@@ -124,7 +124,8 @@ var allNVLink = map[string]string{
 func (sv *solver) oneStage(lf *leaf, mb int32, rc int8) *estimate.Estimate {
 	one := *lf
 	one.mb, one.rc = mb, rc
-	s := sv.leafSpec(&one)
+	s := &sv.scratch
+	sv.leafSpecAt(&one, s)
 	p := &s.Parallel
 	p.PP, p.VPP = 1, 1
 	p.FirstStageLayers, p.LastStageLayers, p.Layout = nil, nil, nil
@@ -134,7 +135,7 @@ func (sv *solver) oneStage(lf *leaf, mb int32, rc int8) *estimate.Estimate {
 	// Time does not depend on the GPU's memory; the whole model on one
 	// stage rarely fits, and the diagnostic would only cost time.
 	s.Cluster.GPU.MemoryGiB = 0
-	e := estimate.StepTime(&s, spec.Derive(&s), sv.grids[lf.grid].links.links)
+	e := estimate.StepTime(s, spec.Derive(s), sv.grids[lf.grid].links.links)
 	sv.boundEstimates++
 	return e
 }

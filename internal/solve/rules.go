@@ -354,7 +354,11 @@ func (sv *solver) batchRule(pp, vpp, dp, group, mb int) (string, func() string) 
 func (sv *solver) expand(i int32) []int32 {
 	nd := sv.leaves[i]
 	out := make([]int32, 0, nd.n)
-	sv.leaves = slices.Grow(sv.leaves, int(nd.n))
+	if n := len(sv.leaves) + int(nd.n); n > cap(sv.leaves) {
+		// Doubling: append grows a large slice by a quarter, copying
+		// the leaves four times over as the search expands nodes.
+		sv.leaves = append(make([]leaf, 0, max(2*cap(sv.leaves), n)), sv.leaves...)
+	}
 	sv.eachAssignment(&nd, func(mb int32, rc int8) {
 		lf := nd
 		lf.node, lf.n, lf.stage = false, 1, 0

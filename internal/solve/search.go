@@ -46,6 +46,8 @@ type search struct {
 	linkCache     linkCache
 	// layouts are the generated layouts of (split, pp, vpp) (applySplit).
 	layouts map[[3]int32]layoutOf
+	// scratch is the spec evaluateLeaf and oneStage write a leaf into.
+	scratch spec.Spec
 	// memoryFailed rules out the larger micro batches of a variant that
 	// did not fit.
 	memoryFailed map[memKey]memFail
@@ -122,7 +124,15 @@ type diagKey struct{ code, path, message string }
 
 // leafSpec is the base spec with the leaf's values.
 func (sv *solver) leafSpec(lf *leaf) spec.Spec {
-	s := sv.base
+	var s spec.Spec
+	sv.leafSpecAt(lf, &s)
+	return s
+}
+
+// leafSpecAt writes leafSpec(lf) into s (the search's hot paths write the
+// solver's scratch spec instead of a new one each time).
+func (sv *solver) leafSpecAt(lf *leaf, s *spec.Spec) {
+	*s = sv.base
 	p := &s.Parallel
 	p.TP, p.CP, p.PP, p.EP, p.VPP = int(lf.tp), int(lf.cp), int(lf.pp), int(lf.ep), int(lf.vpp)
 	p.ETP = nil
@@ -140,7 +150,6 @@ func (sv *solver) leafSpec(lf *leaf) spec.Spec {
 	if sv.groupChosen {
 		setGroup(p, lf.g)
 	}
-	return s
 }
 
 // applySplit is split si's apply on p, a generated layout written once
@@ -189,40 +198,57 @@ func (sv *solver) heapify() {
 	for i := range sv.heap {
 		sv.heap[i] = heapItem{sv.leaves[i].key, int32(i)}
 	}
-	for i := len(sv.heap)/2 - 1; i >= 0; i-- {
+	sv.reheap()
+}
+
+// The heap is 4-ary: half the levels of a binary heap, and a node's
+// children side by side in memory. Which item a pop returns depends only on
+// the items in the heap (the order on (key, index) is total), never on its
+// shape.
+const heapArity = 4
+
+// reheap restores the heap order of the whole array.
+func (sv *solver) reheap() {
+	for i := (len(sv.heap) - 2) / heapArity; i >= 0; i-- {
 		sv.down(i)
 	}
 }
 
 func (sv *solver) down(i int) {
 	h := sv.heap
+	x := h[i]
 	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
+		first := heapArity*i + 1
+		if first >= len(h) {
+			break
 		}
-		j := l
-		if r := l + 1; r < len(h) && heapLess(h[r], h[l]) {
-			j = r
+		j := first
+		for c := first + 1; c < min(first+heapArity, len(h)); c++ {
+			if heapLess(h[c], h[j]) {
+				j = c
+			}
 		}
-		if !heapLess(h[j], h[i]) {
-			return
+		if !heapLess(h[j], x) {
+			break
 		}
-		h[i], h[j] = h[j], h[i]
+		h[i] = h[j]
 		i = j
 	}
+	h[i] = x
 }
 
 func (sv *solver) up(i int) {
 	h := sv.heap
+	x := h[i]
 	for i > 0 {
-		parent := (i - 1) / 2
-		if !heapLess(h[i], h[parent]) {
-			return
+		parent := (i - 1) / heapArity
+		if !heapLess(x, h[parent]) {
+			break
 		}
-		h[i], h[parent] = h[parent], h[i]
+		h[i] = h[parent]
 		i = parent
 	}
+	h[i] = x
 }
 
 func (sv *solver) pop() int32 {
@@ -348,9 +374,7 @@ func (sv *solver) completeShapes(gs []group) {
 		}
 		return false
 	})
-	for i := len(sv.heap)/2 - 1; i >= 0; i-- {
-		sv.down(i)
-	}
+	sv.reheap()
 	slices.Sort(todo)
 	for len(todo) > 0 {
 		i := todo[0]
@@ -392,24 +416,25 @@ func (sv *solver) evaluateLeaf(lf leaf) (ev evaluation) {
 		lf.g = leafGroup(n, int(lf.pp))
 	}
 	ev.g = lf.g
-	s := sv.leafSpec(&lf)
-	d := spec.Derive(&s)
-	ev.ds = check.Verdict(&s, d, diag.NoPos) // codes only: no hints to verify
+	s := &sv.scratch
+	sv.leafSpecAt(&lf, s)
+	d := spec.Derive(s)
+	ev.ds = check.Verdict(s, d, diag.NoPos) // codes only: no hints to verify
 	if ev.ds.HasErrors() {
 		return ev
 	}
 	// The memory first: most plans a search reaches do not fit, and whether
 	// one fits does not depend on its step time.
-	ev.mem = sv.fitLeaf(&lf, &s, d)
+	ev.mem = sv.fitLeaf(&lf, s, d)
 	ev.rl = lf.rl
 	limit := sv.opts.MemoryHeadroom * float64(ev.mem.GPUBytes)
 	if ev.over = ev.mem.ExceedsGPU() || float64(ev.mem.PerGPUPeakBytes) > limit; ev.over {
 		return ev
 	}
-	ev.step = estimate.StepTime(&s, d, sv.grids[lf.grid].links.links).StepTimeS
+	ev.step = estimate.StepTime(s, d, sv.grids[lf.grid].links.links).StepTimeS
 	ev.allGroups = true
 	if sizes := sv.leafGroups(&lf); len(sizes) > 1 {
-		ev.mem, ev.step, ev.allGroups = sv.chooseGroup(&lf, &s, sizes, ev.mem, ev.step)
+		ev.mem, ev.step, ev.allGroups = sv.chooseGroup(&lf, s, sizes, ev.mem, ev.step)
 		ev.g = lf.g
 	}
 	return ev
