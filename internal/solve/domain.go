@@ -159,8 +159,10 @@ type solver struct {
 	// train.recompute_layers with full recomputation (recompute is open
 	// and the spec writes neither).
 	layersImplied bool
-	// groupChosen: parc chooses parallel.microbatch_group_size (group.go).
+	// groupChosen: parc chooses parallel.microbatch_group_size (group.go);
+	// group is the user's constraint when it is open.
 	groupChosen bool
+	group       openGroup
 
 	diags diag.List
 	search
@@ -172,8 +174,25 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 	sv := &solver{res: res, at: res.Locator(), opts: opts}
 	var ds diag.List
 	vals := map[string]any{}
-	for _, p := range res.Open() {
+	open := res.Open()
+	if gv := res.User.LookupPath(cue.ParsePath(groupPath)); gv.Exists() && !gv.IsConcrete() {
+		if _, hasDefault := gv.Default(); !hasDefault {
+			open = append(open, groupPath) // not one of spec.OpenPaths: parc chooses it with vpp
+		}
+	}
+	for _, p := range open {
 		f, ok := spec.OpenFieldOf(p)
+		if !ok && p == groupPath {
+			// Open like a degree: parc chooses it (group.go).
+			ph, ok := sv.openGroup(res.User.LookupPath(cue.ParsePath(p)))
+			if !ok {
+				ds.Errorf(sv.at(p), p, CodeOpenNoValue, "write the field as a concrete value, a disjunction (4 | 8) or bounds (>=8)",
+					"%s is open but parc found no value its constraint %v allows (it tries 1–4096)", p, sv.group.user)
+				continue
+			}
+			vals[p] = ph
+			continue
+		}
 		if !ok {
 			continue
 		}
@@ -196,6 +215,9 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 		return nil, ds
 	}
 	sv.base = *s
+	if sv.group.open {
+		sv.base.Parallel.MicrobatchGroupSize = nil // the placeholder
+	}
 	sv.world = s.Cluster.Nodes * s.Cluster.GPUsPerNode
 	if sv.opts.MemoryHeadroom <= 0 {
 		sv.opts.MemoryHeadroom = DefaultMemoryHeadroom

@@ -39,10 +39,55 @@ const groupPath = "parallel.microbatch_group_size"
 // not write it and the search can interleave the pipeline (some vpp > 1
 // with some pp > 1).
 func (sv *solver) groupSearched() bool {
+	if sv.group.open {
+		return true
+	}
 	if sv.res.User.LookupPath(cue.ParsePath(groupPath)).Exists() || sv.base.Parallel.MicrobatchGroupSize != nil {
 		return false
 	}
 	return hasAbove1(sv.dom[fVPP]) && hasAbove1(sv.dom[fPP])
+}
+
+// openGroup is the user's constraint on an open group size
+// (microbatch_group_size: int, 4 | 8, >=8).
+type openGroup struct {
+	open bool
+	user cue.Value
+	// all: the constraint allows every int; else allowed memoises it.
+	all     bool
+	allowed map[int]bool
+	// placeholder is the least value it allows: what a plan without
+	// the interleaved schedule writes (the group size has no effect there).
+	placeholder int
+}
+
+// openGroup records an open group size and returns a value its constraint
+// allows.
+func (sv *solver) openGroup(uv cue.Value) (int, bool) {
+	g := &sv.group
+	g.open, g.user, g.allowed = true, uv, map[int]bool{}
+	g.all = uv.Subsume(uv.Context().CompileString("int")) == nil
+	for v := 1; v <= 4096; v++ {
+		if sv.groupAllowed(v) {
+			g.placeholder = v
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// groupAllowed reports whether the user's constraint allows group size n.
+func (sv *solver) groupAllowed(n int) bool {
+	g := &sv.group
+	if !g.open || g.all {
+		return true
+	}
+	ok, seen := g.allowed[n]
+	if !seen {
+		ok = g.user.Unify(g.user.Context().Encode(n)).Err() == nil
+		g.allowed[n] = ok
+	}
+	return ok
 }
 
 func hasAbove1(xs []int) bool {
@@ -55,7 +100,7 @@ func hasAbove1(xs []int) bool {
 }
 
 // groupOK is Megatron's rule for a group size n with m microbatches and
-// pp stages.
+// pp stages (and the user's constraint: groupAllowed).
 func groupOK(n, m, pp int) bool {
 	if n < pp || n > m {
 		return false
@@ -66,10 +111,10 @@ func groupOK(n, m, pp int) bool {
 
 // groupSizes lists the valid group sizes for m microbatches and pp stages,
 // ascending (none when m < pp).
-func groupSizes(m, pp int) []int {
+func (sv *solver) groupSizes(m, pp int) []int {
 	var out []int
 	for n := pp; n <= m; n++ {
-		if groupOK(n, m, pp) {
+		if groupOK(n, m, pp) && sv.groupAllowed(n) {
 			out = append(out, n)
 		}
 	}
@@ -82,6 +127,20 @@ func leafGroup(n, pp int) int32 {
 		return 0
 	}
 	return int32(n)
+}
+
+// groupValue is what a plan writes for an open group size: the leaf's, pp
+// when that is Megatron's default (the interleaved schedule), else the
+// least value the user's constraint allows (the group size has no effect
+// there).
+func (sv *solver) groupValue(lf *leaf) int {
+	switch {
+	case lf.g > 0:
+		return int(lf.g)
+	case lf.vpp > 1 && lf.pp > 1:
+		return int(lf.pp)
+	}
+	return sv.group.placeholder
 }
 
 // chooseGroup picks leaf lf's group size (lf.g) for spec s, whose memory
@@ -159,7 +218,7 @@ func (sv *solver) groupMin(lf *leaf) int {
 	}
 	m := sv.base.Train.GlobalBatch / (int(lf.mb) * sv.grids[lf.grid].dp)
 	for n := int(lf.pp); n <= m; n++ {
-		if groupOK(n, m, int(lf.pp)) {
+		if groupOK(n, m, int(lf.pp)) && sv.groupAllowed(n) {
 			return n
 		}
 	}
@@ -171,7 +230,7 @@ func (sv *solver) leafGroups(lf *leaf) []int {
 	if !sv.groupChosen || lf.vpp <= 1 || lf.pp <= 1 {
 		return nil
 	}
-	return groupSizes(sv.base.Train.GlobalBatch/(int(lf.mb)*sv.grids[lf.grid].dp), int(lf.pp))
+	return sv.groupSizes(sv.base.Train.GlobalBatch/(int(lf.mb)*sv.grids[lf.grid].dp), int(lf.pp))
 }
 
 // groupOf is a leaf's group size as a plan writes it (nil: the default).

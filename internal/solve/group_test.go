@@ -2,6 +2,8 @@ package solve
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +12,7 @@ import (
 	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/estimate"
+	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/spec"
 )
 
@@ -48,7 +51,7 @@ func TestGroupRuleIsChecks(t *testing.T) {
 				assert.Equal(t, !rejected, groupOK(g, m, pp), "pp=%d M=%d N=%d", pp, m, g)
 				n++
 			}
-			assert.Equal(t, len(groupSizes(m, pp)) > 0, m >= pp)
+			assert.Equal(t, len(sv.groupSizes(m, pp)) > 0, m >= pp)
 		}
 	}
 	assert.Greater(t, n, 50)
@@ -108,5 +111,50 @@ func TestGroupChoice(t *testing.T) {
 		}
 		t.Logf("%s: %d leaves, %d choose a larger group than the smallest", f, n, larger)
 		assert.Greater(t, n, 20, f)
+	}
+}
+
+// TestOpenGroupSize: a group size left open (microbatch_group_size: int) is
+// chosen as an unwritten one is, and listed among the open fields; a
+// constraint on it is kept.
+func TestOpenGroupSize(t *testing.T) {
+	const path = "testdata/published/megatron-76.1b.cue"
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	const from = "parallel: {tp: int, pp: int, vpp: int, cp: int, ep: int, etp: int}"
+	require.Contains(t, string(data), from)
+	solveWith := func(group string) *Result {
+		src := strings.Replace(string(data), from, strings.TrimSuffix(from, "}")+group+"}", 1)
+		res, ds := load.Load(load.Source{Path: path, Data: []byte(src)})
+		require.NotNil(t, res, "%v", ds)
+		r, ds := Solve(res, Options{})
+		require.NotNil(t, r, "%v", ds)
+		require.NotEmpty(t, r.Candidates, "%v", ds)
+		return r
+	}
+	unset, open := solveWith(""), solveWith(", microbatch_group_size: int")
+	assert.Contains(t, unset.Implied, groupPath)
+	assert.Contains(t, open.Open, groupPath)
+	assert.NotContains(t, open.Implied, groupPath)
+	require.Equal(t, len(unset.Candidates), len(open.Candidates))
+	for i, c := range open.Candidates {
+		u := unset.Candidates[i]
+		assert.Equal(t, u.StepTimeS, c.StepTimeS)
+		require.NotNil(t, c.Parallel.MicrobatchGroupSize, "an open field is written")
+		want := c.Parallel.PP
+		if u.Parallel.MicrobatchGroupSize != nil {
+			want = *u.Parallel.MicrobatchGroupSize
+		}
+		assert.Equal(t, want, *c.Parallel.MicrobatchGroupSize, c.Label())
+	}
+	// The constraint: only multiples of 8 (the pick's group, 5, is not).
+	r := solveWith(", microbatch_group_size: 8 | 16 | 24 | 32")
+	for _, c := range r.Candidates {
+		g := *c.Parallel.MicrobatchGroupSize
+		assert.Contains(t, []int{8, 16, 24, 32}, g, c.Label())
+		if c.Parallel.VPP > 1 {
+			m := 1792 / (c.Train.MicroBatch * c.Parallel.DP)
+			assert.True(t, groupOK(g, m, c.Parallel.PP), c.Label())
+		}
 	}
 }

@@ -209,6 +209,9 @@ const heapArity = 4
 
 // reheap restores the heap order of the whole array.
 func (sv *solver) reheap() {
+	if len(sv.heap) < 2 {
+		return // (−1/4 is 0 in Go)
+	}
 	for i := (len(sv.heap) - 2) / heapArity; i >= 0; i-- {
 		sv.down(i)
 	}

@@ -42,7 +42,10 @@ func (sv *solver) run() *Result {
 		r.Implied = append(r.Implied, recomputeMethodPath, recomputeLayersPath)
 		r.Notes = append(r.Notes, "train.recompute is open and the spec writes neither train.recompute_method nor train.recompute_layers, so with full recomputation parc reruns the fewest layers that fit the headroom: the first k of each model chunk (Megatron's block method), or every layer when fewer do not fit (write either field to fix it)")
 	}
-	if (len(r.Open) > 0 || len(r.Implied) > 0) && sv.groupSearched() {
+	if sv.group.open {
+		sv.groupChosen = true
+		r.Open = append(r.Open, groupPath)
+	} else if (len(r.Open) > 0 || len(r.Implied) > 0) && sv.groupSearched() {
 		sv.groupChosen = true
 		r.Implied = append(r.Implied, groupPath)
 		r.Notes = append(r.Notes, "the spec does not write parallel.microbatch_group_size, so with the interleaved schedule parc chooses it: the smallest group Megatron accepts (pp, or more when the microbatches are not a multiple of pp), or a larger one when it fits and hides more data-parallel traffic (write it to fix it)")
@@ -229,7 +232,10 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 	if l, ok := sv.splits[lf.split].layoutFor(int(lf.pp), int(lf.vpp)); ok {
 		vals["parallel.layout"] = l
 	}
-	if sv.groupChosen && lf.g > 0 {
+	switch {
+	case sv.group.open:
+		vals[groupPath] = sv.groupValue(lf)
+	case sv.groupChosen && lf.g > 0:
 		vals[groupPath] = int(lf.g)
 	}
 	s, ds := sv.res.DecodeValue(fillAll(sv.res.Plan, vals))
