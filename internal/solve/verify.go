@@ -46,9 +46,7 @@ func (sv *solver) run() *Result {
 		sv.groupChosen = true
 		r.Open = append(r.Open, groupPath)
 	} else if (len(r.Open) > 0 || len(r.Implied) > 0) && sv.groupSearched() {
-		sv.groupChosen = true
-		r.Implied = append(r.Implied, groupPath)
-		r.Notes = append(r.Notes, "the spec does not write parallel.microbatch_group_size, so with the interleaved schedule parc chooses it: the smallest group Megatron accepts (pp, or more when the microbatches are not a multiple of pp), or a larger one when it fits and hides more data-parallel traffic (write it to fix it)")
+		sv.groupChosen = true // listed below when some plan interleaves
 	}
 	if len(r.Open) == 0 && len(r.Implied) == 0 {
 		r.Space = 1
@@ -92,6 +90,10 @@ func (sv *solver) run() *Result {
 
 	sv.prepareBounds()
 	sv.enumerate()
+	if sv.groupChosen && !sv.group.open && slices.ContainsFunc(sv.leaves, func(nd leaf) bool { return nd.vpp > 1 && nd.pp > 1 }) {
+		r.Implied = append(r.Implied, groupPath)
+		r.Notes = append(r.Notes, "the spec does not write parallel.microbatch_group_size, so with the interleaved schedule parc chooses it: the smallest group Megatron accepts (pp, or more when the microbatches are not a multiple of pp), or a larger one when it fits and hides more data-parallel traffic (write it to fix it)")
+	}
 	r.Space = sv.spaceSize()
 	sv.heapify()
 	top := sv.opts.Top
