@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"math"
 	"slices"
 
 	"parc.dev/parc/internal/spec"
@@ -263,4 +264,28 @@ func recomputedLayers(tr *spec.Train, count int) int {
 func PeakMemory(s *spec.Spec, d spec.Derived) (peak, gpu int64) {
 	m := Fit(s, d)
 	return m.PerGPUPeakBytes, m.GPUBytes
+}
+
+// interleavedFill is the time one step of Megatron's interleaved schedule
+// (vpp = v > 1, overlap_p2p_comm) waits for its point-to-point transfers,
+// each taking hop, when a chunk's forward of a microbatch takes fwd. The
+// warm-up's 2(p−r−1) + (v−1)·g forwards (schedules.py at d98e8a64,
+// forward_backward_pipelining_with_interleaving) put each rank a forward
+// ahead of the rank after it, so in the steady state a transfer no longer
+// than fwd runs beside compute. What waits is the first microbatch's
+// forward and the last one's backward: each crosses the p−1 rank
+// boundaries of every chunk, and at each of the v−1 chunk changes goes
+// from rank p−1 back to rank 0, a round of p transfers that rank 0's group
+// of g microbatches (microbatch_group_size_per_vp_stage, default p) covers
+// only with its g−p forwards beyond the round's p. With g = p every
+// crossing waits: 2(p·v−1) transfers. TestInterleavedScheduleSimulated runs
+// the schedule's dependencies: exact when g = p or the group covers the
+// round, an upper bound in between, and the bubble is BubbleFraction's.
+func interleavedFill(p, v, g int, hop, fwd float64) float64 {
+	if p < 2 || v < 2 {
+		return 0
+	}
+	g = max(g, p)
+	round := math.Max(0, float64(p)*hop-float64(g-p)*fwd)
+	return 2*float64(p-1)*hop + 2*float64(v-1)*round
 }

@@ -1,8 +1,13 @@
 package estimate
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // InFlight counts the first warm-up+1 forward passes of Megatron's schedule
@@ -136,4 +141,123 @@ func TestPeakInFlightReplaysSchedule(t *testing.T) {
 	if got, count := weigh(peakInFlight(2, 2, 4, 2, 1, w), w), weigh(InFlight(2, 2, 4, 2, 1), w); got != 3 || count != 2 {
 		t.Errorf("last rank, loss-only last chunk: peak %g layers (want 3), InFlight's count %g (want 2)", got, count)
 	}
+}
+
+// TestInterleavedScheduleSimulated runs Megatron's interleaved schedule
+// (schedules.py at d98e8a64: rank r warms up with 2(p−r−1) + (v−1)·g
+// forwards in interleavedTable's order, then alternates a forward and a
+// backward, then cools down; the k-th backward runs chunk v−1−table[k]) as
+// a dependency simulation: a chunk's forward needs the previous chunk's
+// forward (on the rank before, or from rank p−1 for the next chunk on rank
+// 0), a backward the next chunk's backward, each after a transfer of hop,
+// and its own forward. Without transfers the step takes the work plus
+// BubbleFraction's bubble; with transfers no longer than a chunk's forward
+// it takes interleavedFill more, whatever the number of microbatches.
+func TestInterleavedScheduleSimulated(t *testing.T) {
+	const fwd, bwd = 1.0, 2.0
+	for _, tc := range []struct{ p, v, m, g int }{
+		{2, 4, 16, 2}, {2, 8, 32, 2}, {2, 31, 16, 2}, {4, 4, 32, 4}, {4, 12, 16, 4},
+		{8, 5, 64, 8}, {8, 2, 64, 8}, {4, 4, 32, 8}, {4, 4, 30, 5}, {4, 3, 24, 6}, {2, 8, 24, 3},
+	} {
+		work := float64(tc.m*tc.v) * (fwd + bwd)
+		f := BubbleFraction(tc.p, tc.v, tc.m)
+		base := simulateInterleaved(t, tc.p, tc.v, tc.m, tc.g, fwd, bwd, 0)
+		assert.InDelta(t, work/(1-f), base, 1e-9, "bubble p=%d v=%d m=%d g=%d", tc.p, tc.v, tc.m, tc.g)
+		for _, hop := range []float64{0.05, 0.2, 0.5, fwd} {
+			got := simulateInterleaved(t, tc.p, tc.v, tc.m, tc.g, fwd, bwd, hop)
+			want := interleavedFill(tc.p, tc.v, tc.g, hop, fwd)
+			msg := fmt.Sprintf("p=%d v=%d m=%d g=%d hop=%g", tc.p, tc.v, tc.m, tc.g, hop)
+			if tc.g == tc.p || float64(tc.p)*hop <= float64(tc.g-tc.p)*fwd {
+				assert.InDelta(t, want, got-base, 1e-9, msg)
+			} else {
+				assert.LessOrEqual(t, got-base, want+1e-9, msg)
+				assert.Greater(t, got-base, 2*float64(tc.p-1)*hop, msg)
+			}
+		}
+		// A transfer longer than a chunk's forward holds the steady state.
+		got := simulateInterleaved(t, tc.p, tc.v, tc.m, tc.g, fwd, bwd, 4*fwd)
+		assert.Greater(t, got-base, interleavedFill(tc.p, tc.v, tc.g, 4*fwd, fwd), "p=%d v=%d m=%d g=%d", tc.p, tc.v, tc.m, tc.g)
+	}
+}
+
+// simulateInterleaved is the step time of the interleaved schedule whose
+// passes take fwd and bwd and whose transfers take hop.
+func simulateInterleaved(t *testing.T, p, v, m, g int, fwd, bwd, hop float64) float64 {
+	table := interleavedTable(m, v, g)
+	n := len(table)
+	type pass struct {
+		back bool
+		c, i int
+	}
+	// The k-th forward of chunk c is its next microbatch, and so for the
+	// backwards (chunk v−1−table[k]).
+	fw, bw := make([]pass, n), make([]pass, n)
+	nf, nb := make([]int, v), make([]int, v)
+	for k, c := range table {
+		fw[k] = pass{false, c, nf[c]}
+		nf[c]++
+		b := v - 1 - c
+		bw[k] = pass{true, b, nb[b]}
+		nb[b]++
+	}
+	seqs := make([][]pass, p)
+	for r := range p {
+		w := min(2*(p-r-1)+(v-1)*g, n)
+		seq := slices.Clone(fw[:w])
+		for k := w; k < n; k++ {
+			seq = append(seq, fw[k], bw[k-w])
+		}
+		seqs[r] = append(seq, bw[n-w:]...)
+	}
+	type key struct {
+		r int
+		pass
+	}
+	done := map[key]float64{}
+	clock := make([]float64, p)
+	next := make([]int, p)
+	for left := 2 * n * p; left > 0; {
+		moved := false
+		for r := range p {
+			for next[r] < len(seqs[r]) {
+				x := seqs[r][next[r]]
+				var deps []key
+				switch {
+				case !x.back && r > 0:
+					deps = []key{{r - 1, x}}
+				case !x.back && x.c > 0:
+					deps = []key{{p - 1, pass{false, x.c - 1, x.i}}}
+				case x.back && r < p-1:
+					deps = []key{{r, pass{false, x.c, x.i}}, {r + 1, x}}
+				case x.back && x.c < v-1:
+					deps = []key{{r, pass{false, x.c, x.i}}, {0, pass{true, x.c + 1, x.i}}}
+				case x.back:
+					deps = []key{{r, pass{false, x.c, x.i}}}
+				}
+				ready, ok := 0.0, true
+				for _, d := range deps {
+					end, found := done[d]
+					ok = ok && found
+					if d.r != r {
+						end += hop
+					}
+					ready = math.Max(ready, end)
+				}
+				if !ok {
+					break
+				}
+				step := fwd
+				if x.back {
+					step = bwd
+				}
+				clock[r] = math.Max(clock[r], ready) + step
+				done[key{r, x}] = clock[r]
+				next[r]++
+				left--
+				moved = true
+			}
+		}
+		require.True(t, moved, "the schedule deadlocks")
+	}
+	return slices.Max(clock)
 }

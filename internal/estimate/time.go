@@ -519,7 +519,14 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		t := c.latency(l, 1)*w.ppSends + w.bytes[axPP]/c.linkRate(l)
 		st.comm[axPP], st.exposed[axPP] = t, t
 		if c.vpp > 1 && par.OverlapP2P {
-			st.exposed[axPP] = c.latency(l, 1) * w.ppSends
+			// The steady state runs a transfer beside the chunk's forward
+			// the warm-up put ahead of it (interleavedFill); what it waits
+			// for is the sends' latency and any part of a transfer longer
+			// than that forward (an upper bound: the schedule's
+			// simulation waits about half of it). The first and last
+			// microbatches' crossings are in time's pipeline fill.
+			hop := t / w.ppSends
+			st.exposed[axPP] = w.ppSends * (c.latency(l, 1) + math.Max(0, hop-st.fwd/float64(c.vpp)))
 		} else {
 			st.commBound += w.bytes[axPP] / c.linkRate(l)
 		}
@@ -704,6 +711,10 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 		}
 	}
 	pipeTime := (m + float64(c.pp-1)/float64(c.vpp)) * mbTime[slow]
+	if w := works[slow]; c.vpp > 1 && c.s.Parallel.OverlapP2P && w.ppSends > 0 {
+		l := link("pp")
+		pipeTime += interleavedFill(c.pp, c.vpp, c.g, c.latency(l, 1)+w.bytes[axPP]/w.ppSends/c.linkRate(l), clocks[slow].fwd/float64(c.vpp))
+	}
 	e.Pipeline.BubbleTimeS = pipeTime - m*mbTime[slow]
 	sc := clocks[slow].compute
 	e.Compute.SlowestStage = slow
