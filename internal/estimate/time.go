@@ -519,14 +519,14 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		t := c.latency(l, 1)*w.ppSends + w.bytes[axPP]/c.linkRate(l)
 		st.comm[axPP], st.exposed[axPP] = t, t
 		if c.vpp > 1 && par.OverlapP2P {
-			// The steady state runs a transfer beside the chunk's forward
-			// the warm-up put ahead of it (interleavedFill); what it waits
-			// for is the sends' latency and any part of a transfer longer
-			// than that forward (an upper bound: the schedule's
-			// simulation waits about half of it). The first and last
-			// microbatches' crossings are in time's pipeline fill.
+			// The steady state runs a transfer, latency and all, beside
+			// the chunk's forward the warm-up put ahead of it
+			// (interleavedFill); it waits only for a transfer longer than
+			// that forward, here the excess of each (an upper bound: the
+			// schedule's simulation waits about half of it). The first
+			// and last microbatches' crossings are time's pipeline fill.
 			hop := t / w.ppSends
-			st.exposed[axPP] = w.ppSends * (c.latency(l, 1) + math.Max(0, hop-st.fwd/float64(c.vpp)))
+			st.exposed[axPP] = w.ppSends * math.Max(0, hop-st.fwd/float64(c.vpp))
 		} else {
 			st.commBound += w.bytes[axPP] / c.linkRate(l)
 		}
