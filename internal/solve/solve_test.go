@@ -190,7 +190,43 @@ func bruteForceAll(t *testing.T, res *load.Result, values map[string][]any) []pl
 			rec(i+1, c)
 		}
 	}
+	// parallel.microbatch_group_size, which parc chooses for an
+	// interleaved plan when the spec does not write it: every group
+	// Megatron accepts (pp ≤ N ≤ M, M mod N 0 or ≥ pp), the smallest of
+	// the least step time among those that fit (the default pp written as
+	// none).
+	groupWritten := res.User.LookupPath(cue.ParsePath("parallel.microbatch_group_size")).Exists()
+	var leafOne func(s spec.Spec)
 	leaf = func(s spec.Spec) {
+		pp, vpp := s.Parallel.PP, s.Parallel.VPP
+		if groupWritten || pp <= 1 || vpp <= 1 {
+			leafOne(s)
+			return
+		}
+		d := spec.Derive(&s)
+		m := s.Train.GlobalBatch / (s.Train.MicroBatch * max(d.DP, 1))
+		best, bestStep := -1, 0.0
+		for n := pp; n <= m; n++ {
+			if r := m % n; r != 0 && r < pp {
+				continue
+			}
+			c := s
+			c.Parallel.MicrobatchGroupSize = &n
+			p, ds := compiler.Resolve("plan.cue", &c, diag.NoPos)
+			if ds.HasErrors() || float64(p.Estimate.Memory.PerGPUPeakBytes) > solve.DefaultMemoryHeadroom*float64(p.Estimate.Memory.GPUBytes) {
+				continue
+			}
+			if st := round12(p.Estimate.StepTimeS); best < 0 || st < bestStep {
+				best, bestStep = n, st
+			}
+		}
+		c := s
+		if best > pp {
+			c.Parallel.MicrobatchGroupSize = &best
+		}
+		leafOne(c)
+	}
+	leafOne = func(s spec.Spec) {
 		{
 			p, ds := compiler.Resolve("plan.cue", &s, diag.NoPos)
 			if ds.HasErrors() {
@@ -207,7 +243,7 @@ func bruteForceAll(t *testing.T, res *load.Result, values map[string][]any) []pl
 			par := s.Parallel
 			sp := solve.Parallel{TP: par.TP, PP: par.PP, VPP: par.VPP, CP: par.CP, EP: par.EP, ETP: p.Derived.ETP, DP: p.Derived.DP,
 				AccountForEmbedding: par.AccountForEmbedding, AccountForLoss: par.AccountForLoss,
-				FirstStageLayers: par.FirstStageLayers, LastStageLayers: par.LastStageLayers}
+				FirstStageLayers: par.FirstStageLayers, LastStageLayers: par.LastStageLayers, MicrobatchGroupSize: par.MicrobatchGroupSize}
 			tr := solve.Train{MicroBatch: s.Train.MicroBatch, Recompute: s.Train.Recompute, RecomputeModules: s.Train.RecomputeModules,
 				DistributedOptimizer: s.Train.DistributedOptimizer, FSDP: s.Train.FSDP}
 			kind := 0
