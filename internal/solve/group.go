@@ -16,7 +16,7 @@ const groupPath = "parallel.microbatch_group_size"
 // in groups of N (get_schedule_table in schedules.py at d98e8a64; N
 // defaults to pp, ModelParallelConfig.__post_init__). Megatron accepts N
 // when pp ≤ N ≤ M and M mod N is 0 or at least pp (M microbatches; P25/P26
-// of the notes). In parc's model N has two effects and no other:
+// of the notes). In parc's model N has three effects and no other:
 //
 //   - memory: the warm-up runs 2(p−r−1) + (v−1)·N forwards before the
 //     first backward (get_pp_rank_microbatches), so a larger N keeps more
@@ -25,7 +25,11 @@ const groupPath = "parallel.microbatch_group_size"
 //     is through its backward, so the reductions of all but the last chunk
 //     hide under min(M, N)·(v−1)/v more microbatch backwards (and the
 //     parameter gathers under as many forwards: exposedDataParallel);
-//     the bubble, (p−1)/v microbatch slots, does not depend on N.
+//     the bubble, (p−1)/v microbatch slots, does not depend on N;
+//   - time: the point-to-point waits of the fill and drain (interleavedFill
+//     in internal/estimate/pipeline.go): 2(p−1) transfers plus, per extra
+//     chunk, a round back to rank 0 that the group's N−p extra forwards
+//     cover, so they shrink (never grow) as N grows.
 //
 // So with the other fields fixed the step time does not grow with N and
 // the memory does not shrink: parc takes the smallest valid N that gives
