@@ -1,7 +1,9 @@
 package compiler
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -47,4 +49,25 @@ train: {seq_length: 4096, max_pos: 1, micro_batch: 1, global_batch: 64, iters: 1
 		assert.Equal(t, src.Path, d.File, "%v", d)
 		assert.Positive(t, d.Line, "%v", d)
 	}
+}
+
+// A spec whose only open field is parallel.microbatch_group_size vets: the
+// solver chooses the group (Megatron's rule: pp ≤ N ≤ M, M mod N = 0 or ≥ pp)
+// instead of the schema reporting the field missing.
+func TestOnlyGroupSizeOpen(t *testing.T) {
+	data, err := os.ReadFile("../examples/llama3-70b-tp8-pp4-vpp.cue")
+	require.NoError(t, err)
+	const from = "\tvpp: 5\n"
+	require.Contains(t, string(data), from)
+	src := Source{Path: "plan.cue", Data: []byte(strings.Replace(string(data), from, from+"\tmicrobatch_group_size: int\n", 1))}
+	p, diags := Vet(src)
+	require.False(t, diags.HasErrors(), "%v", diags)
+	require.NotNil(t, p)
+	g := p.Spec.Parallel.MicrobatchGroupSize
+	require.NotNil(t, g, "the chosen group size is written")
+	pp := p.Spec.Parallel.PP
+	m := p.Spec.Train.GlobalBatch / (p.Spec.Train.MicroBatch * p.Derived.DP)
+	assert.GreaterOrEqual(t, *g, pp)
+	assert.LessOrEqual(t, *g, m)
+	assert.True(t, m%*g == 0 || m%*g >= pp, "group %d with %d microbatches, pp %d", *g, m, pp)
 }

@@ -18,10 +18,11 @@ import (
 
 // Open lists the solver fields (spec.OpenPaths) the user left open (`tp: int`,
 // `tp: 1 | 2 | 4 | 8`, `pp: >=2`). Openness is decided on the user's own
-// value, before the schema's defaults could make it concrete.
+// value, before the schema's defaults could make it concrete. An open
+// parallel.microbatch_group_size (spec.GroupSizePath) is listed last.
 func (r *Result) Open() []string {
 	var out []string
-	for _, p := range spec.OpenPaths() {
+	for _, p := range append(spec.OpenPaths(), spec.GroupSizePath) {
 		v := r.User.LookupPath(cue.ParsePath(p))
 		if !v.Exists() {
 			continue

@@ -174,12 +174,7 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 	sv := &solver{res: res, at: res.Locator(), opts: opts}
 	var ds diag.List
 	vals := map[string]any{}
-	open := res.Open()
-	if gv := res.User.LookupPath(cue.ParsePath(groupPath)); gv.Exists() && !gv.IsConcrete() {
-		if _, hasDefault := gv.Default(); !hasDefault {
-			open = append(open, groupPath) // not one of spec.OpenPaths: parc chooses it with vpp
-		}
-	}
+	open := res.Open() // with an open group size last: parc chooses it with vpp
 	for _, p := range open {
 		f, ok := spec.OpenFieldOf(p)
 		if !ok && p == groupPath {

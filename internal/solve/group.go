@@ -10,7 +10,7 @@ import (
 // groupPath is parallel.microbatch_group_size (Megatron's
 // --microbatch-group-size-per-virtual-pipeline-stage), which parc chooses
 // with the interleaved schedule when the spec does not write it.
-const groupPath = "parallel.microbatch_group_size"
+const groupPath = spec.GroupSizePath
 
 // The interleaved schedule runs the microbatches through the model chunks
 // in groups of N (get_schedule_table in schedules.py at d98e8a64; N

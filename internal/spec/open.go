@@ -45,6 +45,12 @@ var openPaths = [NumOpenFields]string{
 // Path is the field's dotted path in the spec.
 func (f OpenField) Path() string { return openPaths[f] }
 
+// GroupSizePath is parallel.microbatch_group_size (Megatron's
+// --microbatch-group-size-per-virtual-pipeline-stage). A user may leave it
+// open too; it is not an OpenField because the solver chooses it per plan
+// with the interleaved schedule (internal/solve/group.go), not as a degree.
+const GroupSizePath = "parallel.microbatch_group_size"
+
 // OpenPaths lists every field a user may leave open, in OpenField order.
 func OpenPaths() []string { return append([]string(nil), openPaths[:]...) }
 
