@@ -288,6 +288,18 @@ func joinStrings(v []string) string {
 	return out
 }
 
+// InterleaveGroupValid is P25/P26 for a microbatch group of n with m
+// microbatches on pp stages: pp ≤ n ≤ m, and m mod n is 0 or at least pp
+// (get_schedule_table and its assertions in schedules.py at d98e8a64). The
+// solver chooses group sizes by it.
+func InterleaveGroupValid(n, m, pp int) bool {
+	if n < pp || n > m {
+		return false
+	}
+	r := m % n
+	return r == 0 || r >= pp
+}
+
 // interleave checks P25/P26: with vpp > 1 the microbatch count M must be at
 // least the group size N (default pp), N ≥ pp, and M mod N is 0 or ≥ pp.
 func (c *checker) interleave() {
@@ -312,7 +324,7 @@ func (c *checker) interleave() {
 			"microbatch_group_size=%d is smaller than pp=%d", N, pp)
 		return
 	}
-	okM := func(m int) bool { r := m % N; return m >= N && (r == 0 || r >= pp) }
+	okM := func(m int) bool { return InterleaveGroupValid(N, m, pp) } // N ≥ pp here
 	if okM(M) {
 		return
 	}

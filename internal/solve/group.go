@@ -1,8 +1,11 @@
 package solve
 
 import (
+	"sort"
+
 	"cuelang.org/go/cue"
 
+	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/estimate"
 	"parc.dev/parc/internal/spec"
 )
@@ -103,22 +106,12 @@ func hasAbove1(xs []int) bool {
 	return false
 }
 
-// groupOK is Megatron's rule for a group size n with m microbatches and
-// pp stages (and the user's constraint: groupAllowed).
-func groupOK(n, m, pp int) bool {
-	if n < pp || n > m {
-		return false
-	}
-	r := m % n
-	return r == 0 || r >= pp
-}
-
 // groupSizes lists the valid group sizes for m microbatches and pp stages,
 // ascending (none when m < pp).
 func (sv *solver) groupSizes(m, pp int) []int {
 	var out []int
 	for n := pp; n <= m; n++ {
-		if groupOK(n, m, pp) && sv.groupAllowed(n) {
+		if check.InterleaveGroupValid(n, m, pp) && sv.groupAllowed(n) {
 			out = append(out, n)
 		}
 	}
@@ -172,16 +165,9 @@ func (sv *solver) chooseGroup(lf *leaf, s *spec.Spec, sizes []int, mem0 estimate
 		set(0)
 		return mem0, step0, true
 	}
-	// The largest group that fits: the peak grows with the group.
-	lo, hi := 0, len(sizes) // sizes[lo] fits; sizes[hi] does not (or is past the end)
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		if fits(mid) {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
+	// The largest group that fits: the peak grows with the group, and
+	// sizes[0] fits (mem0).
+	lo := sort.Search(len(sizes), func(i int) bool { return i > 0 && !fits(i) }) - 1
 	all := lo == last
 	if lo == 0 {
 		set(0)
@@ -192,16 +178,9 @@ func (sv *solver) chooseGroup(lf *leaf, s *spec.Spec, sizes []int, mem0 estimate
 		set(0)
 		return mem0, step0, all
 	}
-	// The smallest group as fast: the step time does not grow with it.
-	a, b := 0, lo // sizes[a] is slower; sizes[b] is as fast as sizes[lo]
-	for b-a > 1 {
-		mid := (a + b) / 2
-		if step(mid) <= best {
-			b = mid
-		} else {
-			a = mid
-		}
-	}
+	// The smallest group as fast: the step time does not grow with it, and
+	// sizes[0] is slower (step0 > best).
+	b := sort.Search(lo, func(i int) bool { return i > 0 && step(i) <= best })
 	return estimate.Fit(s, set(b)), best, all
 }
 
@@ -222,7 +201,7 @@ func (sv *solver) groupMin(lf *leaf) int {
 	}
 	m := sv.base.Train.GlobalBatch / (int(lf.mb) * sv.grids[lf.grid].dp)
 	for n := int(lf.pp); n <= m; n++ {
-		if groupOK(n, m, int(lf.pp)) && sv.groupAllowed(n) {
+		if check.InterleaveGroupValid(n, m, int(lf.pp)) && sv.groupAllowed(n) {
 			return n
 		}
 	}

@@ -48,7 +48,7 @@ func TestGroupRuleIsChecks(t *testing.T) {
 				for _, x := range check.Verdict(&sp, d, diag.NoPos) {
 					rejected = rejected || x.Severity == diag.Error && x.Code == "interleave-microbatches"
 				}
-				assert.Equal(t, !rejected, groupOK(g, m, pp), "pp=%d M=%d N=%d", pp, m, g)
+				assert.Equal(t, !rejected, check.InterleaveGroupValid(g, m, pp), "pp=%d M=%d N=%d", pp, m, g)
 				n++
 			}
 			assert.Equal(t, len(sv.groupSizes(m, pp)) > 0, m >= pp)
@@ -154,7 +154,7 @@ func TestOpenGroupSize(t *testing.T) {
 		assert.Contains(t, []int{8, 16, 24, 32}, g, c.Label())
 		if c.Parallel.VPP > 1 {
 			m := 1792 / (c.Train.MicroBatch * c.Parallel.DP)
-			assert.True(t, groupOK(g, m, c.Parallel.PP), c.Label())
+			assert.True(t, check.InterleaveGroupValid(g, m, c.Parallel.PP), c.Label())
 		}
 	}
 }
