@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 
 	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
@@ -568,15 +569,9 @@ func (sv *solver) fitLeaf(lf *leaf, s *spec.Spec, d spec.Derived) estimate.Memor
 	case fits(1):
 		k = 1
 	case fits(-1):
-		lo, hi := 1, fewer+1 // lo does not fit; hi fits (fewer+1: every layer)
-		for hi-lo > 1 {
-			mid := (lo + hi) / 2
-			if fits(mid) {
-				hi = mid
-			} else {
-				lo = mid
-			}
-		}
+		// The least k in 2..fewer that fits (1 does not; fewer+1, every
+		// layer, does).
+		hi := 2 + sort.Search(fewer-1, func(j int) bool { return fits(j + 2) })
 		if hi <= fewer {
 			k = hi
 		}
