@@ -38,7 +38,7 @@ func (c *checker) pipelineLayout() {
 	}
 	if len(others) > 0 {
 		c.report("pipeline-layout", path, c.anyOf("pipeline-layout", path, setOpt(unset...).note("the layout places every layer itself")),
-			"parallel.layout cannot be combined with %s (TransformerConfig rejects other pipeline layout arguments)", joinStrings(others))
+			"parallel.layout cannot be combined with %s (TransformerConfig rejects other pipeline layout arguments)", strings.Join(others, ", "))
 	}
 	l, err := spec.ParsePipelineLayout(*p.Layout)
 	if err != nil {

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // schedule checks the LR warmup and decay options against the training
@@ -77,7 +78,7 @@ func (c *checker) schedule() {
 		if len(set) > 0 {
 			c.report("weight-decay-schedule", set[0], c.anyOf("weight-decay-schedule", set[0],
 				setOpt(setting{"train.weight_decay_incr_style", "linear"}), setOpt(setting{"train.weight_decay_incr_style", "cosine"}), setOpt(unset...)),
-				"%s need a weight-decay schedule, but weight_decay_incr_style is constant (Megatron asserts they are unset)", joinStrings(set))
+				"%s need a weight-decay schedule, but weight_decay_incr_style is constant (Megatron asserts they are unset)", strings.Join(set, ", "))
 		}
 	} else {
 		var missing []string
@@ -93,7 +94,7 @@ func (c *checker) schedule() {
 		if len(missing) > 0 {
 			c.report("weight-decay-schedule", "train.weight_decay_incr_style", c.anyOf("weight-decay-schedule", "train.weight_decay_incr_style",
 				setOpt(give...).note("weight_decay, or the schedule's ends"), setOpt(setting{"train.weight_decay_incr_style", "constant"})),
-				"weight_decay_incr_style %q needs %s", style, joinStrings(missing))
+				"weight_decay_incr_style %q needs %s", style, strings.Join(missing, ", "))
 		}
 	}
 	if t.OverlapParamGatherWithOptimizerStep {
@@ -124,7 +125,7 @@ func (c *checker) schedule() {
 		}
 		if len(missing) > 0 {
 			c.report("overlap-param-gather", path, c.anyOf("overlap-param-gather", path, append(on, setOpt(setting{path, false}))...),
-				"overlap_param_gather_with_optimizer_step needs %s", joinStrings(missing))
+				"overlap_param_gather_with_optimizer_step needs %s", strings.Join(missing, ", "))
 		}
 	}
 }
@@ -266,7 +267,7 @@ func (c *checker) transformerImpl() {
 	if len(bad) > 0 {
 		c.report("kernel-options", "kernels.transformer_impl", c.anyOf("kernel-options", "kernels.transformer_impl",
 			setOpt(setting{"kernels.transformer_impl", "transformer_engine"}), setOpt(fix...)),
-			"transformer_impl \"inference_optimized\" needs %s", joinStrings(bad))
+			"transformer_impl \"inference_optimized\" needs %s", strings.Join(bad, ", "))
 	}
 }
 
@@ -291,6 +292,6 @@ func (c *checker) determinism() {
 	if len(bad) > 0 {
 		c.report("deterministic-mode", "train.deterministic_mode", c.anyOf("deterministic-mode", "train.deterministic_mode",
 			setOpt(off...), setOpt(setting{"train.deterministic_mode", false})),
-			"deterministic_mode needs %s (Megatron asserts it: \"--deterministic-mode requires: ...\")", joinStrings(bad))
+			"deterministic_mode needs %s (Megatron asserts it: \"--deterministic-mode requires: ...\")", strings.Join(bad, ", "))
 	}
 }

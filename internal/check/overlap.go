@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // commOverlap checks the communication-overlap options against what
@@ -78,7 +79,7 @@ func (c *checker) commOverlap() {
 				}
 			}
 			c.report("ep-comm-overlap", path, c.anyOf("ep-comm-overlap", path, opts...),
-				"overlap_moe_expert_parallel_comm needs %s", joinStrings(bad))
+				"overlap_moe_expert_parallel_comm needs %s", strings.Join(bad, ", "))
 		}
 	}
 	if p.DelayWgradCompute && !p.OverlapMoEExpertParallelComm {

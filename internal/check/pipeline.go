@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"parc.dev/parc/internal/spec"
+	"strings"
 )
 
 // pipeline checks the split of the decoder layers over pipeline ranks and
@@ -261,7 +262,7 @@ func (c *checker) unevenHint(code string) string {
 	if hasF != hasL {
 		what = c.unevenPath()[len("parallel."):]
 	}
-	return fmt.Sprintf("with %s both set to the same value, valid values are %s", what, joinStrings(opts))
+	return fmt.Sprintf("with %s both set to the same value, valid values are %s", what, strings.Join(opts, ", "))
 }
 
 // acceptsEdges verifies first_stage_layers and/or last_stage_layers (those
@@ -275,17 +276,6 @@ func (c *checker) acceptsEdges(code string, first, last bool, edge int) bool {
 		set = append(set, setting{"parallel.last_stage_layers", edge})
 	}
 	return c.acceptsAll(code, set...)
-}
-
-func joinStrings(v []string) string {
-	out := ""
-	for i, s := range v {
-		if i > 0 {
-			out += ", "
-		}
-		out += s
-	}
-	return out
 }
 
 // InterleaveGroupValid is P25/P26 for a microbatch group of n with m

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // recompute checks activation recomputation (R3, R4 and the MTP rule).
@@ -91,7 +92,7 @@ func (c *checker) optimizer() {
 	if len(missing) > 0 {
 		c.report("overlap-param-gather", "train.overlap_param_gather", c.anyOf("overlap-param-gather", "train.overlap_param_gather",
 			setOpt(on...), setOpt(setting{"train.overlap_param_gather", false})),
-			"overlap_param_gather needs %s", joinStrings(missing))
+			"overlap_param_gather needs %s", strings.Join(missing, ", "))
 	}
 }
 
@@ -201,9 +202,9 @@ func (c *checker) training() {
 		}
 	}
 	if len(missing) > 0 {
-		c.report("tokenizer-files", missing[0], "set "+joinStrings(missing)+", or "+c.anyOf("tokenizer-files", missing[0],
+		c.report("tokenizer-files", missing[0], "set "+strings.Join(missing, ", ")+", or "+c.anyOf("tokenizer-files", missing[0],
 			setOpt(setting{"data.tokenizer.type", "NullTokenizer"}).note("no files: mock data only")),
-			"tokenizer %s needs %s", tk.Type, joinStrings(missing))
+			"tokenizer %s needs %s", tk.Type, strings.Join(missing, ", "))
 	}
 }
 
@@ -247,7 +248,7 @@ func (c *checker) fsdpOptions() {
 		}
 		if len(set) > 0 {
 			c.report("fsdp-options-unused", set[0], c.anyOf("fsdp-options-unused", set[0], setOpt(defaults...), setOpt(setting{"train.fsdp", true})),
-				"%s only apply to Megatron-FSDP (train.fsdp), which is off", joinStrings(set))
+				"%s only apply to Megatron-FSDP (train.fsdp), which is off", strings.Join(set, ", "))
 		}
 	}
 	if s.Train.FSDP && hasArg(s.Launch.ExtraArgs, "--use-torch-fsdp2") {
@@ -290,7 +291,7 @@ func (c *checker) fsdpOptions() {
 		}
 		if len(bad) > 0 {
 			c.report("fsdp-options", path, c.anyOf("fsdp-options", path, setOpt(fix...), c.withoutExtraArg("--use-torch-fsdp2")),
-				"--use-torch-fsdp2 does not support %s", joinStrings(bad))
+				"--use-torch-fsdp2 does not support %s", strings.Join(bad, ", "))
 		}
 	case "megatron-fsdp":
 		if format != "fsdp_dtensor" {
