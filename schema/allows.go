@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 
@@ -23,8 +24,33 @@ func Allows(path string, value any) bool {
 		planCtx = cuecontext.New()
 		planDef = planCtx.CompileBytes(Source, cue.Filename(Filename)).LookupPath(cue.ParsePath("#Plan"))
 	})
+	key, cacheable := allowsKey(path, value)
 	planMu.Lock()
 	defer planMu.Unlock()
+	if ok, hit := allowed[key]; hit && cacheable {
+		return ok
+	}
+	ok := allows(path, value)
+	if cacheable {
+		if len(allowed) >= maxAllowed {
+			clear(allowed) // bounded memory on any input
+		}
+		allowed[key] = ok
+	}
+	return ok
+}
+
+// allowsKey is the memo key of a query; only scalar values are memoised.
+func allowsKey(path string, value any) (string, bool) {
+	switch value.(type) {
+	case nil, bool, int, int64, float64, string:
+		return fmt.Sprintf("%s\x00%T\x00%v", path, value, value), true
+	}
+	return "", false
+}
+
+// allows is Allows without the memo; planMu is held.
+func allows(path string, value any) bool {
 	if planDef.Err() != nil {
 		return false
 	}
@@ -60,4 +86,9 @@ var (
 	planMu  sync.Mutex
 	planCtx *cue.Context
 	planDef cue.Value
+	// allowed memoises Allows: a hint's search asks about the same few
+	// fields and values many times, and one unification costs tens of µs.
+	allowed = map[string]bool{}
 )
+
+const maxAllowed = 1 << 16

@@ -29,8 +29,11 @@ func TestAllows(t *testing.T) {
 		{"train.recompute_modules", []string{"core_attn"}, true},
 		{"train.recompute_modules", []string{"no_such_module"}, false},
 	} {
-		if got := Allows(c.path, c.value); got != c.want {
-			t.Errorf("Allows(%q, %v) = %v, want %v", c.path, c.value, got, c.want)
+		// Twice: the second answer comes from the memo.
+		for range 2 {
+			if got := Allows(c.path, c.value); got != c.want {
+				t.Errorf("Allows(%q, %v) = %v, want %v", c.path, c.value, got, c.want)
+			}
 		}
 	}
 }
