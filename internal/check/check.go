@@ -44,6 +44,8 @@ func (c *checker) run() {
 	c.recompute()
 	c.recomputeModules()
 	c.cpuOffloading()
+	c.fineGrainedOffloading()
+	c.deferEmbeddingWgrad()
 	c.commOverlap()
 	c.optimizer()
 	c.optimizerPrecision()

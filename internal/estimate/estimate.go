@@ -87,8 +87,9 @@ type StageMemory struct {
 	ActivationsLogits    int64 `json:"activations_logits"`
 	ActivationsRecompute int64 `json:"activations_recompute"`
 	// ActivationsOffloaded is the activations CPU offloading
-	// (train.cpu_offloading_num_layers) holds in host memory per microbatch;
-	// Activations is what stays on the GPU.
+	// (train.cpu_offloading_num_layers) holds in host memory per microbatch,
+	// or fine-grained offloading (train.fine_grained_activation_offloading)
+	// at the peak; Activations is what stays on the GPU.
 	ActivationsOffloaded int64 `json:"activations_offloaded,omitempty"`
 	Total                int64 `json:"total"`
 }
@@ -454,6 +455,7 @@ func (c *costModel) memory(e *Estimate) {
 		act := c.am.stageActivations(c.sh, c.stages, r, c.inFlight[r])
 		saved, offloaded := c.offloadedBytes(r) // offload.go
 		act.Layers -= saved
+		offloaded += act.Offloaded // fine-grained offloading
 		total := w + g + opt + act.Total()
 		layers := 0
 		for _, ch := range c.stages[r] {

@@ -98,6 +98,14 @@ type activationModel struct {
 	modules                 map[string]bool // recompute_modules with selective recompute
 	localNorms              bool            // kernels.transformer_impl "local": every norm its own module
 	perLayer                [2]float64      // layer(false), layer(true), computed once
+	// Fine-grained activation offloading and the deferred output-layer
+	// wgrad (offload.go).
+	offload                       map[string]bool // train.offload_modules when fine-grained offloading is on
+	offloadMin                    float64         // min_offloaded_tensor_size, elements
+	offloadFraction, offloadDelta float64
+	offPerLayer                   [2]float64 // fineOffloadLayer(false), (true)
+	offGroups                     [2]int
+	deferred                      float64 // output-layer wgrad buffers held at the last stage's peak
 }
 
 func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool, set settings) activationModel {
@@ -143,6 +151,7 @@ func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool,
 		am.groupLayers = max(*tr.RecomputeLayers, 1)
 	}
 	am.perLayer = [2]float64{am.layer(false), am.layer(true)}
+	am.setOffload(s, d) // offload.go
 	return am
 }
 
@@ -363,6 +372,9 @@ type StageActivations struct {
 	Embedding float64 `json:"embedding"`
 	Logits    float64 `json:"logits"`
 	Recompute float64 `json:"recompute"` // the group full recompute rematerialises
+	// Offloaded is what fine-grained activation offloading holds in host
+	// memory at the peak (not part of Total).
+	Offloaded float64 `json:"offloaded,omitempty"`
 }
 
 // Total is the sum of the parts.
@@ -400,6 +412,8 @@ func (am *activationModel) chunkStored(sh modelShape, chunk spec.LayerRange) (st
 		for l := chunk.First; l < chunk.First+chunk.Count; l++ {
 			stored += am.layerOf(sh.isMoE(l))
 		}
+		moved, _ := am.chunkFineOffloaded(sh, chunk) // offload.go
+		stored -= moved
 	}
 	return stored, transient
 }
@@ -438,7 +452,7 @@ func (am *activationModel) loss(sh modelShape) float64 {
 		// softmax stays while the main loss (or the next) peaks: one
 		// loss at its peak, the others at what they save.
 		moe := sh.isMoE(int(sh.layers) - 1)
-		out += float64(sh.mtp) * (4*am.ab*am.tokens*am.h/am.rep + am.layer(moe) + am.savedLogits())
+		out += float64(sh.mtp) * (4*am.ab*am.tokens*am.h/am.rep + am.layerResident(moe) + am.savedLogits())
 	}
 	return out
 }
@@ -447,7 +461,7 @@ func (am *activationModel) loss(sh modelShape) float64 {
 // number of microbatches of chunk c alive at the peak.
 func (am *activationModel) stageActivations(sh modelShape, stages [][]spec.LayerRange, r int, inFlight []int) StageActivations {
 	var out StageActivations
-	var epAhead float64
+	var epAhead, margin float64
 	for c, chunk := range stages[r] {
 		n := float64(inFlight[c])
 		if n == 0 || chunk.Count == 0 {
@@ -455,6 +469,15 @@ func (am *activationModel) stageActivations(sh modelShape, stages [][]spec.Layer
 		}
 		stored, transient := am.chunkStored(sh, chunk)
 		out.Layers += n * stored
+		if moved, layerMax := am.chunkFineOffloaded(sh, chunk); moved > 0 {
+			// Pipeline rank r keeps r·delta bytes of each chunk on the GPU;
+			// one group per module name stays there (the offload margin:
+			// about one layer's).
+			kept := math.Min(float64(r)*am.offloadDelta, moved)
+			out.Layers += n * kept
+			out.Offloaded += n * (moved - kept)
+			margin = math.Max(margin, math.Min(layerMax, moved-kept))
+		}
 		out.Recompute = math.Max(out.Recompute, transient)
 		if am.epOverlap && chunk.Count > 0 {
 			// Expert-parallel overlap runs the forward of one microbatch
@@ -463,11 +486,12 @@ func (am *activationModel) stageActivations(sh modelShape, stages [][]spec.Layer
 			// takes the place of 1F1B's own steady-state forward): the
 			// forward runs a layer ahead of the backward that frees one.
 			for l := chunk.First; l < chunk.First+chunk.Count; l++ {
-				epAhead = math.Max(epAhead, am.layerOf(sh.isMoE(l)))
+				epAhead = math.Max(epAhead, am.layerResident(sh.isMoE(l))) // offload.go
 			}
 		}
 	}
-	out.Layers += epAhead
+	out.Layers += epAhead + margin
+	out.Offloaded -= margin
 	if r == 0 {
 		out.Embedding = float64(inFlight[0]) * am.embedding()
 	}
@@ -478,7 +502,7 @@ func (am *activationModel) stageActivations(sh modelShape, stages [][]spec.Layer
 		// alive: then no logits exist. Megatron runs a microbatch's loss
 		// backward right after its forward on the last rank, so one loss
 		// is at its peak at a time.
-		out.Logits = am.loss(sh)
+		out.Logits = am.loss(sh) + am.deferredWgradBuffers() // offload.go
 	}
 	return out
 }

@@ -1,6 +1,10 @@
 package estimate
 
-import "math"
+import (
+	"math"
+
+	"parc.dev/parc/internal/spec"
+)
 
 // CPU activation offloading (train.cpu_offloading_num_layers,
 // --cpu-offloading-num-layers). Megatron-Core at d98e8a64 wraps each decoder
@@ -161,4 +165,227 @@ func (c *costModel) offloadExposed() float64 {
 		now += bwd[k]
 	}
 	return wait
+}
+
+// Fine-grained activation offloading (train.fine_grained_activation_offloading,
+// --fine-grained-activation-offloading with --offload-modules). Megatron-Core
+// at d98e8a64 (pipeline_parallel/fine_grained_activation_offload.py) opens an
+// offload group around each listed submodule of each layer and microbatch
+// (transformer_layer.py, attention.py, multi_latent_attention.py,
+// moe/experts.py): every tensor the submodule saves for the backward that is
+// not a parameter and has at least min_offloaded_tensor_size elements is
+// copied to pinned host memory on a side stream when the group commits, and
+// its GPU copy is freed; the group is reloaded on another stream one group
+// ahead of its backward. Which saved tensors each module's group holds, as
+// parc's activation model counts them (memory.go):
+//
+//   - attn_norm: the residual stream the attention's own input norm saves
+//     (only MLA layers have one with Transformer Engine's layer spec; the
+//     others fuse it into linear_qkv, an IdentityOp, which Megatron skips);
+//   - qkv_linear: the QKV GEMM's input, with the fused norm's input for the
+//     fused layer norm (TELayerNormColumnParallelLinear); for MLA the down
+//     projections' outputs and their norms;
+//   - core_attn: query, key and value (unless "mla_up_proj" recomputes MLA's),
+//     the fused kernel's softmax statistics or unfused attention's
+//     probabilities;
+//   - attn_proj: core attention's output, the output projection's input;
+//   - mlp_norm: the MoE layer's pre-MLP norm input (a dense layer's norm is
+//     fused into linear_fc1: an IdentityOp, skipped);
+//   - expert_fc1: the routed tokens, fc1's input; moe_act: the activation's
+//     input; fused_group_mlp: the fused grouped MLP's saved inputs.
+//
+// After the first iteration (post_warmup_callback) the manager keeps one
+// group per module name on the GPU (the offload margin, so the first
+// reloads do not stall the backward), keeps r·delta_offload_bytes_across_pp_
+// ranks bytes of each chunk on pipeline rank r, and offloads only the first
+// activation_offload_fraction of each chunk's eligible groups.
+
+// fineTensor is one saved tensor of an offload group: its elements and
+// bytes per element.
+type fineTensor struct{ elems, bytes float64 }
+
+// fineOffloadLayer is the bytes of one layer's saved activations the offload
+// modules move to host memory, and the number of groups that move any.
+func (am activationModel) fineOffloadLayer(moe bool) (bytes float64, groups int) {
+	if len(am.offload) == 0 {
+		return 0, 0
+	}
+	group := func(name string, ts ...fineTensor) {
+		if !am.offload[name] {
+			return
+		}
+		var g float64
+		for _, t := range ts {
+			if t.elems > 0 && t.elems >= am.offloadMin {
+				g += t.elems * t.bytes
+			}
+		}
+		if g > 0 {
+			bytes += g
+			groups++
+		}
+	}
+	T := am.tokens
+	resid := fineTensor{T * am.h / am.rep, am.ab}
+	normOut := fineTensor{am.normOutput(1, am.mla), am.gb}
+	var attn []fineTensor
+	switch {
+	case am.fused:
+		attn = append(attn, fineTensor{T * am.a / am.t, 4})
+	case am.recompute == "none" || !am.modules["core_attn"]:
+		per := am.ab
+		if am.attnDropout {
+			per += 1 + am.ab
+		}
+		attn = append(attn, fineTensor{am.a / am.t * am.s * am.s * (T / am.s), per})
+	}
+	if am.mla {
+		group("attn_norm", resid)
+		group("qkv_linear", normOut,
+			fineTensor{T * am.qlora / am.rep, am.ab}, fineTensor{T * am.qlora / am.rep, am.ab},
+			fineTensor{T * am.kvlora / am.rep, am.ab}, fineTensor{T * am.kvlora / am.rep, am.ab},
+			fineTensor{T * am.pos / am.rep, am.ab})
+		if !am.modules["mla_up_proj"] {
+			attn = append(attn, fineTensor{T * am.q / am.t, am.ab}, fineTensor{T * am.kv / am.t, am.ab}, fineTensor{T * am.kv / am.t, am.ab})
+		}
+	} else {
+		group("qkv_linear", resid, normOut)
+		attn = append(attn, fineTensor{T * am.q / am.t, am.ab}, fineTensor{T * am.kv / am.t, am.ab}, fineTensor{T * am.kv / am.t, am.ab})
+	}
+	group("core_attn", attn...)
+	group("attn_proj", fineTensor{T * am.out / am.t, am.gb})
+	if moe {
+		group("mlp_norm", resid)
+		if !am.modules["moe"] {
+			routed := T * am.topk * am.etp / am.t
+			fc1 := fineTensor{routed * am.h, am.gb}
+			act := fineTensor{routed * am.fe * am.gated / am.etp, am.ab}
+			group("expert_fc1", fc1)
+			group("moe_act", act)
+			fused := []fineTensor{fc1, act}
+			if !am.modules["moe_act"] {
+				fused = append(fused, fineTensor{routed * am.fe / am.etp, am.gb})
+			}
+			group("fused_group_mlp", fused...)
+		}
+	}
+	return bytes, groups
+}
+
+// chunkFineOffloaded is what fine-grained offloading moves to host memory of
+// one microbatch of a chunk, after activation_offload_fraction (the later
+// groups of the chunk stay on the GPU), and the largest one layer moves.
+func (am *activationModel) chunkFineOffloaded(sh modelShape, chunk spec.LayerRange) (moved, layerMax float64) {
+	if len(am.offload) == 0 || am.recompute == "full" {
+		return 0, 0
+	}
+	var groups int
+	for l := chunk.First; l < chunk.First+chunk.Count; l++ {
+		i := 0
+		if sh.isMoE(l) {
+			i = 1
+		}
+		moved += am.offPerLayer[i]
+		groups += am.offGroups[i]
+		layerMax = math.Max(layerMax, am.offPerLayer[i])
+	}
+	if groups > 0 && am.offloadFraction < 1 {
+		kept := math.Floor(float64(groups) * (1 - am.offloadFraction))
+		moved *= 1 - kept/float64(groups)
+	}
+	return moved, layerMax
+}
+
+// layerResident is a decoder layer's stored activations less what
+// fine-grained offloading moves to host memory (an MTP layer is a
+// TransformerLayer with the same offload groups; a layer whose forward runs
+// ahead under expert-parallel overlap offloads its groups as they commit).
+func (am *activationModel) layerResident(moe bool) float64 {
+	if am.recompute == "full" {
+		return am.layerOf(moe)
+	}
+	i := 0
+	if moe {
+		i = 1
+	}
+	return am.layerOf(moe) - am.offPerLayer[i]
+}
+
+// deferredWgradBuffers is what --defer-embedding-wgrad-compute keeps on the
+// last stage at its peak: each deferred microbatch's output-layer input
+// (embedding_activation_buffer) and 16-bit logits gradient
+// (grad_output_buffer) until the pipeline flush computes the weight gradient
+// (tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication;
+// schedules.py finish_embedding_wgrad_compute). The first
+// wgrad_deferral_limit microbatches are deferred (0: all); at the last
+// microbatch's loss peak the earlier ones are held.
+func (am *activationModel) deferredWgradBuffers() float64 {
+	if am.deferred == 0 {
+		return 0
+	}
+	return am.deferred * (am.ab*am.tokens*am.h/am.rep + am.ab*am.tokens*am.v/am.t)
+}
+
+// setOffload fills the activation model's fine-grained offloading and
+// deferred output-layer wgrad settings.
+func (am *activationModel) setOffload(s *spec.Spec, d spec.Derived) {
+	tr, p := s.Train, s.Parallel
+	if tr.FineGrainedActivationOffloading && len(tr.OffloadModules) > 0 {
+		am.offload = map[string]bool{}
+		for _, m := range tr.OffloadModules {
+			am.offload[m] = true
+		}
+		am.offloadMin = float64(tr.MinOffloadedTensorSize)
+		am.offloadFraction = tr.ActivationOffloadFraction
+		am.offloadDelta = float64(tr.DeltaOffloadBytesAcrossPPRanks)
+		for i, moe := range []bool{false, true} {
+			am.offPerLayer[i], am.offGroups[i] = am.fineOffloadLayer(moe)
+		}
+	}
+	if p.DeferEmbeddingWgradCompute && p.PP > 1 {
+		m := max(d.Microbatches, 1)
+		n := m - 1
+		if k := p.WgradDeferralLimit; k > 0 && k < m {
+			n = k
+		}
+		am.deferred = float64(n)
+	}
+}
+
+// fineOffloadExposed is the time per microbatch stage r's compute waits for
+// fine-grained offloading's reloads: a microbatch's offloaded groups come
+// back over the host link one group ahead of their backward, so the
+// backward waits when the reload of its bytes takes longer than the
+// backward itself (the offloads run on their own stream during the forward
+// and, the link being full duplex, never slow the reloads).
+func (c *costModel) fineOffloadExposed(r int, st stageClock) float64 {
+	if len(c.am.offload) == 0 {
+		return 0
+	}
+	var moved float64
+	for _, ch := range c.stages[r] {
+		b, _ := c.am.chunkFineOffloaded(c.sh, ch)
+		moved += b
+	}
+	return math.Max(0, moved/c.hostLinkBytesPerS()-st.bwd)
+}
+
+// deferredWgrad is the output layer's weight-gradient GEMM time per
+// microbatch that --defer-embedding-wgrad-compute takes out of the last
+// stage's microbatches, and the time the deferred GEMMs add after the last
+// stage's final backward beyond what the other stages' cooldown hides
+// (pp−1 backward steps, as the last stage finishes its backward first).
+func (c *costModel) deferredWgrad(st stageClock, slowBwd float64) (perMB, exposed float64) {
+	if c.am.deferred == 0 {
+		return 0, 0
+	}
+	ls := c.ls
+	t, _ := c.cm.gemm(1, ls.h, float64(c.sh.vocab)/ls.tp, ls.T, false, false)
+	n := float64(c.m) // every microbatch's wgrad runs in the flush, or the first wgrad_deferral_limit
+	if lim := c.s.Parallel.WgradDeferralLimit; lim > 0 && lim < c.m {
+		n = float64(lim)
+	}
+	perMB = t * n / float64(c.m)
+	cooldown := float64(c.pp-1) / float64(c.vpp) * slowBwd
+	return perMB, math.Max(0, n*t-cooldown)
 }

@@ -702,8 +702,12 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 	for r := range c.pp {
 		works[r] = c.stageCost(r)
 		clocks[r] = c.stageClock(r, works[r], link)
-		off := c.offloadExposed() // offload.go: 0 unless CPU offloading runs
+		off := c.offloadExposed() + c.fineOffloadExposed(r, clocks[r]) // offload.go: 0 unless offloading runs
 		mbTime[r] = c.total(clocks[r]) + off
+		if r == c.pp-1 {
+			deferredMB, _ := c.deferredWgrad(clocks[r], 0) // offload.go: 0 unless the output layer's wgrad is deferred
+			mbTime[r] -= deferredMB
+		}
 		e.Compute.OffloadExposedS += m * off
 		c.computeS = append(c.computeS, m*clocks[r].compute.total())
 		if mbTime[r] > mbTime[slow] {
@@ -715,6 +719,8 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 		l := link("pp")
 		pipeTime += interleavedFill(c.pp, c.vpp, c.g, c.latency(l, 1)+w.bytes[axPP]/w.ppSends/c.linkRate(l), clocks[slow].fwd/float64(c.vpp))
 	}
+	_, flush := c.deferredWgrad(clocks[c.pp-1], clocks[slow].bwd) // the deferred wgrad GEMMs the cooldown does not hide
+	pipeTime += flush
 	e.Pipeline.BubbleTimeS = pipeTime - m*mbTime[slow]
 	sc := clocks[slow].compute
 	e.Compute.SlowestStage = slow

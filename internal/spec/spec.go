@@ -174,6 +174,8 @@ type Parallel struct {
 	TPCommOverlapCfg              *string `json:"tp_comm_overlap_cfg,omitempty"`    // --tp-comm-overlap-cfg
 	OverlapMoEExpertParallelComm  bool    `json:"overlap_moe_expert_parallel_comm"` // --overlap-moe-expert-parallel-comm
 	DelayWgradCompute             bool    `json:"delay_wgrad_compute"`              // --delay-wgrad-compute
+	DeferEmbeddingWgradCompute    bool    `json:"defer_embedding_wgrad_compute"`    // --defer-embedding-wgrad-compute
+	WgradDeferralLimit            int     `json:"wgrad_deferral_limit"`             // --wgrad-deferral-limit (0: every microbatch)
 	OverlapP2P                    bool    `json:"overlap_p2p"`
 	CPCommType                    string  `json:"cp_comm_type"`
 	HierarchicalCP                []int   `json:"hierarchical_cp,omitempty"`
@@ -193,18 +195,25 @@ type Train struct {
 	RecomputeLayers *int   `json:"recompute_layers,omitempty"`
 	// RecomputeModules is --recompute-modules; nil means Megatron's default
 	// ["core_attn"] (see RecomputeModuleList).
-	RecomputeModules                    []string `json:"recompute_modules,omitempty"`
-	FP8AmaxHistoryLen                   int      `json:"fp8_amax_history_len"`      // --fp8-amax-history-len
-	FP8AmaxComputeAlgo                  string   `json:"fp8_amax_compute_algo"`     // --fp8-amax-compute-algo
-	FP8Margin                           int      `json:"fp8_margin"`                // --fp8-margin
-	CPUOffloadingNumLayers              int      `json:"cpu_offloading_num_layers"` // --cpu-offloading-num-layers
-	FP8ParamGather                      bool     `json:"fp8_param_gather"`          // --fp8-param-gather
-	GradReduceInBF16                    bool     `json:"grad_reduce_in_bf16"`       // --grad-reduce-in-bf16
-	PrecisionAwareOptim                 bool     `json:"precision_aware_optimizer"` // --use-precision-aware-optimizer
-	MainGradsDtype                      string   `json:"main_grads_dtype"`          // --main-grads-dtype
-	MainParamsDtype                     string   `json:"main_params_dtype"`         // --main-params-dtype
-	ExpAvgDtype                         string   `json:"exp_avg_dtype"`             // --exp-avg-dtype
-	ExpAvgSqDtype                       string   `json:"exp_avg_sq_dtype"`          // --exp-avg-sq-dtype
+	RecomputeModules       []string `json:"recompute_modules,omitempty"`
+	FP8AmaxHistoryLen      int      `json:"fp8_amax_history_len"`      // --fp8-amax-history-len
+	FP8AmaxComputeAlgo     string   `json:"fp8_amax_compute_algo"`     // --fp8-amax-compute-algo
+	FP8Margin              int      `json:"fp8_margin"`                // --fp8-margin
+	CPUOffloadingNumLayers int      `json:"cpu_offloading_num_layers"` // --cpu-offloading-num-layers
+	// Fine-grained activation offloading (--fine-grained-activation-offloading
+	// and its options); OffloadModules is --offload-modules.
+	FineGrainedActivationOffloading     bool     `json:"fine_grained_activation_offloading"`
+	OffloadModules                      []string `json:"offload_modules,omitempty"`
+	MinOffloadedTensorSize              int64    `json:"min_offloaded_tensor_size"`           // --min-offloaded-tensor-size (elements)
+	ActivationOffloadFraction           float64  `json:"activation_offload_fraction"`         // --activation-offload-fraction
+	DeltaOffloadBytesAcrossPPRanks      int64    `json:"delta_offload_bytes_across_pp_ranks"` // --delta-offload-bytes-across-pp-ranks
+	FP8ParamGather                      bool     `json:"fp8_param_gather"`                    // --fp8-param-gather
+	GradReduceInBF16                    bool     `json:"grad_reduce_in_bf16"`                 // --grad-reduce-in-bf16
+	PrecisionAwareOptim                 bool     `json:"precision_aware_optimizer"`           // --use-precision-aware-optimizer
+	MainGradsDtype                      string   `json:"main_grads_dtype"`                    // --main-grads-dtype
+	MainParamsDtype                     string   `json:"main_params_dtype"`                   // --main-params-dtype
+	ExpAvgDtype                         string   `json:"exp_avg_dtype"`                       // --exp-avg-dtype
+	ExpAvgSqDtype                       string   `json:"exp_avg_sq_dtype"`                    // --exp-avg-sq-dtype
 	DistributedOptimizer                bool     `json:"distributed_optimizer"`
 	OverlapParamGatherWithOptimizerStep bool     `json:"overlap_param_gather_with_optimizer_step"` // --overlap-param-gather-with-optimizer-step
 	FSDP                                bool     `json:"fsdp"`

@@ -161,6 +161,10 @@ func (e *emitter) parallelism() {
 	}
 	a.boolFlag("--overlap-moe-expert-parallel-comm", par.OverlapMoEExpertParallelComm)
 	a.boolFlag("--delay-wgrad-compute", par.DelayWgradCompute)
+	a.boolFlag("--defer-embedding-wgrad-compute", par.DeferEmbeddingWgradCompute)
+	if par.WgradDeferralLimit != 0 {
+		a.int("--wgrad-deferral-limit", par.WgradDeferralLimit)
+	}
 }
 
 // modelShape emits the transformer's shape, attention and embeddings.
@@ -365,6 +369,21 @@ func (e *emitter) recompute() {
 	a, tr := &e.argList, &e.s.Train
 	if tr.CPUOffloadingNumLayers > 0 {
 		a.int("--cpu-offloading-num-layers", tr.CPUOffloadingNumLayers)
+	}
+	// Fine-grained activation offloading: each option only when it differs
+	// from Megatron's default (TransformerConfig at d98e8a64).
+	a.boolFlag("--fine-grained-activation-offloading", tr.FineGrainedActivationOffloading)
+	if len(tr.OffloadModules) > 0 {
+		a.str("train.offload_modules", "--offload-modules", tr.OffloadModules...)
+	}
+	if n := tr.MinOffloadedTensorSize; n != 1<<20 {
+		a.add("", "--min-offloaded-tensor-size", strconv.FormatInt(n, 10))
+	}
+	if f := tr.ActivationOffloadFraction; f != 1 {
+		a.float("--activation-offload-fraction", f)
+	}
+	if n := tr.DeltaOffloadBytesAcrossPPRanks; n != 0 {
+		a.add("", "--delta-offload-bytes-across-pp-ranks", strconv.FormatInt(n, 10))
 	}
 	switch tr.Recompute {
 	case "selective":

@@ -44,13 +44,20 @@ func Render(p *plan.Plan, args []string, set *template.Set) ([]byte, error) {
 
 // Env is the environment every worker starts with: what Megatron-Core needs
 // for the plan (CUDA_DEVICE_MAX_CONNECTIONS=1 when tp > 1 or cp > 1 before
-// Blackwell and without FSDP, which validate_args requires, C5), then
+// Blackwell and without FSDP, which validate_args requires, C5;
+// NVTE_CPU_OFFLOAD_V1=1 with fine-grained activation offloading), then
 // cluster.env (NCCL and network settings), then launch.env; a later source
 // overrides an earlier one (internal/check reports an override that breaks C5).
 func Env(p *plan.Plan) map[string]string {
 	env := map[string]string{}
 	if p.Spec.NeedsSerialCUDAConnections() {
 		env["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
+	}
+	if p.Spec.Train.FineGrainedActivationOffloading {
+		// validate_args (arguments.py at d98e8a64): with Transformer Engine
+		// 2.10 or later, fine-grained offloading needs TE's v1 offload code
+		// path, or TE offloads the weights too.
+		env["NVTE_CPU_OFFLOAD_V1"] = "1"
 	}
 	maps.Copy(env, p.Spec.Cluster.Env)
 	maps.Copy(env, p.Spec.Launch.Env)

@@ -89,6 +89,20 @@ train: {cpu_offloading_num_layers: 2, recompute: "selective"}`, false},
 	{"cpu-offloading-cuda-graphs", `parallel: pp: 1
 train: cpu_offloading_num_layers: 2
 kernels: cuda_graph_impl: "transformer_engine"`, false},
+	// Fine-grained activation offloading (TransformerConfig.__post_init__):
+	// at least one module, attn_proj only with core_attn, not beside
+	// cpu_offloading.
+	{"fine-grained-offloading", `train: {fine_grained_activation_offloading: true, offload_modules: ["core_attn", "attn_proj"], activation_offload_fraction: 0.5}`, true},
+	{"fine-grained-offloading-no-modules", `train: fine_grained_activation_offloading: true`, false},
+	{"fine-grained-offloading-attn-proj", `train: {fine_grained_activation_offloading: true, offload_modules: ["attn_proj"]}`, false},
+	{"fine-grained-offloading-cpu-offloading", `parallel: pp: 1
+train: {fine_grained_activation_offloading: true, offload_modules: ["core_attn"], cpu_offloading_num_layers: 2}`, false},
+	// --defer-embedding-wgrad-compute (ModelParallelConfig.__post_init__):
+	// pp > 1 and gradient-accumulation fusion.
+	{"defer-embedding-wgrad", `parallel: {defer_embedding_wgrad_compute: true, wgrad_deferral_limit: 2}`, true},
+	{"defer-embedding-wgrad-pp1", `parallel: {pp: 1, defer_embedding_wgrad_compute: true}`, false},
+	{"defer-embedding-wgrad-no-fusion", `parallel: defer_embedding_wgrad_compute: true
+kernels: gradient_accumulation_fusion: false`, false},
 	// parallel.layout: vpp follows the layout when not written (Megatron
 	// derives it); the layout excludes the uneven-stage flags.
 	{"layout", `parallel: layout: "Et*3|t*1|t*2|t*2L"`, true},
@@ -147,6 +161,13 @@ func TestMegatronParity(t *testing.T) {
 			parseArgs(t, args)
 			file := filepath.Join(dir, c.name+".args")
 			require.NoError(t, os.WriteFile(file, megatron.File(args), 0o644))
+			var env strings.Builder
+			for _, v := range megatron.SortedEnv(p) {
+				if v.Name != "CUDA_DEVICE_MAX_CONNECTIONS" { // the checker sets it itself
+					env.WriteString(v.Name + "=" + v.Value + "\n")
+				}
+			}
+			require.NoError(t, os.WriteFile(file+".env", []byte(env.String()), 0o644))
 			files[c.name], world = file, p.Derived.World
 		})
 	}

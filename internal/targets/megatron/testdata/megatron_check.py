@@ -54,6 +54,14 @@ for path in sys.argv[2:]:
         os.environ['CUDA_DEVICE_MAX_CONNECTIONS'] = cuda_connections
     else:
         os.environ.pop('CUDA_DEVICE_MAX_CONNECTIONS', None)
+    # The plan's own environment (parc's megatron.Env), when the caller
+    # writes it beside the arguments as PATH.env, one NAME=VALUE a line.
+    plan_env = {}
+    if os.path.exists(path + '.env'):
+        with open(path + '.env') as f:
+            plan_env = dict(line.split('=', 1) for line in f.read().split('\n') if '=' in line)
+    saved_env = {k: os.environ.get(k) for k in plan_env}
+    os.environ.update(plan_env)
     sys.argv = ['pretrain_gpt.py'] + args
     out = io.StringIO()
     try:
@@ -70,4 +78,9 @@ for path in sys.argv[2:]:
         msg = traceback.format_exc().strip().splitlines()[-1]
         tail = out.getvalue().strip().splitlines()[-3:]
         print('FAIL', path + ':', msg, '|', ' / '.join(tail))
+    for k, v in saved_env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 sys.exit(1 if failed else 0)
