@@ -115,7 +115,6 @@ var knownMemoryMisses = map[string]string{
 		"(--cuda-graph-impl transformer_engine --cuda-graph-modules attn); the same model family without them (gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed) is at -5.5%. Not explained",
 }
 
-
 // notImportable are measured cases parc's importer refuses, with the reason;
 // each must still be refused (the list can only shrink).
 var notImportable = map[string]string{
