@@ -44,7 +44,10 @@ func (c *checker) fineGrainedOffloading() {
 		return
 	}
 	has := func(m string) bool { return slices.Contains(t.OffloadModules, m) }
-	off := opt("set "+on+": false", setting{on, false}, setting{mods, nil})
+	off := setOpt(setting{on, false})
+	if t.OffloadModules != nil {
+		off = setOpt(setting{on, false}, setting{mods, nil})
+	}
 	if len(t.OffloadModules) == 0 {
 		first := "core_attn"
 		if s.Model.MoE != nil && s.Kernels.CUDAGraphImpl == "local" {
@@ -197,9 +200,12 @@ func (c *checker) deferEmbeddingWgrad() {
 		}
 		return
 	}
-	off := setOpt(setting{path, false}, setting{"parallel.wgrad_deferral_limit", 0})
+	off := setOpt(setting{path, false})
+	if p.WgradDeferralLimit != 0 {
+		off = setOpt(setting{path, false}, setting{"parallel.wgrad_deferral_limit", 0})
+	}
 	if p.PP <= 1 {
-		c.report("defer-embedding-wgrad", path, c.anyOf("defer-embedding-wgrad", path, off),
+		c.report("defer-embedding-wgrad", path, c.anyOf("defer-embedding-wgrad", path, setOpt(setting{"parallel.pp", 2}), off),
 			"defer_embedding_wgrad_compute needs pipeline parallelism (pp=%d): the output layer's weight gradients are deferred to the pipeline flush", p.PP)
 	}
 	if !c.s.Kernels.GradientAccumulationFusion {

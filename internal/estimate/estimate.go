@@ -91,6 +91,10 @@ type StageMemory struct {
 	// or fine-grained offloading (train.fine_grained_activation_offloading)
 	// at the peak; Activations is what stays on the GPU.
 	ActivationsOffloaded int64 `json:"activations_offloaded,omitempty"`
+	// ActivationsDeferredWgrad is the part of ActivationsLogits that
+	// parallel.defer_embedding_wgrad_compute keeps until the pipeline flush:
+	// the deferred microbatches' output-layer inputs and logits gradients.
+	ActivationsDeferredWgrad int64 `json:"activations_deferred_wgrad,omitempty"`
 	Total                int64 `json:"total"`
 }
 
@@ -142,9 +146,16 @@ type Compute struct {
 	HostBoundS float64 `json:"host_bound_s"`
 	// OptimizerS is the optimizer step (memory-bound), once per step.
 	OptimizerS float64 `json:"optimizer_s"`
-	// OffloadExposedS is the time per step the GPU waits for CPU activation
-	// offloading's copies to or from host memory (train.cpu_offloading_num_layers).
+	// OffloadExposedS is the time per step the GPU waits for activation
+	// offloading's copies to or from host memory (train.cpu_offloading_num_layers,
+	// or fine-grained offloading's reloads).
 	OffloadExposedS float64 `json:"offload_exposed_s,omitempty"`
+	// DeferredWgradS is the output layer's weight-gradient GEMMs that
+	// parallel.defer_embedding_wgrad_compute moves to the pipeline flush, per
+	// step; DeferredWgradExposedS the part of it the other stages' cooldown
+	// does not hide (in the step time).
+	DeferredWgradS        float64 `json:"deferred_wgrad_s,omitempty"`
+	DeferredWgradExposedS float64 `json:"deferred_wgrad_exposed_s,omitempty"`
 	// IdealTimeS is a lower bound of TimeS proportional to the stage's
 	// FLOPs: every GEMM and attention kernel at the calibrated efficiency of
 	// a large one, nothing else. For a solver's bounds: it scales exactly
@@ -466,7 +477,7 @@ func (c *costModel) memory(e *Estimate) {
 			Weights: round(w), Gradients: round(g), Optimizer: round(opt), Activations: round(act.Total()),
 			ActivationsLayers: round(act.Layers), ActivationsEmbedding: round(act.Embedding),
 			ActivationsLogits: round(act.Logits), ActivationsRecompute: round(act.Recompute),
-			ActivationsOffloaded: round(offloaded),
+			ActivationsOffloaded: round(offloaded), ActivationsDeferredWgrad: round(act.DeferredWgrad),
 			Total:                round(total),
 		}
 		e.Memory.Stages = append(e.Memory.Stages, sm)

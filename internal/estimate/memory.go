@@ -375,6 +375,9 @@ type StageActivations struct {
 	// Offloaded is what fine-grained activation offloading holds in host
 	// memory at the peak (not part of Total).
 	Offloaded float64 `json:"offloaded,omitempty"`
+	// DeferredWgrad is the part of Logits the deferred output-layer wgrad
+	// buffers take (parallel.defer_embedding_wgrad_compute).
+	DeferredWgrad float64 `json:"deferred_wgrad,omitempty"`
 }
 
 // Total is the sum of the parts.
@@ -502,7 +505,8 @@ func (am *activationModel) stageActivations(sh modelShape, stages [][]spec.Layer
 		// alive: then no logits exist. Megatron runs a microbatch's loss
 		// backward right after its forward on the last rank, so one loss
 		// is at its peak at a time.
-		out.Logits = am.loss(sh) + am.deferredWgradBuffers() // offload.go
+		out.DeferredWgrad = am.deferredWgradBuffers() // offload.go
+		out.Logits = am.loss(sh) + out.DeferredWgrad
 	}
 	return out
 }

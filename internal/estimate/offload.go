@@ -375,7 +375,7 @@ func (c *costModel) fineOffloadExposed(r int, st stageClock) float64 {
 // stage's microbatches, and the time the deferred GEMMs add after the last
 // stage's final backward beyond what the other stages' cooldown hides
 // (pp−1 backward steps, as the last stage finishes its backward first).
-func (c *costModel) deferredWgrad(st stageClock, slowBwd float64) (perMB, exposed float64) {
+func (c *costModel) deferredWgrad(slowBwd float64) (perMB, exposed float64) {
 	if c.am.deferred == 0 {
 		return 0, 0
 	}

@@ -705,7 +705,7 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 		off := c.offloadExposed() + c.fineOffloadExposed(r, clocks[r]) // offload.go: 0 unless offloading runs
 		mbTime[r] = c.total(clocks[r]) + off
 		if r == c.pp-1 {
-			deferredMB, _ := c.deferredWgrad(clocks[r], 0) // offload.go: 0 unless the output layer's wgrad is deferred
+			deferredMB, _ := c.deferredWgrad(0) // offload.go: 0 unless the output layer's wgrad is deferred
 			mbTime[r] -= deferredMB
 		}
 		e.Compute.OffloadExposedS += m * off
@@ -719,8 +719,9 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 		l := link("pp")
 		pipeTime += interleavedFill(c.pp, c.vpp, c.g, c.latency(l, 1)+w.bytes[axPP]/w.ppSends/c.linkRate(l), clocks[slow].fwd/float64(c.vpp))
 	}
-	_, flush := c.deferredWgrad(clocks[c.pp-1], clocks[slow].bwd) // the deferred wgrad GEMMs the cooldown does not hide
+	deferredMB, flush := c.deferredWgrad(clocks[slow].bwd) // offload.go: the deferred wgrad GEMMs the cooldown does not hide
 	pipeTime += flush
+	e.Compute.DeferredWgradS, e.Compute.DeferredWgradExposedS = m*deferredMB, flush
 	e.Pipeline.BubbleTimeS = pipeTime - m*mbTime[slow]
 	sc := clocks[slow].compute
 	e.Compute.SlowestStage = slow

@@ -96,3 +96,23 @@ func TestImportSlidingWindow(t *testing.T) {
 		require.NotContains(t, res.Diags.Codes(), c, "%v", res.Diags)
 	}
 }
+
+// TestImportOffloadingFields: fine-grained activation offloading and the
+// deferred output-layer wgrad become their spec fields (train.*,
+// parallel.*), not extra arguments, and the import round-trips.
+func TestImportOffloadingFields(t *testing.T) {
+	args := "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 " +
+		"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-4 --eval-interval 10 --mock-data " +
+		"--tokenizer-type NullTokenizer --vocab-size 1024 --pipeline-model-parallel-size 2 " +
+		"--fine-grained-activation-offloading --offload-modules core_attn attn_proj --activation-offload-fraction 0.5 " +
+		"--min-offloaded-tensor-size 4096 --defer-embedding-wgrad-compute --wgrad-deferral-limit 2"
+	res := Import([]byte(strings.ReplaceAll(args, " ", "\n")), Options{Cluster: "dgx_h100", Nodes: 1})
+	require.NotNil(t, res.Spec, "%v", res.Diags)
+	for _, want := range []string{"fine_grained_activation_offloading: true", `offload_modules: ["core_attn", "attn_proj"]`,
+		"activation_offload_fraction: 0.5", "min_offloaded_tensor_size: 4096", "defer_embedding_wgrad_compute: true", "wgrad_deferral_limit: 2"} {
+		require.Contains(t, strings.Join(strings.Fields(string(res.Spec)), " "), want)
+	}
+	for _, c := range []string{"import-extra-arg", "import-not-round-trip", "import-megatron-rejects"} {
+		require.NotContains(t, res.Diags.Codes(), c, "%v", res.Diags)
+	}
+}

@@ -159,10 +159,20 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 	}
 	data.MemoryNotes = nil
 	for _, st := range e.Memory.Stages {
-		if st.ActivationsOffloaded > 0 {
+		if st.ActivationsOffloaded > 0 && s.Train.CPUOffloadingNumLayers > 0 {
 			data.MemoryNotes = append(data.MemoryNotes,
 				fmt.Sprintf("CPU activation offloading (train.cpu_offloading_num_layers = %d): stage %d keeps %s of activations per microbatch in host memory; the activations above are what stays on the GPU.",
 					s.Train.CPUOffloadingNumLayers, st.Stage, Bytes(st.ActivationsOffloaded)))
+		}
+		if st.ActivationsOffloaded > 0 && s.Train.FineGrainedActivationOffloading {
+			data.MemoryNotes = append(data.MemoryNotes,
+				fmt.Sprintf("Fine-grained activation offloading (train.offload_modules = %s): at its peak stage %d holds %s of activations in host memory; the activations above are what stays on the GPU.",
+					strings.Join(s.Train.OffloadModules, ", "), st.Stage, Bytes(st.ActivationsOffloaded)))
+		}
+		if st.ActivationsDeferredWgrad > 0 {
+			data.MemoryNotes = append(data.MemoryNotes,
+				fmt.Sprintf("Deferred output-layer weight gradients (parallel.defer_embedding_wgrad_compute): stage %d keeps %s of output-layer inputs and logits gradients until the pipeline flush (included in its logits).",
+					st.Stage, Bytes(st.ActivationsDeferredWgrad)))
 		}
 	}
 	if e.Memory.MegatronApplies {
@@ -222,7 +232,11 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 		{"optimizer step", Seconds(e.Compute.OptimizerS)},
 	}
 	if e.Compute.OffloadExposedS > 0 {
-		data.Compute = append(data.Compute, Row{"waiting on CPU activation offloading's copies, per step", Seconds(e.Compute.OffloadExposedS)})
+		data.Compute = append(data.Compute, Row{"waiting on activation offloading's copies, per step", Seconds(e.Compute.OffloadExposedS)})
+	}
+	if e.Compute.DeferredWgradS > 0 {
+		data.Compute = append(data.Compute, Row{"output layer's weight gradients deferred to the pipeline flush, per step",
+			fmt.Sprintf("%s, of which %s not hidden by the other stages' cooldown", Seconds(e.Compute.DeferredWgradS), Seconds(e.Compute.DeferredWgradExposedS))})
 	}
 	data.Compute = append(data.Compute, []Row{
 		{"step time", Seconds(e.StepTimeS)},
