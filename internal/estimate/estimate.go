@@ -95,7 +95,7 @@ type StageMemory struct {
 	// parallel.defer_embedding_wgrad_compute keeps until the pipeline flush:
 	// the deferred microbatches' output-layer inputs and logits gradients.
 	ActivationsDeferredWgrad int64 `json:"activations_deferred_wgrad,omitempty"`
-	Total                int64 `json:"total"`
+	Total                    int64 `json:"total"`
 }
 
 // Pipeline is the schedule and its bubble.
@@ -478,7 +478,7 @@ func (c *costModel) memory(e *Estimate) {
 			ActivationsLayers: round(act.Layers), ActivationsEmbedding: round(act.Embedding),
 			ActivationsLogits: round(act.Logits), ActivationsRecompute: round(act.Recompute),
 			ActivationsOffloaded: round(offloaded), ActivationsDeferredWgrad: round(act.DeferredWgrad),
-			Total:                round(total),
+			Total: round(total),
 		}
 		e.Memory.Stages = append(e.Memory.Stages, sm)
 	}
