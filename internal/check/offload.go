@@ -39,7 +39,7 @@ func (c *checker) fineGrainedOffloading() {
 		if len(set) > 0 {
 			c.report("offload-options-unused", set[0], c.anyOf("offload-options-unused", set[0],
 				setOpt(unset...), setOpt(setting{on, true})),
-				"%s only apply to fine-grained activation offloading, which is off (Megatron ignores them)", joinStrings(set))
+				"%s only apply to fine-grained activation offloading, which is off (Megatron ignores them)", strings.Join(set, ", "))
 		}
 		return
 	}
