@@ -235,13 +235,14 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 // permute tokens by expert, so a token goes once per routed expert on
 // another rank: topk·(ep−1)/ep. The flex dispatcher (DeepEP, HybridEP) sends
 // a token once per destination rank, however many of its experts that rank
-// holds (DeepEP's dispatch by is_token_in_rank): (ep−1)·(1 − q), q the chance
-// that none of the token's topk distinct experts is among a rank's E/ep.
+// holds (DeepEP's dispatch by is_token_in_rank): (ep−1)·h, h the chance
+// that one of the token's topk distinct experts is among a rank's E/ep
+// (hitProb).
 func (c *costModel) remoteCopies() float64 {
 	if !c.flexDispatch() {
 		return c.am.topk * float64(c.ep-1) / float64(c.ep)
 	}
-	return float64(c.ep-1) * (1 - c.missProb(float64(c.sh.experts)/float64(c.ep)))
+	return float64(c.ep-1) * c.hitProb(float64(c.sh.experts)/float64(c.ep))
 }
 
 // flexDispatch: the flex dispatcher (DeepEP, HybridEP) with a routing the
@@ -252,15 +253,70 @@ func (c *costModel) flexDispatch() bool {
 	return mo != nil && mo.Dispatcher == "flex" && E > 0 && c.am.topk < E
 }
 
-// missProb is the chance that none of a token's topk distinct experts (drawn
-// uniformly from E) is among L given ones.
-func (c *costModel) missProb(L float64) float64 {
-	E, k := float64(c.sh.experts), c.am.topk
+// missIn is the chance that none of k distinct experts drawn uniformly from
+// E is among L given ones.
+func missIn(E, L, k float64) float64 {
 	q := 1.0
 	for i := 0.0; i < k; i++ {
 		q *= math.Max(E-L-i, 0) / (E - i)
 	}
 	return q
+}
+
+// hitProb is the chance that at least one of a token's topk experts is
+// among the L consecutive experts one rank or NVLink domain holds (expert
+// parallelism gives each rank E/ep consecutive experts): routeHit with the
+// model's routing.
+func (c *costModel) hitProb(L float64) float64 {
+	G, g := 0.0, 0.0
+	if mo := c.s.Model.MoE; mo != nil && mo.RouterNumGroups != nil && mo.RouterGroupTopK != nil {
+		G, g = float64(*mo.RouterNumGroups), float64(*mo.RouterGroupTopK)
+	}
+	return routeHit(float64(c.sh.experts), c.am.topk, G, g, L)
+}
+
+// routeHit is the chance that a token routed to k of E experts reaches a
+// place holding L consecutive experts. Without group-limited routing (G or
+// g 0) the k experts are distinct and uniform: 1 − missIn(E, L, k). With
+// it (model.moe.router_num_groups G, router_group_topk g: Megatron's
+// group_limited_topk in moe_utils.py at d98e8a64) the experts form G equal
+// groups of consecutive experts; a token selects the g groups whose top
+// k/g scores sum highest and then its k experts among the selected groups'
+// experts, so its experts fall k/g in each selected group, and a place
+// whose groups are not selected receives nothing: DeepSeek-V3's
+// node-limited routing, G the nodes of the expert-parallel group
+// (arXiv:2412.19437 §2.1.2, §3.2.2: "each token will be sent to at most 4
+// nodes"). With uniform scores (the recipes force balanced routing) the
+// groups are selected uniformly: a place holding c whole groups is reached
+// unless none of them is selected, 1 − C(G−c, g)/C(G, g); a place within
+// one group when that group is selected and one of its k/g experts falls
+// in the place, g/G·(1 − missIn(E/G, L, k/g)). A place that does not align
+// with the groups is counted as without groups.
+func routeHit(E, k, G, g, L float64) float64 {
+	if G < 1 || g < 1 || g > G || E/G != math.Trunc(E/G) {
+		return 1 - missIn(E, L, k)
+	}
+	Eg := E / G
+	switch c := L / Eg; {
+	case c >= 1 && c == math.Trunc(c) && c <= G:
+		return 1 - choose(G-c, g)/choose(G, g)
+	case c < 1 && Eg/L == math.Trunc(Eg/L):
+		return g / G * (1 - missIn(Eg, L, k/g))
+	}
+	return 1 - missIn(E, L, k)
+}
+
+// choose is the binomial coefficient C(n, r) of small whole numbers (0 when
+// r is out of range).
+func choose(n, r float64) float64 {
+	if r < 0 || r > n {
+		return 0
+	}
+	v := 1.0
+	for i := 0.0; i < r; i++ {
+		v *= (n - i) / (i + 1)
+	}
+	return v
 }
 
 // epDomainRanks is how many ranks of an expert-parallel group share an
@@ -281,9 +337,10 @@ func (c *costModel) epDomainRanks() int {
 // network once per destination domain, to the GPU of the same local index,
 // which forwards it over NVLink to the ranks there that hold its experts
 // (DeepSeek-V3 technical report, arXiv:2412.19437, §3.2.2). Over N domains
-// of k ranks each that is (N−1)·(1 − q_N) network copies, q_N the chance
-// none of the token's experts is in a domain's E/N, and N·(k−1)·(1 − q)
-// NVLink copies (to the own domain's peers, and forwarded in each other).
+// of k ranks each that is (N−1)·h_N network copies, h_N the chance one of
+// the token's experts is in a domain's E/N (hitProb; with node-limited
+// routing at most router_group_topk domains), and N·(k−1)·h NVLink copies
+// (to the own domain's peers, and forwarded in each other).
 func (c *costModel) epCopies() (nv, net float64) {
 	r := c.remoteCopies()
 	k := c.epDomainRanks()
@@ -296,8 +353,8 @@ func (c *costModel) epCopies() (nv, net float64) {
 	}
 	N := math.Ceil(float64(c.ep) / float64(k))
 	E := float64(c.sh.experts)
-	net = (N - 1) * (1 - c.missProb(E/N))
-	nv = N * float64(k-1) * (1 - c.missProb(E/float64(c.ep)))
+	net = (N - 1) * c.hitProb(E/N)
+	nv = N * float64(k-1) * c.hitProb(E/float64(c.ep))
 	return nv, net
 }
 
