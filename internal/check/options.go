@@ -168,6 +168,15 @@ func (c *checker) kernels() {
 			opt("set train.check_for_nan_in_loss_and_grad: false", setting{"train.check_for_nan_in_loss_and_grad", false})),
 			"full-iteration CUDA graphs (cuda_graph_impl \"full_iteration\") need check_for_nan_in_loss_and_grad off")
 	}
+	if (k.CUDAGraphImpl == "local" || k.CUDAGraphImpl == "transformer_engine") && s.Train.Recompute == "full" {
+		// TransformerConfig.__post_init__ at d98e8a64: "full recompute is
+		// only supported with full iteration CUDA graph."
+		c.report("kernel-options", "train.recompute", c.anyOf("kernel-options", "train.recompute",
+			setOpt(setting{"train.recompute", "selective"}, setting{"train.recompute_method", nil}, setting{"train.recompute_layers", nil}),
+			setOpt(setting{"kernels.cuda_graph_impl", "full_iteration"}, setting{"kernels.cuda_graph_modules", nil}, setting{"kernels.cuda_graph_scope", nil},
+				setting{"train.check_for_nan_in_loss_and_grad", false})),
+			"full recomputation with per-layer CUDA graphs (cuda_graph_impl %q) is rejected: Megatron supports full recomputation only with full-iteration CUDA graphs", k.CUDAGraphImpl)
+	}
 	if k.AttentionBackend == "local" {
 		c.report("kernel-options", "kernels.attention_backend", c.anyOf("kernel-options", "kernels.attention_backend",
 			setOpt(setting{"kernels.attention_backend", "auto"})),

@@ -432,6 +432,9 @@ func (sv *solver) recomputeDomain() {
 		if !sv.allowed(fRC, m) {
 			continue
 		}
+		if m == "full" && !sv.fullRecomputeAllowed() {
+			continue
+		}
 		if m == "full" && sv.layersImplied {
 			sv.recomputes = append(sv.recomputes, recompute{mode: m, layersImplied: true})
 			continue
@@ -467,6 +470,20 @@ func (sv *solver) modulesApply(r recompute) bool {
 	r.apply(&s.Train)
 	for _, x := range check.Verdict(&s, spec.Derive(&s), diag.NoPos) {
 		if x.Severity == diag.Error && x.Code == "recompute-modules" {
+			return false
+		}
+	}
+	return true
+}
+
+// fullRecomputeAllowed reports whether check accepts full recomputation
+// beside the spec's kernel settings: Megatron rejects it with per-layer
+// CUDA graphs (the kernel-options rule on train.recompute).
+func (sv *solver) fullRecomputeAllowed() bool {
+	s := sv.base
+	s.Train.Recompute = "full"
+	for _, x := range check.Verdict(&s, spec.Derive(&s), diag.NoPos) {
+		if x.Severity == diag.Error && x.Code == "kernel-options" && x.Path == "train.recompute" {
 			return false
 		}
 	}
