@@ -118,6 +118,10 @@ type corpusCase struct {
 type corpusOutcome struct {
 	id, status, detail string
 	ratio              float64
+	// pub and pick are the two plans' degrees, micro batch and
+	// recomputation, when both exist (missNotes compares them with other
+	// measured rows).
+	pub, pick *planKind
 }
 
 func TestPublishedCorpus(t *testing.T) {
@@ -210,6 +214,7 @@ func solveCase(c corpusCase) corpusOutcome {
 		return o
 	}
 	o.ratio = pub.StepTimeS / pick.StepTimeS
+	o.pub, o.pick = kindOf(pub.Parallel, pub.Train), kindOf(pick.Parallel, pick.Train)
 	o.detail = fmt.Sprintf("published/pick %.3f: published %s %.4g s (%.0f%% memory); pick %s %.4g s",
 		o.ratio, pub.Label(), pub.StepTimeS, 100*pub.Memory.FractionOfGPU, pick.Label(), pick.StepTimeS)
 	o.status = "ok"
@@ -520,6 +525,7 @@ func writeCorpus(t *testing.T, out []corpusOutcome, skipped map[string]int) {
 			fmt.Fprintf(&b, "| %s | %s | %s |\n", o.id, o.status, strings.ReplaceAll(o.detail, "|", "\\|"))
 		}
 	}
+	writeMissNotes(t, &b, out)
 	require.NoError(t, os.WriteFile(corpusReadme, []byte(b.String()), 0o644))
 	assert.NotEmpty(t, out)
 }

@@ -1,0 +1,289 @@
+package solve_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"parc.dev/parc/internal/solve"
+)
+
+// planKind is what a miss's two plans are compared on with other measured
+// runs: the degrees, the micro batch and the recomputation mode.
+type planKind struct {
+	vals map[string]int // tp, pp, vpp, cp, ep, micro_batch
+	rc   string         // recompute: none, selective, full ("" unknown)
+}
+
+// kindKeys are planKind's degrees, in the order the notes print them.
+var kindKeys = []string{"tp", "pp", "vpp", "cp", "ep", "micro_batch"}
+
+func kindOf(p solve.Parallel, t solve.Train) *planKind {
+	return &planKind{vals: map[string]int{"tp": p.TP, "pp": p.PP, "vpp": p.VPP, "cp": p.CP, "ep": p.EP, "micro_batch": t.MicroBatch}, rc: t.Recompute}
+}
+
+func (k *planKind) String() string {
+	var f []string
+	for _, key := range kindKeys {
+		if v, ok := k.vals[key]; ok {
+			f = append(f, fmt.Sprintf("%s=%d", key, v))
+		}
+	}
+	if k.rc != "" {
+		f = append(f, "recompute="+k.rc)
+	}
+	return strings.Join(f, " ")
+}
+
+// notesRow is what the miss notes read of a runs.jsonl line.
+type notesRow struct {
+	ID       string             `json:"id"`
+	Release  string             `json:"release"`
+	Model    json.RawMessage    `json:"model"`
+	GPU      string             `json:"gpu"`
+	GPUs     int                `json:"gpus"`
+	Parallel map[string]any     `json:"parallel"`
+	Train    map[string]any     `json:"train"`
+	Settings map[string]any     `json:"settings"`
+	Measured map[string]float64 `json:"measured"`
+}
+
+// kind is a measured row's plan as a planKind: the degrees it records
+// (Megatron's default 1 for an unrecorded tp, pp, vpp, cp, ep), its micro
+// batch when it records one, its recompute mode when it records one.
+func (r *notesRow) kind() *planKind {
+	k := &planKind{vals: map[string]int{}}
+	for _, key := range kindKeys {
+		m := r.Parallel
+		if key == "micro_batch" {
+			m = r.Train
+		}
+		if v, ok := m[key].(float64); ok {
+			k.vals[key] = int(v)
+		} else if key != "micro_batch" {
+			k.vals[key] = 1
+		}
+	}
+	if rc, ok := r.Train["recompute"].(string); ok {
+		k.rc = rc
+	}
+	return k
+}
+
+// sameRun: the two rows train the same model at the same scale, sequence
+// and precision on the same GPU (the releases, batch and settings may
+// differ).
+func (r *notesRow) sameRun(o *notesRow) bool {
+	str := func(m map[string]any, k string) string { return fmt.Sprint(m[k]) }
+	return bytes.Equal(r.Model, o.Model) && r.GPU == o.GPU && r.GPUs == o.GPUs &&
+		str(r.Train, "seq_length") == str(o.Train, "seq_length") &&
+		str(r.Train, "precision") == str(o.Train, "precision") && str(r.Train, "fp8_recipe") == str(o.Train, "fp8_recipe")
+}
+
+// towardPick: the measured plan w is of the pick's kind where the pick and
+// the published plan differ: on each key where they differ w has one of
+// the two values, on at least one of them the pick's, and on every other
+// key the value both share (an unrecorded micro batch or recompute mode of
+// w matches either).
+func towardPick(w, pub, pick *planKind) bool {
+	moved := false
+	for _, key := range kindKeys {
+		wv, ok := w.vals[key]
+		if !ok {
+			continue
+		}
+		a, b := pub.vals[key], pick.vals[key]
+		switch {
+		case a == b && wv != a:
+			return false
+		case a != b && wv == b:
+			moved = true
+		case a != b && wv != a:
+			return false
+		}
+	}
+	if w.rc != "" && pub.rc != pick.rc {
+		switch w.rc {
+		case pick.rc:
+			moved = true
+		case pub.rc:
+		default:
+			return false
+		}
+	} else if w.rc != "" && w.rc != pub.rc {
+		return false
+	}
+	return moved
+}
+
+// throughput is a row's measured tokens/s/GPU, or its model TFLOP/s per GPU
+// when it publishes only that, with the unit.
+func (r *notesRow) throughput() (float64, string) {
+	if v := r.Measured["tokens_per_s_per_gpu"]; v > 0 {
+		return v, "tokens/s/GPU"
+	}
+	return r.Measured["model_tflops_per_gpu"], "model TFLOP/s/GPU"
+}
+
+// curatedNotes are outside measurements of a miss's kind of plan that are
+// not rows of the corpus, by the row ids they speak to.
+var curatedNotes = []struct {
+	rows *regexp.Regexp
+	note string
+}{
+	{regexp.MustCompile(`^(megatron-sc21-table1-|mtnlg-530b-)`),
+		"Full recomputation, as the 2021 runs did. Korthikanti et al., \"Reducing Activation Recomputation in Large " +
+			"Transformer Models\" (arXiv:2205.05198, abstract): the 530B GPT model on 2,240 A100 trained at 54.2% MFU with " +
+			"sequence parallelism and selective recomputation, 29% faster than the 42.1% MFU with full recomputation. " +
+			"parc's picks for these misses recompute nothing (and change other degrees too)."},
+}
+
+// writeMissNotes adds to the corpus README, for each miss, what measured
+// runs say about the pick's kind of plan: other corpus rows of the same run
+// (model, GPU, GPU count, sequence, precision) whose plan moves from the
+// published plan toward the pick (towardPick), with their measured
+// throughput against the missed row's, and the curated outside notes. A
+// ratio above 1 means the measured run of the pick's kind was faster, as
+// parc's model says; below 1, slower, against it. Other settings of the
+// runs (CUDA graphs, dispatcher, batch) may differ and are named.
+func writeMissNotes(t *testing.T, b *strings.Builder, out []corpusOutcome) {
+	data, err := os.ReadFile(corpusRuns)
+	require.NoError(t, err)
+	rows := map[string]*notesRow{}
+	var order []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var r notesRow
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+		rows[r.ID] = &r
+		order = append(order, r.ID)
+	}
+	b.WriteString("\n## Miss notes: what measured runs say about the pick's kind of plan\n\n")
+	b.WriteString("For each miss, the corpus's other measured runs of the same model, GPU, GPU count, sequence and precision\n")
+	b.WriteString("whose plan moves from the published plan toward the pick (on each degree, micro batch or recompute mode where the\n")
+	b.WriteString("two differ, the run has one of the two values, on at least one the pick's; elsewhere the value both share),\n")
+	b.WriteString("with the measured throughput as a multiple of the missed row's: above 1 the measured run of the pick's kind was\n")
+	b.WriteString("faster, as parc says; below 1 it was slower, against parc. Settings the two runs record differently are named:\n")
+	b.WriteString("a later release often changed more than the plan. Then outside measurements that are not corpus rows.\n\n")
+	for _, o := range out {
+		if o.status == "ok" || o.pub == nil {
+			continue
+		}
+		r := rows[o.id]
+		if r == nil {
+			continue
+		}
+		var lines []string
+		mine, unit := r.throughput()
+		for _, id := range order {
+			w := rows[id]
+			if id == o.id || !w.sameRun(r) || !towardPick(w.kind(), o.pub, o.pick) {
+				continue
+			}
+			v, u := w.throughput()
+			if v <= 0 || mine <= 0 || u != unit {
+				continue
+			}
+			line := fmt.Sprintf("%s (%s, %s): %.0f %s, %.2f× this row's %.0f", id, w.Release, w.kind(), v, unit, v/mine, mine)
+			if d := settingsDiff(r, w); d != "" {
+				line += "; differs in " + d
+			}
+			lines = append(lines, line)
+		}
+		if len(lines) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "- **%s** (published %s; pick %s; published/pick %.3f):\n", o.id, o.pub, o.pick, o.ratio)
+		for _, l := range lines {
+			fmt.Fprintf(b, "  - %s\n", l)
+		}
+	}
+	for _, c := range curatedNotes {
+		var ids []string
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, o := range out {
+			if o.status != "ok" && c.rows.MatchString(o.id) {
+				ids = append(ids, o.id)
+				lo, hi = math.Min(lo, o.ratio), math.Max(hi, o.ratio)
+			}
+		}
+		if len(ids) > 0 {
+			fmt.Fprintf(b, "- %s Rows (published/pick %.2f–%.2f): %s.\n", c.note, lo, hi, strings.Join(ids, ", "))
+		}
+	}
+}
+
+// settingsDiff names the settings and batch fields two rows record
+// differently, sorted.
+func settingsDiff(a, b *notesRow) string {
+	var d []string
+	for _, m := range []struct {
+		x, y map[string]any
+	}{{a.Settings, b.Settings}, {a.Train, b.Train}} {
+		keys := map[string]bool{}
+		for k := range m.x {
+			keys[k] = true
+		}
+		for k := range m.y {
+			keys[k] = true
+		}
+		for k := range keys {
+			if k == "micro_batch" || k == "recompute" || k == "recompute_modules" {
+				continue
+			}
+			if fmt.Sprint(m.x[k]) != fmt.Sprint(m.y[k]) {
+				d = append(d, k)
+			}
+		}
+	}
+	slices.Sort(d)
+	return strings.Join(d, ", ")
+}
+
+// TestTowardPick: the miss notes take a measured run as evidence about the
+// pick's kind of plan only when it moves from the published plan toward
+// the pick and nowhere else.
+func TestTowardPick(t *testing.T) {
+	kind := func(rc string, kv ...int) *planKind {
+		k := &planKind{vals: map[string]int{}, rc: rc}
+		for i, key := range kindKeys {
+			if i < len(kv) && kv[i] >= 0 {
+				k.vals[key] = kv[i]
+			}
+		}
+		return k
+	}
+	// GPT-OSS 120B on 64 B200 (25.11): published ep 64, pick pp 2 vpp 4 ep 8.
+	pub := kind("selective", 1, 1, 1, 1, 64, 4)
+	pick := kind("selective", 1, 2, 4, 1, 8, 4)
+	for _, c := range []struct {
+		w    *planKind
+		want bool
+	}{
+		{kind("selective", 1, 1, 1, 1, 8, 4), true},   // 26.04: ep 8, pp 1 (the published plan's)
+		{kind("", 1, 1, 1, 1, 8, 4), true},            // recompute unrecorded
+		{kind("selective", 1, 2, 4, 1, 8, 4), true},   // the pick itself
+		{kind("selective", 1, 1, 1, 1, 64, 4), false}, // the published plan again
+		{kind("selective", 1, 1, 1, 1, 16, 4), false}, // ep 16: neither plan's
+		{kind("selective", 2, 1, 1, 1, 8, 4), false},  // tp 2 where both have 1
+		{kind("none", 1, 1, 1, 1, 8, 4), false},       // another recompute mode
+		{kind("selective", 1, 1, 1, 1, 8, -1), true},  // micro batch unrecorded
+		{kind("selective", 1, 1, 1, 1, 8, 2), false},  // micro batch 2
+	} {
+		assert.Equal(t, c.want, towardPick(c.w, pub, pick), "%s", c.w)
+	}
+}
