@@ -886,6 +886,37 @@ func withMoreOptions(rng *rand.Rand, over map[string]any) {
 		}
 		return def
 	}
+	if coin(10) { // fine-grained-offloading, offload-options-unused
+		mods := [][]string{nil, {"attn_proj"}, {"core_attn", "attn_proj"}, {"moe_act", "expert_fc1"}, {"fused_group_mlp", "moe_act"}, {"qkv_linear"}}
+		if m := mods[rng.Intn(len(mods))]; m != nil {
+			train["offload_modules"] = m
+		}
+		train["fine_grained_activation_offloading"] = !coin(4)
+		switch rng.Intn(6) {
+		case 0:
+			train["cpu_offloading_num_layers"] = 1
+		case 1:
+			kernels["cuda_graph_impl"] = []string{"local", "full_iteration", "transformer_engine"}[rng.Intn(3)]
+		case 2:
+			train["recompute"], train["recompute_modules"] = "selective", []string{"moe"}
+		case 3:
+			launch["env"] = map[string]any{"NVTE_CPU_OFFLOAD_V1": "0"}
+		case 4:
+			train["activation_offload_fraction"] = 0.5
+		}
+	}
+	if coin(10) { // defer-embedding-wgrad
+		par["defer_embedding_wgrad_compute"] = !coin(4)
+		if coin(2) {
+			par["wgrad_deferral_limit"] = pick(1, 4)
+		}
+		if coin(2) {
+			par["pp"] = 1
+		}
+		if coin(3) {
+			kernels["gradient_accumulation_fusion"] = false
+		}
+	}
 	if coin(10) { // overlap-param-gather
 		train["overlap_param_gather"] = true
 		train["distributed_optimizer"] = coin(2)

@@ -79,25 +79,28 @@ func (c *checker) fineGrainedOffloading() {
 		}
 		return out
 	}
-	removeOrOff := func(drop ...string) option {
+	// removeOrOff drops modules from the list, with turning offloading off as
+	// the alternative that always clears the rule (another rule may still
+	// hold the shorter list).
+	removeOrOff := func(drop ...string) []option {
 		if rest := without(drop...); len(rest) > 0 {
-			return setOpt(setting{mods, rest})
+			return []option{setOpt(setting{mods, rest}), off}
 		}
-		return off
+		return []option{off}
 	}
 	if has("attn_proj") && !has("core_attn") {
 		c.report("fine-grained-offloading", mods, c.anyOf("fine-grained-offloading", mods,
-			setOpt(setting{mods, append(slices.Clone(t.OffloadModules), "core_attn")}), removeOrOff("attn_proj")),
+			append([]option{setOpt(setting{mods, append(slices.Clone(t.OffloadModules), "core_attn")})}, removeOrOff("attn_proj")...)...),
 			"offload_modules has attn_proj without core_attn: attn_proj's input is core attention's output, which core attention's backward needs on the GPU")
 	}
 	recomputed := t.RecomputeModuleList()
 	if has("gdp_qkv") && slices.Contains(recomputed, "gdp_in_proj") {
-		c.report("fine-grained-offloading", mods, c.anyOf("fine-grained-offloading", mods, removeOrOff("gdp_qkv")),
+		c.report("fine-grained-offloading", mods, c.anyOf("fine-grained-offloading", mods, removeOrOff("gdp_qkv")...),
 			"offload_modules has gdp_qkv while recompute_modules has gdp_in_proj, which discards the input gdp_qkv would keep on the host")
 	}
 	if slices.Contains(recomputed, "moe") {
 		if inside := slices.DeleteFunc(slices.Clone(t.OffloadModules), func(m string) bool { return !slices.Contains(moeOffloadModules, m) }); len(inside) > 0 {
-			c.report("fine-grained-offloading", mods, c.anyOf("fine-grained-offloading", mods, removeOrOff(moeOffloadModules...)),
+			c.report("fine-grained-offloading", mods, c.anyOf("fine-grained-offloading", mods, removeOrOff(moeOffloadModules...)...),
 				"offload_modules has %s while recompute_modules has \"moe\", which recomputes the whole MoE layer", strings.Join(inside, ", "))
 		}
 	}
@@ -108,15 +111,15 @@ func (c *checker) fineGrainedOffloading() {
 	if has("fused_group_mlp") {
 		if !s.Kernels.UseTransformerEngineOpFuser {
 			c.report("fine-grained-offloading", mods, c.anyOf("fine-grained-offloading", mods,
-				setOpt(setting{"kernels.use_transformer_engine_op_fuser", true}), removeOrOff("fused_group_mlp")),
+				append([]option{setOpt(setting{"kernels.use_transformer_engine_op_fuser", true})}, removeOrOff("fused_group_mlp")...)...),
 				"offload_modules fused_group_mlp needs kernels.use_transformer_engine_op_fuser")
 		}
 		if has("expert_fc1") || has("moe_act") {
-			c.report("fine-grained-offloading", mods, c.anyOf("fine-grained-offloading", mods, removeOrOff("expert_fc1", "moe_act")),
+			c.report("fine-grained-offloading", mods, c.anyOf("fine-grained-offloading", mods, removeOrOff("expert_fc1", "moe_act")...),
 				"offload_modules fused_group_mlp offloads the whole fused grouped MLP and cannot be combined with expert_fc1 or moe_act")
 		}
 	}
-	c.fineGrainedOffloadingGraphs()
+	c.fineGrainedOffloadingGraphs(off)
 	if v, path, ok := c.env("NVTE_CPU_OFFLOAD_V1"); ok && v != "1" {
 		c.report("fine-grained-offloading", path, c.anyOf("fine-grained-offloading", path, setOpt(setting{path, nil}), off),
 			"%s=%q: fine-grained activation offloading with Transformer Engine 2.10 or later needs NVTE_CPU_OFFLOAD_V1=1 (validate_args), which parc sets unless the environment overrides it", path, v).
@@ -130,7 +133,7 @@ func (c *checker) fineGrainedOffloading() {
 // moe_act, fused_group_mlp) and a module list that does not capture "moe";
 // no "moe" graph module; warmup steps > 0; full-iteration graphs need
 // --fine-grained-offloading-max-inflight-offloads.
-func (c *checker) fineGrainedOffloadingGraphs() {
+func (c *checker) fineGrainedOffloadingGraphs(off option) {
 	s, t := c.s, c.s.Train
 	k := s.Kernels
 	if k.CUDAGraphImpl == "" || k.CUDAGraphImpl == "none" {
@@ -154,13 +157,13 @@ func (c *checker) fineGrainedOffloadingGraphs() {
 			if len(outside) < len(t.OffloadModules) {
 				opts = append(opts, setOpt(setting{mods, slices.DeleteFunc(slices.Clone(t.OffloadModules), func(m string) bool { return slices.Contains(outside, m) })}))
 			}
-			opts = append(opts, setOpt(setting{"kernels.cuda_graph_impl", "transformer_engine"}), none)
+			opts = append(opts, setOpt(setting{"kernels.cuda_graph_impl", "transformer_engine"}), none, off)
 			c.report("fine-grained-offloading", mods, c.anyOf("fine-grained-offloading", mods, opts...),
 				"with cuda_graph_impl \"local\", fine-grained offloading only offloads expert_fc1, moe_act and fused_group_mlp, not %s", strings.Join(outside, ", "))
 		}
 		if len(graphMods) == 0 {
 			c.report("fine-grained-offloading", "kernels.cuda_graph_impl", c.anyOf("fine-grained-offloading", "kernels.cuda_graph_impl",
-				setOpt(setting{"kernels.cuda_graph_modules", []string{"attn", "moe_router"}}), none),
+				setOpt(setting{"kernels.cuda_graph_modules", []string{"attn", "moe_router"}}), none, off),
 				"fine-grained activation offloading with cuda_graph_impl \"local\" does not run with whole-layer CUDA graphs (no cuda_graph_modules)")
 		}
 	}
@@ -170,17 +173,17 @@ func (c *checker) fineGrainedOffloadingGraphs() {
 			path = "kernels.cuda_graph_scope"
 		}
 		c.report("fine-grained-offloading", path, c.anyOf("fine-grained-offloading", path,
-			setOpt(setting{path, slices.DeleteFunc(slices.Clone(graphMods), func(m string) bool { return m == "moe" })}), none),
+			setOpt(setting{path, slices.DeleteFunc(slices.Clone(graphMods), func(m string) bool { return m == "moe" })}), none, off),
 			"fine-grained activation offloading does not run with the \"moe\" CUDA graph module (token-drop MoE is not supported with offloading)")
 	}
 	if k.CUDAGraphWarmupSteps <= 0 {
 		c.report("fine-grained-offloading", "kernels.cuda_graph_warmup_steps", c.anyOf("fine-grained-offloading", "kernels.cuda_graph_warmup_steps",
-			setOpt(setting{"kernels.cuda_graph_warmup_steps", 3}), none),
+			setOpt(setting{"kernels.cuda_graph_warmup_steps", 3}), none, off),
 			"fine-grained activation offloading with CUDA graphs needs cuda_graph_warmup_steps > 0 (it is %d)", k.CUDAGraphWarmupSteps)
 	}
 	if k.CUDAGraphImpl == "full_iteration" && !c.hasFlag("--fine-grained-offloading-max-inflight-offloads") {
 		c.report("fine-grained-offloading", "kernels.cuda_graph_impl", c.anyOf("fine-grained-offloading", "kernels.cuda_graph_impl",
-			setOpt(setting{"kernels.cuda_graph_impl", "transformer_engine"}), none),
+			setOpt(setting{"kernels.cuda_graph_impl", "transformer_engine"}), none, off),
 			"fine-grained activation offloading with full-iteration CUDA graphs needs --fine-grained-offloading-max-inflight-offloads (a non-negative integer; pass it in launch.extra_args)")
 	}
 }
