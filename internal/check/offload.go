@@ -36,6 +36,12 @@ func (c *checker) fineGrainedOffloading() {
 		if t.DeltaOffloadBytesAcrossPPRanks != 0 {
 			set, unset = append(set, "train.delta_offload_bytes_across_pp_ranks"), append(unset, setting{"train.delta_offload_bytes_across_pp_ranks", 0})
 		}
+		if t.FineGrainedOffloadingMaxInflight != nil {
+			set, unset = append(set, "train.fine_grained_offloading_max_inflight_offloads"), append(unset, setting{"train.fine_grained_offloading_max_inflight_offloads", nil})
+		}
+		if t.DelayOffloadUntilCUDAGraph {
+			set, unset = append(set, "train.delay_offload_until_cuda_graph"), append(unset, setting{"train.delay_offload_until_cuda_graph", false})
+		}
 		if len(set) > 0 {
 			c.report("offload-options-unused", set[0], c.anyOf("offload-options-unused", set[0],
 				setOpt(unset...), setOpt(setting{on, true})),
@@ -132,7 +138,7 @@ func (c *checker) fineGrainedOffloading() {
 // != "none"): local graphs only with partial MoE offload (expert_fc1,
 // moe_act, fused_group_mlp) and a module list that does not capture "moe";
 // no "moe" graph module; warmup steps > 0; full-iteration graphs need
-// --fine-grained-offloading-max-inflight-offloads.
+// fine_grained_offloading_max_inflight_offloads.
 func (c *checker) fineGrainedOffloadingGraphs(off option) {
 	s, t := c.s, c.s.Train
 	k := s.Kernels
@@ -181,10 +187,11 @@ func (c *checker) fineGrainedOffloadingGraphs(off option) {
 			setOpt(setting{"kernels.cuda_graph_warmup_steps", 3}), none, off),
 			"fine-grained activation offloading with CUDA graphs needs cuda_graph_warmup_steps > 0 (it is %d)", k.CUDAGraphWarmupSteps)
 	}
-	if k.CUDAGraphImpl == "full_iteration" && !c.hasFlag("--fine-grained-offloading-max-inflight-offloads") {
+	if k.CUDAGraphImpl == "full_iteration" && t.FineGrainedOffloadingMaxInflight == nil && !c.hasFlag("--fine-grained-offloading-max-inflight-offloads") {
 		c.report("fine-grained-offloading", "kernels.cuda_graph_impl", c.anyOf("fine-grained-offloading", "kernels.cuda_graph_impl",
+			setOpt(setting{"train.fine_grained_offloading_max_inflight_offloads", 1}),
 			setOpt(setting{"kernels.cuda_graph_impl", "transformer_engine"}), none, off),
-			"fine-grained activation offloading with full-iteration CUDA graphs needs --fine-grained-offloading-max-inflight-offloads (a non-negative integer; pass it in launch.extra_args)")
+			"fine-grained activation offloading with full-iteration CUDA graphs needs train.fine_grained_offloading_max_inflight_offloads (--fine-grained-offloading-max-inflight-offloads, a non-negative integer)")
 	}
 }
 

@@ -204,16 +204,18 @@ type Train struct {
 	// and its options); OffloadModules is --offload-modules.
 	FineGrainedActivationOffloading     bool     `json:"fine_grained_activation_offloading"`
 	OffloadModules                      []string `json:"offload_modules,omitempty"`
-	MinOffloadedTensorSize              int64    `json:"min_offloaded_tensor_size"`           // --min-offloaded-tensor-size (elements)
-	ActivationOffloadFraction           float64  `json:"activation_offload_fraction"`         // --activation-offload-fraction
-	DeltaOffloadBytesAcrossPPRanks      int64    `json:"delta_offload_bytes_across_pp_ranks"` // --delta-offload-bytes-across-pp-ranks
-	FP8ParamGather                      bool     `json:"fp8_param_gather"`                    // --fp8-param-gather
-	GradReduceInBF16                    bool     `json:"grad_reduce_in_bf16"`                 // --grad-reduce-in-bf16
-	PrecisionAwareOptim                 bool     `json:"precision_aware_optimizer"`           // --use-precision-aware-optimizer
-	MainGradsDtype                      string   `json:"main_grads_dtype"`                    // --main-grads-dtype
-	MainParamsDtype                     string   `json:"main_params_dtype"`                   // --main-params-dtype
-	ExpAvgDtype                         string   `json:"exp_avg_dtype"`                       // --exp-avg-dtype
-	ExpAvgSqDtype                       string   `json:"exp_avg_sq_dtype"`                    // --exp-avg-sq-dtype
+	MinOffloadedTensorSize              int64    `json:"min_offloaded_tensor_size"`                               // --min-offloaded-tensor-size (elements)
+	ActivationOffloadFraction           float64  `json:"activation_offload_fraction"`                             // --activation-offload-fraction
+	DeltaOffloadBytesAcrossPPRanks      int64    `json:"delta_offload_bytes_across_pp_ranks"`                     // --delta-offload-bytes-across-pp-ranks
+	FineGrainedOffloadingMaxInflight    *int     `json:"fine_grained_offloading_max_inflight_offloads,omitempty"` // --fine-grained-offloading-max-inflight-offloads
+	DelayOffloadUntilCUDAGraph          bool     `json:"delay_offload_until_cuda_graph"`                          // --delay-offload-until-cuda-graph
+	FP8ParamGather                      bool     `json:"fp8_param_gather"`                                        // --fp8-param-gather
+	GradReduceInBF16                    bool     `json:"grad_reduce_in_bf16"`                                     // --grad-reduce-in-bf16
+	PrecisionAwareOptim                 bool     `json:"precision_aware_optimizer"`                               // --use-precision-aware-optimizer
+	MainGradsDtype                      string   `json:"main_grads_dtype"`                                        // --main-grads-dtype
+	MainParamsDtype                     string   `json:"main_params_dtype"`                                       // --main-params-dtype
+	ExpAvgDtype                         string   `json:"exp_avg_dtype"`                                           // --exp-avg-dtype
+	ExpAvgSqDtype                       string   `json:"exp_avg_sq_dtype"`                                        // --exp-avg-sq-dtype
 	DistributedOptimizer                bool     `json:"distributed_optimizer"`
 	OverlapParamGatherWithOptimizerStep bool     `json:"overlap_param_gather_with_optimizer_step"` // --overlap-param-gather-with-optimizer-step
 	FSDP                                bool     `json:"fsdp"`

@@ -385,6 +385,10 @@ func (e *emitter) recompute() {
 	if n := tr.DeltaOffloadBytesAcrossPPRanks; n != 0 {
 		a.add("", "--delta-offload-bytes-across-pp-ranks", strconv.FormatInt(n, 10))
 	}
+	if n := tr.FineGrainedOffloadingMaxInflight; n != nil {
+		a.int("--fine-grained-offloading-max-inflight-offloads", *n)
+	}
+	a.boolFlag("--delay-offload-until-cuda-graph", tr.DelayOffloadUntilCUDAGraph)
 	switch tr.Recompute {
 	case "selective":
 		a.add("", "--recompute-granularity", "selective")

@@ -94,6 +94,11 @@ kernels: cuda_graph_impl: "transformer_engine"`, false},
 	// cpu_offloading.
 	{"fine-grained-offloading", `train: {fine_grained_activation_offloading: true, offload_modules: ["core_attn", "attn_proj"], activation_offload_fraction: 0.5}`, true},
 	{"fine-grained-offloading-no-modules", `train: fine_grained_activation_offloading: true`, false},
+	// With full-iteration CUDA graphs it needs a cap on in-flight offloads.
+	{"fine-grained-offloading-full-iteration", `train: {check_for_nan_in_loss_and_grad: false, fine_grained_activation_offloading: true, offload_modules: ["core_attn"], fine_grained_offloading_max_inflight_offloads: 1}
+kernels: cuda_graph_impl: "full_iteration"`, true},
+	{"fine-grained-offloading-full-iteration-uncapped", `train: {check_for_nan_in_loss_and_grad: false, fine_grained_activation_offloading: true, offload_modules: ["core_attn"]}
+kernels: cuda_graph_impl: "full_iteration"`, false},
 	{"fine-grained-offloading-attn-proj", `train: {fine_grained_activation_offloading: true, offload_modules: ["attn_proj"]}`, false},
 	{"fine-grained-offloading-cpu-offloading", `parallel: pp: 1
 train: {fine_grained_activation_offloading: true, offload_modules: ["core_attn"], cpu_offloading_num_layers: 2}`, false},
