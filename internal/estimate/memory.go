@@ -106,6 +106,7 @@ type activationModel struct {
 	offPerLayer                   [2]float64 // fineOffloadLayer(false), (true)
 	offGroups                     [2]int
 	deferred                      float64 // output-layer wgrad buffers held at the last stage's peak
+	fc1Original                   bool    // offloading expert_fc1 keeps fc1's 16-bit input, not its fp8 copy
 }
 
 func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool, set settings) activationModel {
@@ -150,8 +151,8 @@ func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool,
 	if tr.RecomputeLayers != nil {
 		am.groupLayers = max(*tr.RecomputeLayers, 1)
 	}
-	am.perLayer = [2]float64{am.layer(false), am.layer(true)}
 	am.setOffload(s, d) // offload.go
+	am.perLayer = [2]float64{am.layer(false), am.layer(true)}
 	return am
 }
 
@@ -298,7 +299,7 @@ func (am activationModel) moeMLP() float64 {
 		return m
 	}
 	m += 8*T*am.experts/am.rep + // fp32 router logits and probabilities
-		routed*(am.gb*am.h+am.ab*am.fe*am.gated/am.etp+am.ab*am.h) // fc1 input, activation input, unpermute input
+		routed*(am.fc1InputBytes()*am.h+am.ab*am.fe*am.gated/am.etp+am.ab*am.h) // fc1 input, activation input, unpermute input
 	if !am.modules["moe_act"] {
 		m += routed * am.gb * am.fe / am.etp // fc2 input (the activation's output)
 	}

@@ -258,7 +258,7 @@ func (am activationModel) fineOffloadLayer(moe bool) (bytes float64, groups int)
 		group("mlp_norm", resid)
 		if !am.modules["moe"] {
 			routed := T * am.topk * am.etp / am.t
-			fc1 := fineTensor{routed * am.h, am.gb}
+			fc1 := fineTensor{routed * am.h, am.fc1InputBytes()}
 			act := fineTensor{routed * am.fe * am.gated / am.etp, am.ab}
 			group("expert_fc1", fc1)
 			group("moe_act", act)
@@ -294,6 +294,15 @@ func (am *activationModel) chunkFineOffloaded(sh modelShape, chunk spec.LayerRan
 		moved *= 1 - kept/float64(groups)
 	}
 	return moved, layerMax
+}
+
+// fc1InputBytes is the bytes per element the routed experts' fc1 saves of
+// its input.
+func (am *activationModel) fc1InputBytes() float64 {
+	if am.fc1Original {
+		return am.ab
+	}
+	return am.gb
 }
 
 // layerResident is a decoder layer's stored activations less what
@@ -336,6 +345,10 @@ func (am *activationModel) setOffload(s *spec.Spec, d spec.Derived) {
 			am.offload[m] = true
 		}
 		am.offloadMin = float64(tr.MinOffloadedTensorSize)
+		// experts.py (TEGroupedMLP.__init__ at d98e8a64): offloading
+		// expert_fc1 makes linear_fc1 save its original 16-bit input
+		// (set_save_original_input) unless the recipe is MXFP8 (or NVFP4).
+		am.fc1Original = am.offload["expert_fc1"] && tr.Precision == "fp8" && tr.FP8Recipe != "mxfp8"
 		am.offloadFraction = tr.ActivationOffloadFraction
 		am.offloadDelta = float64(tr.DeltaOffloadBytesAcrossPPRanks)
 		for i, moe := range []bool{false, true} {
