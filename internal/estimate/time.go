@@ -1043,13 +1043,18 @@ func (c *costModel) gatherTransfer(size float64, n, k int, link string) float64 
 	if link != LinkNetwork || k <= 1 || n <= k {
 		return GatherBytes(size, n) / c.linkRate(link)
 	}
-	nodes := n / k
+	nodes := (n + k - 1) / k // a 72-GPU NVLink domain need not hold a whole number of a group's members
 	return GatherBytes(size, k)/c.linkRate(LinkNVLink) + GatherBytes(size/float64(k), nodes)/c.linkRate(LinkNetwork)
 }
 
 // membersPerNode is how many GPUs of one group of the family share a node
 // (Megatron's rank order puts tp, cp, ep/etp before dp; with
-// tp-cp-ep-pp-dp, pp too).
+// tp-cp-ep-pp-dp, pp too). Where the NVLink domain is larger than a node
+// (GB200/GB300 NVL72) it is the domain: with multi-node NVLink, NCCL's
+// topology fuses the GPUs of the NVLink clique, not of the host, as its
+// local level (src/graph/topo.cc, ncclTopoGetSystem: "MNNVL clique support",
+// nLocalRanks = comm->clique.size; NVIDIA/nccl 5067397c), so the members in
+// one domain share its NVLink and each carries 1/k of what crosses the network.
 func (c *costModel) membersPerNode(fam string, size int) int {
 	stride := c.tp
 	switch fam {
@@ -1061,7 +1066,7 @@ func (c *costModel) membersPerNode(fam string, size int) int {
 	if fam != "edp" && c.s.Parallel.Order == "tp-cp-ep-pp-dp" {
 		stride *= c.pp
 	}
-	gpn := max(c.s.Cluster.GPUsPerNode, 1)
+	gpn := max(c.s.Cluster.GPUsPerNode, c.s.Cluster.NVLinkDomain, 1)
 	if stride >= gpn {
 		return 1
 	}
