@@ -86,8 +86,9 @@
 // digits: the estimate's sums vary in the last bit between runs), then peak
 // memory, less recomputation, the simpler optimizer sharding, the smaller
 // micro batch; the first represents the shape. Shapes whose step time is
-// within the noise band (DefaultNoiseBand, 3%) of the fastest shape's come
-// first, simplest first — the smaller tp·cp·pp, fewer pipeline stages, less
+// within the noise band (DefaultNoiseBand, 4%: the model's measured
+// error in ranking two plans) of the fastest shape's come first, simplest
+// first — the smaller tp·cp·pp, fewer pipeline stages, less
 // context parallelism, fewer virtual stages, the simpler split (even, then
 // accounted, then uneven), then ep, tp, etp — and the others follow by
 // step time. The top K shapes are returned with their variants, and the

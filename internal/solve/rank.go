@@ -6,16 +6,17 @@ import (
 )
 
 // DefaultNoiseBand is how close, relatively, two plans' estimated step
-// times must be for parc to call them a tie and prefer the simpler plan.
-// The estimate's error against measured runs is larger in absolute terms
-// (issue 14's target: a median of 10%), but between two plans of one model
-// on one cluster most of that error is shared (the same kernels, the same
-// links); what is not shared — how well the model ranks a bubble against a
-// collective, one layout against another — is of a few percent. Below 3%
-// the ranking says nothing a user should act on, and the simpler plan
+// times must be for parc to call them a tie and prefer the simpler plan
 // (fewer pipeline stages, no context parallelism, no interleaving, an even
-// split) is easier to run and to debug.
-const DefaultNoiseBand = 0.03
+// split: easier to run and to debug). It is the error the calibration
+// measures when the model ranks two plans of one run: over the measured
+// corpus's pairs of runs of one model, GPU count, sequence and precision
+// with different plans, |ln(estimated ratio) − ln(measured ratio)| has a
+// median of 4.4% (215 pairs); over pairs of one plan measured in different
+// releases, 2.4% (what the software moved between releases), which leaves
+// 3.7% in quadrature. TestNoiseBandFromCalibration keeps the band between
+// the two.
+const DefaultNoiseBand = 0.04
 
 // DefaultMemoryHeadroom is the fraction of the GPU's memory a plan's
 // estimated peak may use: the rest is for what the estimate does not see
