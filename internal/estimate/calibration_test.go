@@ -630,6 +630,14 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   the host time of what they capture; a graph of the MoE block or the full iteration removes the
   synchronisation. Source: Megatron-LM docs/discussions/deepseek-v3-gb200-optimization (CPU
   overhead is the first bottleneck of fine-grained MoE in fp8; router 72 kernels, 31 fused).
+- The training loop's own host synchronisations every microbatch, each costing the GPU the host's
+  time to issue the next kernel (HostOpS; no new constant): the loss check on the last stage
+  (Megatron's loss_func validates each microbatch's loss for NaN and then Inf and reads the
+  result on the host; check_for_nan_in_loss_and_grad, on by default, and Megatron-Bridge's
+  check_for_nan_in_loss likewise), and without overlap_p2p_comm (always without the interleaved
+  schedule) the torch.cuda.synchronize() that ends every batched point-to-point transfer
+  (batch_p2p_comm with batch_p2p_sync, p2p_communication.py at d98e8a64). A full-iteration CUDA
+  graph has neither.
 - Grouped expert GEMMs are one cuBLAS GEMM per local expert (Transformer Engine's multi-stream
   grouped GEMM), so the host issues one per local expert: many small experts per GPU cost more.
 - fp8 GEMMs quantise their activation input and output gradient on the fly (HBM-bound casts),

@@ -503,6 +503,14 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 	// cost of every microbatch, whatever its size (fixed).
 	st.fwd = math.Max(gpuF, hostF) + syncF
 	st.bwd = math.Max(gpuB, hostB)
+	// The schedule's own synchronisations every microbatch (the loss
+	// check, batched point-to-point transfers): the GPU drains, then
+	// idles while the host issues the next kernel (scheduleSyncS each).
+	if nf, nb := c.microbatchSyncs(r); nf+nb > 0 {
+		st.fwd += nf * c.scheduleSyncS()
+		st.bwd += nb * c.scheduleSyncS()
+		syncS += (nf + nb) * c.scheduleSyncS()
+	}
 	st.compute.fixed += syncS
 	st.compute.idle = math.Max(0, st.fwd+st.bwd-st.compute.total())
 
@@ -598,6 +606,52 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 // full iteration, both of which need static, padded expert inputs) avoids it.
 func (c *costModel) moeHostSync() bool {
 	return c.sh.experts > 0 && !c.cm.graphs.moe && !c.cm.graphs.full
+}
+
+// scheduleSyncS is the GPU's idle time at one of the training loop's own
+// host synchronisations (microbatchSyncs): the queue drains, and
+// the GPU waits for the host to issue the next kernel, HostOpS. (After the
+// MoE layers' token-count copy the host has the dispatcher's work to do
+// before the next kernel, HostSyncS.)
+func (c *costModel) scheduleSyncS() float64 { return c.cal.HostOpS }
+
+// microbatchSyncs counts the host synchronisations rank r's schedule makes
+// every microbatch beside the MoE layers' (moeHostSync), in its forward and
+// in its backward. Each drains the GPU's queue, so the GPU then idles while
+// the host issues the next kernel (scheduleSyncS). Megatron-LM at d98e8a64:
+//
+//   - the loss check, two synchronisations: pretrain_gpt.py's loss_func
+//     validates each microbatch's loss with rerun_state_machine.validate_result
+//     (rejection_func torch.isnan, then torch.isinf) when
+//     check_for_nan_in_loss_and_grad is on (the default;
+//     --no-check-for-nan-in-loss-and-grad turns it off, and a full-iteration
+//     CUDA graph needs it off); the check reads the CUDA result on the host
+//     (rerun_state_machine.py: "if result_rejected"), on the last stage,
+//     at the end of the forward. Megatron-Bridge's loss function does the
+//     same (rerun_state_machine.check_for_nan_in_loss, default on).
+//   - batched point-to-point transfers: without overlap_p2p_comm (forced
+//     off without the interleaved schedule, arguments.py) batch_p2p_comm is
+//     on, and with batch_p2p_sync (default on) every _communicate call ends
+//     in torch.cuda.synchronize() (p2p_communication.py). A rank receives
+//     before its forward unless it is the first stage and sends and
+//     receives before its backward unless it is the last; the interleaved
+//     schedule without the overlap does so for each of its vpp chunks.
+func (c *costModel) microbatchSyncs(r int) (fwd, bwd float64) {
+	if c.cm.graphs.full {
+		return 0, 0
+	}
+	if r == c.pp-1 {
+		fwd += 2
+	}
+	if c.pp > 1 && !(c.vpp > 1 && c.s.Parallel.OverlapP2P) {
+		v := float64(c.vpp)
+		if c.vpp > 1 {
+			return fwd + v, bwd + v
+		}
+		fwd += boolF(r > 0)
+		bwd += boolF(r < c.pp-1)
+	}
+	return fwd, bwd
 }
 
 // rerunShare is the share of rank r's layers full recomputation reruns.
