@@ -3,6 +3,7 @@ package estimate
 import (
 	"fmt"
 	"math"
+	"math/rand"
 	"slices"
 	"testing"
 
@@ -180,9 +181,94 @@ func TestInterleavedScheduleSimulated(t *testing.T) {
 	}
 }
 
+// TestUnequalStagesSimulated checks the step time with unequal stages,
+// m·max T + (Σ T − max T)/v, against Megatron's schedules simulated chunk by
+// chunk with each chunk's own forward and backward times (schedules.py at
+// d98e8a64: without interleaving rank r runs p−r−1 warmup forwards, with it
+// the interleaved table; then one forward and one backward in turn, then the
+// cooldown backwards):
+//   - exact when the last stage (the loss) is the slower one, whether its
+//     last chunk or all its chunks carry the extra work;
+//   - without interleaving, never below the simulation (a slower middle or
+//     first stage, or every stage its own times: then it overcharges);
+//   - never above (m + (p−1)/v)·max T, the equal-stages formula.
+//
+// With virtual stages and a heavy first chunk as well as a heavy last one it
+// can fall below the simulation (both fill the pipeline's edges); that case
+// is not claimed.
+func TestUnequalStagesSimulated(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for it := range 300 {
+		p := []int{2, 3, 4, 8, 16}[it%5]
+		v := []int{1, 1, 2, 3, 4}[rng.Intn(5)]
+		m := max([]int{1, p - 1, p, p + 1, 2 * p, 5*p + 3}[rng.Intn(6)], 1)
+		if v > 1 {
+			m = p * (1 + rng.Intn(4))
+		}
+		fw, bw := make([][]float64, p), make([][]float64, p)
+		// it%3: 0 the last stage slower (the loss), 1 one stage slower,
+		// 2 every chunk its own times; 1 and 2 only without interleaving.
+		mode := it % 3
+		if v > 1 {
+			mode = 0
+		}
+		for r := range p {
+			fw[r], bw[r] = make([]float64, v), make([]float64, v)
+			for c := range v {
+				fw[r][c], bw[r][c] = 1/float64(v), 2/float64(v)
+				if mode == 2 {
+					fw[r][c] = (0.5 + rng.Float64()) / float64(v)
+					bw[r][c] = fw[r][c] * (1.5 + rng.Float64())
+				}
+			}
+		}
+		if mode < 2 {
+			r, k := p-1, 1+rng.Float64()
+			if mode == 1 {
+				r = rng.Intn(p)
+			}
+			chunks := []int{v - 1}
+			if rng.Intn(2) == 0 || mode == 1 {
+				chunks = nil
+				for c := range v {
+					chunks = append(chunks, c)
+				}
+			}
+			for _, c := range chunks {
+				fw[r][c] *= k
+				bw[r][c] *= k
+			}
+		}
+		T := make([]float64, p)
+		sum := 0.0
+		for r := range p {
+			for c := range v {
+				T[r] += fw[r][c] + bw[r][c]
+			}
+			sum += T[r]
+		}
+		slowest := slices.Max(T)
+		formula := float64(m)*slowest + (sum-slowest)/float64(v)
+		got := simulateSchedule(t, p, v, m, p, func(r, c int) float64 { return fw[r][c] }, func(r, c int) float64 { return bw[r][c] }, 0)
+		msg := fmt.Sprintf("p=%d v=%d m=%d mode=%d fw=%.3v bw=%.3v", p, v, m, mode, fw, bw)
+		if mode == 0 {
+			assert.InDelta(t, got, formula, 1e-9, msg)
+		}
+		assert.GreaterOrEqual(t, formula, got-1e-9, msg)
+		assert.LessOrEqual(t, formula, (float64(m)+float64(p-1)/float64(v))*slowest+1e-9, msg)
+	}
+}
+
 // simulateInterleaved is the step time of the interleaved schedule whose
 // passes take fwd and bwd and whose transfers take hop.
 func simulateInterleaved(t *testing.T, p, v, m, g int, fwd, bwd, hop float64) float64 {
+	return simulateSchedule(t, p, v, m, g, func(int, int) float64 { return fwd }, func(int, int) float64 { return bwd }, hop)
+}
+
+// simulateSchedule is the step time of Megatron's pipeline schedule (the
+// interleaved one for v > 1) whose passes of chunk c on rank r take
+// fwd(r, c) and bwd(r, c) and whose transfers take hop.
+func simulateSchedule(t *testing.T, p, v, m, g int, fwd, bwd func(r, c int) float64, hop float64) float64 {
 	table := interleavedTable(m, v, g)
 	n := len(table)
 	type pass struct {
@@ -203,6 +289,9 @@ func simulateInterleaved(t *testing.T, p, v, m, g int, fwd, bwd, hop float64) fl
 	seqs := make([][]pass, p)
 	for r := range p {
 		w := min(2*(p-r-1)+(v-1)*g, n)
+		if v == 1 {
+			w = min(p-r-1, n)
+		}
 		seq := slices.Clone(fw[:w])
 		for k := w; k < n; k++ {
 			seq = append(seq, fw[k], bw[k-w])
@@ -246,9 +335,9 @@ func simulateInterleaved(t *testing.T, p, v, m, g int, fwd, bwd, hop float64) fl
 				if !ok {
 					break
 				}
-				step := fwd
+				step := fwd(r, x.c)
 				if x.back {
-					step = bwd
+					step = bwd(r, x.c)
 				}
 				clock[r] = math.Max(clock[r], ready) + step
 				done[key{r, x}] = clock[r]

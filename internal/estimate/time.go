@@ -825,7 +825,18 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 			slow = r
 		}
 	}
-	pipeTime := (m + float64(c.pp-1)/float64(c.vpp)) * mbTime[slow]
+	// The slowest stage runs all m microbatches back to back, and the fill
+	// and drain take each other stage's own time once (per virtual stage,
+	// 1/v of it): m·max T + (Σ T − max T)/v. With equal stages this is
+	// (m + (p−1)/v)·T; with unequal ones it is not (p−1)/v·max T: Megatron's
+	// schedules simulated chunk by chunk (TestUnequalStagesSimulated) take
+	// exactly this when the last stage (the loss) is the slower one.
+	pipeTime := m * mbTime[slow]
+	for r, t := range mbTime {
+		if r != slow {
+			pipeTime += t / float64(c.vpp)
+		}
+	}
 	if w := works[slow]; c.vpp > 1 && c.s.Parallel.OverlapP2P && w.ppSends > 0 {
 		l := link("pp")
 		pipeTime += interleavedFill(c.pp, c.vpp, c.g, c.latency(l, 1)+w.bytes[axPP]/w.ppSends/c.linkRate(l), clocks[slow].fwd/float64(c.vpp))
