@@ -1,10 +1,7 @@
 package solve_test
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"regexp"
@@ -46,22 +43,13 @@ func rankingErrors(t *testing.T) (differ, same []float64) {
 		require.NoError(t, err2)
 		vals[string(m[1])] = meas{a, b}
 	}
-	runs, err := os.ReadFile(corpusRuns)
-	require.NoError(t, err)
 	groups := map[string][]*notesRow{}
 	var keys []string
-	sc := bufio.NewScanner(bytes.NewReader(runs))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var r notesRow
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+	for _, r := range readRuns[notesRow](t) {
 		if _, ok := vals[r.ID]; !ok {
 			continue
 		}
-		k := fmt.Sprintf("%s|%s|%d|%v|%v|%v", r.Model, r.GPU, r.GPUs, r.Train["seq_length"], r.Train["precision"], r.Train["fp8_recipe"])
+		k := r.runKey()
 		if groups[k] == nil {
 			keys = append(keys, k)
 		}

@@ -1,19 +1,15 @@
 package solve_test
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"parc.dev/parc/internal/solve"
 )
@@ -80,15 +76,14 @@ func (r *notesRow) kind() *planKind {
 	return k
 }
 
-// sameRun: the two rows train the same model at the same scale, sequence
-// and precision on the same GPU (the releases, batch and settings may
-// differ).
-func (r *notesRow) sameRun(o *notesRow) bool {
-	str := func(m map[string]any, k string) string { return fmt.Sprint(m[k]) }
-	return bytes.Equal(r.Model, o.Model) && r.GPU == o.GPU && r.GPUs == o.GPUs &&
-		str(r.Train, "seq_length") == str(o.Train, "seq_length") &&
-		str(r.Train, "precision") == str(o.Train, "precision") && str(r.Train, "fp8_recipe") == str(o.Train, "fp8_recipe")
+// runKey names the run a row measures: the model at its scale, sequence
+// and precision on its GPU (the releases, batch and settings may differ).
+func (r *notesRow) runKey() string {
+	return fmt.Sprintf("%s|%s|%d|%v|%v|%v", r.Model, r.GPU, r.GPUs, r.Train["seq_length"], r.Train["precision"], r.Train["fp8_recipe"])
 }
+
+// sameRun: the two rows measure the same run (runKey).
+func (r *notesRow) sameRun(o *notesRow) bool { return r.runKey() == o.runKey() }
 
 // towardPick: the measured plan w is of the pick's kind where the pick and
 // the published plan differ: on each key where they differ w has one of
@@ -157,18 +152,9 @@ var curatedNotes = []struct {
 // parc's model says; below 1, slower, against it. Other settings of the
 // runs (CUDA graphs, dispatcher, batch) may differ and are named.
 func writeMissNotes(t *testing.T, b *strings.Builder, out []corpusOutcome) {
-	data, err := os.ReadFile(corpusRuns)
-	require.NoError(t, err)
 	rows := map[string]*notesRow{}
 	var order []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		var r notesRow
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+	for _, r := range readRuns[notesRow](t) {
 		rows[r.ID] = &r
 		order = append(order, r.ID)
 	}

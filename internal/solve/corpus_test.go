@@ -238,21 +238,32 @@ func firstErrors(ds diag.List) string {
 	return s
 }
 
-// corpusCases reads the corpus: the rows parc can write as specs, and the
-// count of the others by reason.
-func corpusCases(t *testing.T) ([]corpusCase, map[string]int) {
+// readRuns decodes every row of the measured corpus (corpusRuns, one JSON
+// object per line) as a T, in file order.
+func readRuns[T any](t *testing.T) []T {
 	data, err := os.ReadFile(corpusRuns)
 	require.NoError(t, err)
-	skipped := map[string]int{}
-	var out []corpusCase
+	var out []T
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) == "" {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
-		var r measuredRow
+		var r T
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+		out = append(out, r)
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// corpusCases reads the corpus: the rows parc can write as specs, and the
+// count of the others by reason.
+func corpusCases(t *testing.T) ([]corpusCase, map[string]int) {
+	skipped := map[string]int{}
+	var out []corpusCase
+	for _, r := range readRuns[measuredRow](t) {
 		preset, ok := clusterPresets[r.GPU]
 		if !ok {
 			skipped["no cluster preset for "+r.GPU]++
