@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+
+	"parc.dev/parc/schema"
 )
 
 // TestHintSearchIsBounded: the ranges a hint searches come from the spec (a
@@ -53,10 +55,10 @@ func TestHintsStayInsideTheSchema(t *testing.T) {
 	if !found {
 		t.Fatal("no interleave-microbatches diagnostic")
 	}
-	if !schemaAllows("train.global_batch", 1<<30) || schemaAllows("train.global_batch", 1<<30+1) || schemaAllows("train.global_batch", 0) {
-		t.Error("schemaAllows does not follow train.global_batch's bounds 1..2^30")
+	if !schema.Allows("train.global_batch", 1<<30) || schema.Allows("train.global_batch", 1<<30+1) || schema.Allows("train.global_batch", 0) {
+		t.Error("schema.Allows does not follow train.global_batch's bounds 1..2^30")
 	}
-	if !schemaAllows("cluster.gpu.compute_capability", 9.0) || schemaAllows("cluster.gpu.compute_capability", 0.5) {
-		t.Error("schemaAllows does not follow compute_capability's bounds 1..100")
+	if !schema.Allows("cluster.gpu.compute_capability", 9.0) || schema.Allows("cluster.gpu.compute_capability", 0.5) {
+		t.Error("schema.Allows does not follow compute_capability's bounds 1..100")
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/spec"
+	"parc.dev/parc/schema"
 )
 
 // Hints suggest values; every value a hint suggests must pass every rule
@@ -81,7 +82,10 @@ func (c *checker) acceptsIf(code string, offered func(diag.Diagnostic) bool, set
 	c.fillBaseline()
 	s2 := c.s
 	for _, st := range set {
-		if !schemaAllows(st.path, valueOf(st.value)) {
+		// A suggested value must pass the schema too, not only the rules
+		// (global_batch 1073741825 where the schema stops at 2^30 would
+		// fail at load): it is unified with the field's own CUE constraint.
+		if !schema.Allows(st.path, valueOf(st.value)) {
 			return false
 		}
 		var ok bool
