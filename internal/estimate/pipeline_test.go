@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"parc.dev/parc/internal/spec"
 )
 
 // InFlight counts the first warm-up+1 forward passes of Megatron's schedule
@@ -349,4 +351,20 @@ func simulateSchedule(t *testing.T, p, v, m, g int, fwd, bwd func(r, c int) floa
 		require.True(t, moved, "the schedule deadlocks")
 	}
 	return slices.Max(clock)
+}
+
+// TestLossCheckSyncsFollowTheField: the two host synchronisations of the
+// loss NaN/Inf check are made only when check_for_nan_in_loss_and_grad is
+// on (Megatron-LM d98e8a64, loss_func's rerun_state_machine.validate_result
+// runs under args.check_for_nan_in_loss_and_grad): turning the check off
+// saves time, and at most 2·m·HostOpS (the last stage's m microbatches).
+func TestLossCheckSyncsFollowTheField(t *testing.T) {
+	s := gpt175B()
+	s.Train.CheckForNaNInLossAndGrad = true
+	on, _ := Run(s, spec.Derive(s), nil, nil)
+	s.Train.CheckForNaNInLossAndGrad = false
+	off, _ := Run(s, spec.Derive(s), nil, nil)
+	saved := on.StepTimeS - off.StepTimeS
+	assert.Greater(t, saved, 0.0)
+	assert.LessOrEqual(t, saved, 2*float64(on.Pipeline.Microbatches)*fittedCalibration.HostOpS*(1+1e-9))
 }

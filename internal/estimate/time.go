@@ -640,7 +640,7 @@ func (c *costModel) microbatchSyncs(r int) (fwd, bwd float64) {
 	if c.cm.graphs.full {
 		return 0, 0
 	}
-	if r == c.pp-1 {
+	if r == c.pp-1 && c.s.Train.CheckForNaNInLossAndGrad {
 		fwd += 2
 	}
 	if c.pp > 1 && !(c.vpp > 1 && c.s.Parallel.OverlapP2P) {
