@@ -195,7 +195,7 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 			formula = fmt.Sprintf("(p−1)/(v·m+p−1) = %d/%d", pl.Stages-1, pl.VirtualStages*pl.Microbatches+pl.Stages-1)
 		}
 		data.Pipeline = append(data.Pipeline,
-			Row{"bubble", fmt.Sprintf("%s = %s of the step, %s", formula, Percent(pl.BubbleFraction), Seconds(pl.BubbleTimeS))})
+			Row{"bubble", fmt.Sprintf("%s = %s with equal stages; modelled %s, %s of the step", formula, Percent(pl.BubbleFraction), Seconds(pl.BubbleTimeS), Percent(bubbleShare(pl.BubbleTimeS, e.StepTimeS)))})
 		layers := make([]string, len(pl.LayersPerStage))
 		for r, row := range pl.LayersPerStage {
 			parts := make([]string, len(row))

@@ -99,3 +99,12 @@ func Rate(r float64) string {
 	}
 	return fmt.Sprintf("%.0f", r)
 }
+
+// bubbleShare is the modelled pipeline idle time as a fraction of the step
+// (0 when there is no step time to compare with).
+func bubbleShare(bubbleS, stepS float64) float64 {
+	if stepS <= 0 {
+		return 0
+	}
+	return bubbleS / stepS
+}
