@@ -454,6 +454,7 @@ func (c *costModel) memory(e *Estimate) {
 			// fp8_param_gather keeps the linear layers' weights in fp8 only;
 			// embeddings and the output layer stay 16-bit (one more byte).
 			w += c.embeddingParamsPerGPU(r) / c.weightShards(denseShards)
+			w += c.fp8WeightTransposes(r, dense+expert)
 		}
 		if c.pp > 1 && c.vpp > 1 {
 			// The chunks' microbatches differ in size: the peak is where
@@ -583,6 +584,27 @@ func (c *costModel) megatronApplies() bool {
 // fp8Params reports whether the linear layers' weights are kept in fp8.
 func (c *costModel) fp8Params() bool {
 	return c.set.fp8ParamGather && c.s.Train.Precision == "fp8"
+}
+
+// fp8WeightTransposes is the bytes of the transposed copies of rank r's fp8
+// weights (params: its parameters per GPU) that Transformer Engine keeps on
+// a GPU before Blackwell. An fp8 GEMM there reads both operands row by row,
+// so the backward's data-gradient GEMM needs each weight's columnwise usage
+// as a physical transpose ("Blackwell supports columnwise access natively,
+// so no transpose is needed": TE docs, features/low_precision_training/
+// performance_considerations, "Handling transposes"). With fp8_param_gather
+// the weights are Float8Tensors that carry the transpose, made in the
+// forward and dropped only when the optimizer step invalidates it
+// (TransformerEngine PR #1596, "Ensure weight transpose is valid for Hopper
+// FP8 training": "weight._transpose is invalidated by the optimizer step"),
+// so at the backward's peak every fp8 weight of the stage has one: one byte
+// per linear parameter (the embeddings and output layer stay 16-bit). Not
+// with fully sharded weights (Megatron-FSDP gathers them layer by layer).
+func (c *costModel) fp8WeightTransposes(r int, params int64) float64 {
+	if !c.fp8Params() || c.s.Cluster.GPU.ComputeCapability >= 10 || c.sharding == ShardFull {
+		return 0
+	}
+	return math.Max(0, float64(params)-c.embeddingParamsPerGPU(r))
 }
 
 // embeddingParamsPerGPU is the word embeddings and output layer rank r holds

@@ -11,9 +11,16 @@ import (
 )
 
 // Plans that ran on real GPUs must fit in parc's memory model (issue 14 §3:
-// both were rejected before). Outside truth: the runs happened.
+// both were rejected before). Outside truth: the runs happened. Each must
+// also stay within limit of the GPU: the 90% headroom, except the Llama 3
+// 8B fp8 example, which keeps its weights in fp8 and, on Hopper, each
+// one's transpose beside it (fp8WeightTransposes: 6.5 GiB here): parc puts
+// it at 93% of the 80 GiB it ran in, 85% without the transposes.
 func TestPublishedRunsFit(t *testing.T) {
-	for _, c := range []struct{ name, text string }{
+	for _, c := range []struct {
+		name, text string
+		limit      float64
+	}{
 		// NVIDIA Megatron-LM examples/llama/train_llama3_8b_h100_fp8.sh: one
 		// DGX H100, TP1 CP1 PP1, micro batch 1, global batch 128, sequence
 		// 8192, fp8 hybrid with --fp8-param-gather, --grad-reduce-in-bf16,
@@ -24,7 +31,7 @@ cluster: clusters.dgx_h100 & {nodes: 1}
 parallel: {tp: 1, pp: 1, cp: 1}
 train: {seq_length: 8192, micro_batch: 1, global_batch: 128, precision: "fp8", fp8_param_gather: true,
 	grad_reduce_in_bf16: true, distributed_optimizer: true, overlap_grad_reduce: true, overlap_param_gather: true, iters: 10}
-`},
+`, 1},
 		// Grattafiori et al. 2024 (arXiv:2407.21783) §3.3.2 and Table 4: Llama 3
 		// 405B on 16,384 H100-80GB, TP8 CP1 PP16 (DP 128), sequence 8192, batch
 		// 16 per data-parallel rank (global 2048), one layer fewer on the first
@@ -37,7 +44,7 @@ cluster: clusters.dgx_h100 & {nodes: 2048}
 parallel: {tp: 8, pp: 16, cp: 1, first_stage_layers: 7, last_stage_layers: 7}
 train: {seq_length: 8192, micro_batch: 1, global_batch: 2048, precision: "bf16", fsdp: true,
 	data_parallel_sharding_strategy: "optim_grads", overlap_grad_reduce: true, overlap_param_gather: true, iters: 10}
-`},
+`, 0.9},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := loadSpecText(t, c.text)
@@ -48,8 +55,8 @@ train: {seq_length: 8192, micro_batch: 1, global_batch: 2048, precision: "bf16",
 					t.Errorf("a plan that ran is rejected: %s", x.Message)
 				}
 			}
-			if e.Memory.FractionOfGPU > 0.9 {
-				t.Errorf("peak %s is %.0f%% of the GPU, above the 90%% headroom", GiB(e.Memory.PerGPUPeakBytes), 100*e.Memory.FractionOfGPU)
+			if e.Memory.FractionOfGPU > c.limit {
+				t.Errorf("peak %s is %.0f%% of the GPU, above %.0f%%", GiB(e.Memory.PerGPUPeakBytes), 100*e.Memory.FractionOfGPU, 100*c.limit)
 			}
 			if e.MFU <= 0 || e.MFU > 1 {
 				t.Errorf("MFU %g", e.MFU)
@@ -60,7 +67,8 @@ train: {seq_length: 8192, micro_batch: 1, global_batch: 2048, precision: "bf16",
 
 // The memory options change the state by exactly Megatron's widths: bf16
 // main gradients save 2 bytes per parameter, fp8 parameters 1 byte per
-// parameter of the linear layers (embeddings and output layer stay 16-bit).
+// parameter of the linear layers (embeddings and output layer stay 16-bit)
+// from Blackwell on, none before it, where each keeps its transpose.
 func TestMemoryOptionsWidths(t *testing.T) {
 	s := llama70B()
 	s.Train.Precision = "fp8"
@@ -72,7 +80,15 @@ func TestMemoryOptionsWidths(t *testing.T) {
 	s.Train.FP8ParamGather = true
 	fp := run(t, s)
 	st2 := fp.Memory.Stages[1] // a middle stage: no embedding
-	near(t, "fp8 parameters", float64(st1.Weights-st2.Weights), float64(st0.Params), 1e-9)
+	// Before Blackwell each fp8 weight also keeps its transpose
+	// (fp8WeightTransposes): one byte and one byte, the 16-bit weight's two.
+	near(t, "fp8 parameters with their transposes (H100)", float64(st2.Weights), float64(st1.Weights), 1e-9)
+	s.Cluster.GPU.ComputeCapability = 10 // Blackwell reads fp8 column-wise: no transpose
+	s.Train.FP8ParamGather = false
+	st1 = run(t, s).Memory.Stages[1]
+	s.Train.FP8ParamGather = true
+	st2 = run(t, s).Memory.Stages[1]
+	near(t, "fp8 parameters (compute capability 10)", float64(st1.Weights-st2.Weights), float64(st0.Params), 1e-9)
 }
 
 func loadSpecText(t *testing.T, body string) *spec.Spec {
