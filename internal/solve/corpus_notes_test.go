@@ -273,3 +273,145 @@ func TestTowardPick(t *testing.T) {
 		assert.Equal(t, c.want, towardPick(c.w, pub, pick), "%s", c.w)
 	}
 }
+
+// measuredTokens is a row's measured tokens/s/GPU: as published, or from
+// its published step time (global batch × sequence / step / GPUs); 0 when
+// it publishes neither.
+func (r *notesRow) measuredTokens() float64 {
+	if v := r.Measured["tokens_per_s_per_gpu"]; v > 0 {
+		return v
+	}
+	if st := r.Measured["step_time_s"]; st > 0 {
+		return r.tokensPerStep() / st / float64(r.GPUs)
+	}
+	return 0
+}
+
+// tokensPerStep is global batch × sequence length.
+func (r *notesRow) tokensPerStep() float64 {
+	gbs, _ := r.Train["global_batch"].(float64)
+	seq, _ := r.Train["seq_length"].(float64)
+	return gbs * seq
+}
+
+// familyName names a run (runKey) in words: the model, the GPUs, the
+// sequence and the precision.
+func (r *notesRow) familyName() string {
+	var name string
+	if json.Unmarshal(r.Model, &name) != nil {
+		var m struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(r.Model, &m)
+		name = m.Name
+	}
+	prec := fmt.Sprint(r.Train["precision"])
+	if rc, ok := r.Train["fp8_recipe"].(string); ok && prec == "fp8" {
+		prec += " " + rc
+	}
+	return fmt.Sprintf("%s on %d %s, sequence %v, %s", name, r.GPUs, r.GPU, r.Train["seq_length"], prec)
+}
+
+// writeMissFamilies adds to the corpus README, for each run with a miss
+// (the same model, GPU, GPU count, sequence and precision: runKey), every
+// measured row of that run, whatever its release and plan, with its
+// measured tokens/s/GPU beside parc's estimate of the same plan with the
+// row's own settings, and parc's pick for each missed row. The releases
+// changed more than the plan (the dispatcher, CUDA graphs, the batch), so
+// two rows' measured ratio mixes the plan with the software; where the
+// same run was measured with plans whose throughputs differ by more than
+// 10%, it counts the pairs parc orders as measured.
+func writeMissFamilies(t *testing.T, b *strings.Builder, out []corpusOutcome) {
+	rows := map[string]*notesRow{}
+	var order []string
+	for _, r := range readRuns[notesRow](t) {
+		rows[r.ID] = &r
+		order = append(order, r.ID)
+	}
+	byID := map[string]corpusOutcome{}
+	for _, o := range out {
+		byID[o.id] = o
+	}
+	estTokens := func(r *notesRow, step float64) float64 {
+		if step <= 0 {
+			return 0
+		}
+		return r.tokensPerStep() / step / float64(r.GPUs)
+	}
+	b.WriteString("\n## Miss families: every measured plan of the run, measured and estimated\n\n")
+	b.WriteString("For each run with a miss (model, GPU, GPU count, sequence, precision), every corpus row of that run in\n")
+	b.WriteString("release order: its plan, its measured tokens/s/GPU and parc's estimate of that plan with the row's own settings\n")
+	b.WriteString("(the published plan's step time above), and for a missed row parc's pick and its estimate. A later release that\n")
+	b.WriteString("measured the pick's kind of plan faster supports the pick; one whose plan parc rates above another's but that\n")
+	b.WriteString("measured slower says the model is wrong there. Releases changed more than the plan (dispatcher, CUDA graphs,\n")
+	b.WriteString("batch), so each measured ratio mixes the two. *Pairs*: rows of the run with different plans whose measured\n")
+	b.WriteString("throughputs differ by more than 10%, and how many of them parc's estimates order the same way.\n\n")
+	done := map[string]bool{}
+	for _, o := range out {
+		if o.status == "ok" {
+			continue
+		}
+		r := rows[o.id]
+		if r == nil || done[r.runKey()] {
+			continue
+		}
+		key := r.runKey()
+		done[key] = true
+		var fam []*notesRow
+		for _, id := range order {
+			if w := rows[id]; w.runKey() == key {
+				if _, ok := byID[id]; ok {
+					fam = append(fam, w)
+				}
+			}
+		}
+		fmt.Fprintf(b, "- **%s**\n", r.familyName())
+		type point struct {
+			kind     string
+			measured float64
+			est      float64
+		}
+		var pts []point
+		for _, w := range fam {
+			wo := byID[w.ID]
+			m, e := w.measuredTokens(), estTokens(w, wo.pubStep)
+			line := fmt.Sprintf("  - %s (%s): ", w.ID, w.Release)
+			kind := w.kind().String()
+			if wo.pub != nil {
+				kind = wo.pub.String()
+			}
+			line += kind
+			switch {
+			case m > 0 && e > 0:
+				line += fmt.Sprintf("; measured %.0f, parc %.0f tokens/s/GPU (%+.0f%%)", m, e, 100*(e/m-1))
+				pts = append(pts, point{kind, m, e})
+			case m > 0:
+				line += fmt.Sprintf("; measured %.0f tokens/s/GPU, parc: %s", m, wo.status)
+			default:
+				line += "; no measured tokens/s/GPU"
+			}
+			if wo.status != "ok" && wo.pick != nil {
+				line += fmt.Sprintf("; **%s** %.3f, pick %s at %.0f tokens/s/GPU", wo.status, wo.ratio, wo.pick, estTokens(w, wo.pickStep))
+			} else if wo.status != "ok" {
+				line += "; **" + wo.status + "**"
+			}
+			b.WriteString(line + "\n")
+		}
+		agree, pairs := 0, 0
+		for i := range pts {
+			for j := i + 1; j < len(pts); j++ {
+				p, q := pts[i], pts[j]
+				if p.kind == q.kind || math.Abs(math.Log(p.measured/q.measured)) <= math.Log(1.1) {
+					continue
+				}
+				pairs++
+				if (p.measured > q.measured) == (p.est > q.est) {
+					agree++
+				}
+			}
+		}
+		if pairs > 0 {
+			fmt.Fprintf(b, "  - pairs: parc orders %d of %d as measured\n", agree, pairs)
+		}
+	}
+}

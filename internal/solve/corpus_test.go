@@ -122,6 +122,9 @@ type corpusOutcome struct {
 	// recomputation, when both exist (missNotes compares them with other
 	// measured rows).
 	pub, pick *planKind
+	// pubStep and pickStep are the two plans' estimated step times, s
+	// (writeMissFamilies sets them against measured throughputs).
+	pubStep, pickStep float64
 }
 
 func TestPublishedCorpus(t *testing.T) {
@@ -208,12 +211,14 @@ func solveCase(c corpusCase) corpusOutcome {
 		o.status, o.detail = "published-infeasible", why
 		return o
 	}
+	o.pubStep = pub.StepTimeS
 	pick, why := best(c.open, 0)
 	if pick == nil {
 		o.status, o.detail = "no-pick", why
 		return o
 	}
 	o.ratio = pub.StepTimeS / pick.StepTimeS
+	o.pickStep = pick.StepTimeS
 	o.pub, o.pick = kindOf(pub.Parallel, pub.Train), kindOf(pick.Parallel, pick.Train)
 	o.detail = fmt.Sprintf("published/pick %.3f: published %s %.4g s (%.0f%% memory); pick %s %.4g s",
 		o.ratio, pub.Label(), pub.StepTimeS, 100*pub.Memory.FractionOfGPU, pick.Label(), pick.StepTimeS)
@@ -537,6 +542,7 @@ func writeCorpus(t *testing.T, out []corpusOutcome, skipped map[string]int) {
 		}
 	}
 	writeMissNotes(t, &b, out)
+	writeMissFamilies(t, &b, out)
 	require.NoError(t, os.WriteFile(corpusReadme, []byte(b.String()), 0o644))
 	assert.NotEmpty(t, out)
 }
