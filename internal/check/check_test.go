@@ -194,3 +194,33 @@ func TestRegistry(t *testing.T) {
 		}
 	}
 }
+
+// The flex dispatcher's DeepEP and NCCL EP backends dispatch over the
+// tensor×expert-parallel group and assert it has more than one rank
+// (MoEFlexTokenDispatcher.__init__, token_dispatcher.py at d98e8a64:
+// "DeepEP dispatcher requires TPxEP > 1"); HybridEP does not.
+func TestFlexDispatcherNeedsTPxEP(t *testing.T) {
+	for _, tc := range []struct {
+		override string
+		want     bool
+	}{
+		{`{"model": {"moe": {"experts": 8, "dispatcher": "flex"}}, "parallel": {"tp": 1, "ep": 1}}`, true},
+		{`{"model": {"moe": {"experts": 8, "dispatcher": "flex", "flex_dispatcher_backend": "ncclep"}}, "parallel": {"tp": 1, "ep": 1}}`, true},
+		{`{"model": {"moe": {"experts": 8, "dispatcher": "flex", "flex_dispatcher_backend": "hybridep"}}, "parallel": {"tp": 1, "ep": 1}}`, false},
+		{`{"model": {"moe": {"experts": 8, "dispatcher": "flex"}}, "parallel": {"tp": 1, "ep": 2}}`, false},
+		{`{"model": {"moe": {"experts": 8, "dispatcher": "flex"}}, "parallel": {"tp": 2, "ep": 1}}`, false},
+		{`{"model": {"moe": {"experts": 8, "dispatcher": "alltoall"}}, "parallel": {"tp": 1, "ep": 1}}`, false},
+	} {
+		l := runSpec(specFrom(t, parse(t, tc.override)))
+		i := slices.IndexFunc(l, func(d diag.Diagnostic) bool {
+			return d.Code == "moe-flex-backend" && d.Path == "model.moe.flex_dispatcher_backend"
+		})
+		if got := i >= 0; got != tc.want {
+			t.Errorf("%s: moe-flex-backend %v, want %v: %v", tc.override, got, tc.want, l)
+			continue
+		}
+		if i >= 0 && (!strings.Contains(l[i].Message, "tp=1 and ep=1") || !strings.Contains(l[i].Hint, "hybridep")) {
+			t.Errorf("%s: %q, hint %q", tc.override, l[i].Message, l[i].Hint)
+		}
+	}
+}

@@ -953,9 +953,12 @@ func withMoreOptions(rng *rand.Rand, over map[string]any) {
 		launch["env"] = env
 	}
 	if moe != nil && coin(6) { // moe-flex-backend
-		if coin(2) {
+		switch rng.Intn(3) {
+		case 0:
 			moe["flex_dispatcher_backend"] = "ncclep"
-		} else {
+		case 1:
+			moe["dispatcher"] = "flex" // deepep with tp = ep = 1 when the spec has them so
+		default:
 			moe["shared_expert_overlap"] = true
 			moe["shared_ffn_hidden"] = 2048
 			moe["dispatcher"] = "allgather"

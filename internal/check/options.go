@@ -223,6 +223,21 @@ func (c *checker) moeRouter() {
 			setOpt(setting{"model.moe.dispatcher", "flex"}), setOpt(setting{"model.moe.flex_dispatcher_backend", "deepep"})),
 			"flex_dispatcher_backend \"ncclep\" needs the flex dispatcher, but dispatcher is %q", e.Dispatcher)
 	}
+	// MoEFlexTokenDispatcher.__init__ (token_dispatcher.py at d98e8a64)
+	// asserts "DeepEP dispatcher requires TPxEP > 1" and "NCCL EP
+	// dispatcher requires TPxEP > 1"; HybridEP has no such assertion.
+	if p := c.s.Parallel; e.Dispatcher == "flex" && (e.FlexDispatcherBackend == "deepep" || e.FlexDispatcherBackend == "ncclep") && p.TP*p.EP < 2 {
+		opts := []option{setOpt(setting{"model.moe.flex_dispatcher_backend", "hybridep"}), setOpt(setting{"model.moe.dispatcher", "alltoall"})}
+		for v := 2; v <= e.Experts; v++ {
+			if e.Experts%v == 0 {
+				opts = append(opts, setOpt(setting{"parallel.ep", v}))
+				break
+			}
+		}
+		c.report("moe-flex-backend", "model.moe.flex_dispatcher_backend", c.anyOf("moe-flex-backend", "model.moe.flex_dispatcher_backend", opts...),
+			"the flex dispatcher's %q backend needs tp·ep > 1 (it dispatches over the tensor×expert-parallel group), but tp=%d and ep=%d",
+			e.FlexDispatcherBackend, p.TP, p.EP)
+	}
 	if e.SharedExpertOverlap && e.SharedFFNHidden > 0 && !slices.Contains([]string{"alltoall", "flex"}, e.Dispatcher) {
 		c.report("moe-flex-backend", "model.moe.shared_expert_overlap", c.anyOf("moe-flex-backend", "model.moe.shared_expert_overlap",
 			setOpt(setting{"model.moe.dispatcher", "alltoall"}), setOpt(setting{"model.moe.dispatcher", "flex"}),
