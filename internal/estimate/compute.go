@@ -438,16 +438,20 @@ type layerTime struct {
 
 // layerShape is what the compute model needs of a decoder layer.
 type layerShape struct {
-	T, Tsp          float64 // tokens on this GPU's sequence shard; of its sequence-parallel shard
-	b, s, cp, tp    float64
-	h, f, fe, fs    float64
-	gated           float64
-	heads, dqk, dv  float64
-	q, kv           float64 // query and key/value widths (all heads)
-	experts, topk   float64
-	ep, etp         float64
-	dropout         bool
-	mla             *spec.MLA
+	T, Tsp         float64 // tokens on this GPU's sequence shard; of its sequence-parallel shard
+	b, s, cp, tp   float64
+	h, f, fe, fs   float64
+	gated          float64
+	heads, dqk, dv float64
+	q, kv          float64 // query and key/value widths (all heads)
+	experts, topk  float64
+	ep, etp        float64
+	dropout        bool
+	mla            *spec.MLA
+	// rope: rotary position embeddings (model.position_embedding rope or
+	// yarn); ropeFused: Megatron applies them with fused kernels
+	// (kernels.apply_rope_fusion).
+	rope, ropeFused bool
 	recompute       string
 	recomputeModule map[string]bool
 	// windowed is the share of decoder layers with sliding-window
@@ -526,7 +530,43 @@ func (cm *computeModel) attentionBlock(ls layerShape) (f, bw, flashF, flashB op,
 	ew := cm.elementwise(bytes, kernels)
 	f = f.plus(ew)
 	bw = bw.plus(ew.times(2))
+	rf, rb := cm.ropeUnfused(ls)
+	f, bw = f.plus(rf), bw.plus(rb)
 	return f, bw, flashF, flashB, gF, gB, colB
+}
+
+// ropeUnfused is what Megatron's unfused RoPE (kernels.apply_rope_fusion
+// false) launches and moves beyond the fused kernels the rest of the model
+// times (one kernel per tensor reading and writing it), per layer forward
+// and backward. Megatron-LM at d98e8a64,
+// models/common/embeddings/rope_utils.py _apply_rotary_pos_emb_bshd: per
+// rotated tensor cos and sin of the frequencies, each scaled and cast (6
+// small kernels), t·cos, _rotate_half (negate, concatenate), ·sin, the sum
+// and the concatenation with the unrotated part: 12 kernels passing over
+// the tensor 13 times (each pass a read and a write, the sum two reads)
+// where TE's fused kernel passes twice. Multi-latent attention
+// (multi_latent_attention.py, qkv_up_proj_and_rope_apply) rotates only the
+// 64-wide positional parts of q and k, after the interleaving concatenation
+// (mla_rotary_interleaved: one kernel, two more passes), and then
+// concatenates the query (reads 128 + 64, writes 192 per head), the key
+// (the same, k's positional part broadcast) and copies the value out of the
+// kv projection (128): 29 kernels and 1,984 values per token and head where
+// fused_apply_mla_rope_for_q/_kv take 2 kernels and 960 (read q and kv,
+// write query, key and value). The backward is autograd's of the same ops:
+// the products, the negation, the concatenations' slices and the gradient
+// sums, without the cos/sin work (about 21 kernels more than fused for MLA,
+// 16 otherwise), moving about as much.
+func (cm *computeModel) ropeUnfused(ls layerShape) (fwd, bwd op) {
+	if !ls.rope || ls.ropeFused {
+		return op{}, op{}
+	}
+	e := cm.ab
+	if ls.mla != nil {
+		bytes := ls.T * ls.heads / ls.tp * (1984 - 960) * e
+		return cm.elementwise(bytes, 27), cm.elementwise(bytes, 21)
+	}
+	bytes := ls.T * (ls.q + ls.kv) / ls.tp * 11 * e
+	return cm.elementwise(bytes, 22), cm.elementwise(bytes, 16)
 }
 
 // windowKeys is the mean number of keys a query attends to in causal

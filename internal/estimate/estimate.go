@@ -350,6 +350,7 @@ func (c *costModel) newLayerShape() layerShape {
 		q: float64(sh.q), kv: float64(sh.kv), experts: float64(sh.experts), topk: float64(sh.topk),
 		ep: float64(c.ep), etp: float64(c.etp), dropout: tr.HiddenDropout > 0, mla: sh.mla,
 		recompute: tr.Recompute, recomputeModule: c.set.recomputeModules,
+		rope: ropeEmbeddings(c.s.Model.PositionEmbedding), ropeFused: c.s.Kernels.ApplyRopeFusion,
 	}
 	if ml := sh.mla; ml != nil {
 		ls.dqk, ls.dv = float64(ml.QKHeadDim+ml.QKPosEmbHeadDim), float64(ml.VHeadDim)

@@ -166,3 +166,7 @@ func fusedGroupedMLP(s *spec.Spec, etp int) bool {
 		s.Model.Activation == "swiglu" && s.Train.Precision == "fp8" && s.Train.FP8Recipe == "mxfp8" &&
 		cc >= 10 && cc < 11 && env("NVTE_CUTEDSL_FUSED_GROUPED_MLP")
 }
+
+// ropeEmbeddings reports rotary position embeddings (rope, or YaRN's
+// scaled rope) for a model.position_embedding.
+func ropeEmbeddings(pe string) bool { return pe == "rope" || pe == "yarn" }

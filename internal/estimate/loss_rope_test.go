@@ -1,0 +1,70 @@
+package estimate
+
+import (
+	"testing"
+
+	"parc.dev/parc/internal/spec"
+)
+
+// kernelPass is one kernel's HBM traffic per element of the tensor it runs
+// over: bytes read and written.
+type kernelPass struct {
+	what        string
+	read, write float64
+}
+
+func ledgerBytes(ks []kernelPass) float64 {
+	var b float64
+	for _, k := range ks {
+		b += k.read + k.write
+	}
+	return b
+}
+
+// TestUnfusedRoPEBytes: kernels.apply_rope_fusion false times Megatron's
+// unfused rotary embedding (rope_utils.py _apply_rotary_pos_emb_bshd at
+// d98e8a64) beyond the fused kernels. Multi-latent attention's ledger per
+// token and head (values of 2 bytes), from multi_latent_attention.py
+// qkv_up_proj_and_rope_apply: fused, fused_apply_mla_rope_for_q reads q
+// (192) and writes the query (192), _for_kv reads kv (256) and writes the
+// key (192) and value (128); unfused, on q's 64 rotated values the
+// interleaving concatenation, ·cos, the negation and concatenation of
+// _rotate_half, ·sin, the sum (two reads) and the concatenation with the
+// empty unrotated part, then torch.cat of the query (128 + 64 → 192) and
+// of the key, and the value's .contiguous() copy out of kv.
+func TestUnfusedRoPEBytes(t *testing.T) {
+	fused := ledgerBytes([]kernelPass{{"fused_apply_mla_rope_for_q", 192, 192}, {"fused_apply_mla_rope_for_kv", 256, 192 + 128}})
+	rot := []kernelPass{{"interleave cat", 64, 64}, {"t·cos", 64, 64}, {"-x2", 64, 64}, {"cat(-x2, x1)", 64, 64},
+		{"·sin", 64, 64}, {"sum", 128, 64}, {"cat(t, t_pass)", 64, 64}}
+	unfused := ledgerBytes(rot) + ledgerBytes([]kernelPass{{"query cat", 128 + 64, 192}, {"key cat", 128 + 64, 192}, {"value contiguous", 128, 128}})
+
+	s := deepSeekLayer(t, false)
+	c := newCostModel(s, spec.Derive(s), resolveOptions(s, DefaultOptions()))
+	f, b := c.cm.ropeUnfused(c.ls)
+	perValue := c.ls.T * c.ls.heads / c.ls.tp * c.cm.ab
+	near(t, "MLA unfused RoPE forward bytes per token and head", f.mem*c.cm.r.hbm/perValue, unfused-fused, 1e-9)
+	if b.mem <= 0 || b.fixed <= 0 {
+		t.Errorf("unfused RoPE backward: %+v, want bytes and kernels", b)
+	}
+	sf := deepSeekLayer(t, true)
+	cf := newCostModel(sf, spec.Derive(sf), resolveOptions(sf, DefaultOptions()))
+	if f, b := cf.cm.ropeUnfused(cf.ls); f.total() != 0 || b.total() != 0 {
+		t.Errorf("fused RoPE charged as unfused: %+v %+v", f, b)
+	}
+	on, _ := Run(sf, spec.Derive(sf), nil, nil)
+	off, _ := Run(s, spec.Derive(s), nil, nil)
+	if off.StepTimeS <= on.StepTimeS {
+		t.Errorf("apply_rope_fusion false: step %.4f s, fused %.4f s: want slower", off.StepTimeS, on.StepTimeS)
+	}
+}
+
+// deepSeekLayer is DeepSeek-V3 on 32 GB200 (tp 2, ep 16), bf16, with RoPE
+// fused or not.
+func deepSeekLayer(t *testing.T, ropeFusion bool) *spec.Spec {
+	s := loadSpecText(t, "model: models.deepseek_v3 & {layers: 8, moe: {dense_layers: 1}, mtp_layers: 0}\n"+
+		"cluster: clusters.gb200_nvl72 & {nodes: 8}\n"+
+		"parallel: {tp: 2, pp: 1, cp: 1, ep: 16}\n"+
+		"train: {seq_length: 4096, micro_batch: 1, global_batch: 64, precision: \"bf16\", iters: 10}\n")
+	s.Kernels.ApplyRopeFusion = ropeFusion
+	return s
+}
