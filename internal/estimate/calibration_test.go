@@ -693,6 +693,13 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   host as the first bottleneck, and half of what its optimisations took off the step came from
   software no option names (kernels, NUMA binding of the host processes). NCCL's all-to-all over
   multi-node NVLink (the alltoall dispatcher of both) is timed at NVLink's bus bandwidth.
+- The loss is charged 10 bytes per logit forward and 10 backward whatever its implementation. The
+  kernels move 38 + 14 in Megatron's unfused vocab-parallel cross entropy, 22 + 10 in the native fused
+  one and 6 + 4 in Transformer Engine's (branch dsv3-ce, with the fused loss each source ran recorded
+  on 288 rows: Megatron-Bridge and NeMo from 25.04 run Transformer Engine's): held-out median 4.8% ->
+  4.6%, but the solver corpus cannot state Transformer Engine's loss (Megatron-LM's arguments reject
+  it with the fusion flag) and rates those plans with the unfused one, which tips four Llama 3 70B
+  H100 rows past 10%, and the worst held-out row (Qwen3-30B-A3B H100 25.11) gets 1.8 points worse.
 - recompute_modules mla_up_proj reruns only the key/value up-projection here. Megatron's checkpoint
   (qkv_up_proj_and_rope_apply, multi_latent_attention.py at d98e8a64) reruns the query one too and
   the RoPE with the query/key/value concatenation, and the guide measured 1.06 s (7%) for dropping it
@@ -731,7 +738,11 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   per GPU its expert GEMMs are a single large GEMM (16k tokens × 4096 × 14336), but they are timed at
   the fitted grouped-GEMM efficiency (0.474 of the fp8 GEMM efficiency), which fine-grained MoEs set.
   Timed as the plain GEMM it is (Transformer Engine's GroupedLinear with one GEMM), without refitting,
-  the four Mixtral rows (8x7B and 8x22B) come to +10% to +15%.
+  the four Mixtral rows (8x7B and 8x22B) come to +10% to +15%, but the solver corpus loses 17 rows
+  within 10% (session 8: 383 -> 366): with one expert per GPU at the dense GEMM efficiency the solver
+  picks DeepSeek-V3 at EP 256 and Qwen3-235B-A22B at EP 128 on GB300 (1.3-1.45x faster than the
+  published EP 32 in the model), so the expert all-to-all across NVLink domains would have to cost
+  what it does before the grouped-GEMM penalty can follow the number of local experts.
 - With the power cap, Blackwell dense rows are mostly within 10% (B200 and GB200 medians about 0);
   GB300, which the cap does not bind, is still 0-15% too slow (median about -6%), and its DeepSeek-V3
   and Qwen3-235B-A22B rows 8-21% (26.02-26.06).
