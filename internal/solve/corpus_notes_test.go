@@ -345,7 +345,9 @@ func writeMissFamilies(t *testing.T, b *strings.Builder, out []corpusOutcome) {
 	b.WriteString("measured the pick's kind of plan faster supports the pick; one whose plan parc rates above another's but that\n")
 	b.WriteString("measured slower says the model is wrong there. Releases changed more than the plan (dispatcher, CUDA graphs,\n")
 	b.WriteString("batch), so each measured ratio mixes the two. *Pairs*: rows of the run with different plans whose measured\n")
-	b.WriteString("throughputs differ by more than 10%, and how many of them parc's estimates order the same way.\n\n")
+	b.WriteString("throughputs differ by more than 10%, and how many of them parc's estimates order the same way. Last, parc's\n")
+	b.WriteString("error on the run's measured rows: when it spreads wider than a miss's ratio, releases moved the throughput more\n")
+	b.WriteString("than the model tells plans apart on that run.\n\n")
 	done := map[string]bool{}
 	for _, o := range out {
 		if o.status == "ok" {
@@ -383,7 +385,7 @@ func writeMissFamilies(t *testing.T, b *strings.Builder, out []corpusOutcome) {
 			line += kind
 			switch {
 			case m > 0 && e > 0:
-				line += fmt.Sprintf("; measured %.0f, parc %.0f tokens/s/GPU (%+.0f%%)", m, e, 100*(e/m-1))
+				line += fmt.Sprintf("; measured %.0f, parc %.0f tokens/s/GPU (%s)", m, e, signedPct(100*(e/m-1)))
 				pts = append(pts, point{kind, m, e})
 			case m > 0:
 				line += fmt.Sprintf("; measured %.0f tokens/s/GPU, parc: %s", m, wo.status)
@@ -413,5 +415,24 @@ func writeMissFamilies(t *testing.T, b *strings.Builder, out []corpusOutcome) {
 		if pairs > 0 {
 			fmt.Fprintf(b, "  - pairs: parc orders %d of %d as measured\n", agree, pairs)
 		}
+		if len(pts) > 1 {
+			errs := make([]float64, len(pts))
+			for i, p := range pts {
+				errs[i] = 100 * (p.est/p.measured - 1)
+			}
+			slices.Sort(errs)
+			fmt.Fprintf(b, "  - parc on this run's %d measured rows: median %s, from %s to %s\n",
+				len(errs), signedPct(errs[len(errs)/2]), signedPct(errs[0]), signedPct(errs[len(errs)-1]))
+		}
 	}
+}
+
+// signedPct prints a percentage with its sign, rounded to a whole percent
+// ("+3%", "-12%", "+0%", never "-0%").
+func signedPct(x float64) string {
+	r := math.Round(x)
+	if r == 0 {
+		r = 0 // not -0
+	}
+	return fmt.Sprintf("%+.0f%%", r)
 }
