@@ -654,6 +654,9 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   launch gaps go).
 - Unfused attention (` + "`kernels.attention_backend`" + ` unfused or local) is timed as what it runs: the
   whole score matrix written, soft-maxed and read back through HBM, forward and backward.
+- The shared-expert overlap (` + "`model.moe.shared_expert_overlap`" + `) runs the shared expert on a second
+  stream beside the expert all-to-alls (token_dispatcher.py at d98e8a64: its FC1 during the dispatch,
+  FC2 during the combine): the all-to-all waits only for what the shared expert does not cover.
 - Unfused RoPE (` + "`kernels.apply_rope_fusion`" + ` false) adds Megatron's unfused rotary kernels (12 per
   rotated tensor; with MLA also the concatenation into query, key and value: 29 kernels where the
   fused path has 2, twice the traffic).
@@ -681,11 +684,11 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   network at 96% of the NIC). The backward's column-parallel input-gradient all-reduce/reduce-scatter
   and the sequence-parallel re-gather of its input run beside the GEMMs (Megatron's and Transformer
   Engine's asynchronous tensor-parallel collectives) and are hidden but for a residual share.
-- The DGX Cloud v25.05 DeepSeek-V3 rows on GB200 are about 1.5x too fast; the H100 row of the same
-  recipe is within 2%. Modelled: their container's Transformer Engine (before v2.5) has no fused
+- The DGX Cloud v25.05 DeepSeek-V3 rows on GB200 are about 1.55x too fast; the H100 row of the same
+  recipe is within 5%. Modelled: their container's Transformer Engine (before v2.5) has no fused
   attention for MLA's 192-wide query/key heads on Blackwell, so attention runs unfused (the full score
-  matrix through HBM), and the recipe's unfused RoPE (apply_rope_fusion false). Recorded but not
-  modelled: the shared-expert overlap, and token drop with padding to capacity, with which Megatron's
+  matrix through HBM), the recipe's unfused RoPE (apply_rope_fusion false) and its shared-expert
+  overlap. Recorded but not modelled: token drop with padding to capacity, with which Megatron's
   alltoall dispatcher needs no host synchronisation per MoE layer (token_dispatcher.py at d98e8a64:
   cuda_sync_point "no_sync" with drop_and_pad); the spec has no field for the padding, and modelling
   it would make these rows faster still. The Megatron-LM guide's baseline on the same GPU (below) is

@@ -434,6 +434,10 @@ type layerTime struct {
 	// MLA's up-projections, FC1 of the MLP or shared expert): the window
 	// their asynchronous tensor-parallel collectives run in (tpAsync).
 	colBwd float64
+	// shared is the shared expert's GPU time, forward and backward (MoE
+	// layers): the work model.moe.shared_expert_overlap runs beside the
+	// expert all-to-all.
+	shared float64
 }
 
 // layerShape is what the compute model needs of a decoder layer.
@@ -677,6 +681,10 @@ func (cm *computeModel) layer(ls layerShape, moe bool) layerTime {
 	var mf, mb op
 	if moe {
 		mf, mb = cm.moeBlock(ls)
+		if ls.fs > 0 {
+			sf, sb := cm.mlpBlock(ls, ls.T, ls.fs, ls.tp, false)
+			lt.shared = sf.total() + sb.total()
+		}
 	} else {
 		mf, mb = cm.mlpBlock(ls, ls.T, ls.f, ls.tp, true)
 		if cm.graphs.mlp {

@@ -68,3 +68,30 @@ func deepSeekLayer(t *testing.T, ropeFusion bool) *spec.Spec {
 	s.Kernels.ApplyRopeFusion = ropeFusion
 	return s
 }
+
+// TestSharedExpertOverlapHidesAllToAll: model.moe.shared_expert_overlap runs
+// the shared expert on a second stream beside the expert all-to-alls
+// (Megatron-LM d98e8a64 token_dispatcher.py calls the shared expert's
+// linear_fc1_forward_and_act during the dispatch and linear_fc2_forward
+// during the combine, shared_experts.py on SharedExpertMLP.stream): the
+// all-to-all's exposed time falls by the shared expert's time, never below
+// the residual share, and the compute is not cheaper.
+func TestSharedExpertOverlapHidesAllToAll(t *testing.T) {
+	run := func(overlap bool) *Estimate {
+		s := deepSeekLayer(t, true)
+		s.Model.MoE.SharedExpertOverlap = overlap
+		e, _ := Run(s, spec.Derive(s), nil, nil)
+		return e
+	}
+	off, on := run(false), run(true)
+	ep0, ep1 := off.Comms["ep"], on.Comms["ep"]
+	if ep0.TimeS <= 0 || ep1.TimeS != ep0.TimeS {
+		t.Fatalf("all-to-all time %g without the overlap, %g with it: want the same, > 0", ep0.TimeS, ep1.TimeS)
+	}
+	if !(ep1.ExposedS < ep0.ExposedS && ep1.ExposedS >= tpOverlapResidual*ep1.TimeS*(1-1e-9)) {
+		t.Errorf("exposed all-to-all %g with the overlap, %g without (time %g): want less, at least the residual share", ep1.ExposedS, ep0.ExposedS, ep1.TimeS)
+	}
+	if on.Compute.TimeS != off.Compute.TimeS || on.StepTimeS >= off.StepTimeS {
+		t.Errorf("compute %g vs %g, step %g vs %g: the overlap hides communication only", on.Compute.TimeS, off.Compute.TimeS, on.StepTimeS, off.StepTimeS)
+	}
+}

@@ -412,7 +412,7 @@ func (c *costModel) layerTimes() (dense, moe layerTime) {
 func (c *costModel) stageClock(r int, w stageWork, link func(string) string) stageClock {
 	dense, moe := c.layerTimes()
 	var st stageClock
-	var gemm, attn, colBwd float64
+	var gemm, attn, colBwd, shared float64
 	// GPU time and host issue time of the forward and the backward; a
 	// synchronised MoE layer's forward is timed on its own (syncF).
 	var gpuF, gpuB, hostF, hostB, syncF, syncS float64
@@ -428,6 +428,9 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		attn += (lt.attnFwd + lt.attnBwd + rc.attn) * n
 		gpuB += (lt.bwd.total() + rc.total()) * n
 		hostB += (lt.bwd.host + rc.host) * n
+		if moe {
+			shared += lt.shared * n
+		}
 		if moe && synced {
 			// The host cannot run ahead past the token-count copy: the
 			// layer's forward takes the longer of its GPU and host time,
@@ -565,10 +568,23 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 	if w.bytes[axEP] > 0 {
 		t, lower := c.allToAllTime(w.bytes[axEP], w.epColls, link("ep"))
 		st.comm[axEP], st.exposed[axEP] = t, t
+		sharedOverlap := c.s.Model.MoE != nil && c.s.Model.MoE.SharedExpertOverlap && shared > 0
+		if sharedOverlap {
+			// moe_shared_expert_overlap: the shared expert runs on a second
+			// stream beside the dispatch and combine all-to-alls
+			// (Megatron-LM d98e8a64 moe_layer.py / shared_experts.py: the
+			// shared expert's FC1 and activation overlap the dispatch, its
+			// FC2 the combine; autograd runs their backward on the same
+			// stream, beside the backward all-to-alls), so the all-to-all
+			// waits only for what the shared expert does not cover.
+			st.exposed[axEP] = math.Max(tpOverlapResidual*t, t-shared)
+		}
 		if c.set.epOverlap {
 			// overlap_moe_expert_parallel_comm: the dispatch and combine of
 			// one microbatch run under another microbatch's compute.
-			st.exposed[axEP] = math.Max(tpOverlapResidual*t, t-st.compute.total()/2)
+			st.exposed[axEP] = math.Min(st.exposed[axEP], math.Max(tpOverlapResidual*t, t-st.compute.total()/2))
+		}
+		if sharedOverlap || c.set.epOverlap {
 			lower *= tpOverlapResidual
 		}
 		st.commBound += lower
