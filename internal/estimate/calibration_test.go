@@ -242,6 +242,18 @@ func rowSpec(r *measuredRun) (string, error) {
 	if v, ok := r.Settings["cpu_offloading_num_layers"].(float64); ok && v > 0 {
 		fmt.Fprintf(&b, ", cpu_offloading_num_layers: %d", int(v))
 	}
+	// Fine-grained activation offloading (Megatron's --fine-grained-activation-offloading
+	// --offload-modules ..., --delay-offload-until-cuda-graph) as the row's command gives it.
+	if v, ok := r.Settings["fine_grained_activation_offloading"].(bool); ok && v {
+		b.WriteString(", fine_grained_activation_offloading: true")
+		if m, ok := r.Settings["offload_modules"].([]any); ok {
+			q, _ := json.Marshal(m)
+			fmt.Fprintf(&b, ", offload_modules: %s", q)
+		}
+		if d, ok := r.Settings["delay_offload_until_cuda_graph"].(bool); ok {
+			fmt.Fprintf(&b, ", delay_offload_until_cuda_graph: %v", d)
+		}
+	}
 	b.WriteString("}\n")
 	return b.String(), nil
 }

@@ -104,6 +104,12 @@ var corpusSettings = map[string]string{
 	// activations (runs.jsonl cites the workload base configs); without it
 	// the published plan's activations do not fit.
 	"cpu_offloading_num_layers": "train.cpu_offloading_num_layers",
+	// Fine-grained activation offloading as a row's command gives it (the
+	// Megatron-MoE-ModelZoo Qwen3-235B GB200 MXFP8 run offloads expert_fc1
+	// and moe_act: "activation offloading required").
+	"fine_grained_activation_offloading": "train.fine_grained_activation_offloading",
+	"offload_modules":                    "train.offload_modules",
+	"delay_offload_until_cuda_graph":     "train.delay_offload_until_cuda_graph",
 }
 
 // corpusCase is one row as two CUE specs: the published plan and the same
