@@ -12,13 +12,13 @@ import (
 // measures when the model ranks two plans of one run: over the measured
 // corpus's pairs of runs of one model, GPU count, sequence and precision
 // with different plans, |ln(estimated ratio) − ln(measured ratio)| has a
-// median of 4.59% (226 pairs); over pairs of one plan measured in different
-// releases, 2.37% (what the software moved between releases), which leaves
-// 3.92% in quadrature. TestNoiseBandFromCalibration keeps the band between
-// the two (as relative ratios: 4.70% and 4.003%). It was 4% until session 8's
-// out-of-sample rows (Megatron-MoE-ModelZoo's Qwen3-235B plans on 256 H100)
-// raised the net ranking error past it.
-const DefaultNoiseBand = 0.041
+// median of 5.01% (226 pairs); over pairs of one plan measured in different
+// releases, 2.41% (what the software moved between releases), which leaves
+// 4.39% in quadrature. TestNoiseBandFromCalibration keeps the band between
+// the two (as relative ratios: 5.14% and 4.49%). It was 4% (4.4 / 2.4 / 3.7%
+// over 215 pairs) until session 8's out-of-sample rows joined the corpus
+// (Megatron-MoE-ModelZoo's Qwen3-235B plans on 256 H100 among them).
+const DefaultNoiseBand = 0.045
 
 // DefaultMemoryHeadroom is the fraction of the GPU's memory a plan's
 // estimated peak may use: the rest is for what the estimate does not see
