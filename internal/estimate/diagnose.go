@@ -29,10 +29,14 @@ func (c *costModel) diagnose(e *Estimate, at diag.Locator, o Options) diag.List 
 
 // memoryBreakdown renders a stage's memory as "weights … + … = total".
 func memoryBreakdown(st StageMemory) string {
-	return fmt.Sprintf("weights %s + gradients %s + optimizer %s + activations %s (layers %s, embedding %s, logits %s, recompute %s) = %s",
+	buffers := ""
+	if st.CommBuffers > 0 {
+		buffers = fmt.Sprintf(" + dispatcher buffers %s", GiB(st.CommBuffers))
+	}
+	return fmt.Sprintf("weights %s + gradients %s + optimizer %s + activations %s (layers %s, embedding %s, logits %s, recompute %s)%s = %s",
 		GiB(st.Weights), GiB(st.Gradients), GiB(st.Optimizer), GiB(st.Activations),
 		GiB(st.ActivationsLayers), GiB(st.ActivationsEmbedding), GiB(st.ActivationsLogits),
-		GiB(st.ActivationsRecompute), GiB(st.Total))
+		GiB(st.ActivationsRecompute), buffers, GiB(st.Total))
 }
 
 func (c *costModel) diagnoseMemory(e *Estimate, r *diag.Reporter, o Options) {

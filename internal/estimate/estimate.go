@@ -45,14 +45,16 @@ type Params struct {
 
 // Memory is peak memory per GPU on the most loaded pipeline stage.
 type Memory struct {
-	PerGPUPeakBytes int64   `json:"per_gpu_peak_bytes"`
-	Weights         int64   `json:"weights"`
-	Gradients       int64   `json:"gradients"`
-	Optimizer       int64   `json:"optimizer"`
-	Activations     int64   `json:"activations"`
-	PeakStage       int     `json:"peak_stage"`
-	GPUBytes        int64   `json:"gpu_bytes"`
-	FractionOfGPU   float64 `json:"fraction_of_gpu"`
+	PerGPUPeakBytes int64 `json:"per_gpu_peak_bytes"`
+	Weights         int64 `json:"weights"`
+	Gradients       int64 `json:"gradients"`
+	Optimizer       int64 `json:"optimizer"`
+	Activations     int64 `json:"activations"`
+	// CommBuffers: the peak stage's StageMemory.CommBuffers.
+	CommBuffers   int64   `json:"comm_buffers,omitempty"`
+	PeakStage     int     `json:"peak_stage"`
+	GPUBytes      int64   `json:"gpu_bytes"`
+	FractionOfGPU float64 `json:"fraction_of_gpu"`
 	// Megatron-LM's own theoretical memory for the same plan (first stage).
 	MegatronTheoreticalBytes      int64  `json:"megatron_theoretical_bytes"`
 	MegatronWeightsOptimizerBytes int64  `json:"megatron_weights_optimizer_bytes"`
@@ -95,7 +97,10 @@ type StageMemory struct {
 	// parallel.defer_embedding_wgrad_compute keeps until the pipeline flush:
 	// the deferred microbatches' output-layer inputs and logits gradients.
 	ActivationsDeferredWgrad int64 `json:"activations_deferred_wgrad,omitempty"`
-	Total                    int64 `json:"total"`
+	// CommBuffers is the flex token dispatcher's DeepEP or HybridEP buffer
+	// (commbuf.go), allocated outside PyTorch's allocator; part of Total.
+	CommBuffers int64 `json:"comm_buffers,omitempty"`
+	Total       int64 `json:"total"`
 }
 
 // Pipeline is the schedule and its bubble.
@@ -468,8 +473,9 @@ func (c *costModel) memory(e *Estimate) {
 		act := c.am.stageActivations(c.sh, c.stages, r, c.inFlight[r])
 		saved, offloaded := c.offloadedBytes(r) // offload.go
 		act.Layers -= saved
-		offloaded += act.Offloaded // fine-grained offloading
-		total := w + g + opt + act.Total()
+		offloaded += act.Offloaded      // fine-grained offloading
+		buffers := c.commBufferBytes(r) // commbuf.go
+		total := w + g + opt + act.Total() + buffers
 		layers := 0
 		for _, ch := range c.stages[r] {
 			layers += ch.Count
@@ -480,7 +486,7 @@ func (c *costModel) memory(e *Estimate) {
 			ActivationsLayers: round(act.Layers), ActivationsEmbedding: round(act.Embedding),
 			ActivationsLogits: round(act.Logits), ActivationsRecompute: round(act.Recompute),
 			ActivationsOffloaded: round(offloaded), ActivationsDeferredWgrad: round(act.DeferredWgrad),
-			Total: round(total),
+			CommBuffers: round(buffers), Total: round(total),
 		}
 		e.Memory.Stages = append(e.Memory.Stages, sm)
 	}
@@ -498,6 +504,7 @@ func (c *costModel) memory(e *Estimate) {
 			e.Memory.PerGPUPeakBytes = sm.Total
 			e.Memory.Weights, e.Memory.Gradients, e.Memory.Optimizer, e.Memory.Activations =
 				sm.Weights, sm.Gradients, sm.Optimizer, sm.Activations
+			e.Memory.CommBuffers = sm.CommBuffers
 		}
 	}
 	if e.Memory.GPUBytes > 0 {

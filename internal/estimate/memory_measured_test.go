@@ -191,7 +191,9 @@ func measureCase(f string) (measuredMemory, error) {
 		return r, nil
 	}
 	last := e.Memory.Stages[len(e.Memory.Stages)-1]
-	r.est, r.state = float64(last.Total), float64(last.Weights+last.Gradients+last.Optimizer)
+	// The flex dispatcher's DeepEP/HybridEP buffer is cudaMalloc'd outside
+	// PyTorch's allocator: torch.cuda.memory_stats() never counts it.
+	r.est, r.state = float64(last.Total-last.CommBuffers), float64(last.Weights+last.Gradients+last.Optimizer)
 	r.acts, r.stage, r.stages = float64(last.Activations), last.Stage, len(e.Memory.Stages)
 	r.err = r.est/r.peak - 1
 	return r, nil
@@ -239,7 +241,7 @@ func measureRelease(f string) (releaseMemory, error) {
 			break // the global batch no longer divides into micro batches over the data-parallel ranks
 		}
 		last := e.Memory.Stages[len(e.Memory.Stages)-1]
-		t, st := float64(last.Total), float64(last.Weights+last.Gradients+last.Optimizer)
+		t, st := float64(last.Total-last.CommBuffers), float64(last.Weights+last.Gradients+last.Optimizer) // see measureCase
 		if k == 1 {
 			r.lo, r.hi, r.stateLo, r.stateHi, r.acts = t, t, st, st, float64(last.Activations)
 		}

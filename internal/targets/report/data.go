@@ -175,6 +175,18 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 					st.Stage, Bytes(st.ActivationsDeferredWgrad)))
 		}
 	}
+	for _, st := range e.Memory.Stages {
+		if st.CommBuffers > 0 && s.Model.MoE != nil {
+			backend := s.Model.MoE.FlexDispatcherBackend
+			if backend == "" {
+				backend = "deepep"
+			}
+			data.MemoryNotes = append(data.MemoryNotes,
+				fmt.Sprintf("Flex token dispatcher buffer (model.moe.flex_dispatcher_backend = %s): every GPU of a stage with MoE layers holds %s for the dispatch/combine communication, allocated outside PyTorch's allocator; included in the totals above.",
+					backend, Bytes(st.CommBuffers)))
+			break
+		}
+	}
 	if e.Memory.MegatronApplies {
 		data.MemoryNotes = append(data.MemoryNotes,
 			fmt.Sprintf("Reference, not used for fit: Megatron-LM's theoretical memory for the first stage (theoretical_memory_usage.py, %s formula) is %s = weights and optimizer %s + activations %s; parc's model above gives that stage %s.",
