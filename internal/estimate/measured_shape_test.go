@@ -55,7 +55,12 @@ type measuredRun struct {
 	Settings map[string]any `json:"settings"`
 	Measured map[string]any `json:"measured"`
 	Derived  map[string]any `json:"derived"`
-	Notes    string         `json:"notes"`
+	// KnownSlow quotes the source where it marks this measurement as
+	// abnormally slow (a table footnote naming a known regression): the
+	// calibration reports such rows apart instead of counting them as
+	// model error.
+	KnownSlow string `json:"known_slow"`
+	Notes     string `json:"notes"`
 }
 
 // TestMeasuredCorpusShape checks that every row of the measured-throughput
@@ -115,6 +120,11 @@ func TestMeasuredCorpusShape(t *testing.T) {
 		ids[r.ID] = true
 		if r.Source == "" || r.SourceDetail == "" || r.Release == "" {
 			at("source, source_detail and release are required")
+		}
+		// A measurement is set apart only on its source's own word: the
+		// field quotes it ('…') and names where it is.
+		if k := r.KnownSlow; k != "" && (strings.Count(k, "'") < 2 || !strings.Contains(k, "/")) {
+			at("known_slow must quote the source's words ('…') and name the page or file they are in")
 		}
 		var name string
 		if json.Unmarshal(r.Model, &name) == nil {
