@@ -698,6 +698,14 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   (Megatron-LM's MoE README: DeepEP "removes redundant tokens during cross-node communication";
   DeepSeek-V3 report §3.2.2), so multi-node expert parallelism moves far fewer network bytes than
   the alltoall dispatcher.
+- The flex dispatcher's DeepEP backend, where more than 8 ranks of an expert-parallel group share
+  one NVLink domain (EP 32 on GB200 NVL72, beyond DeepEP's 8-peer NVLink kernels), runs at what
+  Megatron-LM's DeepSeek-V3 GB200 guide measured there: dispatch about 400 GB/s and combine about
+  190 GB/s algorithm bandwidth, against 900 GB/s one way (§2.2.1); HybridEP ("higher bandwidth
+  with fewer SMs, and fully supporting MNNVL", §2.5) and NCCL run at NCCL's NVLink rate. On the
+  guide's plan HybridEP then comes out 1.22x DeepEP's throughput; the guide measured 1.137x for
+  that step (DeepEP was tuned after its rates were measured, by how much the guide does not say).
+  Inside 8 GPUs the two backends are timed alike.
 - CUDA graphs also shrink the per-kernel GPU cost of what they capture to GraphKernelRel of it (the
   launch gaps go).
 - Unfused attention (` + "`kernels.attention_backend`" + ` unfused or local) is timed as what it runs: the

@@ -781,6 +781,35 @@ func (c *costModel) allReduceTraffic(size float64, n int, link string) float64 {
 	return AllReduceBytes(size, n)
 }
 
+// DeepEP's algorithm bandwidth over a multi-node NVLink domain, as shares of
+// the NVLink line rate (one direction): Megatron-LM's DeepSeek-V3 GB200 guide
+// (docs/discussions/deepseek-v3-gb200-optimization at eb0783b6, §2.2.1)
+// measured DeepEP at EP 32 on GB200 NVL72, where "DeepEP still does not
+// officially support scenarios where the NVLink domain is larger than 8" (a
+// community patch, "not well-optimized"): "the dispatch can only reach about
+// 400 GB/s and the combine can only reach about 190 GB/s algorithm bandwidth
+// with 24 SMs", against 900 GB/s one way. HybridEP, which replaced it there
+// (§2.5: TMA copies, "able to achieve higher bandwidth with fewer SMs, and
+// fully supporting MNNVL"), and NCCL's all-to-all run at NCCL's NVLink rate.
+const (
+	deepEPMNNVLDispatch = 400.0 / 900
+	deepEPMNNVLCombine  = 190.0 / 900
+)
+
+// deepEPMNNVLRates are the dispatch and combine rates (bytes/s) of the flex
+// dispatcher's DeepEP backend when more than 8 ranks of an expert-parallel
+// group share an NVLink domain (DeepEP's NVLink kernels are built for at
+// most 8 peers; beyond that only the guide's patched MNNVL path reaches
+// them), 0 otherwise.
+func (c *costModel) deepEPMNNVLRates() (dispatch, combine float64) {
+	mo := c.s.Model.MoE
+	if !c.flexDispatch() || mo.FlexDispatcherBackend != "deepep" || c.epDomainRanks() <= 8 {
+		return 0, 0
+	}
+	line := c.s.Cluster.NVLinkGBps * 1e9 * c.cal.NVLinkEff
+	return line * deepEPMNNVLDispatch, line * deepEPMNNVLCombine
+}
+
 // allToAllTime is colls expert-parallel all-to-alls in which one GPU sends
 // sent bytes in all: the part to peers in its NVLink domain (and forwarded
 // there, epCopies) goes over NVLink, the rest over the network, both at
@@ -796,6 +825,11 @@ func (c *costModel) allToAllTime(sent, colls float64, link string) (t, bw float6
 		}
 	}
 	nv := sent * onNV / c.linkRate(LinkNVLink)
+	if disp, comb := c.deepEPMNNVLRates(); disp > 0 {
+		// Half the bytes are dispatches (forward dispatch, backward of
+		// the combine), half combines.
+		nv = sent * onNV / 2 * (1/disp + 1/comb)
+	}
 	net := sent * (1 - onNV) / c.linkRate(LinkNetwork)
 	l := LinkNVLink
 	if onNV < 1 {
