@@ -698,6 +698,12 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   (Megatron-LM's MoE README: DeepEP "removes redundant tokens during cross-node communication";
   DeepSeek-V3 report §3.2.2), so multi-node expert parallelism moves far fewer network bytes than
   the alltoall dispatcher.
+- The alltoall dispatcher permutes the routed tokens twice each way, by destination rank before
+  the all-to-all and by local expert after it (Megatron's "Permutation 2", with more than one local
+  expert), where the flex dispatcher fuses the first into its communication (Megatron-LM's GB200
+  guide §2.1.1): one more pass over the routed tokens and its kernels. With it, the one plan measured
+  with both (Qwen3-235B-A22B on 256 B300, 26.04 alltoall 4865, 26.04.01 HybridEP 5936 tokens/s/GPU,
+  1.22x) comes out 1.08x (1.04x without; TestAlltoallVersusHybridEP).
 - The flex dispatcher's DeepEP backend, where more than 8 ranks of an expert-parallel group share
   one NVLink domain (EP 32 on GB200 NVL72, beyond DeepEP's 8-peer NVLink kernels), runs at what
   Megatron-LM's DeepSeek-V3 GB200 guide measured there: dispatch about 400 GB/s and combine about
@@ -783,9 +789,9 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   benchmark, but fitted on the corpus it moves the held-out median from 4.8% to 5.8% (branch
   gb300-attn-cudnn): the corpus's GB300/GB200 gap (about 1.2x) comes from elsewhere.
 - Qwen3-235B-A22B on B300 at pp 8, vpp 4, micro batch 1 (26.02: 2691, 26.02.01: 2644 tokens/s/GPU) is
-  30-45% too fast. 26.02's config (tag v0.3.0) runs it with EP A2A overlap (overlap_moe_expert_parallel_comm
+  29-39% too fast. 26.02's config (tag v0.3.0) runs it with EP A2A overlap (overlap_moe_expert_parallel_comm
   and delay_wgrad_compute, Megatron's combined 1F1B schedule) and the alltoall dispatcher; the next
-  releases' B300 configs (pp 8, micro batch 2, no overlap) measure 4865-5936 and are 18-30% too slow.
+  releases' B300 configs (pp 8, micro batch 2, no overlap) measure 4865-5936 and are 21-30% too slow.
   Megatron-Bridge measured the overlap's cost on the same plan on 64 B200 (PR 1760, January 2026):
   "Disable moe_a2a_overlap due to CPU overhead", bf16 step 17.2 s -> 16.0 s, mxfp8 20.1 s -> 16.9 s with
   vpp 4 also dropped; commit 6f5e31aa then dropped both on B300 ("moe_a2a_overlap and VP degraded perf",
@@ -817,8 +823,8 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   Megatron-Bridge's GPTOSSProvider; a windowed layer's fused attention runs over about 129 keys per
   query instead of s/2. Blackwell rows are mostly within 5%, H100 rows 9-15% too slow. 25.11 B200 ran
   the release's EP-64 config, not the table's EP 8 (its notes give the evidence), and is within 6%.
-  26.02 B300 (EP 64, attention and router CUDA graphs; +36%: the B200 run of the same config is within
-  3%, the EP-8 B300 runs of the next releases within 4%) and 26.06 B300 (+18%) are outliers. At EP 64
+  26.02 B300 (EP 64, attention and router CUDA graphs; +33%: the B200 run of the same config is within
+  3%, the EP-8 B300 runs of the next releases within 4%) and 26.06 B300 (+17%) are outliers. At EP 64
   the expert all-to-all crosses 8 nodes and dominates the step; the B300 preset's 800 Gb/s NICs halve
   it against B200's 400 Gb/s, but the two runs measure within 4% of each other (the NIC rate of the
   cluster NVIDIA measured on is not published). The two
@@ -833,7 +839,7 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   (position_embedding "yarn", factor 32) and timed as RoPE: the same rotary kernel with scaled
   frequencies. The learnable softmax offset (attention sinks) adds one term
   per softmax row in cuDNN's fused attention and is not timed.
-- Qwen3-30B-A3B on H100 (25.11, 26.02) is 1.6-1.9x too fast. Both releases' H100 configs run pp 2,
+- Qwen3-30B-A3B on H100 (25.11, 26.02) is 1.6-1.8x too fast. Both releases' H100 configs run pp 2,
   vpp 12 with EP A2A overlap (26.02: DeepEP; 25.11: alltoall, and a table whose vpp 24 / micro batch 2
   repeat the 25.09 token-drop row rather than the config's vpp 12 / micro batch 1) and measure
   5113-5275 tokens/s/GPU; from 26.02.01 the config is EP 16 with HybridEP and no overlap and measures
@@ -843,9 +849,9 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   the GB200 rows did not regress) and fixed it with config changes (commits f29a269f and 388d017b,
   26.02.01: EP 16 HybridEP without overlap on H100; micro batch 4, HybridEP and attention graphs on
   B200). What makes the dropless runs of 25.11/26.02 slow is not modelled (the EP overlap's host cost,
-  above, is a part on H100; B200 ran without it). B200 at micro batch 1 (25.11, 26.02) is 19-24% too
-  fast, and 25.09's token-drop B200/GB200 rows (per-layer CUDA graphs) 27-46%.
-- Qwen3-235B-A22B in bf16 on GB200/GB300 (25.11) is 27-32% too slow, more than the same model's
+  above, is a part on H100; B200 ran without it). B200 at micro batch 1 (25.11, 26.02) is 13-18% too
+  fast, and 25.09's token-drop B200/GB200 rows (per-layer CUDA graphs) 18-36%.
+- Qwen3-235B-A22B in bf16 on GB200/GB300 (25.11) is 28-32% too slow, more than the same model's
   mxfp8 rows of later releases (16-18%). The GB200 row's settings (HybridEP, TE graphs of attention,
   router and preprocess) are those every GB200 config of the model agrees on from 25.11 to 26.04.01
   (its notes); the plan itself is in no 25.11 config.

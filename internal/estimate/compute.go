@@ -262,6 +262,10 @@ type computeModel struct {
 	// "unfused" or "local", see fusedAttention); attnDropout: its
 	// probabilities go through dropout.
 	unfused, attnDropout bool
+	// globalPermute: the alltoall dispatcher with more than one local
+	// expert, which permutes the routed tokens by destination rank before
+	// the all-to-all and again by local expert after it (see moeBlock).
+	globalPermute bool
 	// fusedGroupedMLP: the routed experts run as Transformer Engine's fused
 	// grouped MLP (see fusedGroupedMLP in settings.go).
 	fusedGroupedMLP bool
@@ -656,6 +660,23 @@ func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
 	permute := 2 * P * ls.h * 2 * e
 	act := P * ls.fe / ls.etp * (ls.gated + 1) * e
 	ew := cm.elementwise(permute+act, 5)
+	if cm.globalPermute {
+		// The alltoall dispatcher permutes twice each way: globally by
+		// destination rank before the all-to-all (the token copied once
+		// per routed expert) and, with more than one local expert, again
+		// by local expert after it ("Permutation 2: Sort tokens by local
+		// expert", sort_chunks_by_idxs in MoEAlltoAllTokenDispatcher,
+		// token_dispatcher.py at d98e8a64), and the combine undoes both;
+		// the flex dispatcher (DeepEP, HybridEP) fuses the global permute
+		// into its communication kernel and permutes once
+		// (Megatron-LM docs/discussions/deepseek-v3-gb200-optimization
+		// §2.1.1: "The AlltoAll dispatcher using the NCCL backend requires
+		// one global and one local permute before and after EP
+		// communication ... The Flex Dispatcher of DeepEP or HybridEP fuses
+		// the global permute into the communication kernel").
+		gp := cm.elementwise(permute, 2)
+		fwd, bwd = fwd.plus(gp), bwd.plus(gp.times(2))
+	}
 	fwd, bwd = fwd.plus(ew), bwd.plus(ew.times(2))
 	if fused {
 		fwd = fwd.plus(cm.elementwise(permute, 4)).plus(ew.times(-1))
