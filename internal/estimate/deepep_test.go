@@ -2,7 +2,6 @@ package estimate
 
 import (
 	"math"
-	"slices"
 	"testing"
 )
 
@@ -21,22 +20,9 @@ func TestDeepEPAcrossMNNVL(t *testing.T) {
 		t.Skip("loads measured runs")
 	}
 	const id = "mlm-dsv3-gb200-guide-deepep-graphs-256"
-	var runs []measuredRun
-	for _, r := range readMeasuredRuns(t) {
-		if r.ID == id || r.ID == "bridge-25.11-qwen3-30b-a3b-gb200-fp8-mx-8" {
-			runs = append(runs, r)
-		}
-	}
-	rows := mapRuns(runs, makeCalRow)
-	i := slices.IndexFunc(rows, func(r *calRow) bool { return r.id == id })
-	if len(rows) != 2 || i < 0 {
-		t.Fatalf("found %d rows", len(rows))
-	}
+	rows := calRowsOf(t, id, "bridge-25.11-qwen3-30b-a3b-gb200-fp8-mx-8")
 	cal := DefaultCalibration()
 	for _, row := range rows {
-		if row.skip != "" {
-			t.Fatalf("%s: %s", row.id, row.skip)
-		}
 		with := func(backend string) float64 {
 			s := *row.s
 			moe := *s.Model.MoE

@@ -1,7 +1,9 @@
 package estimate
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -23,22 +25,9 @@ func TestAlltoallVersusHybridEP(t *testing.T) {
 		"bridge-26.04-qwen3-235b-a22b-b300-mxfp8-256":    "alltoall",
 		"bridge-26.04.01-qwen3-235b-a22b-b300-mxfp8-256": "hybridep",
 	}
-	var runs []measuredRun
-	for _, r := range readMeasuredRuns(t) {
-		if ids[r.ID] != "" {
-			runs = append(runs, r)
-		}
-	}
-	rows := mapRuns(runs, makeCalRow)
-	if len(rows) != 2 {
-		t.Fatalf("found %d of the rows", len(rows))
-	}
 	est, meas := map[string]float64{}, map[string]float64{}
 	cal := DefaultCalibration()
-	for _, row := range rows {
-		if row.skip != "" {
-			t.Fatalf("%s: %s", row.id, row.skip)
-		}
+	for _, row := range calRowsOf(t, slices.Sorted(maps.Keys(ids))...) {
 		d := ids[row.id]
 		if mo := row.s.Model.MoE; d == "alltoall" && mo.Dispatcher != "alltoall" ||
 			d == "hybridep" && (mo.Dispatcher != "flex" || mo.FlexDispatcherBackend != "hybridep") {

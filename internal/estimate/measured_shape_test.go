@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -239,4 +240,27 @@ func mapRuns[T any](runs []measuredRun, f func(*measuredRun) T) []T {
 	}
 	wg.Wait()
 	return out
+}
+
+// calRowsOf returns the calibration rows of the measured runs named by ids,
+// in the corpus's order; the test stops when one is missing or its spec
+// cannot be estimated.
+func calRowsOf(t *testing.T, ids ...string) []*calRow {
+	t.Helper()
+	var runs []measuredRun
+	for _, r := range readMeasuredRuns(t) {
+		if slices.Contains(ids, r.ID) {
+			runs = append(runs, r)
+		}
+	}
+	if len(runs) != len(ids) {
+		t.Fatalf("found %d of the runs %v", len(runs), ids)
+	}
+	rows := mapRuns(runs, makeCalRow)
+	for _, row := range rows {
+		if row.skip != "" {
+			t.Fatalf("%s: %s", row.id, row.skip)
+		}
+	}
+	return rows
 }

@@ -2,7 +2,6 @@ package estimate
 
 import (
 	"math"
-	"slices"
 	"testing"
 )
 
@@ -26,20 +25,8 @@ func TestMultiNodeNVLinkDataParallel(t *testing.T) {
 		t.Skip("loads measured runs")
 	}
 	ids := []string{"bridge-25.09-llama3.1-405b-gb200-fp8-cs-128", "nemo-25.07-llama3.1-405b-gb200-fp8-128"}
-	var runs []measuredRun
-	for _, r := range readMeasuredRuns(t) {
-		if slices.Contains(ids, r.ID) {
-			runs = append(runs, r)
-		}
-	}
-	if len(runs) != len(ids) {
-		t.Fatalf("found %d of the runs %v", len(runs), ids)
-	}
 	cal := DefaultCalibration()
-	for _, row := range mapRuns(runs, makeCalRow) {
-		if row.skip != "" {
-			t.Fatalf("%s: %s", row.id, row.skip)
-		}
+	for _, row := range calRowsOf(t, ids...) {
 		if row.links["dp"] != LinkNetwork {
 			t.Fatalf("%s: the data-parallel group should span two NVLink domains, links %v", row.id, row.links)
 		}
