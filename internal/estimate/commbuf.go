@@ -149,11 +149,9 @@ func (c *costModel) commBufferBytes(r int) float64 {
 		nvl, rdma := DeepEPBufferBytes(float64(c.sh.h)*2, n, 20)
 		return nvl + rdma
 	case "hybridep":
-		domain := c.s.Cluster.NVLinkDomain
-		if domain <= 0 {
-			domain = c.s.Cluster.GPUsPerNode
-		}
-		perDomain := max(1, min(n, domain))
+		// The group's ranks on one NVLink domain: its expert-parallel
+		// ranks there (epDomainRanks), each with its etp ranks.
+		perDomain := max(c.etp, 1) * c.epDomainRanks()
 		nodes := max(1, n/perDomain)
 		tokens := c.am.tokens / c.am.rep // the sequence-parallel shard the router saw
 		return HybridEPBufferBytes(tokens, float64(c.sh.h), int(c.sh.experts)/max(c.ep, 1), perDomain, nodes)
