@@ -783,6 +783,33 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   host as the first bottleneck, and half of what its optimisations took off the step came from
   software no option names (kernels, NUMA binding of the host processes). NCCL's all-to-all over
   multi-node NVLink (the alltoall dispatcher of both) is timed at NVLink's bus bandwidth.
+- The guide's dispatcher steps against the model (the step table below gives the modelled all-to-all
+  and host-bound time of each step). NCCL's all-to-all at ep 32 over multi-node NVLink is timed at
+  NVLink's bus rate (720 GB/s on GB200), DeepEP there at the guide's 400 / 190 GB/s, so enabling DeepEP
+  adds 2.0 s of all-to-all (1.32 -> 3.31 s) and 1.62 s to the step, where the guide measured -0.70 s
+  and writes that DeepEP brought no communication benefit but less CPU overhead (router and
+  preprocess down to 17 kernels). Both hold only if NCCL's all-to-all ran near DeepEP's rates there:
+  timed so (branch guide-nccl-mnnvl) the DeepEP step comes to -0.76 s, the guide baseline from +44%
+  to +20% and the DGX Cloud rows from +52..55% to +37..39%, but the Qwen3-235B-A22B 25.09 GB200 rows
+  (alltoall, ep 64, tp 2) from -24% to -37% and the held-out median from 5.0% to 5.3%. No published
+  rate of NCCL's all-to-all over multi-node NVLink was found, so it is not in.
+- The model never finds the host behind on that plan (host-bound 0 in every step): one MoE layer's
+  forward issues 3.2 ms of host work at the fitted 44 us per kernel against 6.2 ms of GPU work, where
+  the guide's profile of the same baseline shows the forward host-bound ("the CPU kernel launch speed
+  cannot keep up"), with many small kernels before each expert GEMM (MXFP8 scaling-factor
+  allocations and swizzles, later fused in Transformer Engine). The option steps whose gain is host
+  time therefore come out as kernel overhead only: router fusion -0.32 s (measured -0.30), removing
+  the mla_up_proj recompute -0.02 s (measured -1.06, "serious CPU overhead"), CUDA graphs -0.62 s
+  (measured -1.06). GB200's host is a Grace CPU; a per-kernel host time on Grace against x86 was
+  looked for and not found (arXiv 2504.11750 finds GH200 inference CPU-bound up to 4x larger batches
+  than PCIe H100, without a time per kernel), so no host speed by CPU is modelled.
+- HybridEP's published GB200 rates (DeepEP branch hybrid-ep, docs/README_Hybrid-EP.md at 94a9f8f6:
+  32 ranks, 32 SMs, BF16: dispatch 484 / combine 465 GB/s through the torch API, 642 / 605 kernel
+  only) are below the 720 GB/s the model times HybridEP at, but count bytes in their own way (the
+  H100 table there exceeds NVLink's line rate), and most DeepSeek-V3 and Qwen3-235B-A22B HybridEP
+  rows on GB200 and GB300 (ep 16 to 64) are already 15-31% too slow: their grouped expert GEMMs run
+  at the fitted 0.49 of the dense GEMM efficiency, where the guide measured Transformer Engine's
+  MXFP8 grouped GEMM at DeepSeek-V3's expert shape at 2,672 TFLOP/s (testdata/gemm: modelled 972).
 - The loss is charged 10 bytes per logit forward and 10 backward whatever its implementation. The
   kernels move 38 + 14 in Megatron's unfused vocab-parallel cross entropy, 22 + 10 in the native fused
   one and 6 + 4 in Transformer Engine's (branch dsv3-ce, with the fused loss each source ran recorded
