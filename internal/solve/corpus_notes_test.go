@@ -52,6 +52,8 @@ type notesRow struct {
 	Train    map[string]any     `json:"train"`
 	Settings map[string]any     `json:"settings"`
 	Measured map[string]float64 `json:"measured"`
+	// KnownSlow: the source marks the measurement abnormally slow.
+	KnownSlow string `json:"known_slow"`
 }
 
 // kind is a measured row's plan as a planKind: the degrees it records
@@ -139,8 +141,10 @@ var curatedNotes = []struct {
 	{regexp.MustCompile(`^(megatron-sc21-table1-|mtnlg-530b-)`),
 		"Full recomputation, as the 2021 runs did. Korthikanti et al., \"Reducing Activation Recomputation in Large " +
 			"Transformer Models\" (arXiv:2205.05198, abstract): the 530B GPT model on 2,240 A100 trained at 54.2% MFU with " +
-			"sequence parallelism and selective recomputation, 29% faster than the 42.1% MFU with full recomputation. " +
-			"parc's picks for these misses recompute nothing (and change other degrees too)."},
+			"sequence parallelism and selective recomputation, 29% faster than the 42.1% MFU with full recomputation: the cost of " +
+			"recomputing. The corpus lets the pick for these rows use only the 2021 software's options (no sequence or context " +
+			"parallelism, no selective recomputation, no distributed optimizer); parc's picks for the misses left recompute nothing, " +
+			"at a smaller micro batch that fits parc's memory model without it."},
 }
 
 // writeMissNotes adds to the corpus README, for each miss, what measured
@@ -175,16 +179,9 @@ func writeMissNotes(t *testing.T, b *strings.Builder, out []corpusOutcome) {
 		}
 		var lines []string
 		mine, unit := r.throughput()
-		for _, id := range order {
-			w := rows[id]
-			if id == o.id || !w.sameRun(r) || !towardPick(w.kind(), o.pub, o.pick) {
-				continue
-			}
-			v, u := w.throughput()
-			if v <= 0 || mine <= 0 || u != unit {
-				continue
-			}
-			line := fmt.Sprintf("%s (%s, %s): %.0f %s, %.2f× this row's %.0f", id, w.Release, w.kind(), v, unit, v/mine, mine)
+		for _, w := range pickKindRuns(r, o, rows, order) {
+			v, _ := w.throughput()
+			line := fmt.Sprintf("%s (%s, %s): %.0f %s, %.2f× this row's %.0f", w.ID, w.Release, w.kind(), v, unit, v/mine, mine)
 			if d := settingsDiff(r, w); d != "" {
 				line += "; differs in " + d
 			}
@@ -210,6 +207,161 @@ func writeMissNotes(t *testing.T, b *strings.Builder, out []corpusOutcome) {
 		if len(ids) > 0 {
 			fmt.Fprintf(b, "- %s Rows (published/pick %.2f–%.2f): %s.\n", c.note, lo, hi, strings.Join(ids, ", "))
 		}
+	}
+}
+
+// pickKindRuns are the corpus rows of the missed row r's run (sameRun),
+// other than r, whose plan moves from o's published plan toward its pick
+// (towardPick) and that publish a throughput in r's unit, in file order.
+func pickKindRuns(r *notesRow, o corpusOutcome, rows map[string]*notesRow, order []string) []*notesRow {
+	mine, unit := r.throughput()
+	var out []*notesRow
+	for _, id := range order {
+		w := rows[id]
+		if id == o.id || !w.sameRun(r) || !towardPick(w.kind(), o.pub, o.pick) {
+			continue
+		}
+		if v, u := w.throughput(); v > 0 && mine > 0 && u == unit {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// missFacts are the outside measurements a slower miss is judged by.
+type missFacts struct {
+	// measured is the missed row's measured tokens/s/GPU (0: none);
+	// pickEst parc's estimate for its pick.
+	measured, pickEst float64
+	// faster and slower count the same run's rows of the pick's kind
+	// (pickKindRuns) measured at least 1.10× / at most 1/1.10 of the
+	// missed row's throughput.
+	faster, slower int
+	// knownSlow: the row's source marks its measurement abnormally slow
+	// (runs.jsonl known_slow).
+	knownSlow bool
+	// curated: a curated outside measurement speaks to the pick's kind
+	// (curatedNotes).
+	curated bool
+}
+
+// Verdicts on a slower miss, from outside truth only.
+const (
+	// verdictModelSlow: with the published plan's measured throughput in
+	// place of parc's estimate, the pick is within 10%: the miss is the
+	// step-time model's error on the published plan.
+	verdictModelSlow = "the model rates the published plan too slow"
+	// verdictPickMeasured: the same run measured with a plan of the
+	// pick's kind (another release) was at least 10% faster: the published
+	// plan was slower, as parc says.
+	verdictPickMeasured = "a measured run of the pick's kind was faster"
+	// verdictPickAgainst: a measured run of the pick's kind was at least
+	// 10% slower: against the pick.
+	verdictPickAgainst = "a measured run of the pick's kind was slower"
+	verdictKnownSlow   = "the source marks the published measurement slow"
+	verdictCurated     = "an outside A/B measurement (miss notes) favours the pick's kind"
+	// verdictUnmeasured: nothing measured speaks to the pick; the model
+	// may be optimistic on a plan nobody ran.
+	verdictUnmeasured = "the pick's kind is unmeasured"
+)
+
+// verdicts are what the outside measurements say about a slower miss, in
+// the order above; verdictUnmeasured alone when none speaks to it.
+func (f missFacts) verdicts() []string {
+	var v []string
+	if f.measured > 0 && f.pickEst > 0 && f.pickEst/f.measured <= 1.10 {
+		v = append(v, verdictModelSlow)
+	}
+	if f.faster > 0 {
+		v = append(v, verdictPickMeasured)
+	}
+	if f.slower > 0 {
+		v = append(v, verdictPickAgainst)
+	}
+	if f.knownSlow {
+		v = append(v, verdictKnownSlow)
+	}
+	if f.curated {
+		v = append(v, verdictCurated)
+	}
+	if len(v) == 0 {
+		v = append(v, verdictUnmeasured)
+	}
+	return v
+}
+
+// writeMissVerdicts adds to the corpus README every slower miss judged by
+// outside truth (missFacts.verdicts), grouped by verdict.
+func writeMissVerdicts(t *testing.T, b *strings.Builder, out []corpusOutcome) {
+	rows := map[string]*notesRow{}
+	var order []string
+	for _, r := range readRuns[notesRow](t) {
+		rows[r.ID] = &r
+		order = append(order, r.ID)
+	}
+	byVerdict := map[string][]string{}
+	n := 0
+	for _, o := range out {
+		r := rows[o.id]
+		if o.status != "slower" || o.pub == nil || r == nil {
+			continue
+		}
+		n++
+		f := missFacts{measured: r.measuredTokens(), knownSlow: r.KnownSlow != ""}
+		if o.pickStep > 0 {
+			f.pickEst = r.tokensPerStep() / o.pickStep / float64(r.GPUs)
+		}
+		mine, _ := r.throughput()
+		for _, w := range pickKindRuns(r, o, rows, order) {
+			switch v, _ := w.throughput(); {
+			case v >= 1.10*mine:
+				f.faster++
+			case v*1.10 <= mine:
+				f.slower++
+			}
+		}
+		for _, c := range curatedNotes {
+			f.curated = f.curated || c.rows.MatchString(o.id)
+		}
+		for _, v := range f.verdicts() {
+			byVerdict[v] = append(byVerdict[v], fmt.Sprintf("%s (%.3f)", o.id, o.ratio))
+		}
+	}
+	if n == 0 {
+		return
+	}
+	b.WriteString("\n## Miss verdicts: which side the measurements say is wrong\n\n")
+	fmt.Fprintf(b, "The %d slower misses, judged only by outside measurements (a row may have several verdicts):\n", n)
+	b.WriteString("*" + verdictModelSlow + "* when parc's pick is within 10% of the published plan's measured throughput (fix the\n")
+	b.WriteString("model, not the search); *" + verdictPickMeasured + "* or *" + verdictPickAgainst + "* when another release of the\n")
+	b.WriteString("same run measured a plan of the pick's kind (Miss notes) at least 10% faster or slower than this row;\n")
+	b.WriteString("*" + verdictKnownSlow + "* for a row whose source calls its number a regression (runs.jsonl known_slow);\n")
+	b.WriteString("*" + verdictCurated + "* for a row a curated outside measurement speaks to;\n")
+	b.WriteString("*" + verdictUnmeasured + "* when none of these applies: the model may be optimistic on a plan nobody ran.\n\n")
+	b.WriteString("| verdict | rows | rows (published/pick) |\n|---|---:|---|\n")
+	for _, v := range []string{verdictModelSlow, verdictPickMeasured, verdictPickAgainst, verdictKnownSlow, verdictCurated, verdictUnmeasured} {
+		if ids := byVerdict[v]; len(ids) > 0 {
+			fmt.Fprintf(b, "| %s | %d | %s |\n", v, len(ids), strings.Join(ids, ", "))
+		}
+	}
+}
+
+// TestMissVerdicts: a miss is put on the model only when the published
+// plan's measurement brings the pick within 10%, and called unmeasured
+// only when nothing measured speaks to it.
+func TestMissVerdicts(t *testing.T) {
+	for _, c := range []struct {
+		f    missFacts
+		want []string
+	}{
+		{missFacts{measured: 100, pickEst: 110}, []string{verdictModelSlow}},
+		{missFacts{measured: 100, pickEst: 111}, []string{verdictUnmeasured}},
+		{missFacts{measured: 100, pickEst: 150, faster: 2}, []string{verdictPickMeasured}},
+		{missFacts{measured: 0, pickEst: 150}, []string{verdictUnmeasured}},
+		{missFacts{measured: 0, pickEst: 150, curated: true}, []string{verdictCurated}},
+		{missFacts{measured: 100, pickEst: 105, slower: 1, knownSlow: true}, []string{verdictModelSlow, verdictPickAgainst, verdictKnownSlow}},
+	} {
+		assert.Equal(t, c.want, c.f.verdicts(), "%+v", c.f)
 	}
 }
 
