@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -567,26 +568,8 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 	}
 	if w.bytes[axEP] > 0 {
 		t, lower := c.allToAllTime(w.bytes[axEP], w.epColls, link("ep"))
-		st.comm[axEP], st.exposed[axEP] = t, t
-		sharedOverlap := c.s.Model.MoE != nil && c.s.Model.MoE.SharedExpertOverlap && shared > 0
-		if sharedOverlap {
-			// moe_shared_expert_overlap: the shared expert runs on a second
-			// stream beside the dispatch and combine all-to-alls
-			// (Megatron-LM d98e8a64 moe_layer.py / shared_experts.py: the
-			// shared expert's FC1 and activation overlap the dispatch, its
-			// FC2 the combine; autograd runs their backward on the same
-			// stream, beside the backward all-to-alls), so the all-to-all
-			// waits only for what the shared expert does not cover.
-			st.exposed[axEP] = math.Max(tpOverlapResidual*t, t-shared)
-		}
-		if c.set.epOverlap {
-			// overlap_moe_expert_parallel_comm: the dispatch and combine of
-			// one microbatch run under another microbatch's compute.
-			st.exposed[axEP] = math.Min(st.exposed[axEP], math.Max(tpOverlapResidual*t, t-st.compute.total()/2))
-		}
-		if sharedOverlap || c.set.epOverlap {
-			lower *= tpOverlapResidual
-		}
+		st.comm[axEP] = t
+		st.exposed[axEP], lower = c.exposedAllToAll(t, lower, shared, st.compute.total())
 		st.commBound += lower
 	}
 	if w.bytes[axETP] > 0 {
@@ -613,6 +596,40 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		}
 	}
 	return st
+}
+
+// exposedAllToAll is the part of a microbatch's expert-parallel all-to-all
+// time t the GPU waits for, and its bandwidth lower bound (lower), given
+// what can run beside it: the shared expert's forward and backward (shared,
+// GPU time) with model.moe.shared_expert_overlap, and another microbatch's
+// compute (compute is this microbatch's) with
+// parallel.overlap_moe_expert_parallel_comm. Each is a window the
+// all-to-all hides under; the all-to-all waits for what the largest window
+// does not cover, and a residual share (tpOverlapResidual) stays exposed
+// either way.
+//
+//   - moe_shared_expert_overlap: the shared expert runs on a second stream
+//     beside the dispatch and combine all-to-alls (Megatron-LM d98e8a64
+//     moe_layer.py / shared_experts.py: the shared expert's FC1 and
+//     activation overlap the dispatch, its FC2 the combine; autograd runs
+//     their backward on the same stream, beside the backward all-to-alls).
+//   - overlap_moe_expert_parallel_comm: the combined 1F1B schedule runs one
+//     microbatch's dispatch and combine under another's compute
+//     (combined_1f1b.py, TransformerLayerSchedulePlan.run): the forward's
+//     all-to-alls under the other microbatch's backward and the other way
+//     round, half the pair's compute for each.
+func (c *costModel) exposedAllToAll(t, lower, shared, compute float64) (exposed, bound float64) {
+	var windows []float64
+	if c.s.Model.MoE != nil && c.s.Model.MoE.SharedExpertOverlap && shared > 0 {
+		windows = append(windows, shared)
+	}
+	if c.set.epOverlap {
+		windows = append(windows, compute/2)
+	}
+	if len(windows) == 0 {
+		return t, lower
+	}
+	return math.Max(tpOverlapResidual*t, t-slices.Max(windows)), lower * tpOverlapResidual
 }
 
 // moeHostSync reports that every MoE layer's forward synchronises with the
