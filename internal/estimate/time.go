@@ -404,8 +404,66 @@ func (c *costModel) layerTimes() (dense, moe layerTime) {
 	if c.sh.experts > 0 {
 		c.moe = c.cm.layer(c.ls, true)
 	}
+	if c.combined1F1B() {
+		f, b := c.scheduleNodeOps(false)
+		c.dense.fwd.host += f * c.cal.HostOpS
+		c.dense.bwd.host += b * c.cal.HostOpS
+		if c.sh.experts > 0 {
+			f, b = c.scheduleNodeOps(true)
+			c.moe.fwd.host += f * c.cal.HostOpS
+			c.moe.bwd.host += b * c.cal.HostOpS
+		}
+	}
 	c.timed = true
 	return c.dense, c.moe
+}
+
+// combined1F1B: parallel.overlap_moe_expert_parallel_comm runs the model
+// through Megatron's combined 1F1B schedule (expert parallelism and MoE
+// layers are what it needs; Megatron's TransformerConfig asserts both).
+func (c *costModel) combined1F1B() bool {
+	return c.set.epOverlap && c.ep > 1 && c.sh.experts > 0
+}
+
+// scheduleNodeOps is the host operations the combined 1F1B schedule adds to
+// one decoder layer's forward and backward of one microbatch, beside the
+// layer's own kernels. Megatron-LM at d98e8a64 runs every layer as separate
+// schedule nodes (models/common/model_chunk_schedule_plan.py,
+// TransformerLayerSchedulePlan: pre_dispatch_computation, moe_dispatch, mlp
+// and moe_combine; a dense layer's moe_dispatch and moe_combine are no-ops),
+// each called on its own for the forward and again for the backward, paired
+// with another microbatch's node or not (TransformerLayerSchedulePlan.run),
+// and with delay_wgrad_compute (which the recipes set with the overlap) a
+// third time for the weight gradients of pre_dispatch_computation and mlp
+// (TransformerLayerNode.backward_dw). Each call is counted from that source
+// (pipeline_parallel/utils.py, ScheduleNode.stream_acquire_context and
+// _backward), every one an operation the host issues like a kernel (HostOpS
+// each; no source times them apart):
+//
+//   - a stream switch into the node's stream (torch.cuda.stream: the
+//     compute stream, or the communication stream of dispatch and combine),
+//     every call, the weight-gradient ones included;
+//   - the wait on the model chunk's CUDA event and the event's record after
+//     the node's work, forward and backward calls;
+//   - one autograd engine call per backward call
+//     (Variable._execution_engine.run_backward on the node's outputs: the
+//     layer's backward is as many graph tasks as nodes instead of one).
+//
+// The nodes' tensor bookkeeping (viewless copies and detaches of inputs and
+// outputs, record_stream, freed storage) and the model chunk's pre- and
+// post-process nodes are not counted.
+func (c *costModel) scheduleNodeOps(moe bool) (fwd, bwd float64) {
+	nodes := 2.0 // pre_dispatch_computation, mlp
+	if moe {
+		nodes = 4 // and moe_dispatch, moe_combine
+	}
+	const switchAndEvents = 1 + 2
+	fwd = nodes * switchAndEvents
+	bwd = nodes * (switchAndEvents + 1)
+	if c.s.Parallel.DelayWgradCompute {
+		bwd += 2 // backward_dw of pre_dispatch_computation and mlp: a stream switch each
+	}
+	return fwd, bwd
 }
 
 // stageClock times rank r's microbatch: compute by operation, then each
