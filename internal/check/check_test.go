@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -221,6 +222,38 @@ func TestFlexDispatcherNeedsTPxEP(t *testing.T) {
 		}
 		if i >= 0 && (!strings.Contains(l[i].Message, "tp=1 and ep=1") || !strings.Contains(l[i].Hint, "hybridep")) {
 			t.Errorf("%s: %q, hint %q", tc.override, l[i].Message, l[i].Hint)
+		}
+	}
+}
+
+// HybridEP numbers NVLink domains rank // ranks_per_domain and asserts the
+// expert-parallel group holds a whole number of them (DeepEP hybrid-ep
+// branch, deep_ep/hybrid_ep_buffer.py, HybridEPBuffer.__init__: "The number
+// of ranks ... should be divisible by the number of ranks per node"). On 24
+// GPUs in NVLink domains of 8, ep 12 spans them unevenly; ep 8 and 24 fill
+// them, and ep 4 stays inside one.
+func TestHybridEPWholeDomains(t *testing.T) {
+	base := `{"cluster": {"nodes": 3, "gpus_per_node": 8, "nvlink_domain": 8}, "train": {"global_batch": 48},
+	  "parallel": {"tp": 1, "pp": 1, "ep": %d}, "model": {"moe": {"experts": 24, "dispatcher": "flex", "flex_dispatcher_backend": "%s"}}}`
+	for _, tc := range []struct {
+		ep      int
+		backend string
+		want    bool
+	}{
+		{12, "hybridep", true},
+		{8, "hybridep", false},
+		{24, "hybridep", false},
+		{4, "hybridep", false},
+		{12, "deepep", false},
+	} {
+		l := runSpec(specFrom(t, parse(t, fmt.Sprintf(base, tc.ep, tc.backend))))
+		i := slices.IndexFunc(l, func(d diag.Diagnostic) bool { return d.Code == "moe-flex-backend" && d.Path == "parallel.ep" })
+		if got := i >= 0; got != tc.want {
+			t.Errorf("ep=%d %s: moe-flex-backend at parallel.ep %v, want %v: %v", tc.ep, tc.backend, got, tc.want, l)
+			continue
+		}
+		if i >= 0 && (!strings.Contains(l[i].Message, "ep=12") || !strings.Contains(l[i].Hint, "parallel.ep: 8")) {
+			t.Errorf("ep=%d: %q, hint %q", tc.ep, l[i].Message, l[i].Hint)
 		}
 	}
 }

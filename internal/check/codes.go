@@ -75,7 +75,7 @@ var Codes = []CodeInfo{
 	{Code: "moe-no-layers", Severity: diag.Warning, Rule: "", Meaning: "dense_layers and layer_freq leave no MoE layer in the model.", Fix: "Lower model.moe.dense_layers or layer_freq."},
 
 	{Code: "moe-router-groups", Severity: diag.Error, Rule: "", Meaning: "Group-limited routing needs router_num_groups dividing the experts and router_group_topk ≤ router_num_groups (TransformerConfig).", Fix: "Set router_num_groups to a divisor of experts, and router_group_topk no larger."},
-	{Code: "moe-flex-backend", Severity: diag.Error, Rule: "", Meaning: "The ncclep backend needs the flex dispatcher; the flex dispatcher's deepep and ncclep backends need tp·ep > 1 (MoEFlexTokenDispatcher); shared-expert overlap needs the alltoall or flex dispatcher (TransformerConfig).", Fix: "Use the flex (or alltoall) dispatcher, the hybridep backend or ep > 1, or drop the option."},
+	{Code: "moe-flex-backend", Severity: diag.Error, Rule: "", Meaning: "The ncclep backend needs the flex dispatcher; the flex dispatcher's deepep and ncclep backends need tp·ep > 1 (MoEFlexTokenDispatcher); shared-expert overlap needs the alltoall or flex dispatcher (TransformerConfig); the hybridep backend needs the same number of the expert-parallel group's ranks in each NVLink domain (HybridEPBuffer).", Fix: "Use the flex (or alltoall) dispatcher, the hybridep backend or ep > 1, an ep that fills whole NVLink domains, or drop the option."},
 
 	// Precision.
 	{Code: "precision-fp8-gpu", Severity: diag.Error, Rule: "", Meaning: "The FP8 recipe is not supported by this GPU (Transformer Engine: fp8 needs compute capability ≥ 8.9, blockwise ≥ 9.0, mxfp8 10.x–11.x).", Fix: "Choose a recipe the GPU supports (the hint lists them) or train.precision \"bf16\"."},

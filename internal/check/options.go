@@ -238,6 +238,31 @@ func (c *checker) moeRouter() {
 			"the flex dispatcher's %q backend needs tp·ep > 1 (it dispatches over the tensor×expert-parallel group), but tp=%d and ep=%d",
 			e.FlexDispatcherBackend, p.TP, p.EP)
 	}
+	// HybridEP splits the expert-parallel group into NVLink domains of
+	// equal size: DeepEP's hybrid-ep branch, deep_ep/hybrid_ep_buffer.py
+	// (HybridEPBuffer.__init__) asserts "The number of ranks ... should be
+	// divisible by the number of ranks per node", the ranks per node being
+	// the group's ranks it detects on its own NVLink domain, and numbers
+	// the domains rank // ranks_per_domain. An expert-parallel group larger
+	// than its share of a domain (cluster.nvlink_domain / etp ranks, the
+	// expert grid's order) must hold a whole number of such shares.
+	if p := c.s.Parallel; e.Dispatcher == "flex" && e.FlexDispatcherBackend == "hybridep" && c.s.Cluster.NVLinkDomain > 0 {
+		etp := p.TP
+		if p.ETP != nil {
+			etp = *p.ETP
+		}
+		k := max(1, c.s.Cluster.NVLinkDomain/max(etp, 1))
+		if p.EP > k && p.EP%k != 0 {
+			okEP := c.near("moe-flex-backend", "parallel.ep", p.EP, valuesIn(1, e.Experts, func(v int) bool { return e.Experts%v == 0 && (v <= k || v%k == 0) }))
+			opts := []option{setOpt(setting{"model.moe.dispatcher", "alltoall"})}
+			for _, v := range okEP {
+				opts = append(opts, setOpt(setting{"parallel.ep", v}))
+			}
+			c.report("moe-flex-backend", "parallel.ep", c.anyOf("moe-flex-backend", "parallel.ep", opts...),
+				"the hybridep backend splits the expert-parallel group into NVLink domains of equal size, but ep=%d spans domains of %d of its ranks (cluster.nvlink_domain=%d / etp=%d) unevenly",
+				p.EP, k, c.s.Cluster.NVLinkDomain, max(etp, 1))
+		}
+	}
 	if e.SharedExpertOverlap && e.SharedFFNHidden > 0 && !slices.Contains([]string{"alltoall", "flex"}, e.Dispatcher) {
 		c.report("moe-flex-backend", "model.moe.shared_expert_overlap", c.anyOf("moe-flex-backend", "model.moe.shared_expert_overlap",
 			setOpt(setting{"model.moe.dispatcher", "alltoall"}), setOpt(setting{"model.moe.dispatcher", "flex"}),

@@ -866,31 +866,28 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   the week before the table agree on are recorded (HybridEP, router and preprocess CUDA graphs), its
   recompute modules, which varied there from none to mlp + moe_act, are not (the recipe's selective
   default, core attention, is timed).
-- Mixtral (8x7B NeMo 25.02 B200 and 25.04 GB200, fp8, -31% and -33%; 8x22B Megatron-MoE-ModelZoo
-  H100, -29% to -45%) is too slow: with one expert per GPU (EP 8 of 8 experts) its expert GEMMs are
-  one large GEMM each, but they are timed at the fitted grouped-GEMM efficiency (GroupedRel, 0.488 of
-  the GEMM efficiency), which the fine-grained MoEs set. Transformer Engine runs a grouped linear of
-  one GEMM as that one cuBLAS GEMM (v2.1 common/gemm/cublaslt_gemm.cu: nvte_multi_stream_cublas_gemm
-  calls nvte_cublas_gemm once per GEMM, the call te.Linear makes), and the kernel data
-  (testdata/gemm) finds grouped GEMMs at the dense rate of their per-expert shape, so the penalty is
-  not a kernel property. Timed as the plain GEMM (branch slow-one-expert, no refit) the seven Mixtral
-  rows come to -7% to +14%, the held-out mean to 8.8% and the held-out rows beyond 25% from 9 to 8,
-  but the solver corpus loses 14 rows within 10% (419 -> 405): it picks Qwen3-235B-A22B at EP 128 (one
-  expert per GPU) on 256 GB200/GB300 (the published EP 32 rated 1.15-1.29x slower; 11 Megatron-Bridge
-  and 3 ModelZoo rows) and DeepSeek-V3 without MTP at EP 256 on GB300 (1.12x). The expert all-to-all
-  across NVLink domains does not explain those picks away. Measured rates: DeepEP's normal kernels
-  (docs/legacy.md: H800, 400 Gb/s CX7 NICs, DeepSeek-V3's routing) count 58 and 51 GB/s at EP 32 and
-  64, a count that includes the token copies to the own node, about 43-45 GB/s of network bytes,
-  within 10% of the model's 48 GB/s (96% of the line rate); HybridEP on H100 (docs/README_Hybrid-EP.md
-  on the hybrid-ep branch, 16 SMs, BF16 dispatch through the torch API, counted the same way by
-  tests/utils.py count_rdma_send_from_routing_map) counts 47 and 41 GB/s at EP 32 and 64, about
-  35-36 GB/s of network bytes (72% of the line rate; 86-88% kernel only). Pricing the cross-domain
-  traffic at 72% of the line rate brings DeepSeek-V3's EP 256 pick within 3% of the published plan,
-  but even twice the modelled network time leaves Qwen3-235B-A22B at EP 128 8% faster than EP 32
-  (22.0 s against 24.0 s on 26.02 GB300). So the one-expert GEMM waits on what the grouped penalty
-  really stands for (an MoE layer cost that does not vanish with one local expert would keep the
-  picks; one that does would make NVIDIA's EP 32 plans 15-29% slower than EP 128, which no published
-  measurement tests).
+- One local expert is timed as the plain GEMM it is. Mixtral (8x7B NeMo 25.02 B200 and 25.04 GB200,
+  fp8; 8x22B NeMo and Megatron-MoE-ModelZoo H100) runs one expert per GPU (EP 8 of 8 experts), and
+  its expert GEMMs were timed at the fitted grouped-GEMM efficiency (GroupedRel, 0.488 of the GEMM
+  efficiency), which the fine-grained MoEs set: -13% to -45%. Transformer Engine runs a grouped
+  linear of one GEMM as that one cuBLAS GEMM (v2.1 common/gemm/cublaslt_gemm.cu:
+  nvte_multi_stream_cublas_gemm calls nvte_cublas_gemm once per GEMM, the call te.Linear makes), and
+  the kernel data (testdata/gemm) finds grouped GEMMs at the dense rate of their per-expert shape, so
+  the penalty is not a kernel property; with one local expert it is dropped (no refit): the seven
+  Mixtral rows come to -7% to +14%. With it alone the solver picked Qwen3-235B-A22B at EP 128 (one
+  expert per GPU) on 256 GB200/GB300 (the published EP 32 rated 1.15-1.29x slower; 14 corpus rows)
+  and DeepSeek-V3 without MTP at EP 256 on GB300, plans HybridEP cannot run on NVL72 domains of 72:
+  it numbers the domains rank // ranks-per-domain and asserts the group holds a whole number of
+  them (check moe-flex-backend at parallel.ep). The cross-domain all-to-all is not what kept those
+  picks out. DeepEP's normal kernels (docs/legacy.md: H800, 400 Gb/s CX7 NICs, DeepSeek-V3's routing)
+  count 58 and 51 GB/s at EP 32 and 64, a count that includes the token copies to the own node:
+  about 43-45 GB/s of network bytes, within 10% of the model's 48 GB/s (96% of the line rate);
+  HybridEP on H100 (docs/README_Hybrid-EP.md on the hybrid-ep branch, 16 SMs, BF16 dispatch through
+  the torch API, counted the same way by tests/utils.py count_rdma_send_from_routing_map) counts 47
+  and 41 GB/s at EP 32 and 64, about 35-36 GB/s of network bytes (72% of the line rate; 86-88%
+  kernel only). Even twice the modelled network time leaves Qwen3-235B-A22B at EP 128 (PP 1) 8%
+  faster than EP 32 (22.0 s against 24.0 s on 26.02 GB300) in the model; what the grouped penalty
+  stands for with several local experts (an MoE layer cost the kernels do not show) is open.
 - With the power cap, Blackwell dense rows are mostly within 10% (B200 and GB200 medians about 0);
   GB300, which the cap does not bind, is still 0-15% too slow (median about -6%), and its DeepSeek-V3
   and Qwen3-235B-A22B rows 8-21% (26.02-26.06).

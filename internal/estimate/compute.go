@@ -632,8 +632,18 @@ func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
 	// epilogue applies the SwiGLU, the routing probabilities and FC2's
 	// MXFP8 quantisation: no activation pass and no FC2 input cast.
 	fused := cm.fusedGroupedMLP
-	a1, b1 := cm.linearAs(local, Me, ls.h, ls.gated*ls.fe/ls.etp, cm.fp8, fused, true)
-	a2, b2 := cm.linearAs(local, Me, ls.fe/ls.etp, ls.h, cm.fp8, fused, !fused)
+	// With one local expert Transformer Engine's grouped GEMM is a single
+	// cuBLAS GEMM (nvte_multi_stream_cublas_gemm with num_gemms 1 runs one
+	// nvte_cublas_gemm, the call te.Linear makes; v2.1
+	// common/gemm/cublaslt_gemm.cu): none of the grouped penalty
+	// (GroupedRel: many small problems) applies. g < 0 times it as one
+	// plain GEMM.
+	g1 := local
+	if local == 1 && !fused {
+		g1 = -1
+	}
+	a1, b1 := cm.linearAs(g1, Me, ls.h, ls.gated*ls.fe/ls.etp, cm.fp8, fused, true)
+	a2, b2 := cm.linearAs(g1, Me, ls.fe/ls.etp, ls.h, cm.fp8, fused, !fused)
 	fwd, bwd = a1.plus(a2), b1.plus(b2)
 	e := cm.ab
 	// Norm, residual add, router GEMM (bf16 or fp32) and its fp32 softmax /
