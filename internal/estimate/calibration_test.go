@@ -790,9 +790,13 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   and writes that DeepEP brought no communication benefit but less CPU overhead (router and
   preprocess down to 17 kernels). Both hold only if NCCL's all-to-all ran near DeepEP's rates there:
   timed so (branch guide-nccl-mnnvl) the DeepEP step comes to -0.76 s, the guide baseline from +44%
-  to +20% and the DGX Cloud rows from +52..55% to +37..39%, but the Qwen3-235B-A22B 25.09 GB200 rows
-  (alltoall, ep 64, tp 2) from -24% to -37% and the held-out median from 5.0% to 5.3%. No published
-  rate of NCCL's all-to-all over multi-node NVLink was found, so it is not in.
+  to +20% and the DGX Cloud rows from +52..55% to +37..39%, but Megatron-Bridge 25.09's rows with the
+  same all-to-all on GB200 (eager, alltoall at ep 64 over multi-node NVLink: DeepSeek-V3 from -10% to
+  -27%, Qwen3-235B-A22B from -24% to -37%) and the held-out median from 5.0% to 5.3%. Those rows argue
+  that NCCL's all-to-all there is not the slow part, and no published rate of it was found, so it is
+  not in: what the guide's baseline and the DGX Cloud rows (mid-2025 software) lack against 25.09 is
+  more likely the kernels the guide's steps without an option fixed (Transformer Engine's permute and
+  MXFP8 allocation and swizzle kernels, 1.6 s of its step).
 - The model never finds the host behind on that plan (host-bound 0 in every step): one MoE layer's
   forward issues 3.2 ms of host work at the fitted 44 us per kernel against 6.2 ms of GPU work, where
   the guide's profile of the same baseline shows the forward host-bound ("the CPU kernel launch speed
