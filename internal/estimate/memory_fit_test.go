@@ -65,10 +65,6 @@ var knownOverGPU = map[string]string{
 		"FP8-CS config (QWEN3_30B_A3B_H100_FP8_CS_BASE_CONFIG) is VP 12, MBS 1, so which ran is not known and no recipe setting is " +
 		"applied: parc keeps fp32 main gradients (9.62 GiB) where the 25.09 row of this plan records grad_reduce_in_fp32 false " +
 		"(bridge-25.09-qwen3-30b-a3b-h100-fp8-cs-16, parc: 96.6%)",
-	// 103.4%, 288.35 GiB
-	"bridge-25.11-deepseek-v3-nomtp-gb300-bf16-256": "the table says pp 2, vpp 4, ep 32, MBS 1; r0.2.0's GB300 config has pp 4, ep 64 " +
-		"(recompute moe_act) and r0.3.0's GB300 pp 2/ep 32 configs have vpp 8, MBS 2 (recompute mla_up_proj); parc: 90.4% with " +
-		"mla_up_proj at the table's shape, with the default core_attn over the GPU",
 }
 
 // TestMeasuredRunsFit: every run of the measured corpus ran, so each must
