@@ -60,11 +60,6 @@ var knownOverGPU = map[string]string{
 		"row of NeMo v2.4.0's model_configs_gb200.csv, whose llama31 405b fp8 row is this shape at GBS 256 with " +
 		"activation_offload_layers 95; Megatron-Bridge 25.09 runs the same plan with 95 layers offloaded " +
 		"(bridge-25.09-llama3.1-405b-gb200-fp8-cs-128, parc: 56.9%)",
-	// 102.6%, 82.09 GiB (99.97% before the fp8 weight transposes on Hopper)
-	"bridge-25.11-qwen3-30b-a3b-h100-fp8-cs-16": "the table's VP 24, MBS 2 and GA 32 are the 25.09 token-drop row's; r0.2.0's only H100 " +
-		"FP8-CS config (QWEN3_30B_A3B_H100_FP8_CS_BASE_CONFIG) is VP 12, MBS 1, so which ran is not known and no recipe setting is " +
-		"applied: parc keeps fp32 main gradients (9.62 GiB) where the 25.09 row of this plan records grad_reduce_in_fp32 false " +
-		"(bridge-25.09-qwen3-30b-a3b-h100-fp8-cs-16, parc: 96.6%)",
 }
 
 // TestMeasuredRunsFit: every run of the measured corpus ran, so each must
