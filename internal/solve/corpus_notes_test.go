@@ -147,6 +147,18 @@ var curatedNotes = []struct {
 			"at a smaller micro batch that fits parc's memory model without it."},
 }
 
+// notesRowsByID reads the measured corpus: its rows by id, and the ids in
+// file order.
+func notesRowsByID(t *testing.T) (map[string]*notesRow, []string) {
+	rows := map[string]*notesRow{}
+	var order []string
+	for _, r := range readRuns[notesRow](t) {
+		rows[r.ID] = &r
+		order = append(order, r.ID)
+	}
+	return rows, order
+}
+
 // writeMissNotes adds to the corpus README, for each miss, what measured
 // runs say about the pick's kind of plan: other corpus rows of the same run
 // (model, GPU, GPU count, sequence, precision) whose plan moves from the
@@ -156,12 +168,7 @@ var curatedNotes = []struct {
 // parc's model says; below 1, slower, against it. Other settings of the
 // runs (CUDA graphs, dispatcher, batch) may differ and are named.
 func writeMissNotes(t *testing.T, b *strings.Builder, out []corpusOutcome) {
-	rows := map[string]*notesRow{}
-	var order []string
-	for _, r := range readRuns[notesRow](t) {
-		rows[r.ID] = &r
-		order = append(order, r.ID)
-	}
+	rows, order := notesRowsByID(t)
 	b.WriteString("\n## Miss notes: what measured runs say about the pick's kind of plan\n\n")
 	b.WriteString("For each miss, the corpus's other measured runs of the same model, GPU, GPU count, sequence and precision\n")
 	b.WriteString("whose plan moves from the published plan toward the pick (on each degree, micro batch or recompute mode where the\n")
@@ -293,12 +300,7 @@ func (f missFacts) verdicts() []string {
 // writeMissVerdicts adds to the corpus README every slower miss judged by
 // outside truth (missFacts.verdicts), grouped by verdict.
 func writeMissVerdicts(t *testing.T, b *strings.Builder, out []corpusOutcome) {
-	rows := map[string]*notesRow{}
-	var order []string
-	for _, r := range readRuns[notesRow](t) {
-		rows[r.ID] = &r
-		order = append(order, r.ID)
-	}
+	rows, order := notesRowsByID(t)
 	byVerdict := map[string][]string{}
 	n := 0
 	for _, o := range out {
@@ -474,12 +476,7 @@ func (r *notesRow) familyName() string {
 // same run was measured with plans whose throughputs differ by more than
 // 10%, it counts the pairs parc orders as measured.
 func writeMissFamilies(t *testing.T, b *strings.Builder, out []corpusOutcome) {
-	rows := map[string]*notesRow{}
-	var order []string
-	for _, r := range readRuns[notesRow](t) {
-		rows[r.ID] = &r
-		order = append(order, r.ID)
-	}
+	rows, order := notesRowsByID(t)
 	byID := map[string]corpusOutcome{}
 	for _, o := range out {
 		byID[o.id] = o
