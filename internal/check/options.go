@@ -247,10 +247,7 @@ func (c *checker) moeRouter() {
 	// than its share of a domain (cluster.nvlink_domain / etp ranks, the
 	// expert grid's order) must hold a whole number of such shares.
 	if p := c.s.Parallel; e.Dispatcher == "flex" && e.FlexDispatcherBackend == "hybridep" && c.s.Cluster.NVLinkDomain > 0 {
-		etp := p.TP
-		if p.ETP != nil {
-			etp = *p.ETP
-		}
+		etp := c.etp()
 		k := max(1, c.s.Cluster.NVLinkDomain/max(etp, 1))
 		if p.EP > k && p.EP%k != 0 {
 			okEP := c.near("moe-flex-backend", "parallel.ep", p.EP, valuesIn(1, e.Experts, func(v int) bool { return e.Experts%v == 0 && (v <= k || v%k == 0) }))
