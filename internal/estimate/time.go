@@ -681,7 +681,7 @@ func (c *costModel) exposedAllToAll(t, lower, shared, compute float64) (exposed,
 	if c.s.Model.MoE != nil && c.s.Model.MoE.SharedExpertOverlap && shared > 0 {
 		windows = append(windows, shared)
 	}
-	if c.set.epOverlap {
+	if c.combined1F1B() {
 		windows = append(windows, compute/2)
 	}
 	if len(windows) == 0 {
