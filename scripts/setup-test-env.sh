@@ -17,7 +17,12 @@ export SLURM_CONF=$CONF_DIR/slurm.conf
 # it; otherwise the port the cluster's config records (the cluster is reused
 # where it runs), else 16817, moved to the next free ports when something
 # that is not this cluster listens there (start_slurm).
-recorded_port() { sed -n 's/^SlurmctldPort=\([0-9][0-9]*\)$/\1/p' "$CONF_DIR/slurm.conf" 2>/dev/null | head -n 1; }
+# A new machine has no config yet: no port, and no failure (under set -e and
+# pipefail a failing sed in the assignment below would end the script).
+recorded_port() {
+  [ -r "$CONF_DIR/slurm.conf" ] || return 0
+  sed -n 's/^SlurmctldPort=\([0-9][0-9]*\)$/\1/p' "$CONF_DIR/slurm.conf" | head -n 1
+}
 CTLD_PORT=${PARC_SLURM_PORT:-$(recorded_port)}
 CTLD_PORT=${CTLD_PORT:-16817}
 readonly NODES=(n1 n2 n3 n4)
