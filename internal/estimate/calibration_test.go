@@ -91,9 +91,6 @@ type calRow struct {
 	// those), and what the source printed.
 	measured     float64
 	measuredWhat string
-	// eq3: the source's TFLOP/s count the recompute forward pass (Narayanan et
-	// al. Eq. 3), so model FLOPs are 3/4 of them.
-	eq3 bool
 	// plan is the row's spec text: rows with the same plan measured in
 	// different software releases share it; spread is the ratio of their
 	// largest to smallest measured throughput.
@@ -314,8 +311,7 @@ func loadRunSpec(r *measuredRun) (text string, s *spec.Spec, skip string) {
 }
 
 func makeCalRow(r *measuredRun) *calRow {
-	row := &calRow{id: r.ID, source: r.Source, holdout: holdout(r.ID), eq3: strings.HasPrefix(r.ID, "megatron-sc21") || strings.HasPrefix(r.ID, "mtnlg"),
-		knownSlow: r.KnownSlow}
+	row := &calRow{id: r.ID, source: r.Source, holdout: holdout(r.ID), knownSlow: r.KnownSlow}
 	text, s, skip := loadRunSpec(r)
 	row.plan = text
 	if skip != "" {
@@ -331,7 +327,6 @@ func makeCalRow(r *measuredRun) *calRow {
 		return v
 	}
 	tokensPerStep := float64(s.Train.GlobalBatch) * float64(s.Train.SeqLength)
-	flopsPerToken := MegatronFLOPs(s, row.d) / tokensPerStep
 	world := float64(row.d.World)
 	switch {
 	case num("tokens_per_s_per_gpu") > 0:
@@ -339,15 +334,46 @@ func makeCalRow(r *measuredRun) *calRow {
 	case num("step_time_s") > 0:
 		row.measured, row.measuredWhat = tokensPerStep/num("step_time_s")/world, "step time"
 	case num("model_tflops_per_gpu") > 0:
-		tf := num("model_tflops_per_gpu")
-		if row.eq3 {
-			tf *= 3.0 / 4
-		}
-		row.measured, row.measuredWhat = tf*1e12/flopsPerToken, "model TFLOP/s/GPU"
+		flopsPerToken := sourceFLOPs(r.FLOPsCount, s, row.d) / tokensPerStep
+		row.measured, row.measuredWhat = num("model_tflops_per_gpu")*1e12/flopsPerToken, "model TFLOP/s/GPU"
 	default:
 		row.skip = "no throughput"
 	}
 	return row
+}
+
+// FLOP counts a source's model TFLOP/s can rest on (measuredRun.FLOPsCount).
+const (
+	// flopsMegatronFullAttention is Megatron-LM's num_floating_point_operations
+	// before core_v0.12.0: the attention scores and their product with V
+	// counted over the whole s×s square ((1 + g/a + s/h) in its attention
+	// term, Megatron-Core r0.8.0 megatron/training/training.py at baf94af3);
+	// commit 8873b55d (2025-03-06, "Fixes in number of floating-point
+	// operation estimates for MoE and attention layer") halved it for the
+	// causal mask (s/h/2), the count MegatronFLOPs follows.
+	flopsMegatronFullAttention = "megatron-full-attention"
+	// flopsNarayananEq3 is Narayanan et al. 2021 (SC21) Eq. 3,
+	// F = 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) per iteration: a GPT of 4h MLP,
+	// the full s×s attention, and the extra forward pass of activation
+	// recomputation in every layer (not in the output layer).
+	flopsNarayananEq3 = "narayanan-eq3"
+)
+
+// sourceFLOPs is one global batch's FLOPs as the count named (flops_count)
+// has them; "" is Megatron's (MegatronFLOPs).
+func sourceFLOPs(count string, s *spec.Spec, d spec.Derived) float64 {
+	tokens := float64(s.Train.GlobalBatch) * float64(s.Train.SeqLength)
+	switch count {
+	case flopsMegatronFullAttention:
+		a := newMegatronArgs(s, d)
+		f := a.flopTerms()
+		// The causal half MegatronFLOPs counts, counted again.
+		return MegatronFLOPs(s, d) + tokens*a.seq*f.selfAttnCore*f.layers
+	case flopsNarayananEq3:
+		l, h, v, sq := float64(s.Model.Layers), float64(s.Model.Hidden), float64(s.Model.Vocab), float64(s.Train.SeqLength)
+		return tokens * 96 * l * h * h * (1 + sq/(6*h) + v/(16*l*h))
+	}
+	return MegatronFLOPs(s, d)
 }
 
 // estimated is the row's estimated tokens/s/GPU under cal.
@@ -634,9 +660,11 @@ func calibrationReadme(results []calResult, cal Calibration, fit, hold calStats,
 	b.WriteString("Every row of the measured corpus (`../measured/runs.jsonl`, published runs with their sources)\n")
 	b.WriteString("is estimated with parc's step-time model. One row in three (FNV-1a hash of its id mod 3 = 0)\n")
 	b.WriteString("is held out; the others fit the model's free constants. Throughput is tokens/s per GPU; where\n")
-	b.WriteString("a source prints only model TFLOP/s per GPU or a step time it is converted with Megatron's FLOPs\n")
-	b.WriteString("per token (the same count on both sides, so the error is the same), and the 2021-22 papers'\n")
-	b.WriteString("TFLOP/s, which count the recompute forward pass (Narayanan et al. Eq. 3), are taken at 3/4.\n\n")
+	b.WriteString("a source prints only model TFLOP/s per GPU or a step time it is converted to tokens with the\n")
+	b.WriteString("FLOP count the source used: Megatron's FLOPs per token (a step time: the same count on both\n")
+	b.WriteString("sides, so the error is the same), Megatron's count before core_v0.12.0 with the whole s×s\n")
+	b.WriteString("attention (the Megatron-LM README's weak-scaling table, Megatron-Core r0.8.0), or Narayanan et\n")
+	b.WriteString("al.'s Eq. 3 with the recompute forward pass (their SC21 Table 1; the row's flops_count).\n\n")
 	fmt.Fprintf(&b, "| rows | n | median \\|error\\| | worst \\|error\\| | mean \\|error\\| |\n|---|---|---|---|---|\n")
 	fmt.Fprintf(&b, "| held out | %d | %.1f%% | %.1f%% | %.1f%% |\n", nHold, 100*hold.median, 100*hold.worst, 100*hold.mean)
 	b.WriteString("<!-- quiet -->")
@@ -764,8 +792,13 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   (tp_comm_overlap, bf16 gradient reduction, fp8 parameter gathers, delayed scaling, CUDA graphs) are
   recorded on the NeMo and DGX Cloud rows; without them the Nemotron-4 340B and GPT-3 175B GB200 rows
   looked 25-40% too slow.
-- Narayanan et al.'s A100 rows (Table 1) are 7-20% too slow (median -12%); the paper gives neither
-  their micro batch nor vpp, and the rows run at micro batch 1, where the fixed cost per kernel weighs most.
+- Narayanan et al.'s A100 rows (Table 1) are 4-17% too slow (median -12%; the 1.7B +6%) with their
+  TFLOP/s converted by the paper's own Eq. 3; the paper gives neither their micro batch nor vpp, and
+  the rows run at micro batch 1, where the fixed cost per kernel weighs most. The Megatron-LM README's
+  weak-scaling rows (H100, Megatron-Core r0.8.0, whose FLOP count has the whole s×s attention) are
+  9-13% too slow from 16B on (32B, TP 8 over 48 data-parallel nodes: 26%) and 5-13% too fast at 1.7B
+  and 7.1B; the table gives no micro batch or vpp either (micro batch 1, no interleaving here, which
+  exposes most of the fp32 gradient reduce-scatter at 4 microbatches per step).
 - Links are not fitted: collectives run at NCCL's measured bus bandwidth (NVLink by generation, A100
   77%, H100 82%, Blackwell 80% of the line rate, NVLink SHARP all-reduce on 5 or more GPUs; the
   network at 96% of the NIC). The backward's column-parallel input-gradient all-reduce/reduce-scatter

@@ -61,7 +61,12 @@ type measuredRun struct {
 	// calibration reports such rows apart instead of counting them as
 	// model error.
 	KnownSlow string `json:"known_slow"`
-	Notes     string `json:"notes"`
+	// FLOPsCount names the FLOP count the source divided by to print its
+	// model TFLOP/s where that is not Megatron's at d98e8a64 (MegatronFLOPs):
+	// flopsMegatronFullAttention or flopsNarayananEq3 (calibration_test.go).
+	// The calibration converts the TFLOP/s to tokens/s with the same count.
+	FLOPsCount string `json:"flops_count"`
+	Notes      string `json:"notes"`
 }
 
 // TestMeasuredCorpusShape checks that every row of the measured-throughput
@@ -181,6 +186,14 @@ func TestMeasuredCorpusShape(t *testing.T) {
 			f, ok := v.(float64)
 			if !measuredKeys[k] || !ok || f <= 0 {
 				at("measured.%s = %v: unknown key or not a positive number", k, v)
+			}
+		}
+		if c := r.FLOPsCount; c != "" {
+			if c != flopsMegatronFullAttention && c != flopsNarayananEq3 {
+				at("flops_count %q: unknown count", c)
+			}
+			if _, ok := r.Measured["model_tflops_per_gpu"]; !ok {
+				at("flops_count without measured.model_tflops_per_gpu")
 			}
 		}
 		if mfu, ok := r.Measured["mfu"].(float64); ok && mfu > 1 {
