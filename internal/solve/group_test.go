@@ -121,7 +121,7 @@ func TestOpenGroupSize(t *testing.T) {
 	const path = "testdata/published/megatron-76.1b.cue"
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	const from = "parallel: {tp: int, pp: int, vpp: int, cp: int, ep: int, etp: int}"
+	const from = "parallel: {tp: int, pp: int, vpp: int, cp: int, ep: int, etp: int, sp: false}"
 	require.Contains(t, string(data), from)
 	solveWith := func(group string) *Result {
 		src := strings.Replace(string(data), from, strings.TrimSuffix(from, "}")+group+"}", 1)
@@ -147,7 +147,7 @@ func TestOpenGroupSize(t *testing.T) {
 		}
 		assert.Equal(t, want, *c.Parallel.MicrobatchGroupSize, c.Label())
 	}
-	// The constraint: only multiples of 8 (the pick's group, 5, is not).
+	// The constraint: only multiples of 8 (the pick's group, 7, is not).
 	r := solveWith(", microbatch_group_size: 8 | 16 | 24 | 32")
 	for _, c := range r.Candidates {
 		g := *c.Parallel.MicrobatchGroupSize
