@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 
+	"cuelang.org/go/cue"
+
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/spec"
@@ -194,7 +196,16 @@ func rowSpec(r *measuredRun) (string, error) {
 	if t.FP8Recipe != "" {
 		fmt.Fprintf(&b, ", fp8_recipe: %q", t.FP8Recipe)
 	}
+	said := map[string]any{}
 	if t.Recompute != "" {
+		said["recompute"] = t.Recompute
+	}
+	if len(t.RecomputeModules) > 0 {
+		said["recompute_modules"] = t.RecomputeModules
+	}
+	if c := measured.RecomputeConstraint(said); c != "" {
+		fmt.Fprintf(&b, ", recompute: %s", c)
+	} else {
 		fmt.Fprintf(&b, ", recompute: %q", t.Recompute)
 	}
 	if t.RecomputeLayers != nil {
@@ -293,7 +304,12 @@ func loadCalibrationRows(t *testing.T) []*calRow {
 const noisySpread = 1.25
 
 // loadRunSpec writes a measured run as the spec it ran with (rowSpec) and
-// loads it; skip says why a run has no spec.
+// loads it; skip says why a run has no spec. Where the run leaves its
+// recomputation unsaid (measured.RecomputeConstraint), the spec takes the
+// best recomputation the checks allow, as the solver corpus rates the
+// published plan: none where the plan fits the GPU without (any
+// recomputation only adds time), else the recomputation parc solve picks
+// (SolvePublished).
 func loadRunSpec(r *measuredRun) (text string, s *spec.Spec, skip string) {
 	text, err := rowSpec(r)
 	if err != nil {
@@ -303,12 +319,59 @@ func loadRunSpec(r *measuredRun) (text string, s *spec.Spec, skip string) {
 	if ds.HasErrors() {
 		return text, nil, "spec: " + ds[0].Message
 	}
-	s, ds = res.Decode()
+	plan, open := res.Plan, len(res.Open()) > 0
+	if open && r.Train.Recompute == "" {
+		none := res.User.FillPath(cue.ParsePath("train.recompute"), "none").Unify(res.Schema)
+		if s, ds := res.DecodeValue(none); !ds.HasErrors() && fitsGPU(s) {
+			plan, open = none, false
+		}
+	}
+	if open {
+		if SolvePublished == nil {
+			return text, nil, "spec: open fields " + strings.Join(res.Open(), ", ") + " and no SolvePublished"
+		}
+		p, ds := SolvePublished(res)
+		if p == nil {
+			why := "no plan"
+			for _, d := range ds {
+				if d.Severity == diag.Error {
+					why = d.Code + ": " + d.Message
+					break
+				}
+			}
+			return text, nil, "published plan: " + why
+		}
+		u := res.User.FillPath(cue.ParsePath("train.recompute"), p.Train.Recompute)
+		if p.Train.Recompute == "full" {
+			u = u.FillPath(cue.ParsePath("train.recompute_method"), p.Train.RecomputeMethod)
+			if p.Train.RecomputeLayers != nil {
+				u = u.FillPath(cue.ParsePath("train.recompute_layers"), *p.Train.RecomputeLayers)
+			}
+		}
+		if p.Train.Recompute == "selective" && p.Train.RecomputeModules != nil {
+			u = u.FillPath(cue.ParsePath("train.recompute_modules"), p.Train.RecomputeModules)
+		}
+		plan = u.Unify(res.Schema)
+	}
+	s, ds = res.DecodeValue(plan)
 	if ds.HasErrors() {
 		return text, nil, "spec: " + ds[0].Message
 	}
 	return text, s, ""
 }
+
+// fitsGPU reports whether s's estimated peak fits the GPU's memory.
+func fitsGPU(s *spec.Spec) bool {
+	d := spec.Derive(s)
+	e, _ := Run(s, d, DefaultLinks(s, d), diag.NoPos)
+	return e != nil && e.Memory.FractionOfGPU <= 1
+}
+
+// SolvePublished rates a published plan whose spec leaves fields open: the
+// plan parc solve picks with every other field as written and the whole
+// GPU as the memory limit (the plan ran). internal/solve imports this
+// package, so the external test package sets it (published_plan_test.go).
+var SolvePublished func(res *load.Result) (*spec.Spec, diag.List)
 
 func makeCalRow(r *measuredRun) *calRow {
 	row := &calRow{id: r.ID, source: r.Source, holdout: holdout(r.ID), knownSlow: r.KnownSlow}

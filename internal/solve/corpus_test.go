@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -290,15 +291,11 @@ func corpusCases(t *testing.T) ([]corpusCase, map[string]int) {
 	return out, skipped
 }
 
-// cueOpen is a field written as an open constraint ("int", "string").
+// cueOpen is a field written as an open CUE constraint ("int", "string",
+// `"none" | "full"`).
 type cueOpen string
 
-var openMarker = regexp.MustCompile(`"@open:(\w+)"`)
-
-// openText is the CUE a cueOpen stands for: a kind, "selective" for a
-// constraint that admits only "selective" but leaves recompute_modules to
-// the solver, or "nofull" for recompute "none" or "full".
-var openText = map[string]string{"int": "int", "string": "string", "selective": `=~"^selective$"`, "nofull": `"none" | "full"`}
+var openMarker = regexp.MustCompile(`"@open:(\d+)"`)
 
 // presetMaxPositions is the max_position_embeddings of a stdlib model
 // preset (0 when it writes none: Megatron's default is seq_length).
@@ -405,17 +402,14 @@ func rowSpecs(t *testing.T, r measuredRow, preset string) (pub, open, why string
 			map[string]map[string]any{"train": tr, "parallel": par}[blk][f] = v
 		}
 	}
-	if tr["recompute"] == "selective" && tr["recompute_modules"] == nil {
-		// The row says selective recomputation but not which modules
-		// (Megatron-Bridge's DeepSeek-V3 rows: "modules vary by GPU; not
-		// copied"): the published plan takes the best list the checks
-		// allow, like any other field the row leaves unsaid.
-		tr["recompute"] = cueOpen("selective")
+	if c := measured.RecomputeConstraint(r.Train); c != "" {
+		// Recomputation the row leaves unsaid (or selective without its
+		// modules): the published plan takes the best the checks allow,
+		// as the calibration rates the row.
+		tr["recompute"] = cueOpen(c)
 	}
-	for k, v := range map[string]cueOpen{"micro_batch": "int", "recompute": "string"} {
-		if _, ok := tr[k]; !ok {
-			tr[k] = v
-		}
+	if _, ok := tr["micro_batch"]; !ok {
+		tr["micro_batch"] = cueOpen("int")
 	}
 	if strings.HasPrefix(r.ID, "mtnlg") {
 		// MT-NLG's pipeline is DeepSpeed's PipelineModule, which has no
@@ -429,15 +423,18 @@ func rowSpecs(t *testing.T, r measuredRow, preset string) (pub, open, why string
 	text := func(par, tr map[string]any) string {
 		enc := func(m map[string]any) string {
 			c := map[string]any{}
+			var open []string
 			for k, v := range m {
 				if o, ok := v.(cueOpen); ok {
-					v = "@open:" + string(o)
+					v = fmt.Sprintf("@open:%d", len(open))
+					open = append(open, string(o))
 				}
 				c[k] = v
 			}
 			b, _ := json.Marshal(c)
 			return openMarker.ReplaceAllStringFunc(string(b), func(m string) string {
-				return openText[openMarker.FindStringSubmatch(m)[1]]
+				i, _ := strconv.Atoi(openMarker.FindStringSubmatch(m)[1])
+				return open[i]
 			})
 		}
 		return fmt.Sprintf("package plan\n\n%s\n\nmodel: %s\ncluster: %s\nparallel: %s\ntrain: %s\n%s",
@@ -494,7 +491,7 @@ func rowSpecs(t *testing.T, r measuredRow, preset string) (pub, open, why string
 		if par["vpp"] == 1 {
 			op["vpp"] = 1
 		}
-		ot["recompute"] = cueOpen("nofull")
+		ot["recompute"] = cueOpen(`"none" | "full"`)
 		ot["recompute_method"] = "uniform"
 	}
 	return pub, text(op, ot), ""
