@@ -134,8 +134,7 @@ func HybridEPBufferBytes(tokens, h float64, local, perDomain, nodes int) float64
 // r: none when the stage has no MoE layer (the buffer is created by the
 // first dispatch) or the dispatcher is not flex.
 func (c *costModel) commBufferBytes(r int) float64 {
-	mo := c.s.Model.MoE
-	if mo == nil || mo.Dispatcher != "flex" || c.sh.experts == 0 {
+	if !c.flexDispatcher() {
 		return 0
 	}
 	if _, expert := c.stageParams[r].denseExpertPerGPU(int64(c.tp), int64(c.etp), int64(c.ep)); expert == 0 {
@@ -144,17 +143,16 @@ func (c *costModel) commBufferBytes(r int) float64 {
 	// The flex dispatcher's group is tp_ep: expert-tensor × expert ranks
 	// (token_dispatcher.py MoEFlexTokenDispatcher).
 	n := max(c.etp, 1) * c.ep
-	switch mo.FlexDispatcherBackend {
+	switch c.s.Model.MoE.FlexDispatcherBackend {
 	case "", "deepep":
 		nvl, rdma := DeepEPBufferBytes(float64(c.sh.h)*2, n, 20)
 		return nvl + rdma
 	case "hybridep":
 		// The group's ranks on one NVLink domain: its expert-parallel
-		// ranks there (epDomainRanks), each with its etp ranks.
-		perDomain := max(c.etp, 1) * c.epDomainRanks()
-		nodes := max(1, n/perDomain)
-		tokens := c.am.tokens / c.am.rep // the sequence-parallel shard the router saw
-		return HybridEPBufferBytes(tokens, float64(c.sh.h), int(c.sh.experts)/max(c.ep, 1), perDomain, nodes)
+		// ranks there, each with its etp ranks (HybridEP needs whole
+		// domains, check moe-flex-backend).
+		epPerDomain, domains := c.epDomains()
+		return HybridEPBufferBytes(c.dispatchTokens(), float64(c.sh.h), int(c.sh.experts)/max(c.ep, 1), max(c.etp, 1)*epPerDomain, domains)
 	}
 	return 0
 }

@@ -178,10 +178,10 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 	if c.sh.experts > 0 {
 		if c.ep > 1 {
 			if c.s.Model.MoE != nil && c.s.Model.MoE.Dispatcher == "allgather" {
-				epLayer = (4 + 2*fwdExtra) * float64(c.ep-1) * elem * (T / float64(c.tp)) * h
+				epLayer = (4 + 2*fwdExtra) * float64(c.ep-1) * elem * c.dispatchTokens() * h
 			} else {
 				nv, net := c.epCopies()
-				epLayer = (4 + 2*fwdExtra) * elem * (T / float64(c.tp)) * h * (nv + net)
+				epLayer = (4 + 2*fwdExtra) * elem * c.dispatchTokens() * h * (nv + net)
 			}
 		}
 		if c.etp > 1 {
@@ -246,12 +246,33 @@ func (c *costModel) remoteCopies() float64 {
 	return float64(c.ep-1) * c.hitProb(float64(c.sh.experts)/float64(c.ep))
 }
 
-// flexDispatch: the flex dispatcher (DeepEP, HybridEP) with a routing the
-// counting below applies to.
-func (c *costModel) flexDispatch() bool {
+// flexDispatcher: the MoE layers dispatch through the flex dispatcher
+// (DeepEP, HybridEP), whatever the routing.
+func (c *costModel) flexDispatcher() bool {
 	mo := c.s.Model.MoE
-	E := float64(c.sh.experts)
-	return mo != nil && mo.Dispatcher == "flex" && E > 0 && c.am.topk < E
+	return mo != nil && mo.Dispatcher == "flex" && c.sh.experts > 0
+}
+
+// flexDispatch: the flex dispatcher with a routing the counting below
+// applies to.
+func (c *costModel) flexDispatch() bool {
+	return c.flexDispatcher() && c.am.topk < float64(c.sh.experts)
+}
+
+// dispatchTokens is what one rank feeds the expert-parallel dispatcher per
+// microbatch: the sequence-parallel shard of the microbatch's tokens its
+// router saw (an MoE model with tp > 1 runs sequence parallelism, check
+// Q4 moe-sp-required, so this is the tokens over tp).
+func (c *costModel) dispatchTokens() float64 {
+	return c.am.tokens / c.am.rep
+}
+
+// epDomains is how the expert-parallel group lies over NVLink domains:
+// perDomain of its expert-parallel ranks share one (epDomainRanks), in
+// domains domains.
+func (c *costModel) epDomains() (perDomain, domains int) {
+	k := c.epDomainRanks()
+	return k, (c.ep + k - 1) / k
 }
 
 // missIn is the chance that none of k distinct experts drawn uniformly from
@@ -344,7 +365,7 @@ func (c *costModel) epDomainRanks() int {
 // (to the own domain's peers, and forwarded in each other).
 func (c *costModel) epCopies() (nv, net float64) {
 	r := c.remoteCopies()
-	k := c.epDomainRanks()
+	k, domains := c.epDomains()
 	if k >= c.ep {
 		return r, 0
 	}
@@ -352,7 +373,7 @@ func (c *costModel) epCopies() (nv, net float64) {
 		on := float64(k-1) / float64(c.ep-1)
 		return r * on, r * (1 - on)
 	}
-	N := math.Ceil(float64(c.ep) / float64(k))
+	N := float64(domains)
 	E := float64(c.sh.experts)
 	net = (N - 1) * c.hitProb(E/N)
 	nv = N * float64(k-1) * c.hitProb(E/float64(c.ep))
