@@ -32,9 +32,12 @@ type Calibration struct {
 	// KernelS is the fixed cost of one kernel, seconds (launch gaps, ramp-up
 	// and tail of short kernels).
 	KernelS float64 `json:"kernel_s"`
-	// NVLinkEff and NetworkEff scale the links' measured collective rates
-	// (NCCL bus bandwidth: nvlinkRates by GPU generation, networkBus of the
-	// NIC's line rate); 1 = as measured. They are not fitted.
+	// NVLinkEff and NetworkEff are inert: always 1 (TestCalibration does not
+	// fit them and writes 1), since the links' collective rates are NCCL's
+	// measured bus bandwidth (nvlinkRates by GPU generation, networkBus of
+	// the NIC's line rate). They stay for compatibility: the estimate's JSON
+	// (assumptions.calibration.nvlink_eff, network_eff) and the report
+	// (internal/targets/report) print them.
 	NVLinkEff  float64 `json:"nvlink_eff"`
 	NetworkEff float64 `json:"network_eff"`
 	// GroupedRel is the grouped expert GEMMs' efficiency relative to a
