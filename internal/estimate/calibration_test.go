@@ -1008,6 +1008,26 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   operations (token_dispatcher.py preprocess and the DtoH copies at d98e8a64) against the flex
   dispatcher's 17 for router and preprocess together (guide section 2.2.1), refitted: held-out median
   5.2%, GroupedRel unmoved.
+  Where the GPT-OSS time goes missing: at GroupedRel 0.98 (other constants as fitted) each GPT-OSS
+  row on Blackwell misses 4.0-4.8 ms per layer and microbatch where it runs Transformer Engine's
+  fused grouped MLP (26.06/26.08 MXFP8 on GB200/GB300: the CuTe DSL grouped GEMMs apply bias, clamped
+  GLU and probabilities in their epilogues), 6.4-10.4 ms where it runs the unfused TEGroupedMLP (bf16,
+  2 or 16 local experts; 25.11 GB200 at micro batch 2: 2.8 ms; 26.02 B300, an outlier noted below: 23 ms):
+  21-26 against 30-55 ps per routed pair and hidden element. H100 rows miss 2.3-5.4 ms at 0.98;
+  DeepSeek-V3 and Qwen3-235B-A22B on GB200/GB300 -1.5..+1.2 ms. Part of the bf16 excess is GPT-OSS's unfused
+  expert work: FC2's bias is added after the grouped GEMM in PyTorch, scaled by the fp32 routing
+  probabilities (linear_fc2 skip_bias_add=True, TEGroupedMLP._apply_bias, experts.py at d98e8a64,
+  from a329dd6d: per expert t + b·p, torch.cat, .to; about 28 bytes per pair and element forward,
+  36 backward: +1.75 ms per layer and microbatch on 26.04 GB200), and weighted_bias_quick_geglu_impl
+  clamps both GLU halves and concatenates them before its fused kernel (fused_bias_geglu.py). Timed
+  (the bias only, branch gptoss-bias-parked, measured at a3f9faa) it fails the gates: unrefitted held-out 5.7% / 87% /
+  9.1%, 9 rows beyond 25%; refitted 5.7% / 73% / 8.8%, 6 rows, GroupedRel 0.618, and the fused MXFP8
+  GPT-OSS rows go +21..+24%, since the 4-5 ms they share with the bf16 rows stays unexplained. That
+  common piece is outside the MLP's element-wise work; attention still runs fused (Transformer
+  Engine keeps FusedAttention for softmax_type learnable in bf16 unless deterministic, and for
+  sliding windows without dropout: attention/dot_product_attention/utils.py at d0067d0d), and timing the
+  windowed layers as full causal ones (a probe, no source) with the bias gives GroupedRel 0.561 and
+  held-out 5.7% / 91% / 8.5%.
 - With the power cap, Blackwell dense rows are mostly within 10% (B200 and GB200 medians about 0);
   GB300, which the cap does not bind, is still 0-15% too slow (median about -6%), and its DeepSeek-V3
   and Qwen3-235B-A22B rows 8-21% (26.02-26.06).
