@@ -1083,8 +1083,10 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
 - Qwen3-30B-A3B on H100 (25.11, 26.02) is 1.4-1.9x too fast. Both releases' H100 configs run pp 2,
   vpp 12 with EP A2A overlap (26.02: DeepEP; 25.11: alltoall, and a table whose vpp 24 / micro batch 2
   repeat the 25.09 token-drop row rather than the config's vpp 12 / micro batch 1) and measure
-  5113-5275 tokens/s/GPU; from 26.02.01 the config is EP 16 with HybridEP and no overlap and measures
-  8826-9058, within 2-20% (26.02.01's table still prints the old plan). NVIDIA tracked these
+  5113-5275 tokens/s/GPU (with the config's plan the 25.11 row is +52%); from 26.02.01 the config is
+  EP 16 with HybridEP and no overlap and measures 8826-9058, within 6% (26.02.01's table still prints
+  26.02's pp 2 / vpp 12 / ep 8, where the same table commit updated the B200 row to its new config;
+  the row records the config, its notes give the evidence). NVIDIA tracked these
   measurements as a regression (Megatron-Bridge issue 1998, "Low QWEN3 30B B200 and H100 performance
   with dropless": "the perf in 25.11 is 2X slower than 25.09", on the x86 DGX systems H100 and B200;
   the GB200 rows did not regress) and fixed it with config changes (commits f29a269f and 388d017b,
