@@ -204,6 +204,13 @@ func rowSpec(r *measuredRun) (string, error) {
 	if t.FP8Recipe != "" {
 		fmt.Fprintf(&b, ", fp8_recipe: %q", t.FP8Recipe)
 	}
+	// Dropout as the run's settings give it (Megatron's --attention-dropout,
+	// --hidden-dropout); absent, the spec's default (none).
+	for _, k := range []string{"attention_dropout", "hidden_dropout"} {
+		if v, ok := r.Settings[k].(float64); ok {
+			fmt.Fprintf(&b, ", %s: %v", k, v)
+		}
+	}
 	said := map[string]any{}
 	if t.Recompute != "" {
 		said["recompute"] = t.Recompute
@@ -874,17 +881,18 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
 
 ## Where the model is weak
 
-- Dense models (Llama, GPT, Nemotron): every held-out row is within 25% (worst about 18%); medians
+- Dense models (Llama, GPT, Nemotron): every held-out row is within 25% (worst about 21%); medians
   by GPU about 0 on H100, -2% on B200, +3% on GB200, -7% on GB300. The NeMo 2 recipes' own settings
   (tp_comm_overlap, bf16 gradient reduction, fp8 parameter gathers, delayed scaling, CUDA graphs) are
   recorded on the NeMo and DGX Cloud rows; without them the Nemotron-4 340B and GPT-3 175B GB200 rows
   looked 25-40% too slow.
-- Narayanan et al.'s A100 rows (Table 1) are 2-17% too slow (median -8%; the 1.7B +6%) with their
-  TFLOP/s converted by the paper's own Eq. 3; the paper gives neither their micro batch nor vpp:
-  where a source leaves the interleaving of its pipeline unsaid the row takes the best vpp the checks
-  allow, as the solver corpus rates it (the pipelined rows, 39B up: 2-10% too slow; before, at vpp 1,
-  6-14%), and the rows run at micro batch 1, where the fixed cost per kernel weighs most (7.5B and 18.4B,
-  no pipeline: -17%, -16%). The Megatron-LM README's
+- Narayanan et al.'s A100 rows (Table 1) run as the scripts that produced the table set them
+  (Megatron-LM examples/sc21/run_table_1.sh at de7dc40f: micro batch 16 down to 1, virtual pipeline
+  stages from 76B on, PyTorch DDP's overlapped all-reduce up to 18B), with 2021 Megatron's unfused
+  attention and its default dropout (0.1), and their TFLOP/s converted by the paper's own Eq. 3: up
+  to 18B within 4%, the pipelined ones 5-16% too slow (39B and 1T, which the script runs without
+  virtual stages, 12% and 16%). Where a source leaves the interleaving of its pipeline unsaid the row
+  takes the best vpp the checks allow, as the solver corpus rates it: the Megatron-LM README's
   weak-scaling rows (H100, Megatron-Core r0.8.0, whose FLOP count has the whole s×s attention) are
   3-10% too fast from 70B on (the best vpp; 9-13% too slow at vpp 1), 10% and 26% too slow at 16B and
   32B (TP 8 over 48 data-parallel nodes) and 5-13% too fast at 1.7B and 7.1B; the table gives no micro
@@ -1103,8 +1111,9 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   (its notes); the plan itself is in no 25.11 config.
 - The same plan was measured in several releases, sometimes 1.8x apart (column *spread*).
 - MT-NLG 530B (DeepSpeed's pipeline engine and ZeRO data parallelism around Megatron's tensor
-  slicing, not Megatron-Core) is 9-13% too fast; its recompute and micro batch are inferred
-  (the paper's section gives neither).
+  slicing, not Megatron-Core) is 7-11% too fast with Megatron's unfused attention of its time (the
+  runs predate FlashAttention); its recompute and micro batch are inferred (the paper's section
+  gives neither).
 - Llama 3 405B as Meta ran it (the paper's Table 4, not Megatron) is 8-13% too fast at 8K and at
   128K with CP16 (all-gather K/V, exposed); the paper's TFLOP/s are taken with Megatron's causal
   attention count, which the paper does not state.
