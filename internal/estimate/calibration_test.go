@@ -156,7 +156,7 @@ func rowSpec(r *measuredRun) (string, error) {
 	// it; MT-NLG's DeepSpeed pipeline has no interleaved schedule (the
 	// rows' notes), so it stays at 1.
 	vpp := fmt.Sprint(geti(p.VPP, 1))
-	if p.VPP == nil && geti(p.PP, 1) > 1 && p.Layout == "" && !strings.HasPrefix(r.ID, "mtnlg") {
+	if p.VPP == nil && geti(p.PP, 1) > 1 && p.Layout == "" && measured.PipelineInterleaves(r.ID) {
 		vpp = "int"
 	}
 	fmt.Fprintf(&b, "tp: %d, pp: %d, vpp: %s, cp: %d, ep: %d", geti(p.TP, 1), geti(p.PP, 1), vpp, geti(p.CP, 1), geti(p.EP, 1))
@@ -245,7 +245,7 @@ func rowSpec(r *measuredRun) (string, error) {
 	}
 	// Data-parallel overlap: as the row's settings say; Megatron-Bridge's and
 	// NeMo's performance recipes turn both on; the 2021-22 papers predate it.
-	overlap := !strings.HasPrefix(r.ID, "megatron-sc21") && !strings.HasPrefix(r.ID, "mtnlg")
+	overlap := !measured.PaperEra(r.ID)
 	og, op := overlap, overlap
 	if v, ok := r.Settings["overlap_grad_reduce"].(bool); ok {
 		og = v

@@ -369,7 +369,7 @@ func rowSpecs(t *testing.T, r measuredRow, preset string) (pub, open, why string
 	if tr["precision"] != "fp8" {
 		delete(tr, "fp8_recipe")
 	}
-	paper := paperEra(r.ID)
+	paper := measured.PaperEra(r.ID)
 	if _, ok := tr["distributed_optimizer"]; !ok && tr["fsdp"] != true {
 		// Megatron-Bridge's performance recipes use the distributed
 		// optimizer with overlapped gradient reduction and parameter
@@ -424,10 +424,7 @@ func rowSpecs(t *testing.T, r measuredRow, preset string) (pub, open, why string
 	if _, ok := tr["micro_batch"]; !ok {
 		tr["micro_batch"] = cueOpen("int")
 	}
-	if strings.HasPrefix(r.ID, "mtnlg") {
-		// MT-NLG's pipeline is DeepSpeed's PipelineModule, which has no
-		// interleaved schedule (the rows' notes); the calibration rates
-		// these rows at vpp 1 too.
+	if !measured.PipelineInterleaves(r.ID) {
 		par["vpp"] = 1
 	}
 	if _, ok := par["vpp"]; !ok && par["layout"] == nil {
@@ -508,17 +505,6 @@ func rowSpecs(t *testing.T, r measuredRow, preset string) (pub, open, why string
 		ot["recompute_method"] = "uniform"
 	}
 	return pub, text(op, ot), ""
-}
-
-// paperEra reports whether a corpus row is one of the 2021-22 papers' runs
-// (Narayanan et al. SC21 Table 1, MT-NLG 530B), whose software predates
-// Megatron's distributed optimizer, overlapped data-parallel communication,
-// sequence and context parallelism and selective recomputation. The
-// calibration writes these rows the same way (rowSpec in
-// internal/estimate/calibration_test.go: no distributed optimizer, no
-// overlap), so the corpus rates the published plan as the calibration does.
-func paperEra(id string) bool {
-	return strings.HasPrefix(id, "megatron-sc21") || strings.HasPrefix(id, "mtnlg")
 }
 
 // readMisses reads testdata/corpus/misses.txt: "id status" lines.
