@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"parc.dev/parc/internal/spec"
 )
 
 // schedule checks the LR warmup and decay options against the training
@@ -244,11 +246,11 @@ func (c *checker) moeRouter() {
 	// divisible by the number of ranks per node", the ranks per node being
 	// the group's ranks it detects on its own NVLink domain, and numbers
 	// the domains rank // ranks_per_domain. An expert-parallel group larger
-	// than its share of a domain (cluster.nvlink_domain / etp ranks, the
-	// expert grid's order) must hold a whole number of such shares.
+	// than its share of a domain (spec.ExpertRanksPerNVLinkDomain) must
+	// hold a whole number of such shares.
 	if p := c.s.Parallel; e.Dispatcher == "flex" && e.FlexDispatcherBackend == "hybridep" && c.s.Cluster.NVLinkDomain > 0 {
 		etp := c.etp()
-		k := max(1, c.s.Cluster.NVLinkDomain/max(etp, 1))
+		k := spec.ExpertRanksPerNVLinkDomain(c.s.Cluster.NVLinkDomain, etp)
 		if p.EP > k && p.EP%k != 0 {
 			okEP := c.near("moe-flex-backend", "parallel.ep", p.EP, valuesIn(1, e.Experts, func(v int) bool { return e.Experts%v == 0 && (v <= k || v%k == 0) }))
 			opts := []option{setOpt(setting{"model.moe.dispatcher", "alltoall"})}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"parc.dev/parc/internal/spec"
 )
 
 // AllReduceBytes is what one GPU sends in a ring all-reduce of size bytes over
@@ -341,11 +343,11 @@ func choose(n, r float64) float64 {
 	return v
 }
 
-// epDomainRanks is how many ranks of an expert-parallel group share an
-// NVLink domain: expert-parallel ranks are consecutive after etp (Megatron's
-// expert grid tp-ep-dp-pp with etp in place of tp).
+// epDomainRanks is how many ranks of this plan's expert-parallel group
+// share an NVLink domain: the domain's share (spec.ExpertRanksPerNVLinkDomain),
+// at most the whole group.
 func (c *costModel) epDomainRanks() int {
-	return max(1, min(c.ep, c.s.Cluster.NVLinkDomain/max(c.etp, 1)))
+	return max(1, min(c.ep, spec.ExpertRanksPerNVLinkDomain(c.s.Cluster.NVLinkDomain, c.etp)))
 }
 
 // epCopies is what the dispatch of one token sends, in copies of the token,

@@ -208,3 +208,13 @@ func div(a, b int) int {
 	}
 	return a / b
 }
+
+// ExpertRanksPerNVLinkDomain is how many consecutive ranks of an
+// expert-parallel group one NVLink domain of nvlinkDomain GPUs holds (at
+// least 1): Megatron's expert grid orders its ranks tp-ep-dp-pp with etp in
+// place of tp, so etp is innermost and a domain holds nvlinkDomain/etp
+// expert-parallel ranks. The estimate's expert all-to-all and HybridEP
+// buffers, and check's HybridEP whole-domain rule, split the group by it.
+func ExpertRanksPerNVLinkDomain(nvlinkDomain, etp int) int {
+	return max(1, nvlinkDomain/max(etp, 1))
+}
