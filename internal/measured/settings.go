@@ -45,6 +45,16 @@ func ModelKernelsCUE(settings map[string]any) string {
 	}
 	for _, k := range []string{"cross_entropy_fusion_impl", "attention_backend"} {
 		if v, ok := settings[k].(string); ok {
+			if k == "attention_backend" && v == "local" {
+				// Megatron's own unfused core attention (the 2021-22
+				// papers' runs) needs its local layer spec, which parc's
+				// Transformer Engine plans do not use (check
+				// kernel-options); Transformer Engine's unfused attention
+				// runs the same kernels (baddbmm, fused scale-mask-softmax,
+				// bmm) and the estimate times the two alike
+				// (unfusedAttention), so the run is written with it.
+				v = "unfused"
+			}
 			kern = append(kern, fmt.Sprintf("%s: %q", k, v))
 		}
 	}

@@ -397,18 +397,7 @@ func rowSpecs(t *testing.T, r measuredRow, preset string) (pub, open, why string
 		// so the run had it off.
 		tr["check_for_nan_in_loss_and_grad"] = false
 	}
-	settings := r.Settings
-	if settings["attention_backend"] == "local" {
-		// Megatron's own unfused core attention (the 2021-22 papers' runs,
-		// runs.jsonl) needs its local layer spec, which parc's Transformer
-		// Engine plans do not use; Transformer Engine's unfused attention
-		// runs the same kernels (baddbmm, fused scale-mask-softmax, bmm) and
-		// the estimate times the two alike (unfusedAttention), so the corpus
-		// rates the run with it.
-		settings = maps.Clone(settings)
-		settings["attention_backend"] = "unfused"
-	}
-	extra := measured.ModelKernelsCUE(settings)
+	extra := measured.ModelKernelsCUE(r.Settings)
 	for k, dst := range corpusSettings {
 		if v, ok := r.Settings[k]; ok {
 			blk, f, _ := strings.Cut(dst, ".")
