@@ -64,7 +64,7 @@ func withValues(res *load.Result, values map[string]any) *load.Result {
 // for both) the published plan is within 10% of the pick, so the search and
 // the step-time model agree with the experts there.
 var knownMisses = map[string]bool{
-	// 1.261 (fp8 blockwise, bf16 Adam moments, as §3.3 ran; the flex
+	// 1.259 (fp8 blockwise, bf16 Adam moments, as §3.3 ran; the flex
 	// dispatcher with node-limited routing, as §3.2.2 ran: 1.377 with
 	// Megatron's alltoall dispatcher, which sends a token once per expert
 	// instead of once per node). The published plan (34.2 s) waits 10.3 s
