@@ -2,7 +2,6 @@ package estimate
 
 import (
 	"crypto/sha256"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -105,192 +104,10 @@ type calRow struct {
 	knownSlow string
 }
 
-var clusterPresets = map[string]string{
-	"H100-SXM": "dgx_h100", "A100-SXM4-80GB": "dgx_a100_80g", "B200": "dgx_b200", "B300": "dgx_b300",
-	"GB200": "gb200_nvl72", "GB300": "gb300_nvl72", "H200": "hgx_h200",
-}
-
 func holdout(id string) bool {
 	h := fnv.New32a()
 	h.Write([]byte(id))
 	return h.Sum32()%3 == 0
-}
-
-// rowSpec writes the CUE spec of a corpus row.
-func rowSpec(r *measuredRun) (string, error) {
-	var b strings.Builder
-	var name string
-	if json.Unmarshal(r.Model, &name) == nil {
-		b.WriteString("package plan\n\nimport (\n\t\"parc.dev/stdlib/models\"\n\t\"parc.dev/stdlib/clusters\"\n)\n\n")
-		fmt.Fprintf(&b, "model: models.%s\n", name)
-	} else {
-		b.WriteString("package plan\n\nimport \"parc.dev/stdlib/clusters\"\n\n")
-		fmt.Fprintf(&b, "model: %s\n", r.Model)
-	}
-	// MoE and kernel settings of the recipe (Megatron-Bridge names).
-	b.WriteString(measured.ModelKernelsCUE(r.Settings))
-	preset, ok := clusterPresets[r.GPU]
-	if !ok {
-		return "", fmt.Errorf("no cluster preset for GPU %q", r.GPU)
-	}
-	gpn := r.GPUsPerNode
-	if gpn <= 0 {
-		gpn = 8
-	}
-	if r.GPUs%gpn == 0 && r.GPUs >= gpn {
-		fmt.Fprintf(&b, "cluster: clusters.%s & {nodes: %d}\n", preset, r.GPUs/gpn)
-	} else {
-		fmt.Fprintf(&b, "cluster: {name: \"x\", nodes: 1, gpus_per_node: %d, nvlink_domain: %d, gpu: clusters.%[3]s.gpu, nvlink_gbps: clusters.%[3]s.nvlink_gbps, network_gbps: clusters.%[3]s.network_gbps}\n",
-			r.GPUs, r.GPUs, preset)
-	}
-	p := r.Parallel
-	b.WriteString("parallel: {")
-	geti := func(x *int, def int) int {
-		if x == nil {
-			return def
-		}
-		return *x
-	}
-	// A pipeline whose source leaves the interleaving unsaid takes the
-	// best vpp the checks allow (loadRunSpec), as the solver corpus rates
-	// it; MT-NLG's DeepSpeed pipeline has no interleaved schedule (the
-	// rows' notes), so it stays at 1.
-	vpp := fmt.Sprint(geti(p.VPP, 1))
-	if p.VPP == nil && geti(p.PP, 1) > 1 && p.Layout == "" && measured.PipelineInterleaves(r.ID) {
-		vpp = "int"
-	}
-	fmt.Fprintf(&b, "tp: %d, pp: %d, vpp: %s, cp: %d, ep: %d", geti(p.TP, 1), geti(p.PP, 1), vpp, geti(p.CP, 1), geti(p.EP, 1))
-	if p.ETP != nil {
-		fmt.Fprintf(&b, ", etp: %d", *p.ETP)
-	}
-	if p.SP != nil && geti(p.TP, 1) > 1 {
-		fmt.Fprintf(&b, ", sp: %v", *p.SP)
-	}
-	if p.AccountForEmbedding != nil {
-		fmt.Fprintf(&b, ", account_for_embedding: %v", *p.AccountForEmbedding)
-	}
-	if p.AccountForLoss != nil {
-		fmt.Fprintf(&b, ", account_for_loss: %v", *p.AccountForLoss)
-	}
-	if p.FirstStageLayers != nil {
-		fmt.Fprintf(&b, ", first_stage_layers: %d", *p.FirstStageLayers)
-	}
-	if p.LastStageLayers != nil {
-		fmt.Fprintf(&b, ", last_stage_layers: %d", *p.LastStageLayers)
-	}
-	if v, ok := r.Settings["tp_comm_overlap"].(bool); ok && calSchemaHas["tp_comm_overlap"] {
-		fmt.Fprintf(&b, ", tp_comm_overlap: %v", v)
-	}
-	if v, ok := r.Settings["overlap_moe_expert_parallel_comm"].(bool); ok && calSchemaHas["overlap_moe_expert_parallel_comm"] {
-		fmt.Fprintf(&b, ", overlap_moe_expert_parallel_comm: %v", v)
-	}
-	if v, ok := r.Settings["cp_comm_type"].(string); ok && geti(p.CP, 1) > 1 {
-		fmt.Fprintf(&b, ", cp_comm_type: %q", v)
-	}
-	if p.Layout != "" && calSchemaHas["layout"] {
-		fmt.Fprintf(&b, ", layout: %q", p.Layout)
-	}
-	b.WriteString("}\n")
-
-	t := r.Train
-	mb := geti(t.MicroBatch, 1)
-	fmt.Fprintf(&b, "train: {seq_length: %d, micro_batch: %d, precision: %q, iters: 10", t.SeqLength, mb, t.Precision)
-	if t.GlobalBatch != nil {
-		fmt.Fprintf(&b, ", global_batch: %d", *t.GlobalBatch)
-	} else {
-		dp := r.GPUs / (geti(p.TP, 1) * geti(p.PP, 1) * geti(p.CP, 1))
-		fmt.Fprintf(&b, ", global_batch: %d", max(dp, 1)*mb)
-	}
-	if t.FP8Recipe != "" {
-		fmt.Fprintf(&b, ", fp8_recipe: %q", t.FP8Recipe)
-	}
-	// Dropout as the run's settings give it (Megatron's --attention-dropout,
-	// --hidden-dropout); absent, the spec's default (none).
-	for _, k := range []string{"attention_dropout", "hidden_dropout"} {
-		if v, ok := r.Settings[k].(float64); ok {
-			fmt.Fprintf(&b, ", %s: %v", k, v)
-		}
-	}
-	said := map[string]any{}
-	if t.Recompute != "" {
-		said["recompute"] = t.Recompute
-	}
-	if len(t.RecomputeModules) > 0 {
-		said["recompute_modules"] = t.RecomputeModules
-	}
-	if c := measured.RecomputeConstraint(said); c != "" {
-		fmt.Fprintf(&b, ", recompute: %s", c)
-	} else {
-		fmt.Fprintf(&b, ", recompute: %q", t.Recompute)
-	}
-	if t.RecomputeLayers != nil {
-		fmt.Fprintf(&b, ", recompute_layers: %d", *t.RecomputeLayers)
-	}
-	if len(t.RecomputeModules) > 0 && calSchemaHas["recompute_modules"] {
-		q, _ := json.Marshal(t.RecomputeModules)
-		fmt.Fprintf(&b, ", recompute_modules: %s", q)
-	}
-	if t.FSDP != nil {
-		fmt.Fprintf(&b, ", fsdp: %v", *t.FSDP)
-		strategy, _ := r.Settings["data_parallel_sharding_strategy"].(string)
-		if v, ok := r.Settings["fsdp_reshard_after_forward"].(bool); ok && !v && strategy == "" {
-			strategy = "optim_grads" // parameters stay gathered: ZeRO-2
-		}
-		if *t.FSDP && strategy != "" {
-			fmt.Fprintf(&b, ", data_parallel_sharding_strategy: %q", strategy)
-		}
-	}
-	if t.DistributedOptimizer != nil {
-		fmt.Fprintf(&b, ", distributed_optimizer: %v", *t.DistributedOptimizer)
-	}
-	// Data-parallel overlap: as the row's settings say; Megatron-Bridge's and
-	// NeMo's performance recipes turn both on; the 2021-22 papers predate it.
-	overlap := !measured.PaperEra(r.ID)
-	og, op := overlap, overlap
-	if v, ok := r.Settings["overlap_grad_reduce"].(bool); ok {
-		og = v
-	}
-	if v, ok := r.Settings["overlap_param_gather"].(bool); ok {
-		op = v
-	}
-	// NeMo's and Megatron-Bridge's recipes use the distributed optimizer.
-	distopt := overlap
-	if t.DistributedOptimizer != nil {
-		distopt = *t.DistributedOptimizer
-	} else if t.FSDP == nil || !*t.FSDP {
-		fmt.Fprintf(&b, ", distributed_optimizer: %v", distopt)
-	}
-	fmt.Fprintf(&b, ", overlap_grad_reduce: %v, overlap_param_gather: %v", og, op && og && distopt)
-	if v, ok := r.Settings["fp8_param_gather"].(bool); ok && calSchemaHas["fp8_param_gather"] && t.Precision == "fp8" {
-		fmt.Fprintf(&b, ", fp8_param_gather: %v", v)
-	}
-	if v, ok := r.Settings["grad_reduce_in_fp32"].(bool); ok && calSchemaHas["grad_reduce_in_bf16"] {
-		fmt.Fprintf(&b, ", grad_reduce_in_bf16: %v", !v)
-	}
-	if v, ok := r.Settings["cpu_offloading_num_layers"].(float64); ok && v > 0 {
-		fmt.Fprintf(&b, ", cpu_offloading_num_layers: %d", int(v))
-	}
-	// Fine-grained activation offloading (Megatron's --fine-grained-activation-offloading
-	// --offload-modules ..., --delay-offload-until-cuda-graph) as the row's command gives it.
-	if v, ok := r.Settings["fine_grained_activation_offloading"].(bool); ok && v {
-		b.WriteString(", fine_grained_activation_offloading: true")
-		if m, ok := r.Settings["offload_modules"].([]any); ok {
-			q, _ := json.Marshal(m)
-			fmt.Fprintf(&b, ", offload_modules: %s", q)
-		}
-		if d, ok := r.Settings["delay_offload_until_cuda_graph"].(bool); ok {
-			fmt.Fprintf(&b, ", delay_offload_until_cuda_graph: %v", d)
-		}
-	}
-	b.WriteString("}\n")
-	return b.String(), nil
-}
-
-// calSchemaHas names the spec fields of issue 13 the schema has; rows set
-// them only when it does.
-var calSchemaHas = map[string]bool{
-	"tp_comm_overlap": true, "overlap_moe_expert_parallel_comm": true, "recompute_modules": true,
-	"fp8_param_gather": true, "grad_reduce_in_bf16": true, "layout": true,
 }
 
 func loadCalibrationRows(t *testing.T) []*calRow {
@@ -318,8 +135,9 @@ func loadCalibrationRows(t *testing.T) []*calRow {
 // measurements disagree more than the error targets allow.
 const noisySpread = 1.25
 
-// loadRunSpec writes a measured run as the spec it ran with (rowSpec) and
-// loads it; skip says why a run has no spec. Where the run leaves its
+// loadRunSpec writes a measured run as the spec it ran with
+// (measured.PublishedPlan, the writer the solver corpus rates runs with)
+// and loads it; skip says why a run has no spec. Where the run leaves its
 // recomputation unsaid (measured.RecomputeConstraint), the spec takes the
 // best recomputation the checks allow, as the solver corpus rates the
 // published plan: none where the plan fits the GPU without (any
@@ -329,10 +147,11 @@ const noisySpread = 1.25
 // where no plan of the row passes the checks it is rated as written at
 // vpp 1.
 func loadRunSpec(r *measuredRun) (text string, s *spec.Spec, skip string) {
-	text, err := rowSpec(r)
+	pub, err := measured.PublishedPlan(r)
 	if err != nil {
 		return "", nil, err.Error()
 	}
+	text = pub.CUE()
 	res, ds := load.Load(load.Source{Path: filepath.Join(os.TempDir(), "run-"+r.ID+".cue"), Data: []byte(text)})
 	if ds.HasErrors() {
 		return text, nil, "spec: " + ds[0].Message

@@ -20,7 +20,7 @@ type fitRow struct {
 
 // measuredRunFits estimates the memory of every run of the measured corpus
 // (testdata/measured/runs.jsonl) with the settings it ran with, as the
-// calibration writes them (rowSpec, pipeline layout included).
+// calibration writes them (measured.PublishedPlan, pipeline layout included).
 func measuredRunFits(t *testing.T) []fitRow {
 	t.Helper()
 	out := mapRuns(readMeasuredRuns(t), runFit)

@@ -1,0 +1,265 @@
+package measured
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// clusterPresets maps the corpus's GPU names to stdlib cluster presets.
+var clusterPresets = map[string]string{
+	"H100-SXM":       "dgx_h100",
+	"A100-SXM4-80GB": "dgx_a100_80g",
+	"B200":           "dgx_b200",
+	"B300":           "dgx_b300",
+	"GB200":          "gb200_nvl72",
+	"GB300":          "gb300_nvl72",
+	"H200":           "hgx_h200",
+}
+
+// Open is a field a run's source leaves unsaid, written as the CUE
+// constraint of the values it may take ("int", "string",
+// `=~"^selective$"`). Whoever rates the run's plan gives it the best value
+// the checks allow (parc solve's pick with every other field as the run
+// gives it and the whole GPU as the memory limit: the run fit).
+type Open string
+
+// Plan is a measured run written as a parc spec: the plan as it ran, with
+// the settings its source records, and the fields the source leaves unsaid
+// Open. The calibration (TestCalibration, internal/estimate) and the
+// solver corpus (TestPublishedCorpus, internal/solve) both rate a run with
+// it, so both rate the same plan.
+type Plan struct {
+	// Imports are the stdlib packages Model and Cluster use.
+	Imports []string
+	// Model and Cluster are CUE expressions.
+	Model, Cluster string
+	// Parallel and Train are the spec's parallel and train blocks: field
+	// name to value (int, bool, float64, string, []string or Open).
+	Parallel, Train map[string]any
+	// Kernels is the CUE of the run's MoE and kernel settings
+	// (ModelKernelsCUE).
+	Kernels string
+}
+
+// Unsaid names the fields the plan leaves Open ("parallel.vpp",
+// "train.micro_batch", "train.recompute"), sorted.
+func (p *Plan) Unsaid() []string {
+	var out []string
+	for blk, m := range map[string]map[string]any{"parallel": p.Parallel, "train": p.Train} {
+		for k, v := range m {
+			if _, ok := v.(Open); ok {
+				out = append(out, blk+"."+k)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Clone is a copy of p whose blocks can be changed without changing p's.
+func (p *Plan) Clone() *Plan {
+	c := *p
+	c.Imports = slices.Clone(p.Imports)
+	c.Parallel, c.Train = maps.Clone(p.Parallel), maps.Clone(p.Train)
+	return &c
+}
+
+// CUE is the plan's spec text (fields in name order, so equal plans give
+// equal text).
+func (p *Plan) CUE() string {
+	var b strings.Builder
+	b.WriteString("package plan\n\n")
+	switch len(p.Imports) {
+	case 0:
+	case 1:
+		fmt.Fprintf(&b, "import %q\n\n", "parc.dev/stdlib/"+p.Imports[0])
+	default:
+		b.WriteString("import (\n")
+		for _, im := range p.Imports {
+			fmt.Fprintf(&b, "\t%q\n", "parc.dev/stdlib/"+im)
+		}
+		b.WriteString(")\n\n")
+	}
+	fmt.Fprintf(&b, "model: %s\ncluster: %s\nparallel: %s\ntrain: %s\n%s",
+		p.Model, p.Cluster, block(p.Parallel), block(p.Train), p.Kernels)
+	return b.String()
+}
+
+// block writes a spec block's fields in name order.
+func block(m map[string]any) string {
+	var fs []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
+		if o, ok := v.(Open); ok {
+			fs = append(fs, k+": "+string(o))
+			continue
+		}
+		q, err := json.Marshal(v)
+		if err != nil {
+			panic(fmt.Sprintf("measured: %s: %v", k, err))
+		}
+		fs = append(fs, k+": "+string(q))
+	}
+	return "{" + strings.Join(fs, ", ") + "}"
+}
+
+// PublishedPlan writes a measured run as the plan it ran (Plan), or says
+// why it cannot.
+func PublishedPlan(r *Run) (*Plan, error) {
+	p := &Plan{Parallel: map[string]any{}, Train: map[string]any{}, Kernels: ModelKernelsCUE(r.Settings)}
+	var name string
+	if json.Unmarshal(r.Model, &name) == nil {
+		p.Imports = []string{"clusters", "models"}
+		p.Model = "models." + name
+	} else {
+		p.Imports = []string{"clusters"}
+		p.Model = string(r.Model)
+	}
+	preset, ok := clusterPresets[r.GPU]
+	if !ok {
+		return nil, fmt.Errorf("no cluster preset for GPU %q", r.GPU)
+	}
+	gpn := r.GPUsPerNode
+	if gpn <= 0 {
+		gpn = 8
+	}
+	if r.GPUs%gpn == 0 && r.GPUs >= gpn {
+		p.Cluster = fmt.Sprintf("clusters.%s & {nodes: %d}", preset, r.GPUs/gpn)
+	} else {
+		p.Cluster = fmt.Sprintf("{name: \"x\", nodes: 1, gpus_per_node: %d, nvlink_domain: %d, gpu: clusters.%[3]s.gpu, nvlink_gbps: clusters.%[3]s.nvlink_gbps, network_gbps: clusters.%[3]s.network_gbps}",
+			r.GPUs, r.GPUs, preset)
+	}
+
+	rp, par, set := r.Parallel, p.Parallel, r.Settings
+	tp, pp, cp := degree(rp.TP), degree(rp.PP), degree(rp.CP)
+	par["tp"], par["pp"], par["cp"], par["ep"] = tp, pp, cp, degree(rp.EP)
+	// A pipeline whose source leaves the interleaving unsaid takes the
+	// best vpp the checks allow; MT-NLG's DeepSpeed pipeline has no
+	// interleaved schedule (the rows' notes), so it stays at 1.
+	par["vpp"] = degree(rp.VPP)
+	if rp.VPP == nil && pp > 1 && rp.Layout == "" && PipelineInterleaves(r.ID) {
+		par["vpp"] = Open("int")
+	}
+	if rp.ETP != nil {
+		par["etp"] = *rp.ETP
+	}
+	if rp.SP != nil && tp > 1 {
+		par["sp"] = *rp.SP
+	}
+	if rp.AccountForEmbedding != nil {
+		par["account_for_embedding"] = *rp.AccountForEmbedding
+	}
+	if rp.AccountForLoss != nil {
+		par["account_for_loss"] = *rp.AccountForLoss
+	}
+	if rp.FirstStageLayers != nil {
+		par["first_stage_layers"] = *rp.FirstStageLayers
+	}
+	if rp.LastStageLayers != nil {
+		par["last_stage_layers"] = *rp.LastStageLayers
+	}
+	for _, k := range []string{"tp_comm_overlap", "overlap_moe_expert_parallel_comm"} {
+		if v, ok := set[k].(bool); ok {
+			par[k] = v
+		}
+	}
+	if v, ok := set["cp_comm_type"].(string); ok && cp > 1 {
+		par["cp_comm_type"] = v
+	}
+	if rp.Layout != "" {
+		par["layout"] = rp.Layout
+	}
+
+	rt, tr := r.Train, p.Train
+	mb := degree(rt.MicroBatch)
+	tr["seq_length"], tr["micro_batch"], tr["precision"], tr["iters"] = rt.SeqLength, mb, rt.Precision, 10
+	if rt.GlobalBatch == nil {
+		return nil, fmt.Errorf("no global batch")
+	}
+	tr["global_batch"] = *rt.GlobalBatch
+	if rt.FP8Recipe != "" {
+		tr["fp8_recipe"] = rt.FP8Recipe
+	}
+	// Dropout as the run's settings give it (Megatron's --attention-dropout,
+	// --hidden-dropout); absent, the spec's default (none).
+	for _, k := range []string{"attention_dropout", "hidden_dropout"} {
+		if v, ok := set[k].(float64); ok {
+			tr[k] = v
+		}
+	}
+	said := map[string]any{}
+	if rt.Recompute != "" {
+		said["recompute"] = rt.Recompute
+	}
+	if len(rt.RecomputeModules) > 0 {
+		said["recompute_modules"] = rt.RecomputeModules
+	}
+	tr["recompute"] = rt.Recompute
+	if c := RecomputeConstraint(said); c != "" {
+		tr["recompute"] = Open(c)
+	}
+	if rt.RecomputeLayers != nil {
+		tr["recompute_layers"] = *rt.RecomputeLayers
+	}
+	if len(rt.RecomputeModules) > 0 {
+		tr["recompute_modules"] = rt.RecomputeModules
+	}
+	fsdp := rt.FSDP != nil && *rt.FSDP
+	if rt.FSDP != nil {
+		tr["fsdp"] = *rt.FSDP
+		strategy, _ := set["data_parallel_sharding_strategy"].(string)
+		if v, ok := set["fsdp_reshard_after_forward"].(bool); ok && !v && strategy == "" {
+			// Parameters stay gathered after the forward: sharded
+			// gradients and optimizer state, Megatron-FSDP's optim_grads
+			// (ZeRO-2; the Llama 3 paper's FSDP, §3.3.2).
+			strategy = "optim_grads"
+		}
+		if fsdp && strategy != "" {
+			tr["data_parallel_sharding_strategy"] = strategy
+		}
+	}
+	// Data-parallel overlap: as the row's settings say; Megatron-Bridge's
+	// and NeMo's performance recipes turn both on and use the distributed
+	// optimizer; the 2021-22 papers' software predates both (PaperEra).
+	overlap := !PaperEra(r.ID)
+	distopt := overlap
+	if rt.DistributedOptimizer != nil {
+		distopt = *rt.DistributedOptimizer
+		tr["distributed_optimizer"] = distopt
+	} else if !fsdp {
+		tr["distributed_optimizer"] = distopt
+	}
+	og, op := overlap, overlap
+	if v, ok := set["overlap_grad_reduce"].(bool); ok {
+		og = v
+	}
+	if v, ok := set["overlap_param_gather"].(bool); ok {
+		op = v
+	}
+	tr["overlap_grad_reduce"], tr["overlap_param_gather"] = og, op && og && distopt
+	if v, ok := set["fp8_param_gather"].(bool); ok && rt.Precision == "fp8" {
+		tr["fp8_param_gather"] = v
+	}
+	if v, ok := set["grad_reduce_in_fp32"].(bool); ok {
+		tr["grad_reduce_in_bf16"] = !v
+	}
+	if v, ok := set["cpu_offloading_num_layers"].(float64); ok && v > 0 {
+		tr["cpu_offloading_num_layers"] = int(v)
+	}
+	// Fine-grained activation offloading (Megatron's
+	// --fine-grained-activation-offloading --offload-modules ...,
+	// --delay-offload-until-cuda-graph) as the row's command gives it.
+	if v, ok := set["fine_grained_activation_offloading"].(bool); ok && v {
+		tr["fine_grained_activation_offloading"] = true
+		if m, ok := set["offload_modules"].([]any); ok {
+			tr["offload_modules"] = m
+		}
+		if d, ok := set["delay_offload_until_cuda_graph"].(bool); ok {
+			tr["delay_offload_until_cuda_graph"] = d
+		}
+	}
+	return p, nil
+}
