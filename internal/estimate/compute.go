@@ -272,12 +272,57 @@ type computeModel struct {
 	// fusedGroupedMLP: the routed experts run as Transformer Engine's fused
 	// grouped MLP (see fusedGroupedMLP in settings.go).
 	fusedGroupedMLP bool
+	// mainGradAccum is the width in bytes of the main gradients a weight-
+	// gradient GEMM accumulates into (kernels.gradient_accumulation_fusion),
+	// 0 without the fusion.
+	mainGradAccum float64
+}
+
+// wgradOut is the bytes per element a weight-gradient GEMM's output moves.
+// With gradient accumulation fusion (Megatron's default,
+// --no-gradient-accumulation-fusion turns it off) Transformer Engine's
+// linears write the weight gradient into the parameter's main_grad with
+// accumulate=True, so the GEMM reads and writes the main gradient
+// (fuse_wgrad_accumulation=config.gradient_accumulation_fusion,
+// megatron/core/extensions/transformer_engine.py at d98e8a64; TE v2.9
+// module/grouped_linear.py backward: general_grouped_gemm(...,
+// accumulate=accumulate_wgrad_into_param_main_grad) into main_grads) on
+// every microbatch. A GEMM with a long token reduction hides it; an
+// expert's with a few hundred tokens is bound by it. Without the fusion
+// the GEMM writes a 16-bit gradient (the later add into main_grad is not
+// timed).
+func (cm *computeModel) wgradOut() float64 {
+	if cm.mainGradAccum > 0 {
+		return 2 * cm.mainGradAccum
+	}
+	return cm.ab
 }
 
 // gemm is g independent GEMMs (a grouped GEMM when g > 1) of an M×K by K×N
 // product, in fp8 when fp8, else at the activation width: its time and its
-// ideal (FLOPs at the calibrated peak fraction).
+// ideal (FLOPs at the calibrated peak fraction). Its output is written at
+// the activation width (gemmAs).
 func (cm *computeModel) gemm(g, M, N, K float64, fp8, grouped bool) (t, ideal float64) {
+	return cm.gemmAs(g, M, N, K, fp8, grouped, 0, cm.ab)
+}
+
+// teGroupedGEMMStreams is how many of a grouped linear's per-expert GEMMs
+// Transformer Engine runs at once: nvte_multi_stream_cublas_gemm launches
+// GEMM i as its own cuBLAS GEMM on compute stream i mod
+// nvte_get_num_compute_streams(), a constant 4 (v2.9
+// common/gemm/cublaslt_gemm.cu multi_stream_cublas_gemm,
+// common/util/multi_stream.cpp get_num_compute_streams).
+const teGroupedGEMMStreams = 4
+
+// gemmAs is gemm with at most concurrent of the g GEMMs running at once (0:
+// all, one kernel over the groups) and its output moving outB bytes per
+// element through HBM (written; read and written where it accumulates).
+//
+// Tiles are spread over the SMs in waves; GEMMs on concurrent streams
+// share the SMs, so the CTAs in flight are at most concurrent GEMMs' tiles:
+// a per-expert GEMM of a few tokens (a small expert-parallel degree or
+// micro batch) leaves SMs idle that one grouped kernel would fill.
+func (cm *computeModel) gemmAs(g, M, N, K float64, fp8, grouped bool, concurrent, outB float64) (t, ideal float64) {
 	if g <= 0 || M <= 0 || N <= 0 || K <= 0 {
 		return 0, 0
 	}
@@ -292,8 +337,13 @@ func (cm *computeModel) gemm(g, M, N, K float64, fp8, grouped bool) (t, ideal fl
 	}
 	best := 0.0
 	for _, t := range gemmTiles {
-		tiles := g * math.Ceil(M/t.m) * math.Ceil(N/t.n)
-		waves := math.Ceil(tiles / cm.r.sms)
+		perGEMM := math.Ceil(M/t.m) * math.Ceil(N/t.n)
+		tiles := g * perGEMM
+		inFlight := cm.r.sms
+		if concurrent > 0 {
+			inFlight = math.Min(inFlight, math.Min(g, concurrent)*perGEMM)
+		}
+		waves := math.Ceil(tiles / inFlight)
 		if e := t.eff * g * M * N / (waves * cm.r.sms * t.m * t.n); e > best {
 			best = e
 		}
@@ -301,7 +351,7 @@ func (cm *computeModel) gemm(g, M, N, K float64, fp8, grouped bool) (t, ideal fl
 	best *= K / (K + kHalf)
 	flops := 2 * g * M * N * K
 	compute := flops / (peak * eff * best)
-	mem := g * ((M*K+K*N)*inB + M*N*cm.ab) / cm.r.hbm
+	mem := g * ((M*K+K*N)*inB + M*N*outB) / cm.r.hbm
 	return math.Max(compute, mem), ideal
 }
 
@@ -318,9 +368,15 @@ func (cm *computeModel) linear(g, M, K, N float64, fp8 bool) (fwd, bwd op) {
 func (cm *computeModel) linearAs(g, M, K, N float64, fp8, fusedGroup, castIn bool) (fwd, bwd op) {
 	grouped := g > 0
 	g = math.Abs(g)
-	f, fi := cm.gemm(g, M, N, K, fp8, grouped)
-	d, di := cm.gemm(g, M, K, N, fp8, grouped)
-	w, wi := cm.gemm(g, K, N, M, fp8, grouped)
+	concurrent := 0.0
+	if grouped && !fusedGroup {
+		concurrent = teGroupedGEMMStreams
+	}
+	f, fi := cm.gemmAs(g, M, N, K, fp8, grouped, concurrent, cm.ab)
+	d, di := cm.gemmAs(g, M, K, N, fp8, grouped, concurrent, cm.ab)
+	// The weight gradient accumulates into the parameter's main gradient
+	// (wgradOut bytes per element: read and written).
+	w, wi := cm.gemmAs(g, K, N, M, fp8, grouped, concurrent, cm.wgradOut())
 	// Transformer Engine's GroupedLinear runs the routed experts' GEMMs
 	// as one cuBLAS GEMM per local expert on a few streams
 	// (nvte_multi_stream_cublas_gemm), so the host issues g of them.

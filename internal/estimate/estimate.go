@@ -335,6 +335,9 @@ func (c *costModel) init(s *spec.Spec, d spec.Derived, o Options) {
 		routerFusion: s.Kernels.MoERouterFusion, unfused: !fusedAttention(s, o.FusedAttention), attnDropout: s.Train.AttentionDropout > 0,
 		fusedGroupedMLP: fusedGroupedMLP(s, max(d.ETP, 1)),
 		globalPermute:   s.Model.MoE != nil && s.Model.MoE.Dispatcher == "alltoall" && s.Model.MoE.Experts > max(s.Parallel.EP, 1)}
+	if s.Kernels.GradientAccumulationFusion {
+		c.cm.mainGradAccum = c.state.Gradients
+	}
 	c.ls = c.newLayerShape()
 	c.stages = stageLayout(s, d, c.pp, c.vpp)
 	c.cm.r.tensor = tensorShare(s.Cluster.GPU, c.cal.TensorWPerTFLOP)
