@@ -656,6 +656,12 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   graph has neither.
 - Grouped expert GEMMs are one cuBLAS GEMM per local expert (Transformer Engine's multi-stream
   grouped GEMM), so the host issues one per local expert: many small experts per GPU cost more.
+  They run four at a time (its four compute streams), so only four experts' tiles are in flight:
+  an expert of a few hundred tokens (a small expert-parallel degree or micro batch) leaves SMs
+  idle. Every weight-gradient GEMM reads and writes the main gradient it accumulates into
+  (gradient accumulation fusion), which a short token reduction does not hide. Neither moves a
+  measured row (their experts see thousands of tokens); they price the solver's small-EP plans
+  (Qwen3-30B-A3B at EP 1 on 8 GPUs: 128 local experts of 256 tokens).
 - fp8 GEMMs quantise their activation input and output gradient on the fly (HBM-bound casts),
   which weighs more for narrow experts.
 - The flex dispatcher (DeepEP, HybridEP) sends a token once per destination rank instead of once
