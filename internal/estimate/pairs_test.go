@@ -8,12 +8,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"parc.dev/parc/internal/measured"
 )
 
 // TestMeasuredPairs asks whether parc ranks plans the way measurements do:
 // the question the solver answers. It takes pairs of measured runs
-// (testdata/measured/runs.jsonl) of the same training job -- model, GPU,
-// precision and its recipe, sequence length and global batch -- that ran
+// (testdata/measured/runs.jsonl) of the same training job (measured.Job:
+// model, GPU, precision and its recipe, sequence length and global batch) that ran
 // different plans (parallel degrees, micro batch, recomputation, GPU count),
 // and for every pair whose measured throughputs (tokens/s/GPU) differ by more
 // than pairMinRatio checks that the estimate orders the two the same way.
@@ -33,7 +35,7 @@ import (
 //
 // logged when they were set. Lower them as the model improves.
 const (
-	pairMinRatio = 1.10
+	pairMinRatio = measured.DistinctRatio
 	// Misordered pairs at 8e3f558: 1 of 7 within a release, 8 of 74
 	// across releases; same plan with other settings (at 8842064): 4 of 69.
 	maxMisorderedSameRelease  = 1
@@ -61,12 +63,6 @@ type runPair struct {
 // measurement.
 func (p runPair) misordered() bool {
 	return (p.measured > 1) != (p.estimated > 1)
-}
-
-// jobKey names the training job a run measured: what a pair shares.
-func jobKey(r *measuredRun, row *calRow) string {
-	return fmt.Sprintf("%s|%s|%s|%s|%d|%d", strings.Join(strings.Fields(string(r.Model)), ""), r.GPU,
-		row.s.Train.Precision, row.s.Train.FP8Recipe, row.s.Train.SeqLength, row.s.Train.GlobalBatch)
 }
 
 // planKey is what a pair differs in: the parallel degrees, micro batch,
@@ -111,7 +107,7 @@ func measuredPairs(t *testing.T) []runPair {
 	for i := range rows {
 		for j := i + 1; j < len(rows); j++ {
 			a, b := rows[i], rows[j]
-			if est[i] == 0 || est[j] == 0 || jobKey(&runs[i], a) != jobKey(&runs[j], b) || a.plan == b.plan {
+			if est[i] == 0 || est[j] == 0 || runs[i].Job() != runs[j].Job() || a.plan == b.plan {
 				continue
 			}
 			kind := pairAcrossRelease
