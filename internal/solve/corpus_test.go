@@ -568,6 +568,7 @@ func writeCorpus(t *testing.T, out []corpusOutcome, skipped map[string]int) {
 			fmt.Fprintf(&b, "| %s | %s | %s |\n", o.id, o.status, strings.ReplaceAll(o.detail, "|", "\\|"))
 		}
 	}
+	writeMissEvidence(t, &b, out)
 	writeMissVerdicts(t, &b, out)
 	writeMissNotes(t, &b, out)
 	writeMissFamilies(t, &b, out)
