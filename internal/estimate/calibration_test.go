@@ -137,19 +137,23 @@ const noisySpread = 1.25
 
 // loadRunSpec writes a measured run as the spec it ran with
 // (measured.PublishedPlan, the writer the solver corpus rates runs with)
-// and loads it; skip says why a run has no spec. Where the run leaves its
-// recomputation unsaid (measured.RecomputeConstraint), the spec takes the
-// best recomputation the checks allow, as the solver corpus rates the
-// published plan: none where the plan fits the GPU without (any
-// recomputation only adds time), else the recomputation parc solve picks
-// (SolvePublished). A pipeline whose interleaving the source leaves unsaid
-// (no vpp) is open likewise and takes the solver's vpp with the rest;
-// where no plan of the row passes the checks it is rated as written at
-// vpp 1.
+// and loads it; skip says why a run has no spec. The fields the run leaves
+// unsaid (Plan.Unsaid: recomputation, measured.RecomputeConstraint; the
+// interleaving of a pipeline) take the best values the
+// checks allow, as the solver corpus rates the published plan: where only
+// the recomputation is open, none where the plan fits the GPU without (any
+// recomputation only adds time), else the values parc solve picks
+// (SolvePublished).
 func loadRunSpec(r *measuredRun) (text string, s *spec.Spec, skip string) {
 	pub, err := measured.PublishedPlan(r)
 	if err != nil {
 		return "", nil, err.Error()
+	}
+	if _, unsaid := pub.Train["micro_batch"].(measured.Open); unsaid {
+		// The calibration rates a run whose source leaves its micro batch
+		// unsaid at micro batch 1; the solver corpus takes the best the
+		// checks allow.
+		pub.Train["micro_batch"] = 1
 	}
 	text = pub.CUE()
 	res, ds := load.Load(load.Source{Path: filepath.Join(os.TempDir(), "run-"+r.ID+".cue"), Data: []byte(text)})
@@ -169,15 +173,6 @@ func loadRunSpec(r *measuredRun) (text string, s *spec.Spec, skip string) {
 			return text, nil, "spec: open fields " + strings.Join(res.Open(), ", ") + " and no SolvePublished"
 		}
 		p, ds := SolvePublished(res)
-		if p == nil && slices.Contains(res.Open(), "parallel.vpp") {
-			// No plan of the row passes the checks, for a reason the
-			// interleaving does not touch (a sequence past the preset's
-			// positions): it is rated as written, without interleaving.
-			one := 1
-			written := *r
-			written.Parallel.VPP = &one
-			return loadRunSpec(&written)
-		}
 		if p == nil {
 			why := "no plan"
 			for _, d := range ds {
@@ -191,6 +186,9 @@ func loadRunSpec(r *measuredRun) (text string, s *spec.Spec, skip string) {
 		u := res.User.FillPath(cue.ParsePath("train.recompute"), p.Train.Recompute)
 		if slices.Contains(res.Open(), "parallel.vpp") {
 			u = u.FillPath(cue.ParsePath("parallel.vpp"), p.Parallel.VPP)
+		}
+		if slices.Contains(res.Open(), "train.micro_batch") {
+			u = u.FillPath(cue.ParsePath("train.micro_batch"), p.Train.MicroBatch)
 		}
 		if p.Train.Recompute == "full" {
 			u = u.FillPath(cue.ParsePath("train.recompute_method"), p.Train.RecomputeMethod)

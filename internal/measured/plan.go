@@ -6,6 +6,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
+
+	"parc.dev/parc/internal/load"
 )
 
 // clusterPresets maps the corpus's GPU names to stdlib cluster presets.
@@ -110,13 +113,34 @@ func block(m map[string]any) string {
 // why it cannot.
 func PublishedPlan(r *Run) (*Plan, error) {
 	p := &Plan{Parallel: map[string]any{}, Train: map[string]any{}, Kernels: ModelKernelsCUE(r.Settings)}
+	// Megatron asserts max_position_embeddings ≥ seq_length (arguments.py
+	// validate_args at d98e8a64): a run longer than its model's positions
+	// extended them to its sequence (runs.jsonl notes, e.g. NeMo's
+	// long-sequence Llama 2 7B table; the performance scripts set it to
+	// seq_length when a model's own is shorter).
 	var name string
 	if json.Unmarshal(r.Model, &name) == nil {
 		p.Imports = []string{"clusters", "models"}
 		p.Model = "models." + name
+		mp, err := presetMaxPositions(name)
+		if err != nil {
+			return nil, err
+		}
+		if mp > 0 && r.Train.SeqLength > mp {
+			p.Model = fmt.Sprintf("models.%s & {max_position_embeddings: %d}", name, r.Train.SeqLength)
+		}
 	} else {
 		p.Imports = []string{"clusters"}
+		var m map[string]any
+		if err := json.Unmarshal(r.Model, &m); err != nil {
+			return nil, fmt.Errorf("model: %v", err)
+		}
 		p.Model = string(r.Model)
+		if mp, ok := m["max_position_embeddings"].(float64); ok && int(mp) < r.Train.SeqLength {
+			m["max_position_embeddings"] = r.Train.SeqLength
+			q, _ := json.Marshal(m)
+			p.Model = string(q)
+		}
 	}
 	preset, ok := clusterPresets[r.GPU]
 	if !ok {
@@ -127,8 +151,10 @@ func PublishedPlan(r *Run) (*Plan, error) {
 		gpn = 8
 	}
 	if r.GPUs%gpn == 0 && r.GPUs >= gpn {
-		p.Cluster = fmt.Sprintf("clusters.%s & {nodes: %d}", preset, r.GPUs/gpn)
+		p.Cluster = fmt.Sprintf("clusters.%s & {nodes: %d, gpus_per_node: %d}", preset, r.GPUs/gpn, gpn)
 	} else {
+		// Fewer GPUs than a node: the run's GPUs as one node of the
+		// preset's GPU and links.
 		p.Cluster = fmt.Sprintf("{name: \"x\", nodes: 1, gpus_per_node: %d, nvlink_domain: %d, gpu: clusters.%[3]s.gpu, nvlink_gbps: clusters.%[3]s.nvlink_gbps, network_gbps: clusters.%[3]s.network_gbps}",
 			r.GPUs, r.GPUs, preset)
 	}
@@ -137,8 +163,11 @@ func PublishedPlan(r *Run) (*Plan, error) {
 	tp, pp, cp := degree(rp.TP), degree(rp.PP), degree(rp.CP)
 	par["tp"], par["pp"], par["cp"], par["ep"] = tp, pp, cp, degree(rp.EP)
 	// A pipeline whose source leaves the interleaving unsaid takes the
-	// best vpp the checks allow; MT-NLG's DeepSpeed pipeline has no
-	// interleaved schedule (the rows' notes), so it stays at 1.
+	// best vpp the checks allow; without a pipeline there is none
+	// (Megatron asserts pipeline-model-parallel size > 1 for the
+	// interleaved schedule, arguments.py at d98e8a64), and MT-NLG's
+	// DeepSpeed pipeline has no interleaved schedule (the rows' notes), so
+	// both stay at 1.
 	par["vpp"] = degree(rp.VPP)
 	if rp.VPP == nil && pp > 1 && rp.Layout == "" && PipelineInterleaves(r.ID) {
 		par["vpp"] = Open("int")
@@ -146,6 +175,9 @@ func PublishedPlan(r *Run) (*Plan, error) {
 	if rp.ETP != nil {
 		par["etp"] = *rp.ETP
 	}
+	// Megatron turns sequence parallelism off without tensor parallelism
+	// (arguments.py at d98e8a64: "Disabling sequence parallelism because
+	// tensor model parallelism is disabled").
 	if rp.SP != nil && tp > 1 {
 		par["sp"] = *rp.SP
 	}
@@ -161,11 +193,16 @@ func PublishedPlan(r *Run) (*Plan, error) {
 	if rp.LastStageLayers != nil {
 		par["last_stage_layers"] = *rp.LastStageLayers
 	}
-	for _, k := range []string{"tp_comm_overlap", "overlap_moe_expert_parallel_comm"} {
+	// The EP all-to-all overlap's delayed weight gradients
+	// (delay_wgrad_compute, which Megatron-Bridge's moe_a2a_overlap sets
+	// with overlap_moe_expert_parallel_comm: scripts/performance/utils/
+	// overrides.py) as the row's settings give them.
+	for _, k := range []string{"tp_comm_overlap", "overlap_moe_expert_parallel_comm", "delay_wgrad_compute"} {
 		if v, ok := set[k].(bool); ok {
 			par[k] = v
 		}
 	}
+	// The context-parallel exchange exists only with context parallelism.
 	if v, ok := set["cp_comm_type"].(string); ok && cp > 1 {
 		par["cp_comm_type"] = v
 	}
@@ -174,8 +211,15 @@ func PublishedPlan(r *Run) (*Plan, error) {
 	}
 
 	rt, tr := r.Train, p.Train
-	mb := degree(rt.MicroBatch)
-	tr["seq_length"], tr["micro_batch"], tr["precision"], tr["iters"] = rt.SeqLength, mb, rt.Precision, 10
+	tr["seq_length"], tr["precision"], tr["iters"] = rt.SeqLength, rt.Precision, 10
+	// Megatron has no default micro batch (arguments.py at d98e8a64
+	// asserts --micro-batch-size is given): a run whose source does not
+	// say it (the rows' notes: "Micro batch not stated") takes the best
+	// the checks allow.
+	tr["micro_batch"] = Open("int")
+	if rt.MicroBatch != nil {
+		tr["micro_batch"] = *rt.MicroBatch
+	}
 	if rt.GlobalBatch == nil {
 		return nil, fmt.Errorf("no global batch")
 	}
@@ -232,6 +276,11 @@ func PublishedPlan(r *Run) (*Plan, error) {
 	} else if !fsdp {
 		tr["distributed_optimizer"] = distopt
 	}
+	// Overlapped parameter gathering needs the distributed optimizer or
+	// Megatron-FSDP (arguments.py at d98e8a64); a run that records it
+	// without overlapped gradient reduction ran it so (Megatron-Bridge
+	// does not run Megatron-LM's argument check that rejects the pair:
+	// the Megatron-Bridge 25.09 DeepSeek-V3 H100 rows' notes).
 	og, op := overlap, overlap
 	if v, ok := set["overlap_grad_reduce"].(bool); ok {
 		og = v
@@ -239,12 +288,21 @@ func PublishedPlan(r *Run) (*Plan, error) {
 	if v, ok := set["overlap_param_gather"].(bool); ok {
 		op = v
 	}
-	tr["overlap_grad_reduce"], tr["overlap_param_gather"] = og, op && og && distopt
+	tr["overlap_grad_reduce"], tr["overlap_param_gather"] = og, op && (distopt || fsdp)
 	if v, ok := set["fp8_param_gather"].(bool); ok && rt.Precision == "fp8" {
 		tr["fp8_param_gather"] = v
 	}
 	if v, ok := set["grad_reduce_in_fp32"].(bool); ok {
 		tr["grad_reduce_in_bf16"] = !v
+	}
+	if v, ok := set["manual_gc"].(bool); ok {
+		tr["manual_gc"] = v
+	}
+	if set["cuda_graph_impl"] == "full_iteration" {
+		// Megatron asserts --no-check-for-nan-in-loss-and-grad with
+		// --cuda-graph-impl=full_iteration (arguments.py, validate_args),
+		// so the run had it off.
+		tr["check_for_nan_in_loss_and_grad"] = false
 	}
 	if v, ok := set["cpu_offloading_num_layers"].(float64); ok && v > 0 {
 		tr["cpu_offloading_num_layers"] = int(v)
@@ -263,3 +321,35 @@ func PublishedPlan(r *Run) (*Plan, error) {
 	}
 	return p, nil
 }
+
+// presetMaxPositions is the max_position_embeddings of a stdlib model
+// preset, 0 when it writes none (Megatron's default is seq_length).
+func presetMaxPositions(name string) (int, error) {
+	positionsMu.Lock()
+	defer positionsMu.Unlock()
+	if mp, ok := positions[name]; ok {
+		return mp, nil
+	}
+	text := "package plan\n\nimport (\n\t\"parc.dev/stdlib/clusters\"\n\t\"parc.dev/stdlib/models\"\n)\n\n" +
+		"model: models." + name + "\ncluster: clusters.dgx_h100 & {nodes: 1}\ntrain: {seq_length: 2, micro_batch: 1, global_batch: 8, iters: 1}\n"
+	res, ds := load.Load(load.Source{Path: name + ".cue", Data: []byte(text)})
+	if res == nil || ds.HasErrors() {
+		return 0, fmt.Errorf("model preset %s: %v", name, ds)
+	}
+	s, ds := res.DecodeValue(res.Plan)
+	if s == nil || ds.HasErrors() {
+		return 0, fmt.Errorf("model preset %s: %v", name, ds)
+	}
+	mp := 0
+	if s.Model.MaxPositionEmbeddings != nil {
+		mp = *s.Model.MaxPositionEmbeddings
+	}
+	positions[name] = mp
+	return mp, nil
+}
+
+// positions memoizes presetMaxPositions.
+var (
+	positionsMu sync.Mutex
+	positions   = map[string]int{}
+)

@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -64,56 +63,6 @@ const (
 	corpusMisses = "testdata/corpus/misses.txt"
 	corpusReadme = "testdata/corpus/README.md"
 )
-
-// measuredRow is what the test reads of a runs.jsonl line.
-type measuredRow struct {
-	ID          string          `json:"id"`
-	Source      string          `json:"source"`
-	Model       json.RawMessage `json:"model"`
-	GPU         string          `json:"gpu"`
-	GPUs        int             `json:"gpus"`
-	GPUsPerNode int             `json:"gpus_per_node"`
-	Parallel    map[string]any  `json:"parallel"`
-	Train       map[string]any  `json:"train"`
-	Settings    map[string]any  `json:"settings"`
-}
-
-// clusterPresets maps the corpus's GPU names to stdlib cluster presets.
-var clusterPresets = map[string]string{
-	"H100-SXM":       "dgx_h100",
-	"B200":           "dgx_b200",
-	"B300":           "dgx_b300",
-	"GB200":          "gb200_nvl72",
-	"GB300":          "gb300_nvl72",
-	"A100-SXM4-80GB": "dgx_a100_80g",
-	"H200":           "hgx_h200",
-}
-
-// corpusSettings are the corpus settings that are spec fields (Megatron's
-// names, FIELDS.md), with where they go. One the schema does not have is
-// dropped when the spec is written (see rowSpecs).
-var corpusSettings = map[string]string{
-	"overlap_grad_reduce":              "train.overlap_grad_reduce",
-	"overlap_param_gather":             "train.overlap_param_gather",
-	"fp8_param_gather":                 "train.fp8_param_gather",
-	"tp_comm_overlap":                  "parallel.tp_comm_overlap",
-	"overlap_moe_expert_parallel_comm": "parallel.overlap_moe_expert_parallel_comm",
-	"delay_wgrad_compute":              "parallel.delay_wgrad_compute",
-	"manual_gc":                        "train.manual_gc",
-	"attention_dropout":                "train.attention_dropout",
-	"hidden_dropout":                   "train.hidden_dropout",
-	"data_parallel_sharding_strategy":  "train.data_parallel_sharding_strategy",
-	// The Llama 3 70B GB200/GB300 FSDP recipes offload 40 layers'
-	// activations (runs.jsonl cites the workload base configs); without it
-	// the published plan's activations do not fit.
-	"cpu_offloading_num_layers": "train.cpu_offloading_num_layers",
-	// Fine-grained activation offloading as a row's command gives it (the
-	// Megatron-MoE-ModelZoo Qwen3-235B GB200 MXFP8 run offloads expert_fc1
-	// and moe_act: "activation offloading required").
-	"fine_grained_activation_offloading": "train.fine_grained_activation_offloading",
-	"offload_modules":                    "train.offload_modules",
-	"delay_offload_until_cuda_graph":     "train.delay_offload_until_cuda_graph",
-}
 
 // corpusCase is one row as two CUE specs: the published plan and the same
 // with every degree open.
@@ -277,223 +226,47 @@ func readRuns[T any](t *testing.T) []T {
 func corpusCases(t *testing.T) ([]corpusCase, map[string]int) {
 	skipped := map[string]int{}
 	var out []corpusCase
-	for _, r := range readRuns[measuredRow](t) {
-		preset, ok := clusterPresets[r.GPU]
-		if !ok {
-			skipped["no cluster preset for "+r.GPU]++
+	for _, r := range readRuns[measured.Run](t) {
+		pub, err := measured.PublishedPlan(&r)
+		if err != nil {
+			skipped[err.Error()]++
 			continue
 		}
-		pub, open, why := rowSpecs(t, r, preset)
-		if why != "" {
-			skipped[why]++
-			continue
-		}
-		out = append(out, corpusCase{id: r.ID, pub: pub, open: open})
+		out = append(out, corpusCase{id: r.ID, pub: pub.CUE(), open: openPlan(&r, pub).CUE()})
 	}
 	return out, skipped
 }
 
-// cueOpen is a field written as an open CUE constraint ("int", "string",
-// `"none" | "full"`).
-type cueOpen string
-
-var openMarker = regexp.MustCompile(`"@open:(\d+)"`)
-
-// presetMaxPositions is the max_position_embeddings of a stdlib model
-// preset (0 when it writes none: Megatron's default is seq_length).
-func presetMaxPositions(t *testing.T, name string) int {
-	if mp, ok := presetPositions[name]; ok {
-		return mp
-	}
-	mp := decodeMaxPositions(t, name)
-	presetPositions[name] = mp
-	return mp
-}
-
-// presetPositions memoizes presetMaxPositions (corpusCases reads the rows
-// one after another).
-var presetPositions = map[string]int{}
-
-func decodeMaxPositions(t *testing.T, name string) int {
-	text := "package plan\n\nimport (\n\t\"parc.dev/stdlib/clusters\"\n\t\"parc.dev/stdlib/models\"\n)\n\n" +
-		"model: models." + name + "\ncluster: clusters.dgx_h100 & {nodes: 1}\ntrain: {seq_length: 2, micro_batch: 1, global_batch: 8, iters: 1}\n"
-	res, ds := load.Load(load.Source{Path: name + ".cue", Data: []byte(text)})
-	require.NotNil(t, res, "%v", ds)
-	s, ds := res.DecodeValue(res.Plan)
-	require.NotNil(t, s, "%v", ds)
-	if s.Model.MaxPositionEmbeddings == nil {
-		return 0
-	}
-	return *s.Model.MaxPositionEmbeddings
-}
-
-// rowSpecs writes a corpus row as the published plan (its values; the
-// fields the row leaves out open) and the same with every degree, the
-// micro batch and recompute open (and the pipeline split and
-// recompute_modules left to parc). Settings the schema does not have are
-// dropped.
-func rowSpecs(t *testing.T, r measuredRow, preset string) (pub, open, why string) {
-	model := "models." + strings.Trim(string(r.Model), `"`)
-	imports := "import (\n\t\"parc.dev/stdlib/clusters\"\n\t\"parc.dev/stdlib/models\"\n)"
-	var name string
-	if json.Unmarshal(r.Model, &name) == nil {
-		// Megatron asserts max_position_embeddings ≥ seq_length
-		// (arguments.py, validate_args); a long-sequence run extends a
-		// preset's positions to its sequence (runs.jsonl notes, e.g. NeMo's
-		// long-sequence Llama 2 7B table).
-		if mp, seq := presetMaxPositions(t, name), int(r.Train["seq_length"].(float64)); mp > 0 && seq > mp {
-			model = fmt.Sprintf("models.%s & {max_position_embeddings: %d}", name, seq)
-		}
-	} else if strings.HasPrefix(strings.TrimSpace(string(r.Model)), "{") {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(r.Model, &m))
-		// Megatron asserts max_position_embeddings ≥ seq_length; the
-		// performance scripts set it to seq_length when a model's own is
-		// shorter.
-		if mp, ok := m["max_position_embeddings"].(float64); ok && mp < r.Train["seq_length"].(float64) {
-			m["max_position_embeddings"] = r.Train["seq_length"]
-		}
-		b, _ := json.Marshal(m)
-		model = string(b)
-		imports = "import \"parc.dev/stdlib/clusters\""
-	}
-	if r.GPUs < r.GPUsPerNode {
-		return "", "", "fewer GPUs than a node"
-	}
-	if _, ok := r.Train["global_batch"]; !ok {
-		return "", "", "no global batch"
-	}
-	cluster := fmt.Sprintf("clusters.%s & {nodes: %d, gpus_per_node: %d}", preset, r.GPUs/r.GPUsPerNode, r.GPUsPerNode)
-	par, tr := maps.Clone(r.Parallel), maps.Clone(r.Train)
-	tr["iters"] = 100
-	if tr["precision"] != "fp8" {
-		delete(tr, "fp8_recipe")
-	}
-	paper := measured.PaperEra(r.ID)
-	if _, ok := tr["distributed_optimizer"]; !ok && tr["fsdp"] != true {
-		// Megatron-Bridge's performance recipes use the distributed
-		// optimizer with overlapped gradient reduction and parameter
-		// gathering; the 2021-22 papers' software had neither (paperEra).
-		tr["distributed_optimizer"] = !paper
-	}
-	if (tr["distributed_optimizer"] == true || tr["fsdp"] == true) && !paper {
-		tr["overlap_grad_reduce"], tr["overlap_param_gather"] = true, true
-	}
-	if v, ok := r.Settings["grad_reduce_in_fp32"]; ok && v == false {
-		tr["grad_reduce_in_bf16"] = true
-	}
-	if v, ok := r.Settings["fsdp_reshard_after_forward"].(bool); ok && !v && tr["fsdp"] == true && r.Settings["data_parallel_sharding_strategy"] == nil {
-		// Parameters stay gathered after the forward: sharded gradients
-		// and optimizer state, Megatron-FSDP's optim_grads (the Llama 3
-		// paper's FSDP, §3.3.2), as the calibration reads these rows.
-		tr["data_parallel_sharding_strategy"] = "optim_grads"
-	}
-	if v, ok := r.Settings["cp_comm_type"].(string); ok {
-		par["cp_comm_type"] = v
-	}
-	if r.Settings["cuda_graph_impl"] == "full_iteration" {
-		// Megatron asserts --no-check-for-nan-in-loss-and-grad with
-		// --cuda-graph-impl=full_iteration (arguments.py, validate_args),
-		// so the run had it off.
-		tr["check_for_nan_in_loss_and_grad"] = false
-	}
-	extra := measured.ModelKernelsCUE(r.Settings)
-	for k, dst := range corpusSettings {
-		if v, ok := r.Settings[k]; ok {
-			blk, f, _ := strings.Cut(dst, ".")
-			map[string]map[string]any{"train": tr, "parallel": par}[blk][f] = v
-		}
-	}
-	if c := measured.RecomputeConstraint(r.Train); c != "" {
-		// Recomputation the row leaves unsaid (or selective without its
-		// modules): the published plan takes the best the checks allow,
-		// as the calibration rates the row.
-		tr["recompute"] = cueOpen(c)
-	}
-	if _, ok := tr["micro_batch"]; !ok {
-		tr["micro_batch"] = cueOpen("int")
-	}
-	if !measured.PipelineInterleaves(r.ID) {
-		par["vpp"] = 1
-	}
-	if _, ok := par["vpp"]; !ok && par["layout"] == nil {
-		par["vpp"] = cueOpen("int")
-	}
-	text := func(par, tr map[string]any) string {
-		enc := func(m map[string]any) string {
-			c := map[string]any{}
-			var open []string
-			for k, v := range m {
-				if o, ok := v.(cueOpen); ok {
-					v = fmt.Sprintf("@open:%d", len(open))
-					open = append(open, string(o))
-				}
-				c[k] = v
-			}
-			b, _ := json.Marshal(c)
-			return openMarker.ReplaceAllStringFunc(string(b), func(m string) string {
-				i, _ := strconv.Atoi(openMarker.FindStringSubmatch(m)[1])
-				return open[i]
-			})
-		}
-		return fmt.Sprintf("package plan\n\n%s\n\nmodel: %s\ncluster: %s\nparallel: %s\ntrain: %s\n%s",
-			imports, model, cluster, enc(par), enc(tr), extra)
-	}
-	// Drop what the schema does not have.
-	for range 20 {
-		res, ds := load.Load(load.Source{Path: r.ID + ".cue", Data: []byte(text(par, tr))})
-		if res != nil && !ds.HasErrors() {
-			_, ds = res.DecodeValue(res.Plan)
-		}
-		dropped := false
-		for _, d := range ds {
-			if d.Code != "unknown-field" {
-				continue
-			}
-			blk, f, _ := strings.Cut(d.Path, ".")
-			m := map[string]map[string]any{"train": tr, "parallel": par}[blk]
-			if m == nil || f == "layout" {
-				return "", "", "unknown field " + d.Path
-			}
-			delete(m, f)
-			dropped = true
-		}
-		if !dropped {
-			break
-		}
-	}
-	pub = text(par, tr)
-	op := map[string]any{}
-	for k, v := range par {
-		switch k {
-		case "tp", "pp", "vpp", "cp", "ep", "etp", "sp", "layout", "first_stage_layers", "last_stage_layers", "account_for_embedding", "account_for_loss":
-		default:
-			op[k] = v
-		}
+// openPlan is the published plan pub of run r with every degree, the micro
+// batch and recompute open (and the pipeline split and recompute_modules
+// left to parc).
+func openPlan(r *measured.Run, pub *measured.Plan) *measured.Plan {
+	o := pub.Clone()
+	for _, k := range []string{"sp", "layout", "first_stage_layers", "last_stage_layers", "account_for_embedding", "account_for_loss"} {
+		delete(o.Parallel, k)
 	}
 	for _, k := range []string{"tp", "pp", "vpp", "cp", "ep", "etp"} {
-		op[k] = cueOpen("int")
+		o.Parallel[k] = measured.Open("int")
 	}
-	ot := maps.Clone(tr)
-	delete(ot, "recompute_modules")
-	delete(ot, "recompute_layers")
-	delete(ot, "recompute_method")
-	ot["micro_batch"], ot["recompute"] = cueOpen("int"), cueOpen("string")
-	if paper {
+	delete(o.Train, "recompute_modules")
+	delete(o.Train, "recompute_layers")
+	delete(o.Train, "recompute_method")
+	o.Train["micro_batch"], o.Train["recompute"] = measured.Open("int"), measured.Open("string")
+	if measured.PaperEra(r.ID) {
 		// The pick may use only what the run's software could state:
 		// no sequence parallelism (the rows record sp false), no context
 		// parallelism, and full recomputation or none (selective
 		// recomputation and sequence parallelism came with Korthikanti et
 		// al. 2022, arXiv:2205.05198; context parallelism with
 		// Megatron-Core in 2023).
-		op["sp"], op["cp"] = false, 1
-		if par["vpp"] == 1 {
-			op["vpp"] = 1
+		o.Parallel["sp"], o.Parallel["cp"] = false, 1
+		if !measured.PipelineInterleaves(r.ID) {
+			o.Parallel["vpp"] = 1
 		}
-		ot["recompute"] = cueOpen(`"none" | "full"`)
-		ot["recompute_method"] = "uniform"
+		o.Train["recompute"] = measured.Open(`"none" | "full"`)
+		o.Train["recompute_method"] = "uniform"
 	}
-	return pub, text(op, ot), ""
+	return o
 }
 
 // readMisses reads testdata/corpus/misses.txt: "id status" lines.

@@ -1,0 +1,56 @@
+package measured
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"slices"
+	"testing"
+
+	"parc.dev/parc/internal/load"
+)
+
+// TestPublishedPlanSpecs: every measured run with a cluster preset is written
+// as a spec parc loads, with no field the schema lacks, and the fields the
+// spec leaves open are those the plan says its source leaves unsaid.
+func TestPublishedPlanSpecs(t *testing.T) {
+	f, err := os.Open("../estimate/testdata/measured/runs.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	n := 0
+	for sc.Scan() {
+		var r Run
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		p, err := PublishedPlan(&r)
+		if err != nil {
+			if _, ok := clusterPresets[r.GPU]; ok {
+				t.Errorf("%s: %v", r.ID, err)
+			}
+			continue
+		}
+		n++
+		res, ds := load.Load(load.Source{Path: r.ID + ".cue", Data: []byte(p.CUE())})
+		if res == nil || ds.HasErrors() {
+			t.Errorf("%s: %v\n%s", r.ID, ds, p.CUE())
+			continue
+		}
+		_, ds = res.DecodeValue(res.Plan)
+		for _, d := range ds {
+			if d.Code == "unknown-field" {
+				t.Errorf("%s: %s: %s", r.ID, d.Path, d.Message)
+			}
+		}
+		if got := res.Open(); !slices.Equal(got, p.Unsaid()) {
+			t.Errorf("%s: open %v, unsaid %v", r.ID, got, p.Unsaid())
+		}
+	}
+	if n == 0 {
+		t.Fatal("no runs written")
+	}
+}
