@@ -261,6 +261,9 @@ type computeModel struct {
 	graphs cudaGraphs
 	// routerFusion: kernels.moe_router_fusion.
 	routerFusion bool
+	// sharedExpertOverlap: model.moe.shared_expert_overlap (the shared
+	// expert runs in the dispatcher, beside the all-to-all).
+	sharedExpertOverlap bool
 	// unfused: core attention runs unfused (kernels.attention_backend
 	// "unfused" or "local", see fusedAttention); attnDropout: its
 	// probabilities go through dropout.
@@ -752,6 +755,18 @@ func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
 	}
 	if ls.fs > 0 {
 		sf, sb := cm.mlpBlock(ls, ls.T, ls.fs, ls.tp, false)
+		// The router's graph holds the shared expert unless it overlaps
+		// the all-to-all: MoELayer.forward at Megatron-LM d98e8a64 runs
+		// shared_experts_compute (only without moe_shared_expert_overlap)
+		// before route inside the captured part, and the replay takes its
+		// output from the graph's tensor store
+		// (maybe_skip_or_early_return_by_cudagraph, moe_utils.py); the
+		// guide's §2.3: "moe_router: capture the moe router part. Also
+		// capture shared experts unless the shared experts overlap is
+		// enabled".
+		if g.router && !cm.sharedExpertOverlap {
+			sf, sb = cm.captured(sf), cm.captured(sb)
+		}
 		fwd, bwd = fwd.plus(sf), bwd.plus(sb)
 	}
 	if g.moe {

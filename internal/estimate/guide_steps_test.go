@@ -38,7 +38,7 @@ var guideSteps = []guideStep{
 	{"Tune DeepEP", 691.49, nil, "DeepEP's kernels"},
 	{"CPU-side optimization", 762.12, nil, "bindpcie: processes bound to their GPU's NUMA node"},
 	{"PDL for quantization kernels & Fuse MXFP8 swizzle scaling factor", 797.67, nil, "Transformer Engine kernels"},
-	{"CUDA Graphs capture shared expert", 829.93, nil, "what moe_router's graph holds (parc's graph of the router leaves the shared expert out either way)"},
+	{"CUDA Graphs capture shared expert", 829.93, nil, "what moe_router's graph holds (parc's graph of the router holds the shared expert from the CUDA Graphs step on, as Megatron at d98e8a64 does without shared-expert overlap)"},
 	{"HybridEP", 943.56, func(r *measuredRun) { r.Settings["moe_flex_dispatcher_backend"] = "hybridep" }, ""},
 	{"CPU-side optimization", 956.21, nil, "host code"},
 	{"Fuse quantization to normalization (cuDNN 9.14)", 970.01, nil, "cuDNN's normalization kernels (NVTE_NORM_FWD_USE_CUDNN)"},
