@@ -889,8 +889,14 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   and Qwen3-235B-A22B rows 8-21% (26.02-26.06).
 - GPT-OSS-120B rows record the model's sliding-window attention (model.window_size [128, 0] on every
   other layer, window_attn_skip_freq 2) and attention sinks (softmax_type "learnable"), from
-  Megatron-Bridge's GPTOSSProvider; a windowed layer's fused attention runs over about 129 keys per
-  query instead of s/2. Blackwell rows are mostly within 5%, H100 rows 9-15% too slow. 25.11 B200 ran
+  Megatron-Bridge's GPTOSSProvider; a windowed layer's fused attention computes the two 128-key tiles
+  its 129 keys per query touch instead of s/2 keys (windowKeys; cuDNN's windowed kernels on GB200 within
+  3% forward, TestWindowedAttentionKernels). The attention backend these rows run is Transformer Engine's
+  FusedAttention (cuDNN), not the unfused one: TE 2.9-2.16 (the 25.11-26.06 containers) keep it for
+  softmax_type learnable in bf16 from cuDNN 9.13.1 on (fused_attn.cpp at v2.9), the containers ship
+  9.13.1-9.21.1 (Megatron-Bridge docs/releases/software-versions.md), and windowed layers time linear in
+  s on GB200, GB300 and H200 (cudnn-frontend sdpa_benchmark_training): the missing GPT-OSS time is not
+  attention's. Blackwell rows are mostly within 5%, H100 rows 9-15% too slow. 25.11 B200 ran
   the release's EP-64 config, not the table's EP 8 (its notes give the evidence), and is within 6%.
   26.02 B300 (EP 64, attention and router CUDA graphs; +33%: the B200 run of the same config is within
   3%, the EP-8 B300 runs of the next releases within 4%) and 26.06 B300 (+17%) are outliers. At EP 64
