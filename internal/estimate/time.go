@@ -1081,7 +1081,7 @@ func (c *costModel) dataParallelTime(e *Estimate, clocks []stageClock, link func
 		best, bestBytes := 0, -1.0
 		var bestExposed, bestTime float64
 		l := link(x.fam)
-		k := c.membersPerNode(x.fam, x.size)
+		k := c.fewestPerDomain(x.fam, x.size)
 		for r := range c.pp {
 			dense, expert := c.stageParams[r].denseExpertPerGPU(int64(c.tp), int64(c.etp), int64(c.ep))
 			n := float64(dense)
@@ -1248,27 +1248,49 @@ func (c *costModel) dataParallelTimes(n float64, size, k int, link string) (grad
 }
 
 // gatherTransfer is the bandwidth time of an all-gather or reduce-scatter of
-// a size-byte tensor over n GPUs of which k share each node. Over the
-// network NCCL runs one ring per NIC, so the k GPUs of a node move the
-// node's share in parallel: the k-way part on NVLink, then 1/k of the
-// tensor around the nodes on each NIC.
+// a size-byte tensor over n GPUs whose ring crosses the network with k of
+// them, at the fewest, in one NVLink domain (fewestPerDomain). NCCL runs
+// these collectives as one flat ring over all n ranks (Ring is the only
+// algorithm for them beside PAT, NVLS and CollNet), each rank sending
+// (n−1)/n of the tensor over its next hop, and its tuning model rates the
+// ring at the bus bandwidth of its bottleneck link: busBw = nChannels ·
+// bwInter across nodes, algorithm time (n−1)/n · size / busBw for an
+// all-gather or reduce-scatter (NVIDIA/nccl 5067397c src/graph/tuning.cc,
+// ncclTopoTuneModel). The channels' rings leave a domain through
+// different GPUs, each through its own NIC, so the k members in a domain
+// share the crossing: every NIC carries 1/k of each rank's (n−1)/n, while
+// the other (k−1)/k of it goes over NVLink at the same time (the ring's
+// hops are pipelined, so the slower of the two sets the time). A group
+// whose members are one per domain (k 1) sends everything over the
+// network.
 func (c *costModel) gatherTransfer(size float64, n, k int, link string) float64 {
-	if link != LinkNetwork || k <= 1 || n <= k {
-		return GatherBytes(size, n) / c.linkRate(link)
+	b := GatherBytes(size, n)
+	if link != LinkNetwork {
+		return b / c.linkRate(link)
 	}
-	nodes := (n + k - 1) / k // a 72-GPU NVLink domain need not hold a whole number of a group's members
-	return GatherBytes(size, k)/c.linkRate(LinkNVLink) + GatherBytes(size/float64(k), nodes)/c.linkRate(LinkNetwork)
+	if k >= n {
+		k = 1 // the links say the group crosses; its split is unknown
+	}
+	kf := float64(max(k, 1))
+	return math.Max(b*(kf-1)/kf/c.linkRate(LinkNVLink), b/kf/c.linkRate(LinkNetwork))
 }
 
-// membersPerNode is how many GPUs of one group of the family share a node
-// (Megatron's rank order puts tp, cp, ep/etp before dp; with
-// tp-cp-ep-pp-dp, pp too). Where the NVLink domain is larger than a node
-// (GB200/GB300 NVL72) it is the domain: with multi-node NVLink, NCCL's
-// topology fuses the GPUs of the NVLink clique, not of the host, as its
-// local level (src/graph/topo.cc, ncclTopoGetSystem: "MNNVL clique support",
-// nLocalRanks = comm->clique.size; NVIDIA/nccl 5067397c), so the members in
-// one domain share its NVLink and each carries 1/k of what crosses the network.
-func (c *costModel) membersPerNode(fam string, size int) int {
+// fewestPerDomain is the fewest members a group of the family (size GPUs)
+// has in one NVLink domain, over the groups that leave their domain: the
+// domain whose NICs carry the most of the group's crossing traffic
+// (gatherTransfer). Megatron's rank order puts tp, cp, ep/etp before dp
+// (with tp-cp-ep-pp-dp, pp too), so a group's members are stride ranks
+// apart from a base whose lower digits run over [0, stride) and whose
+// higher ones step by stride·size. Domains are blocks of nvlink_domain
+// consecutive ranks (layout.Build's placement); where the NVLink domain is
+// smaller than a node, the node. With multi-node NVLink (GB200/GB300
+// NVL72), NCCL's topology fuses the GPUs of the NVLink clique, not of the
+// host, as its local level (src/graph/topo.cc, ncclTopoGetSystem: "MNNVL
+// clique support", nLocalRanks = comm->clique.size; NVIDIA/nccl 5067397c),
+// so the members in one domain share its NVLink and its NICs. Only the
+// first and the last domain a group touches can hold fewer members than
+// the floor(domain/stride) each domain between them holds.
+func (c *costModel) fewestPerDomain(fam string, size int) int {
 	stride := c.tp
 	switch fam {
 	case "dp":
@@ -1279,11 +1301,39 @@ func (c *costModel) membersPerNode(fam string, size int) int {
 	if fam != "edp" && c.s.Parallel.Order == "tp-cp-ep-pp-dp" {
 		stride *= c.pp
 	}
-	gpn := max(c.s.Cluster.GPUsPerNode, c.s.Cluster.NVLinkDomain, 1)
-	if stride >= gpn {
+	block := max(c.s.Cluster.GPUsPerNode, c.s.Cluster.NVLinkDomain, 1)
+	if stride >= block || size <= 1 {
 		return 1
 	}
-	return max(1, min(size, gpn/stride))
+	span := (size - 1) * stride
+	fewest := size
+	period := block / gcdInt(stride*size%block, block) // the bases repeat mod block
+	steps := min(max(c.world/(stride*size), 1), period)
+	for y := range steps {
+		for x := range min(stride, block) {
+			r := (x + y*stride*size) % block
+			if r+span < block {
+				continue // inside one domain
+			}
+			first := (block - r + stride - 1) / stride
+			lastStart := (r + span) / block * block
+			last := size - (lastStart-r+stride-1)/stride
+			k := min(first, last)
+			if (r+span)/block >= 2 {
+				k = min(k, block/stride) // a domain between the first and the last
+			}
+			fewest = min(fewest, k)
+		}
+	}
+	return max(fewest, 1)
+}
+
+// gcdInt is the greatest common divisor of a ≥ 0 and b > 0.
+func gcdInt(a, b int) int {
+	for a != 0 {
+		a, b = b%a, a
+	}
+	return b
 }
 
 // exposedDataParallel is the part of the data-parallel traffic the step waits
