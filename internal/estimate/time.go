@@ -1301,26 +1301,34 @@ func (c *costModel) fewestPerDomain(fam string, size int) int {
 	if fam != "edp" && c.s.Parallel.Order == "tp-cp-ep-pp-dp" {
 		stride *= c.pp
 	}
-	block := max(c.s.Cluster.GPUsPerNode, c.s.Cluster.NVLinkDomain, 1)
+	return fewestInBlock(stride, size, max(c.s.Cluster.GPUsPerNode, c.s.Cluster.NVLinkDomain, 1), c.world)
+}
+
+// fewestInBlock is the fewest members a group has in one block of block
+// consecutive ranks, over the groups of size members stride ranks apart
+// that span two blocks or more, in a world of world ranks whose group bases
+// run over [0, stride) plus multiples of stride·size; size when no group
+// spans two blocks.
+func fewestInBlock(stride, size, block, world int) int {
 	if stride >= block || size <= 1 {
 		return 1
 	}
 	span := (size - 1) * stride
 	fewest := size
 	period := block / gcdInt(stride*size%block, block) // the bases repeat mod block
-	steps := min(max(c.world/(stride*size), 1), period)
+	steps := min(max(world/(stride*size), 1), period)
 	for y := range steps {
 		for x := range min(stride, block) {
 			r := (x + y*stride*size) % block
 			if r+span < block {
-				continue // inside one domain
+				continue // inside one block
 			}
 			first := (block - r + stride - 1) / stride
 			lastStart := (r + span) / block * block
 			last := size - (lastStart-r+stride-1)/stride
 			k := min(first, last)
 			if (r+span)/block >= 2 {
-				k = min(k, block/stride) // a domain between the first and the last
+				k = min(k, block/stride) // a block between the first and the last
 			}
 			fewest = min(fewest, k)
 		}
