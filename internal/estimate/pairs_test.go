@@ -66,7 +66,11 @@ func (p runPair) misordered() bool {
 }
 
 // planKey is what a pair differs in: the parallel degrees, micro batch,
-// recomputation and GPU count of the spec the calibration estimates.
+// recomputation and GPU count of the spec the calibration estimates, with
+// what the row leaves unsaid resolved as the calibration resolves it. The
+// solver corpus's outside evidence (internal/solve samePlanKind) compares
+// the values runs.jsonl records instead, an unrecorded one matching any:
+// it must not depend on the model's choices.
 func planKey(row *calRow) string {
 	p, t := row.s.Parallel, row.s.Train
 	etp := p.TP

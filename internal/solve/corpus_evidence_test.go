@@ -92,6 +92,10 @@ func (r *notesRow) jobThroughput() (float64, string) {
 
 // samePlanKind: two measured plans are one where both record them: the
 // degrees, and the micro batch and recompute mode where both record them.
+// Unlike TestMeasuredPairs' planKey (internal/estimate), which compares the
+// specs the calibration estimates with unsaid values resolved by the
+// model, it reads only what runs.jsonl records, so the evidence stays
+// independent of the model.
 func samePlanKind(a, b *planKind) bool {
 	for _, key := range kindKeys {
 		av, aok := a.vals[key]
