@@ -25,6 +25,9 @@ import (
 // same plan with other settings (dispatcher, CUDA graphs, overlaps, fused
 // kernels: the spec text differs, the plan does not) are a third kind,
 // counted apart too: they check the settings the plan's rating rests on.
+// Apart from these, every pair of runs of one job whose micro batches differ
+// (microBatchPairs) checks that the estimate does not credit larger micro
+// batches with more than their measured advantage (maxMicroBatchCredit).
 //
 // The specs are the calibration's (loadCalibrationRows), estimated with the
 // constants in calibration_fitted.go. `-update` rewrites
@@ -41,6 +44,12 @@ const (
 	maxMisorderedSameRelease  = 1
 	maxMisorderedCrossRelease = 8
 	maxMisorderedSettings     = 4
+	// maxMicroBatchCredit bounds how much of a larger micro batch's
+	// measured advantage the estimate may credit, as the geometric mean of
+	// estimated over measured advantage over every pair of runs of one job
+	// whose micro batches differ (microBatchPairs): above 1 the model would
+	// overvalue larger micro batches. At c7a1035: 0.908 over 49 pairs.
+	maxMicroBatchCredit = 1.0
 )
 
 // Kinds of pair.
@@ -93,7 +102,7 @@ func planKey(row *calRow) string {
 // measuredPairs returns every pair of estimable runs of one job under
 // different plans or settings (spec texts), measured more than pairMinRatio
 // apart, a the faster measured.
-func measuredPairs(t *testing.T) []runPair {
+func measuredPairs(t *testing.T) (pairs, microBatch []runPair) {
 	t.Helper()
 	runs := readMeasuredRuns(t)
 	rows := loadCalibrationRows(t)
@@ -107,7 +116,7 @@ func measuredPairs(t *testing.T) []runPair {
 			est[i] = row.estimated(cal)
 		}
 	}
-	var pairs []runPair
+	microBatch = microBatchPairs(runs, rows, est)
 	for i := range rows {
 		for j := i + 1; j < len(rows); j++ {
 			a, b := rows[i], rows[j]
@@ -135,14 +144,60 @@ func measuredPairs(t *testing.T) []runPair {
 	slices.SortStableFunc(pairs, func(x, y runPair) int {
 		return strings.Compare(x.a.id+" "+x.b.id, y.a.id+" "+y.b.id)
 	})
+	return pairs, microBatch
+}
+
+// microBatchPairs returns every pair of estimable runs of one job whose
+// micro batches differ, however close their measurements, a the run with
+// the larger micro batch: measured and estimated are its advantage. A micro
+// batch is rarely the only thing such a pair changes (releases, degrees,
+// recomputation differ too), so the pairs check the estimate's micro-batch
+// response only on the whole: if it credited larger micro batches with
+// more than they give (fewer microbatches' fixed costs, larger GEMMs, a
+// longer last backward to hide the data-parallel reduction under), the
+// estimated advantages would run above the measured ones.
+func microBatchPairs(runs []measuredRun, rows []*calRow, est []float64) []runPair {
+	var pairs []runPair
+	for i := range rows {
+		for j := i + 1; j < len(rows); j++ {
+			a, b := rows[i], rows[j]
+			if est[i] == 0 || est[j] == 0 || runs[i].Job() != runs[j].Job() || a.s.Train.MicroBatch == b.s.Train.MicroBatch {
+				continue
+			}
+			ea, eb := est[i], est[j]
+			if a.s.Train.MicroBatch < b.s.Train.MicroBatch {
+				a, b, ea, eb = b, a, eb, ea
+			}
+			pairs = append(pairs, runPair{a: a, b: b, measured: a.measured / b.measured, estimated: ea / eb, planA: planKey(a), planB: planKey(b)})
+		}
+	}
+	slices.SortStableFunc(pairs, func(x, y runPair) int {
+		return strings.Compare(x.a.id+" "+x.b.id, y.a.id+" "+y.b.id)
+	})
 	return pairs
+}
+
+// microBatchCredit is the geometric mean of estimated over measured
+// advantage of the pairs, and how many of them the estimate overvalues.
+func microBatchCredit(pairs []runPair) (credit float64, over int) {
+	if len(pairs) == 0 {
+		return 1, 0
+	}
+	var sum float64
+	for _, p := range pairs {
+		sum += math.Log(p.estimated / p.measured)
+		if p.estimated > p.measured {
+			over++
+		}
+	}
+	return math.Exp(sum / float64(len(pairs))), over
 }
 
 func TestMeasuredPairs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads every corpus row")
 	}
-	pairs := measuredPairs(t)
+	pairs, microBatch := measuredPairs(t)
 	n, bad := map[string]int{}, map[string]int{}
 	for _, p := range pairs {
 		n[p.kind]++
@@ -150,7 +205,7 @@ func TestMeasuredPairs(t *testing.T) {
 			bad[p.kind]++
 		}
 	}
-	report := pairsReport(pairs, n, bad)
+	report := pairsReport(pairs, n, bad) + microBatchReport(microBatch)
 	path := filepath.Join("testdata", "calibration", "pairs.md")
 	if *update {
 		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
@@ -169,6 +224,32 @@ func TestMeasuredPairs(t *testing.T) {
 			t.Errorf("%d pairs %s misordered, more than %d", bad[kind], kind, most)
 		}
 	}
+	credit, over := microBatchCredit(microBatch)
+	t.Logf("micro batch: %d pairs, estimated over measured advantage of the larger micro batch %.3f (geometric mean), %d overvalued", len(microBatch), credit, over)
+	if len(microBatch) < 20 {
+		t.Errorf("only %d pairs of runs whose micro batches differ", len(microBatch))
+	}
+	if credit > maxMicroBatchCredit {
+		t.Errorf("larger micro batches credited with %.3f of their measured advantage, more than %.2f", credit, maxMicroBatchCredit)
+	}
+}
+
+// microBatchReport is pairs.md's micro-batch section.
+func microBatchReport(pairs []runPair) string {
+	var b strings.Builder
+	credit, over := microBatchCredit(pairs)
+	b.WriteString("\n## Micro batch\n\n")
+	b.WriteString("Every pair of runs of one job whose micro batches differ, however close their measurements;\n")
+	b.WriteString("*larger* is the run with the larger micro batch, *measured* and *estimated* its throughput over\n")
+	b.WriteString("the other's. Other things often differ too (release, degrees, recomputation), so the pairs judge\n")
+	b.WriteString("the estimate's micro-batch response on the whole: were larger micro batches overvalued, the\n")
+	b.WriteString("estimated advantages would run above the measured ones.\n\n")
+	fmt.Fprintf(&b, "%d pairs; estimated over measured advantage of the larger micro batch: %.3f (geometric mean), above 1 in %d.\n\n", len(pairs), credit, over)
+	b.WriteString("| larger | plan | other | plan | measured | estimated | estimated / measured |\n|---|---|---|---|---|---|---|\n")
+	for _, p := range pairs {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f | %.2f | %.2f |\n", p.a.id, p.planA, p.b.id, p.planB, p.measured, p.estimated, p.estimated/p.measured)
+	}
+	return b.String()
 }
 
 func pairsReport(pairs []runPair, n, bad map[string]int) string {
