@@ -226,24 +226,15 @@ func makeCalRow(r *measuredRun) *calRow {
 	row.s = s
 	row.d = spec.Derive(s)
 	row.links = DefaultLinks(s, row.d)
-	m := r.Measured
-	num := func(k string) float64 {
-		v, _ := m[k].(float64)
-		return v
+	// The source's FLOP count per token, for a run that publishes only
+	// model TFLOP/s (sourceFLOPs).
+	flopsPerToken := sourceFLOPs(r.FLOPsCount, s, row.d) / r.TokensPerStep()
+	v, what, err := r.TokensPerSPerGPU(flopsPerToken)
+	if err != nil {
+		row.skip = err.Error()
+		return row
 	}
-	tokensPerStep := float64(s.Train.GlobalBatch) * float64(s.Train.SeqLength)
-	world := float64(row.d.World)
-	switch {
-	case num("tokens_per_s_per_gpu") > 0:
-		row.measured, row.measuredWhat = num("tokens_per_s_per_gpu"), "tokens/s/GPU"
-	case num("step_time_s") > 0:
-		row.measured, row.measuredWhat = tokensPerStep/num("step_time_s")/world, "step time"
-	case num("model_tflops_per_gpu") > 0:
-		flopsPerToken := sourceFLOPs(r.FLOPsCount, s, row.d) / tokensPerStep
-		row.measured, row.measuredWhat = num("model_tflops_per_gpu")*1e12/flopsPerToken, "model TFLOP/s/GPU"
-	default:
-		row.skip = "no throughput"
-	}
+	row.measured, row.measuredWhat = v, what
 	return row
 }
 

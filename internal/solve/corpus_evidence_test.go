@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"parc.dev/parc/internal/measured"
 )
@@ -51,9 +50,8 @@ type missEvidence struct {
 	// fastest other plan, for confirmed the fastest of those the published
 	// plan beat by more than DistinctRatio; nil for no evidence.
 	alt *notesRow
-	// ratio is alt's measured throughput over the missed row's.
+	// ratio is alt's measured tokens/s/GPU over the missed row's.
 	ratio float64
-	unit  string
 	// others counts the job's other plans measured (same GPU count),
 	// alt's included, and how many were faster or slower beyond
 	// DistinctRatio.
@@ -70,24 +68,11 @@ type evidenceCorpus struct {
 
 func readEvidenceCorpus(t *testing.T) *evidenceCorpus {
 	rows, order := notesRowsByID(t)
-	runs := readRuns[measured.Run](t)
-	require.Len(t, runs, len(order))
 	c := &evidenceCorpus{rows: rows, order: order, job: map[string]measured.Job{}}
-	for i := range runs {
-		require.Equal(t, order[i], runs[i].ID)
-		c.job[runs[i].ID] = runs[i].Job()
+	for id, r := range rows {
+		c.job[id] = r.Job()
 	}
 	return c
-}
-
-// jobThroughput is a row's measured tokens/s/GPU (as published or from
-// its step time), else its model TFLOP/s per GPU, with the unit; 0 when it
-// publishes neither.
-func (r *notesRow) jobThroughput() (float64, string) {
-	if v := r.measuredTokens(); v > 0 {
-		return v, "tokens/s/GPU"
-	}
-	return r.Measured["model_tflops_per_gpu"], "model TFLOP/s/GPU"
 }
 
 // samePlanKind: two measured plans are one where both record them: the
@@ -110,18 +95,17 @@ func samePlanKind(a, b *planKind) bool {
 // evidence classifies the published plan of row id by the other measured
 // runs of its job on as many GPUs under another plan (samePlanKind),
 // leaving out runs their source marks abnormally slow (known_slow) and
-// runs without a throughput in the row's unit.
+// runs without a measured tokens/s/GPU (measuredTokens).
 func (c *evidenceCorpus) evidence(id string) missEvidence {
 	r := c.rows[id]
 	e := missEvidence{class: evidenceNone}
 	if r == nil || r.KnownSlow != "" {
 		return e
 	}
-	mine, unit := r.jobThroughput()
+	mine := r.measuredTokens()
 	if mine <= 0 {
 		return e
 	}
-	e.unit = unit
 	var fastest, beaten *notesRow
 	var fastestRatio, beatenRatio float64
 	for _, wid := range c.order {
@@ -129,8 +113,8 @@ func (c *evidenceCorpus) evidence(id string) missEvidence {
 		if wid == id || c.job[wid] != c.job[id] || w.GPUs != r.GPUs || w.KnownSlow != "" || samePlanKind(w.kind(), r.kind()) {
 			continue
 		}
-		v, u := w.jobThroughput()
-		if v <= 0 || u != unit {
+		v := w.measuredTokens()
+		if v <= 0 {
 			continue
 		}
 		e.others++
@@ -249,8 +233,9 @@ func TestMissEvidence(t *testing.T) {
 func TestEvidenceClass(t *testing.T) {
 	job := measured.Job{Model: "m", GPU: "B200", Precision: "bf16", SeqLength: 4096, GlobalBatch: 512}
 	row := func(id string, gpus, ep int, tokens float64) *notesRow {
-		return &notesRow{ID: id, GPUs: gpus, Parallel: map[string]any{"ep": float64(ep)}, Train: map[string]any{},
-			Measured: map[string]float64{"tokens_per_s_per_gpu": tokens}}
+		r := &notesRow{measured.Run{ID: id, GPUs: gpus, Measured: map[string]any{"tokens_per_s_per_gpu": tokens}}}
+		r.Parallel.EP = &ep
+		return r
 	}
 	for _, c := range []struct {
 		name  string

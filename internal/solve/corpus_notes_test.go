@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"parc.dev/parc/internal/measured"
 	"parc.dev/parc/internal/solve"
 )
 
@@ -41,39 +42,24 @@ func (k *planKind) String() string {
 	return strings.Join(f, " ")
 }
 
-// notesRow is what the miss notes read of a runs.jsonl line.
-type notesRow struct {
-	ID       string             `json:"id"`
-	Release  string             `json:"release"`
-	Model    json.RawMessage    `json:"model"`
-	GPU      string             `json:"gpu"`
-	GPUs     int                `json:"gpus"`
-	Parallel map[string]any     `json:"parallel"`
-	Train    map[string]any     `json:"train"`
-	Settings map[string]any     `json:"settings"`
-	Measured map[string]float64 `json:"measured"`
-	// KnownSlow: the source marks the measurement abnormally slow.
-	KnownSlow string `json:"known_slow"`
-}
+// notesRow is a measured run (a runs.jsonl line, measured.Run) as the
+// miss notes and the outside evidence read it.
+type notesRow struct{ measured.Run }
 
 // kind is a measured row's plan as a planKind: the degrees it records
 // (Megatron's default 1 for an unrecorded tp, pp, vpp, cp, ep), its micro
 // batch when it records one, its recompute mode when it records one.
 func (r *notesRow) kind() *planKind {
-	k := &planKind{vals: map[string]int{}}
-	for _, key := range kindKeys {
-		m := r.Parallel
-		if key == "micro_batch" {
-			m = r.Train
-		}
-		if v, ok := m[key].(float64); ok {
-			k.vals[key] = int(v)
-		} else if key != "micro_batch" {
-			k.vals[key] = 1
+	p := r.Parallel
+	k := &planKind{vals: map[string]int{}, rc: r.Train.Recompute}
+	for key, v := range map[string]*int{"tp": p.TP, "pp": p.PP, "vpp": p.VPP, "cp": p.CP, "ep": p.EP} {
+		k.vals[key] = 1
+		if v != nil {
+			k.vals[key] = *v
 		}
 	}
-	if rc, ok := r.Train["recompute"].(string); ok {
-		k.rc = rc
+	if r.Train.MicroBatch != nil {
+		k.vals["micro_batch"] = *r.Train.MicroBatch
 	}
 	return k
 }
@@ -81,7 +67,7 @@ func (r *notesRow) kind() *planKind {
 // runKey names the run a row measures: the model at its scale, sequence
 // and precision on its GPU (the releases, batch and settings may differ).
 func (r *notesRow) runKey() string {
-	return fmt.Sprintf("%s|%s|%d|%v|%v|%v", r.Model, r.GPU, r.GPUs, r.Train["seq_length"], r.Train["precision"], r.Train["fp8_recipe"])
+	return fmt.Sprintf("%s|%s|%d|%d|%s|%s", r.Model, r.GPU, r.GPUs, r.Train.SeqLength, r.Train.Precision, r.Train.FP8Recipe)
 }
 
 // sameRun: the two rows measure the same run (runKey).
@@ -121,15 +107,6 @@ func towardPick(w, pub, pick *planKind) bool {
 		return false
 	}
 	return moved
-}
-
-// throughput is a row's measured tokens/s/GPU, or its model TFLOP/s per GPU
-// when it publishes only that, with the unit.
-func (r *notesRow) throughput() (float64, string) {
-	if v := r.Measured["tokens_per_s_per_gpu"]; v > 0 {
-		return v, "tokens/s/GPU"
-	}
-	return r.Measured["model_tflops_per_gpu"], "model TFLOP/s/GPU"
 }
 
 // curatedNotes are outside measurements of a miss's kind of plan that are
@@ -185,10 +162,10 @@ func writeMissNotes(t *testing.T, b *strings.Builder, out []corpusOutcome) {
 			continue
 		}
 		var lines []string
-		mine, unit := r.throughput()
+		mine := r.measuredTokens()
 		for _, w := range pickKindRuns(r, o, rows, order) {
-			v, _ := w.throughput()
-			line := fmt.Sprintf("%s (%s, %s): %.0f %s, %.2f× this row's %.0f", w.ID, w.Release, w.kind(), v, unit, v/mine, mine)
+			v := w.measuredTokens()
+			line := fmt.Sprintf("%s (%s, %s): %.0f tokens/s/GPU, %.2f× this row's %.0f", w.ID, w.Release, w.kind(), v, v/mine, mine)
 			if d := settingsDiff(r, w); d != "" {
 				line += "; differs in " + d
 			}
@@ -219,16 +196,17 @@ func writeMissNotes(t *testing.T, b *strings.Builder, out []corpusOutcome) {
 
 // pickKindRuns are the corpus rows of the missed row r's run (sameRun),
 // other than r, whose plan moves from o's published plan toward its pick
-// (towardPick) and that publish a throughput in r's unit, in file order.
+// (towardPick) and that publish a measured tokens/s/GPU (measuredTokens),
+// in file order.
 func pickKindRuns(r *notesRow, o corpusOutcome, rows map[string]*notesRow, order []string) []*notesRow {
-	mine, unit := r.throughput()
+	mine := r.measuredTokens()
 	var out []*notesRow
 	for _, id := range order {
 		w := rows[id]
 		if id == o.id || !w.sameRun(r) || !towardPick(w.kind(), o.pub, o.pick) {
 			continue
 		}
-		if v, u := w.throughput(); v > 0 && mine > 0 && u == unit {
+		if v := w.measuredTokens(); v > 0 && mine > 0 {
 			out = append(out, w)
 		}
 	}
@@ -310,12 +288,10 @@ func writeMissVerdicts(t *testing.T, b *strings.Builder, out []corpusOutcome) {
 		}
 		n++
 		f := missFacts{measured: r.measuredTokens(), knownSlow: r.KnownSlow != ""}
-		if o.pickStep > 0 {
-			f.pickEst = r.tokensPerStep() / o.pickStep / float64(r.GPUs)
-		}
-		mine, _ := r.throughput()
+		f.pickEst = r.TokensPerSPerGPUAt(o.pickStep)
+		mine := r.measuredTokens()
 		for _, w := range pickKindRuns(r, o, rows, order) {
-			switch v, _ := w.throughput(); {
+			switch v := w.measuredTokens(); {
 			case v >= 1.10*mine:
 				f.faster++
 			case v*1.10 <= mine:
@@ -373,7 +349,7 @@ func settingsDiff(a, b *notesRow) string {
 	var d []string
 	for _, m := range []struct {
 		x, y map[string]any
-	}{{a.Settings, b.Settings}, {a.Train, b.Train}} {
+	}{{a.Settings, b.Settings}, {a.trainFields(), b.trainFields()}} {
 		keys := map[string]bool{}
 		for k := range m.x {
 			keys[k] = true
@@ -392,6 +368,49 @@ func settingsDiff(a, b *notesRow) string {
 	}
 	slices.Sort(d)
 	return strings.Join(d, ", ")
+}
+
+// TestPickKindRunsStepTime: a run of the pick's kind that publishes only a
+// step time counts with its tokens/s/GPU from that step time (the unit the
+// outside evidence and the calibration use), and one that publishes only
+// model TFLOP/s has no tokens/s/GPU here and does not count.
+func TestPickKindRunsStepTime(t *testing.T) {
+	row := func(id string, ep int, measured map[string]any) *notesRow {
+		gbs, mb := 1024, 1
+		r := &notesRow{}
+		r.ID, r.GPU, r.GPUs, r.Model, r.Measured = id, "H100-SXM", 64, []byte(`"m"`), measured
+		r.Parallel.EP = &ep
+		r.Train.SeqLength, r.Train.GlobalBatch, r.Train.MicroBatch, r.Train.Precision = 4096, &gbs, &mb, "bf16"
+		return r
+	}
+	rows := map[string]*notesRow{
+		"pub":    row("pub", 64, map[string]any{"tokens_per_s_per_gpu": 8000.0}),
+		"step":   row("step", 8, map[string]any{"step_time_s": 4.0, "mfu": 0.4}),
+		"tflops": row("tflops", 8, map[string]any{"model_tflops_per_gpu": 400.0}),
+	}
+	kind := func(ep int) *planKind {
+		return &planKind{vals: map[string]int{"tp": 1, "pp": 1, "vpp": 1, "cp": 1, "ep": ep, "micro_batch": 1}}
+	}
+	o := corpusOutcome{id: "pub", status: "slower", pub: kind(64), pick: kind(8)}
+	got := pickKindRuns(rows["pub"], o, rows, []string{"pub", "step", "tflops"})
+	if assert.Len(t, got, 1) {
+		assert.Equal(t, "step", got[0].ID)
+		assert.InDelta(t, 1024*4096/4.0/64, got[0].measuredTokens(), 1e-9)
+	}
+}
+
+// trainFields is the row's train block by runs.jsonl field name (an
+// unrecorded field nil), every field measured.Run reads.
+func (r *notesRow) trainFields() map[string]any {
+	data, err := json.Marshal(r.Train)
+	if err != nil {
+		panic(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		panic(err)
+	}
+	return m
 }
 
 // TestTowardPick: the miss notes take a measured run as evidence about the
@@ -428,24 +447,16 @@ func TestTowardPick(t *testing.T) {
 	}
 }
 
-// measuredTokens is a row's measured tokens/s/GPU: as published, or from
-// its published step time (global batch × sequence / step / GPUs); 0 when
-// it publishes neither.
+// measuredTokens is a row's measured tokens/s/GPU
+// (measured.Run.TokensPerSPerGPU); 0 when it publishes neither tokens/s/GPU
+// nor a step time. A row with only model TFLOP/s has none here: its
+// tokens/s need the FLOP count of internal/estimate's calibration.
 func (r *notesRow) measuredTokens() float64 {
-	if v := r.Measured["tokens_per_s_per_gpu"]; v > 0 {
-		return v
+	v, _, err := r.TokensPerSPerGPU(0)
+	if err != nil {
+		return 0
 	}
-	if st := r.Measured["step_time_s"]; st > 0 {
-		return r.tokensPerStep() / st / float64(r.GPUs)
-	}
-	return 0
-}
-
-// tokensPerStep is global batch × sequence length.
-func (r *notesRow) tokensPerStep() float64 {
-	gbs, _ := r.Train["global_batch"].(float64)
-	seq, _ := r.Train["seq_length"].(float64)
-	return gbs * seq
+	return v
 }
 
 // familyName names a run (runKey) in words: the model, the GPUs, the
@@ -459,11 +470,11 @@ func (r *notesRow) familyName() string {
 		_ = json.Unmarshal(r.Model, &m)
 		name = m.Name
 	}
-	prec := fmt.Sprint(r.Train["precision"])
-	if rc, ok := r.Train["fp8_recipe"].(string); ok && prec == "fp8" {
+	prec := r.Train.Precision
+	if rc := r.Train.FP8Recipe; rc != "" && prec == "fp8" {
 		prec += " " + rc
 	}
-	return fmt.Sprintf("%s on %d %s, sequence %v, %s", name, r.GPUs, r.GPU, r.Train["seq_length"], prec)
+	return fmt.Sprintf("%s on %d %s, sequence %d, %s", name, r.GPUs, r.GPU, r.Train.SeqLength, prec)
 }
 
 // writeMissFamilies adds to the corpus README, for each run with a miss
@@ -480,12 +491,6 @@ func writeMissFamilies(t *testing.T, b *strings.Builder, out []corpusOutcome) {
 	byID := map[string]corpusOutcome{}
 	for _, o := range out {
 		byID[o.id] = o
-	}
-	estTokens := func(r *notesRow, step float64) float64 {
-		if step <= 0 {
-			return 0
-		}
-		return r.tokensPerStep() / step / float64(r.GPUs)
 	}
 	b.WriteString("\n## Miss families: every measured plan of the run, measured and estimated\n\n")
 	b.WriteString("For each run with a miss (model, GPU, GPU count, sequence, precision), every corpus row of that run in\n")
@@ -525,7 +530,7 @@ func writeMissFamilies(t *testing.T, b *strings.Builder, out []corpusOutcome) {
 		var pts []point
 		for _, w := range fam {
 			wo := byID[w.ID]
-			m, e := w.measuredTokens(), estTokens(w, wo.pubStep)
+			m, e := w.measuredTokens(), w.TokensPerSPerGPUAt(wo.pubStep)
 			line := fmt.Sprintf("  - %s (%s): ", w.ID, w.Release)
 			kind := w.kind().String()
 			if wo.pub != nil {
@@ -542,7 +547,7 @@ func writeMissFamilies(t *testing.T, b *strings.Builder, out []corpusOutcome) {
 				line += "; no measured tokens/s/GPU"
 			}
 			if wo.status != "ok" && wo.pick != nil {
-				line += fmt.Sprintf("; **%s** %.3f, pick %s at %.0f tokens/s/GPU", wo.status, wo.ratio, wo.pick, estTokens(w, wo.pickStep))
+				line += fmt.Sprintf("; **%s** %.3f, pick %s at %.0f tokens/s/GPU", wo.status, wo.ratio, wo.pick, w.TokensPerSPerGPUAt(wo.pickStep))
 			} else if wo.status != "ok" {
 				line += "; **" + wo.status + "**"
 			}
