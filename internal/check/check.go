@@ -13,7 +13,33 @@ import (
 // computed from it, and returns all the diagnostics, sorted. at finds the
 // user's position of a spec field.
 func Run(s *spec.Spec, d spec.Derived, at diag.Locator) diag.List {
-	c := &checker{s: s, d: d, r: diag.NewReporter(at)}
+	return RunWith(s, d, at, Options{})
+}
+
+// Options are what a caller other than parc vet asks of the rules.
+type Options struct {
+	// MeasuredRun rates a published run as it was measured (the
+	// calibration and the solver corpus, through measured.PublishedPlan):
+	// a rule only Megatron-LM's own argument check applies, added after
+	// the software the corpus's runs used, does not report, because the
+	// run did what the rule forbids. Today that is one rule:
+	// Transformer Engine's cross-entropy fusion (kernels), asserted
+	// against in megatron/training/arguments.py validate_args since
+	// Megatron-LM 168cb15d (2026-06-03, "Disable TE cross entropy loss
+	// fusion"), which Megatron-Bridge's training loop never runs (its
+	// performance scripts set the fusion with impl "te" from r0.1.0 to
+	// r0.6.0) and Megatron-Core itself still implements
+	// (language_module.py compute_language_model_loss at d98e8a64) and
+	// only warns about (ModelParallelConfig.__post_init__,
+	// model_parallel_config.py: "Megatron-LM training args validation
+	// rejects this combination by default").
+	// parc vet and parc solve never set it.
+	MeasuredRun bool
+}
+
+// RunWith is Run with options.
+func RunWith(s *spec.Spec, d spec.Derived, at diag.Locator, o Options) diag.List {
+	c := &checker{s: s, d: d, r: diag.NewReporter(at), o: o}
 	c.run()
 	return c.r.List.Sort()
 }
@@ -23,7 +49,12 @@ func Run(s *spec.Spec, d spec.Derived, at diag.Locator) diag.List {
 // skips verifying the values hints suggest, which re-runs the rules once per
 // candidate value (see accepts).
 func Verdict(s *spec.Spec, d spec.Derived, at diag.Locator) diag.List {
-	c := &checker{s: s, d: d, r: diag.NewReporter(at), verifying: true}
+	return VerdictWith(s, d, at, Options{})
+}
+
+// VerdictWith is Verdict with options.
+func VerdictWith(s *spec.Spec, d spec.Derived, at diag.Locator, o Options) diag.List {
+	c := &checker{s: s, d: d, r: diag.NewReporter(at), verifying: true, o: o}
 	c.run()
 	return c.r.List.Sort()
 }
@@ -65,6 +96,7 @@ type checker struct {
 	s *spec.Spec
 	d spec.Derived
 	r *diag.Reporter
+	o Options
 	// verifying marks a re-run that checks a hint's candidate (see accepts).
 	verifying bool
 	baseline  map[string]bool

@@ -257,3 +257,33 @@ func TestHybridEPWholeDomains(t *testing.T) {
 		}
 	}
 }
+
+// A measured run is rated as it ran: check.Options.MeasuredRun lifts the one
+// rule Megatron-LM's arguments.py added after the corpus's software (TE's
+// cross-entropy fusion, 168cb15d), and only it; without the option (parc
+// vet, parc solve) the rule holds.
+func TestMeasuredRunLiftsOnlyTECrossEntropy(t *testing.T) {
+	isTE := func(d diag.Diagnostic) bool {
+		return d.Code == "kernel-options" && d.Path == "kernels.cross_entropy_fusion_impl"
+	}
+	te := specFrom(t, parse(t, `{"kernels": {"cross_entropy_loss_fusion": true, "cross_entropy_fusion_impl": "te"}}`))
+	if l := runSpec(te); !slices.ContainsFunc(l, isTE) {
+		t.Fatalf("vet: TE cross-entropy fusion accepted: %v", l)
+	}
+	measured := Options{MeasuredRun: true}
+	if l := RunWith(te, spec.Derive(te), diag.NoPos, measured); len(l) != 0 {
+		t.Errorf("measured run: %v", l)
+	}
+	if l := VerdictWith(te, spec.Derive(te), diag.NoPos, measured); len(l) != 0 {
+		t.Errorf("measured run (verdict): %v", l)
+	}
+	// Every other rule still holds for a measured run.
+	both := specFrom(t, parse(t, `{"kernels": {"cross_entropy_loss_fusion": true, "cross_entropy_fusion_impl": "te",
+		"cuda_graph_scope": ["attn"], "cuda_graph_modules": ["attn"]}}`))
+	l := RunWith(both, spec.Derive(both), diag.NoPos, measured)
+	if slices.ContainsFunc(l, isTE) || !slices.ContainsFunc(l, func(d diag.Diagnostic) bool {
+		return d.Code == "kernel-options" && d.Path == "kernels.cuda_graph_scope"
+	}) {
+		t.Errorf("measured run: %v", l)
+	}
+}

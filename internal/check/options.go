@@ -149,7 +149,7 @@ func (c *checker) ckptFormat() string {
 // MLATransformerConfig.__post_init__).
 func (c *checker) kernels() {
 	s, k := c.s, c.s.Kernels
-	if k.CrossEntropyLossFusion && k.CrossEntropyFusionImpl == "te" {
+	if k.CrossEntropyLossFusion && k.CrossEntropyFusionImpl == "te" && !c.o.MeasuredRun {
 		c.report("kernel-options", "kernels.cross_entropy_fusion_impl", c.options("kernel-options", "kernels.cross_entropy_fusion_impl", `use cross_entropy_fusion_impl "native", or cross_entropy_loss_fusion: false`,
 			opt(`use kernels.cross_entropy_fusion_impl "native"`, setting{"kernels.cross_entropy_fusion_impl", "native"}),
 			opt("set kernels.cross_entropy_loss_fusion: false", setting{"kernels.cross_entropy_loss_fusion", false})),

@@ -96,7 +96,7 @@ func (c *checker) acceptsIf(code string, offered func(diag.Diagnostic) bool, set
 			return false
 		}
 	}
-	for _, d := range rerun(s2) {
+	for _, d := range rerun(s2, c.o) {
 		// The diagnostic offered for must go, whatever its severity (a
 		// warning's hint is held to the same rule); no new error may come,
 		// and no error may stay on a field the hint sets: a value that
@@ -133,7 +133,7 @@ func (c *checker) fillBaseline() {
 		return
 	}
 	c.baseline = map[string]bool{}
-	for _, d := range rerun(c.s) {
+	for _, d := range rerun(c.s, c.o) {
 		if d.Severity == diag.Error {
 			c.baseline[d.Code+"\x00"+d.Path] = true
 		}
@@ -234,9 +234,9 @@ func (c *checker) nearest(code, path string, x, step, limit int, ok func(int) bo
 	})
 }
 
-// rerun runs every rule on s without building hints.
-func rerun(s *spec.Spec) diag.List {
-	v := &checker{s: s, d: spec.Derive(s), r: diag.NewReporter(nil), verifying: true}
+// rerun runs every rule on s with options o without building hints.
+func rerun(s *spec.Spec, o Options) diag.List {
+	v := &checker{s: s, d: spec.Derive(s), r: diag.NewReporter(nil), verifying: true, o: o}
 	v.run()
 	return v.r.List
 }

@@ -22,10 +22,15 @@ type Check func(p *plan.Plan, at diag.Locator) diag.List
 // then the targets' checks. It returns the plan even when there are errors,
 // as far as it could be built (Layout or Estimate may be nil).
 func Resolve(source string, s *spec.Spec, at diag.Locator, checks []Check) (*plan.Plan, diag.List) {
+	return ResolveWith(source, s, at, checks, check.Options{})
+}
+
+// ResolveWith is Resolve with the rules' options (check.Options).
+func ResolveWith(source string, s *spec.Spec, at diag.Locator, checks []Check, co check.Options) (*plan.Plan, diag.List) {
 	var diags diag.List
 	d := spec.Derive(s)
 	p := &plan.Plan{Source: source, Spec: *s, Derived: d}
-	diags = append(diags, check.Run(s, d, at)...)
+	diags = append(diags, check.RunWith(s, d, at, co)...)
 	if diags.HasErrors() {
 		// The layout and the estimates assume a grid that tiles the world
 		// and layers that split; with broken rules they would only repeat

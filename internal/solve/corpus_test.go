@@ -150,7 +150,8 @@ func inSample(id string) bool {
 }
 
 // solveCase rates the published plan (within 100% of the GPU's memory) and
-// finds parc's pick (within the default headroom).
+// finds parc's pick (within the default headroom), both with the rules as
+// the run's software applied them (solve.Options.MeasuredRun).
 func solveCase(c corpusCase) corpusOutcome {
 	o := corpusOutcome{id: c.id}
 	best := func(text string, headroom float64) (*solve.Candidate, string) {
@@ -158,7 +159,7 @@ func solveCase(c corpusCase) corpusOutcome {
 		if res == nil || ds.HasErrors() {
 			return nil, firstErrors(ds)
 		}
-		r, ds := solve.Solve(res, solve.Options{Top: 1, MemoryHeadroom: headroom})
+		r, ds := solve.Solve(res, solve.Options{Top: 1, MemoryHeadroom: headroom, MeasuredRun: true})
 		if r == nil || len(r.Candidates) == 0 {
 			return nil, firstErrors(ds)
 		}

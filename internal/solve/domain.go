@@ -468,7 +468,7 @@ func (sv *solver) recomputeDomain() {
 func (sv *solver) modulesApply(r recompute) bool {
 	s := sv.base
 	r.apply(&s.Train)
-	for _, x := range check.Verdict(&s, spec.Derive(&s), diag.NoPos) {
+	for _, x := range check.VerdictWith(&s, spec.Derive(&s), diag.NoPos, sv.opts.checkOptions()) {
 		if x.Severity == diag.Error && x.Code == "recompute-modules" {
 			return false
 		}
@@ -482,7 +482,7 @@ func (sv *solver) modulesApply(r recompute) bool {
 func (sv *solver) fullRecomputeAllowed() bool {
 	s := sv.base
 	s.Train.Recompute = "full"
-	for _, x := range check.Verdict(&s, spec.Derive(&s), diag.NoPos) {
+	for _, x := range check.VerdictWith(&s, spec.Derive(&s), diag.NoPos, sv.opts.checkOptions()) {
 		if x.Severity == diag.Error && x.Code == "kernel-options" && x.Path == "train.recompute" {
 			return false
 		}

@@ -423,7 +423,7 @@ func (sv *solver) evaluateLeaf(lf leaf) (ev evaluation) {
 	s := &sv.scratch
 	sv.leafSpecAt(&lf, s)
 	d := spec.Derive(s)
-	ev.ds = check.Verdict(s, d, diag.NoPos) // codes only: no hints to verify
+	ev.ds = check.VerdictWith(s, d, diag.NoPos, sv.opts.checkOptions()) // codes only: no hints to verify
 	if ev.ds.HasErrors() {
 		return ev
 	}

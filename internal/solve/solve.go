@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/plan"
@@ -57,6 +58,15 @@ type Options struct {
 	// shapes count as a tie and the simpler ranks first (0:
 	// DefaultNoiseBand; negative: no band).
 	NoiseBand float64
+	// MeasuredRun rates a published run as it was measured: the rules
+	// run with check.Options.MeasuredRun (the calibration's and the
+	// solver corpus's published plans; parc solve never sets it).
+	MeasuredRun bool
+}
+
+// checkOptions are the rules' options the solver's checks run with.
+func (o *Options) checkOptions() check.Options {
+	return check.Options{MeasuredRun: o.MeasuredRun}
 }
 
 // Parallel is a candidate's parallel degrees, dp and sp derived as Megatron

@@ -767,3 +767,19 @@ func TestLargeModelsSolve(t *testing.T) {
 		})
 	}
 }
+
+// A measured run's plan with Transformer Engine's cross-entropy fusion (what
+// every Megatron-Bridge row ran) is rated with solve.Options.MeasuredRun, and
+// only with it: parc solve keeps Megatron-LM's rule.
+func TestMeasuredRunTECrossEntropy(t *testing.T) {
+	text := fmt.Sprintf(tiny, "80", "tp: int, pp: 1", "1", `"none"`) +
+		"kernels: {cross_entropy_loss_fusion: true, cross_entropy_fusion_impl: \"te\"}\n"
+	res := loadText(t, "plan.cue", text)
+	r, ds := solve.Solve(res, solve.Options{})
+	require.NotNil(t, r)
+	assert.Empty(t, r.Candidates)
+	assert.Contains(t, codesOf(ds), "kernel-options")
+	r, ds = solve.Solve(res, solve.Options{MeasuredRun: true})
+	require.False(t, ds.HasErrors(), "%v", ds)
+	require.NotEmpty(t, r.Candidates)
+}

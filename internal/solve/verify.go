@@ -251,7 +251,7 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 		s.Parallel.ETP = nil
 	}
 	// The rest exactly as parc vet resolves a plan.
-	p, rds := resolve.Resolve("", s, sv.at, sv.opts.Checks)
+	p, rds := resolve.ResolveWith("", s, sv.at, sv.opts.Checks, sv.opts.checkOptions())
 	ds = append(ds, rds...)
 	if ds.HasErrors() || p.Estimate == nil {
 		sv.rejectVerified(ds)
@@ -344,7 +344,7 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			// Report them at the user's positions: check the first leaf
 			// again with the locator.
 			s := sv.leafSpec(&sv.leaves[sv.firstChecked])
-			for _, x := range check.Run(&s, spec.Derive(&s), sv.at) {
+			for _, x := range check.RunWith(&s, spec.Derive(&s), sv.at, sv.opts.checkOptions()) {
 				if slices.Contains(shared, diagKey{x.Code, x.Path, x.Message}) {
 					sv.diags = append(sv.diags, x)
 				}
