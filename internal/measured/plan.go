@@ -151,7 +151,18 @@ func PublishedPlan(r *Run) (*Plan, error) {
 		gpn = 8
 	}
 	if r.GPUs%gpn == 0 && r.GPUs >= gpn {
-		p.Cluster = fmt.Sprintf("clusters.%s & {nodes: %d, gpus_per_node: %d}", preset, r.GPUs/gpn, gpn)
+		// The NVLink domain the job saw, where the row records one: on
+		// GB200/GB300 the launchers pass Slurm's --segment, which keeps
+		// each block of that many consecutive nodes in one NVL72 rack, so
+		// a 64-node job runs as 64-GPU domains, not 72-rank ones
+		// (Megatron-Bridge scripts/performance/utils/executors.py
+		// slurm_executor since 568b3a3ef; the rows' notes name each
+		// launcher and commit).
+		domain := ""
+		if r.NVLinkDomain > 0 {
+			domain = fmt.Sprintf(", nvlink_domain: %d", r.NVLinkDomain)
+		}
+		p.Cluster = fmt.Sprintf("clusters.%s & {nodes: %d, gpus_per_node: %d%s}", preset, r.GPUs/gpn, gpn, domain)
 	} else {
 		// Fewer GPUs than a node: the run's GPUs as one node of the
 		// preset's GPU and links.
