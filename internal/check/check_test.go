@@ -71,6 +71,12 @@ func TestHints(t *testing.T) {
 		{`{"parallel": {"tp": 1, "cp": 2}, "train": {"seq_length": 2046}}`, "cp-seq-length", "nearest valid seq_length: 2044 or 2048"},
 		{`{"parallel": {"distributed_optimizer_instances": 3}}`, "distopt-instances", "valid instance counts here: 1, 2, 4"},
 		{`{"train": {"precision": "fp8", "fp8_recipe": "mxfp8"}}`, "precision-fp8-gpu", "fp8 recipes this GPU supports: delayed, tensorwise, blockwise"},
+		// Slurm's --segment must divide the node count (6 nodes, segment 4).
+		{`{"cluster": {"nodes": 6, "slurm": {"segment": 4}}, "train": {"global_batch": 48}}`, "slurm-segment", "divisors of nodes=6: 1, 2, 3, 6"},
+		// 64 GB200-like 4-GPU nodes in segments of 16 (Megatron-Bridge's
+		// launcher) against a 72-GPU nvlink_domain.
+		{`{"cluster": {"nodes": 64, "gpus_per_node": 4, "nvlink_domain": 72, "slurm": {"segment": 16}}, "train": {"global_batch": 256}}`,
+			"slurm-segment-domain", "set cluster.nvlink_domain: 64"},
 	}
 	for _, tc := range cases {
 		l := runSpec(specFrom(t, parse(t, tc.override)))

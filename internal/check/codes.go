@@ -137,6 +137,8 @@ var Codes = []CodeInfo{
 	{Code: "slurm-nodes", Severity: diag.Error, Rule: "", Meaning: "cluster.slurm.extra sets the node or GPU count differently from the cluster (nodes, gpus_per_node).", Fix: "Remove the option from extra; parc derives it from cluster.nodes and gpus_per_node."},
 	{Code: "slurm-cpus", Severity: diag.Error, Rule: "", Meaning: "cpus_per_task × gpus_per_node (one task per GPU) exceeds cpus_per_node.", Fix: "Lower cluster.slurm.cpus_per_task."},
 	{Code: "launch-grace", Severity: diag.Warning, Rule: "", Meaning: "The workers' grace period (stop signal to SIGKILL) is shorter than the preemption warning.", Fix: "Raise launch.grace_seconds to preempt_signal_seconds (or drop it: that is the default)."},
+	{Code: "slurm-segment", Severity: diag.Error, Rule: "", Meaning: "cluster.slurm.segment does not divide the node count: Slurm's block topology allocates a job in whole segments and rejects it.", Fix: "Use a segment that divides cluster.nodes (the hint lists them)."},
+	{Code: "slurm-segment-domain", Severity: diag.Warning, Rule: "", Meaning: "cluster.slurm.segment keeps a different number of GPUs in one block than cluster.nvlink_domain, so the NVLink domains parc lays out and estimates are not the ones Slurm gives the job.", Fix: "Set nvlink_domain to segment × gpus_per_node."},
 	{Code: "slurm-preempt", Severity: diag.Error, Rule: "", Meaning: "preempt_signal_seconds is not below the time limit, or above Slurm's limit of 65535 s.", Fix: "Use a signal lead time shorter than the time limit."},
 
 	// Where groups sit: NVLink domains (Run, exactly, without a layout) and

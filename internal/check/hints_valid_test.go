@@ -75,6 +75,7 @@ var hintForms = []hintForm{
 	form(`valid instance counts here: `+list, "parallel.distributed_optimizer_instances"),
 	form(`divisors of gpus_per_node=\d+: `+list, "cluster.nvlink_domain"),
 	form(`as on NVL72\): `+list, "cluster.nvlink_domain"),
+	form(`divisors of nodes=\d+: `+list, "cluster.slurm.segment"),
 	form(`\bpp values dividing \d+(?: that fit the world size)?: `+list, "parallel.pp"),
 	form(`vpp values dividing \d+: `+list, "parallel.vpp"),
 	form(`use a multiple of vpp=\d+: `+list, ""),
@@ -140,7 +141,7 @@ var valueCodes = []string{
 	"pp-layers", "vpp-layers", "uneven-vpp", "uneven-middle", "uneven-middle-negative", "ep-experts",
 	"moe-topk-experts", "moe-ffn-etp", "moe-shared-ffn-tp", "moe-no-layers", "cp-hierarchical", "cp-a2a-p2p",
 	"precision-fp8-gpu", "moe-router-groups", "recompute-layers-range", "lr-warmup", "launch-grace",
-	"slurm-cpus", "slurm-preempt", "tp-crosses-nvlink", "etp-crosses-nvlink", "cp-crosses-node", "ep-crosses-node",
+	"slurm-cpus", "slurm-preempt", "slurm-segment", "tp-crosses-nvlink", "etp-crosses-nvlink", "cp-crosses-node", "ep-crosses-node",
 	"lr-min",
 }
 
@@ -586,6 +587,13 @@ var scenarios = []func() map[string]any{
 	},
 	func() map[string]any { // a world past the limit whose grid and batch fit the largest one parc lays out
 		return map[string]any{"cluster": map[string]any{"nodes": spec.MaxWorld}, "train": map[string]any{"global_batch": 1 << 30}}
+	},
+	func() map[string]any { // slurm-segment: segment 4 on 6 nodes
+		return map[string]any{"cluster": map[string]any{"nodes": 6, "slurm": map[string]any{"segment": 4}}, "train": map[string]any{"global_batch": 48}}
+	},
+	func() map[string]any { // slurm-segment-domain: 16-node segments of 4-GPU nodes against a 72-GPU domain
+		return map[string]any{"cluster": map[string]any{"nodes": 32, "gpus_per_node": 4, "nvlink_domain": 72, "slurm": map[string]any{"segment": 16}},
+			"train": map[string]any{"global_batch": 128}}
 	},
 	func() map[string]any { // etp 4 inside an NVLink domain of 4: an expert grid that reaches the layout
 		return map[string]any{"parallel": map[string]any{"tp": 2, "pp": 1, "ep": 2, "etp": 4},

@@ -321,6 +321,7 @@ func (c *checker) slurm() {
 			*sl.CPUsPerTask, cl.GPUsPerNode, *sl.CPUsPerTask*cl.GPUsPerNode, *cl.CPUsPerNode).
 			Related("cluster.cpus_per_node", "cpus_per_node = %d", *cl.CPUsPerNode)
 	}
+	c.slurmSegment()
 	if ps := sl.PreemptSignalSeconds; ps != nil {
 		switch {
 		case *ps > 65535:
@@ -343,6 +344,45 @@ func (c *checker) slurm() {
 				"preempt_signal_seconds=%d is not below the time limit %q (%d s)", *ps, *sl.Time, limit).
 				Related("cluster.slurm.time", "time = %q", *sl.Time)
 		}
+	}
+}
+
+// slurmSegment checks cluster.slurm.segment (Slurm's --segment, topology/
+// block) against the node count and the NVLink domain. Slurm allocates a
+// job in whole segments: "If the requested node count (--nodes) is larger
+// than the requested segment size, it must also be evenly divisible by the
+// segment size. If all nodes fit within a single segment, this option has
+// no effect." (SchedMD/slurm doc/man/man1/sbatch.1 at 284c3b95;
+// src/plugins/topology/block/eval_nodes_block.c rejects the job). Each
+// segment lies in one block (on GB200/GB300 one NVL72 rack), so the
+// segments are the NVLink domains the job is sure of; parc's layout and
+// estimate take blocks of nvlink_domain consecutive ranks as the domains
+// (Slurm's block distribution puts consecutive ranks on consecutive nodes
+// of the allocation), which matches only when nvlink_domain is the
+// segment's GPUs: Megatron-Bridge's launcher pairs them so
+// (scripts/performance/utils/executors.py slurm_executor: --segment 16 on
+// 64 four-GPU nodes = 64-GPU domains).
+func (c *checker) slurmSegment() {
+	cl := c.s.Cluster
+	sg := cl.Slurm.Segment
+	if sg == nil || *sg < 1 || cl.Nodes <= *sg {
+		return
+	}
+	seg := *sg
+	if cl.Nodes%seg != 0 {
+		div := c.near("slurm-segment", "cluster.slurm.segment", seg, divisors(cl.Nodes))
+		c.report("slurm-segment", "cluster.slurm.segment",
+			listHint(fmt.Sprintf("divisors of nodes=%d", cl.Nodes), div, noValue("cluster.slurm.segment")),
+			"segment=%d does not divide nodes=%d: Slurm allocates a job in whole segments", seg, cl.Nodes).
+			Related("cluster.nodes", "nodes = %d", cl.Nodes)
+		return
+	}
+	if g := seg * cl.GPUsPerNode; g != cl.NVLinkDomain {
+		c.report("slurm-segment-domain", "cluster.slurm.segment",
+			c.anyOf("slurm-segment-domain", "cluster.slurm.segment", setOpt(setting{"cluster.nvlink_domain", g})),
+			"segment=%d keeps %d GPUs together in one block, but parc places NVLink domains of nvlink_domain=%d consecutive ranks",
+			seg, g, cl.NVLinkDomain).
+			Related("cluster.nvlink_domain", "nvlink_domain = %d", cl.NVLinkDomain)
 	}
 }
 

@@ -151,6 +151,7 @@ type Slurm struct {
 	Requeue              bool     `json:"requeue"`
 	Dependency           *string  `json:"dependency,omitempty"`
 	PreemptSignalSeconds *int     `json:"preempt_signal_seconds,omitempty"`
+	Segment              *int     `json:"segment,omitempty"`
 	Extra                []string `json:"extra"`
 }
 

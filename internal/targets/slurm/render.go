@@ -131,6 +131,9 @@ func NewData(p *plan.Plan) *Data {
 	opt("--qos", sl.QOS)
 	opt("--constraint", sl.Constraint)
 	opt("--reservation", sl.Reservation)
+	if sl.Segment != nil {
+		add("--segment", strconv.Itoa(*sl.Segment))
+	}
 	opt("--dependency", sl.Dependency)
 	if sl.Exclusive {
 		d.Directives = append(d.Directives, Directive{Option: "--exclusive"})

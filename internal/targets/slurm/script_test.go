@@ -58,6 +58,12 @@ func TestDirectives(t *testing.T) {
 	assert.Contains(t, srun, "--ntasks-per-node=8", "one task per GPU")
 	assert.Contains(t, srun, "--cpus-per-task=1", "8 CPUs over 8 tasks")
 
+	// Slurm's --segment (topology/block, Slurm 24.05+; the local Slurm
+	// 22.05 has no such option, so TestShellcheck checks the script).
+	seg := directives(render(t, tiny(t, func(s *spec.Spec) { s.Cluster.Slurm.Segment = ptr(2) })))
+	assert.Contains(t, seg, "--segment=2")
+	assert.NotContains(t, directives(render(t, tiny(t, nil))), "--segment=2", "only when set")
+
 	pre := directives(render(t, tiny(t, func(s *spec.Spec) { s.Cluster.Slurm.PreemptSignalSeconds = ptr(90) })))
 	assert.Contains(t, pre, "--signal=B:USR2@90", "the batch shell gets USR2, not the workers")
 	assert.Contains(t, pre, "--requeue")
@@ -114,6 +120,7 @@ func TestShellcheck(t *testing.T) {
 						sl = *s.Cluster.Slurm
 					}
 					sl.PreemptSignalSeconds = ptr(120)
+					sl.Segment = ptr(s.Cluster.Nodes)
 					s.Cluster.Slurm = &sl
 					s.Launch.Container = &spec.Container{Image: "img", Mounts: []string{"/a b:/c"}}
 					s.Launch.Workdir = ptr("/work dir")
