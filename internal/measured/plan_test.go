@@ -40,11 +40,16 @@ func TestPublishedPlanSpecs(t *testing.T) {
 			t.Errorf("%s: %v\n%s", r.ID, ds, p.CUE())
 			continue
 		}
-		_, ds = res.DecodeValue(res.Plan)
+		sp, ds := res.DecodeValue(res.Plan)
 		for _, d := range ds {
 			if d.Code == "unknown-field" {
 				t.Errorf("%s: %s: %s", r.ID, d.Path, d.Message)
 			}
+		}
+		// The NVLink domain is the row's (the GPUs its launcher's Slurm
+		// --segment kept in one rack), not the cluster preset's.
+		if sp != nil && r.GPUsPerNode > 0 && r.GPUs >= r.GPUsPerNode && sp.Cluster.NVLinkDomain != r.NVLinkDomain {
+			t.Errorf("%s: nvlink_domain %d, the row records %d", r.ID, sp.Cluster.NVLinkDomain, r.NVLinkDomain)
 		}
 		if got := res.Open(); !slices.Equal(got, p.Unsaid()) {
 			t.Errorf("%s: open %v, unsaid %v", r.ID, got, p.Unsaid())
