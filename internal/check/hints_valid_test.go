@@ -223,7 +223,7 @@ var optionCodes = []string{
 	"overlap-param-gather", "fsdp-options-unused", "cuda-max-connections", "moe-flex-backend",
 	"recompute-options-unused", "lr-options-unused", "weight-decay-schedule", "recompute-mtp-uniform", "train-iters-samples",
 	"deterministic-mode", "pipeline-layout", "vpp-pp", "ep-without-moe", "uneven-vpp-no-middle", "order-pp-last",
-	"order-unsupported", "mtp-position-embedding", "mla-query-groups", "etp-without-moe", "moe-capacity-balancing",
+	"order-unsupported", "mtp-position-embedding", "mla-query-groups", "etp-without-moe", "moe-capacity-balancing", "moe-pad-capacity",
 	"lr-warmup-exclusive", "rampup-batch-size-ignored", "microbatch-group-unused", "uneven-account-for",
 	"uneven-single-stage", "sp-without-tp", "tokenizer-files", "lr-wsd-decay", "slurm-nodes", "option-like-path",
 	"slurm-time", "slurm-mem", "env-reserved", "env-value", "slurm-line-break", "uneven-stage-layers",
@@ -1102,6 +1102,9 @@ func withMoreOptions(rng *rand.Rand, over map[string]any) {
 		moe["capacity_factor"] = 1.0
 		moe["router_load_balancing"] = "sinkhorn"
 		moe["aux_loss_coeff"] = 0.0
+	}
+	if moe != nil && coin(10) { // moe-pad-capacity
+		moe["pad_expert_input_to_capacity"] = true
 	}
 	if coin(12) { // lr-warmup-exclusive
 		train["lr_warmup_fraction"] = 0.01

@@ -50,6 +50,25 @@ func (c *checker) moe() {
 		c.report("moe-capacity-balancing", "model.moe.capacity_factor", c.anyOf("moe-capacity-balancing", "model.moe.capacity_factor", opts...),
 			"capacity_factor=%g does not work with %s load balancing", *e.CapacityFactor, e.RouterLoadBalancing)
 	}
+	// Padding the experts' inputs to capacity (Megatron-LM d98e8a64,
+	// TransformerConfig.__post_init__): it needs a capacity factor (M7), the
+	// flex dispatcher's deepep backend does not support it, and the ncclep
+	// backend supports neither a capacity factor nor padding
+	// (_NCCLEPManager: "drop and pad is not supported yet").
+	if e.PadExpertInputToCapacity && e.CapacityFactor == nil {
+		c.report("moe-pad-capacity", "model.moe.pad_expert_input_to_capacity", c.anyOf("moe-pad-capacity", "model.moe.pad_expert_input_to_capacity",
+			setOpt(setting{"model.moe.pad_expert_input_to_capacity", false}), setOpt(setting{"model.moe.capacity_factor", 1.0})),
+			"pad_expert_input_to_capacity needs a capacity_factor")
+	}
+	if flex := e.Dispatcher == "flex"; flex && e.FlexDispatcherBackend == "deepep" && e.PadExpertInputToCapacity {
+		c.report("moe-pad-capacity", "model.moe.pad_expert_input_to_capacity", c.anyOf("moe-pad-capacity", "model.moe.pad_expert_input_to_capacity",
+			setOpt(setting{"model.moe.pad_expert_input_to_capacity", false}), setOpt(setting{"model.moe.flex_dispatcher_backend", "hybridep"})),
+			"the flex dispatcher's deepep backend does not support pad_expert_input_to_capacity")
+	} else if flex && e.FlexDispatcherBackend == "ncclep" && (e.PadExpertInputToCapacity || e.CapacityFactor != nil) {
+		c.report("moe-pad-capacity", "model.moe.flex_dispatcher_backend", c.anyOf("moe-pad-capacity", "model.moe.flex_dispatcher_backend",
+			setOpt(setting{"model.moe.pad_expert_input_to_capacity", false}, setting{"model.moe.capacity_factor", nil}), setOpt(setting{"model.moe.flex_dispatcher_backend", "hybridep"})),
+			"the flex dispatcher's ncclep backend supports neither capacity_factor nor pad_expert_input_to_capacity")
+	}
 	if e.ExpertBias && e.ScoreFunction != "sigmoid" {
 		c.report("moe-expert-bias-score", "model.moe.expert_bias", c.options("moe-expert-bias-score", "model.moe.expert_bias", `set model.moe.score_function: "sigmoid", or expert_bias: false`,
 			opt(`set model.moe.score_function: "sigmoid"`, setting{"model.moe.score_function", "sigmoid"}),

@@ -98,6 +98,7 @@ type MoE struct {
 	RouterPreSoftmax         bool     `json:"router_pre_softmax"`
 	ExpertBias               bool     `json:"expert_bias"`
 	CapacityFactor           *float64 `json:"capacity_factor,omitempty"`
+	PadExpertInputToCapacity bool     `json:"pad_expert_input_to_capacity"` // --moe-pad-expert-input-to-capacity
 	RouterDtype              *string  `json:"router_dtype,omitempty"`
 	RouterNumGroups          *int     `json:"router_num_groups,omitempty"`          // --moe-router-num-groups
 	RouterGroupTopK          *int     `json:"router_group_topk,omitempty"`          // --moe-router-group-topk

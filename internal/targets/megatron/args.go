@@ -300,6 +300,7 @@ func (e *emitter) moe() {
 		if moe.CapacityFactor != nil {
 			a.float("--moe-expert-capacity-factor", *moe.CapacityFactor)
 		}
+		a.boolFlag("--moe-pad-expert-input-to-capacity", moe.PadExpertInputToCapacity)
 		if moe.RouterDtype != nil {
 			a.add("", "--moe-router-dtype", *moe.RouterDtype)
 		}
