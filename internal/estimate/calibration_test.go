@@ -569,7 +569,7 @@ func calibrationReadme(results []calResult, cal Calibration, fit, hold calStats,
 	b.WriteString("measurements differ by more than the error target (column *spread*: largest / smallest measured\n")
 	b.WriteString("throughput of that plan), no single model can be within the target on all of them.\n\n")
 	fmt.Fprintf(&b, "Targets (issue 14) on held-out rows: median ≤ %.0f%%, worst ≤ %.0f%%.\n\n", 100*targetMedian, 100*targetWorst)
-	fmt.Fprintf(&b, "Fitted constants: large bf16 GEMMs at %.3g of the dense peak, fp8 GEMMs at %.3g of the fp8 peak, grouped expert GEMMs at %.3g of that, flash attention's matrix products at %.3g of the bf16 peak (its exponentials at the GPU's SFU rate), tensor-core work drawing %.3g W per bf16 TFLOP/s against the GPU's power limit, %.3g µs of GPU time per kernel (%.3g of it when replayed from a CUDA graph), %.3g µs of host time to issue a kernel eagerly, %.3g µs of GPU idle time per host synchronisation (one per MoE layer forward unless CUDA graphs capture the MoE block), collectives at NCCL's measured bus bandwidth (not fitted: NVLink by GPU generation, the network at 96%% of the NIC's line rate; see nvlinkRates and networkBus in compute.go).\n\n",
+	fmt.Fprintf(&b, "Fitted constants: large bf16 GEMMs at %.3g of the dense peak, fp8 GEMMs at %.3g of the fp8 peak, grouped expert GEMMs at %.3g of that, flash attention's matrix products at %.3g of the bf16 peak (its exponentials at the GPU's SFU rate), tensor-core work drawing %.3g W per bf16 TFLOP/s against the GPU's power limit, %.3g µs of GPU time per kernel (%.3g of it when replayed from a CUDA graph), %.3g µs of host time to issue a kernel eagerly, %.3g µs of GPU idle time per host synchronisation (one per MoE layer forward unless CUDA graphs capture the MoE block or the experts' inputs are padded to capacity), collectives at NCCL's measured bus bandwidth (not fitted: NVLink by GPU generation, the network at 96%% of the NIC's line rate; see nvlinkRates and networkBus in compute.go).\n\n",
 		cal.GEMMEff, cal.FP8GEMMEff, cal.GroupedRel, cal.AttnEff, cal.TensorWPerTFLOP, cal.KernelS*1e6, cal.GraphKernelRel, cal.HostOpS*1e6, cal.HostSyncS*1e6)
 	b.WriteString("![estimated vs measured](scatter.svg)\n\n")
 	b.WriteString(calibrationWeaknesses)
@@ -627,7 +627,9 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   forward synchronises with the host (the grouped GEMM's per-expert sizes are a host list) and
   the GPU then idles for HostSyncS. CUDA graphs (` + "`kernels.cuda_graph_impl`" + `, modules) remove
   the host time of what they capture; a graph of the MoE block or the full iteration removes the
-  synchronisation. Source: Megatron-LM docs/discussions/deepseek-v3-gb200-optimization (CPU
+  synchronisation, and so does padding the experts' inputs to capacity
+  (` + "`model.moe.pad_expert_input_to_capacity`" + ` with a capacity factor, alltoall or HybridEP: the host
+  computes every size itself; Megatron-LM token_dispatcher.py at d98e8a64). Source: Megatron-LM docs/discussions/deepseek-v3-gb200-optimization (CPU
   overhead is the first bottleneck of fine-grained MoE in fp8; router 72 kernels, 31 fused).
 - The training loop's own host synchronisations every microbatch, each costing the GPU the host's
   time to issue the next kernel (HostOpS; no new constant): the loss check on the last stage

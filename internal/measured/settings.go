@@ -22,10 +22,13 @@ func ModelKernelsCUE(settings map[string]any) string {
 	if v, ok := settings["moe_flex_dispatcher_backend"].(string); ok {
 		moe = append(moe, fmt.Sprintf("flex_dispatcher_backend: %q", v))
 	}
-	for _, k := range []string{"router_force_load_balancing", "shared_expert_overlap"} {
+	for _, k := range []string{"router_force_load_balancing", "shared_expert_overlap", "pad_expert_input_to_capacity"} {
 		if v, ok := settings["moe_"+k].(bool); ok {
 			moe = append(moe, fmt.Sprintf("%s: %v", k, v))
 		}
+	}
+	if v, ok := settings["moe_expert_capacity_factor"].(float64); ok {
+		moe = append(moe, fmt.Sprintf("capacity_factor: %v", v))
 	}
 	if len(moe) > 0 {
 		fmt.Fprintf(&b, "model: moe: {%s}\n", strings.Join(moe, ", "))
