@@ -83,6 +83,7 @@ func (c *checker) run() {
 	c.training()
 	c.schedule()
 	c.kernels()
+	c.cudaGraphModules()
 	c.moeRouter()
 	c.fsdpOptions()
 	c.launchEnv()

@@ -64,6 +64,7 @@ def to_args(s, d):
         if e['router_pre_softmax']: a += ['--moe-router-pre-softmax']
         if e['expert_bias']: a += ['--moe-router-enable-expert-bias']
         if e.get('capacity_factor'): a += ['--moe-expert-capacity-factor', e['capacity_factor']]
+        if e.get('pad_expert_input_to_capacity'): a += ['--moe-pad-expert-input-to-capacity']
     if p.get('etp'): a += ['--expert-tensor-parallel-size', p['etp']]
     sp = p.get('sp')
     if (sp is None and p['tp'] > 1) or sp: a += ['--sequence-parallel']
@@ -84,6 +85,13 @@ def to_args(s, d):
         a += ['--recompute-granularity', t['recompute']]
         if t['recompute'] == 'full':
             a += ['--recompute-method', t['recompute_method'], '--recompute-num-layers', t.get('recompute_layers') or 1]
+        if t['recompute'] == 'selective' and t.get('recompute_modules'): a += ['--recompute-modules'] + t['recompute_modules']
+    k = s.get('kernels') or {}
+    if k.get('cuda_graph_impl') and k['cuda_graph_impl'] != 'none': a += ['--cuda-graph-impl', k['cuda_graph_impl']]
+    if k.get('cuda_graph_modules'): a += ['--cuda-graph-modules'] + k['cuda_graph_modules']
+    if k.get('cuda_graph_scope'): a += ['--cuda-graph-scope'] + k['cuda_graph_scope']
+    if t.get('check_for_nan_in_loss_and_grad') is False: a += ['--no-check-for-nan-in-loss-and-grad']
+    if t.get('cpu_offloading_num_layers'): a += ['--cpu-offloading-num-layers', t['cpu_offloading_num_layers']]
     if t['distributed_optimizer']: a += ['--use-distributed-optimizer']
     if t['overlap_grad_reduce']: a += ['--overlap-grad-reduce']
     if t['overlap_param_gather']: a += ['--overlap-param-gather']
