@@ -65,6 +65,7 @@ def to_args(s, d):
         if e['expert_bias']: a += ['--moe-router-enable-expert-bias']
         if e.get('capacity_factor'): a += ['--moe-expert-capacity-factor', e['capacity_factor']]
         if e.get('pad_expert_input_to_capacity'): a += ['--moe-pad-expert-input-to-capacity']
+        if e['dispatcher'] == 'flex' and e.get('flex_dispatcher_backend'): a += ['--moe-flex-dispatcher-backend', e['flex_dispatcher_backend']]
     if p.get('etp'): a += ['--expert-tensor-parallel-size', p['etp']]
     sp = p.get('sp')
     if (sp is None and p['tp'] > 1) or sp: a += ['--sequence-parallel']
