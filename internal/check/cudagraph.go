@@ -1,7 +1,6 @@
 package check
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 )
@@ -51,7 +50,7 @@ func (c *checker) cudaGraphModules() {
 	}
 	report := func(format string, args []any, opts ...option) {
 		c.report("kernel-options", path, c.anyOf("kernel-options", path, opts...),
-			"%s = %s: "+format, append([]any{strings.TrimPrefix(path, "kernels."), quoted(given)}, args...)...)
+			"%s = %s: "+format, append([]any{strings.TrimPrefix(path, "kernels."), literal(given)}, args...)...)
 	}
 	e := s.Model.MoE
 	if e == nil || e.Experts <= 1 {
@@ -91,17 +90,9 @@ func (c *checker) cudaGraphModules() {
 	}
 }
 
-func quoted(list []string) string {
-	q := make([]string, len(list))
-	for i, m := range list {
-		q[i] = fmt.Sprintf("%q", m)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
-}
-
 func capacityText(f *float64) string {
 	if f == nil {
 		return "unset"
 	}
-	return fmt.Sprintf("%g", *f)
+	return literal(*f)
 }
