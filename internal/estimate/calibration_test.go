@@ -908,9 +908,9 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   frequencies. The learnable softmax offset (attention sinks) adds one term
   per softmax row in cuDNN's fused attention and is not timed.
 - Qwen3-30B-A3B on H100 (25.11, 26.02) is 1.4-1.9x too fast. Both releases' H100 configs run pp 2,
-  vpp 12 with EP A2A overlap (26.02: DeepEP; 25.11: alltoall, and a table whose vpp 24 / micro batch 2
-  repeat the 25.09 token-drop row rather than the config's vpp 12 / micro batch 1) and measure
-  5113-5275 tokens/s/GPU (with the config's plan the 25.11 row is +52%); from 26.02.01 the config is
+  vpp 12 with EP A2A overlap (26.02: DeepEP; 25.11: alltoall, recorded with the config's vpp 12 /
+  micro batch 1, not the table's vpp 24 / micro batch 2, which repeat the 25.09 token-drop row; the
+  row's notes give the evidence) and measure 5113-5275 tokens/s/GPU (+37% and +51%); from 26.02.01 the config is
   EP 16 with HybridEP and no overlap and measures 8826-9058, within 6% (26.02.01's table still prints
   26.02's pp 2 / vpp 12 / ep 8, where the same table commit updated the B200 row to its new config;
   the row records the config, its notes give the evidence). NVIDIA tracked these
@@ -920,9 +920,7 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   26.02.01: EP 16 HybridEP without overlap on H100; micro batch 4, HybridEP and attention graphs on
   B200). What makes the dropless runs of 25.11/26.02 slow is modelled in part: the EP overlap's host cost
   (above) takes 26.02 (DeepEP, the overlap recorded; the host already bounds this layer of hidden size
-  2048 at micro batch 1) from +54% to +38%; 25.11 keeps the table's plan without the config's settings
-  but with the release-wide ones every 25.11 Qwen3 config sets (router fusion, bf16 gradient
-  reduction), which make it faster still in the model (+87%); B200 ran without the overlap. B200 at micro batch 1 (25.11, 26.02) is 11-16% too
+  2048 at micro batch 1) from +54% to +38%, and 25.11 (alltoall) to +51%; B200 ran without the overlap. B200 at micro batch 1 (25.11, 26.02) is 11-16% too
   fast, and 25.09's token-drop B200/GB200 rows (per-layer CUDA graphs) 19-38%. The issue says no
   more than that: a 2x regression of dropless against token drop on x86, to be fixed in 26.02; it names
   no setting the row lacks. In the model the x86 runs at micro batch 1 are host-bound: the GPU waits
