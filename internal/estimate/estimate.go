@@ -555,7 +555,7 @@ func (c *costModel) pipeline(e *Estimate) {
 
 func (c *costModel) assumptions(o Options) Assumptions {
 	a := Assumptions{
-		Calibration: c.cal, FusedAttention: o.FusedAttention || c.cp > 1,
+		Calibration: c.cal, FusedAttention: !c.cm.unfused, // what the model timed and stored (fusedAttention: the spec's backend, or the option)
 		Sharding: c.sharding, StateBytes: c.state, ActivationBytes: c.am.ab, GradReduceBytes: 4,
 		Notes: []string{
 			"weights, main gradients and Adam state (master weights and two moments) as Megatron keeps them, at the widths the spec sets",

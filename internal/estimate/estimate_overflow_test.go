@@ -39,3 +39,17 @@ func TestFSDPShardsEverything(t *testing.T) {
 		t.Errorf("Megatron's formula does not model FSDP, got model %q", full.Memory.Model)
 	}
 }
+
+// The assumptions say what the model timed: attention the spec runs
+// unfused (kernels.attention_backend) is reported unfused, whatever the
+// option assumes for an unset backend.
+func TestAssumptionsNameTheAttentionRun(t *testing.T) {
+	s := llama70B()
+	if e := run(t, s); !e.Assumptions.FusedAttention {
+		t.Errorf("backend unset: attention fused %v, want the option's true", e.Assumptions.FusedAttention)
+	}
+	s.Kernels.AttentionBackend = "unfused"
+	if e := run(t, s); e.Assumptions.FusedAttention {
+		t.Errorf("attention_backend unfused: reported fused")
+	}
+}
