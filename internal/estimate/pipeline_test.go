@@ -251,7 +251,7 @@ func TestUnequalStagesSimulated(t *testing.T) {
 		}
 		slowest := slices.Max(T)
 		formula := float64(m)*slowest + (sum-slowest)/float64(v)
-		got := simulateSchedule(t, p, v, m, p, func(r, c int) float64 { return fw[r][c] }, func(r, c int) float64 { return bw[r][c] }, 0)
+		got := simulateSchedule(t, p, v, m, p, func(r, c int) float64 { return fw[r][c] }, func(r, c int) float64 { return bw[r][c] }, 0, false)
 		msg := fmt.Sprintf("p=%d v=%d m=%d mode=%d fw=%.3v bw=%.3v", p, v, m, mode, fw, bw)
 		if mode == 0 {
 			assert.InDelta(t, got, formula, 1e-9, msg)
@@ -261,16 +261,68 @@ func TestUnequalStagesSimulated(t *testing.T) {
 	}
 }
 
+// TestCombinedScheduleSimulated runs the schedule
+// parallel.overlap_moe_expert_parallel_comm selects (simulateSchedule,
+// combined): Megatron's interleaved schedule with one more warm-up forward
+// and each steady-state forward run together with the backward beside it
+// (combined_1f1b.py, combined_1f1b_schedule_for_interleaved_pipelining;
+// without pipelining combined_1f1b_schedule_for_no_pipelining, the first
+// forward and the last backward alone). The simulation fails if a combined
+// step would need its own forward ("This is needed to ensure the forward
+// and backward computations are independent in all 1f1b steps",
+// get_pp_rank_microbatches). Without transfers the step time is the one
+// time() charges every plan, the overlap's included: m·max T + (ΣT − max T)/v
+// (equal stages: the work plus BubbleFraction's bubble), as the schedule
+// without the overlap takes.
+func TestCombinedScheduleSimulated(t *testing.T) {
+	for _, tc := range []struct{ p, v, m, g int }{
+		{1, 1, 8, 1}, {2, 12, 128, 2}, {2, 8, 16, 2}, {4, 4, 32, 4}, {4, 12, 16, 4},
+		{8, 4, 64, 8}, {8, 3, 16, 8}, {8, 2, 64, 8}, {4, 6, 24, 4}, {2, 24, 32, 2}, {4, 4, 32, 8},
+	} {
+		for _, heavyLast := range []float64{1, 1.5} {
+			fwd := func(r, c int) float64 {
+				if r == tc.p-1 {
+					return heavyLast / float64(tc.v)
+				}
+				return 1 / float64(tc.v)
+			}
+			bwd := func(r, c int) float64 { return 2 * fwd(r, c) }
+			T := make([]float64, tc.p)
+			var sum float64
+			for r := range tc.p {
+				T[r] = 3 * fwd(r, 0) * float64(tc.v)
+				sum += T[r]
+			}
+			slowest := slices.Max(T)
+			formula := float64(tc.m)*slowest + (sum-slowest)/float64(tc.v)
+			msg := fmt.Sprintf("p=%d v=%d m=%d g=%d last stage x%g", tc.p, tc.v, tc.m, tc.g, heavyLast)
+			got := simulateSchedule(t, tc.p, tc.v, tc.m, tc.g, fwd, bwd, 0, true)
+			assert.InDelta(t, formula, got, 1e-9, msg)
+			assert.InDelta(t, simulateSchedule(t, tc.p, tc.v, tc.m, tc.g, fwd, bwd, 0, false), got, 1e-9, msg)
+			if heavyLast == 1 {
+				work := float64(tc.m) * slowest
+				assert.InDelta(t, work/(1-BubbleFraction(tc.p, tc.v, tc.m)), got, 1e-9, msg)
+			}
+		}
+	}
+}
+
 // simulateInterleaved is the step time of the interleaved schedule whose
 // passes take fwd and bwd and whose transfers take hop.
 func simulateInterleaved(t *testing.T, p, v, m, g int, fwd, bwd, hop float64) float64 {
-	return simulateSchedule(t, p, v, m, g, func(int, int) float64 { return fwd }, func(int, int) float64 { return bwd }, hop)
+	return simulateSchedule(t, p, v, m, g, func(int, int) float64 { return fwd }, func(int, int) float64 { return bwd }, hop, false)
 }
 
 // simulateSchedule is the step time of Megatron's pipeline schedule (the
 // interleaved one for v > 1) whose passes of chunk c on rank r take
-// fwd(r, c) and bwd(r, c) and whose transfers take hop.
-func simulateSchedule(t *testing.T, p, v, m, g int, fwd, bwd func(r, c int) float64, hop float64) float64 {
+// fwd(r, c) and bwd(r, c) and whose transfers take hop. combined runs the
+// schedule overlap_moe_expert_parallel_comm selects (schedules.py at
+// d98e8a64, forward_backward_helper_wrapper and get_pp_rank_microbatches;
+// combined_1f1b.py): one more warm-up forward, and each steady-state step
+// one pass that runs the forward and the backward together
+// (combined_forward_backward_step), both results ready when it ends; the
+// schedule fails the test if such a step's backward needs its own forward.
+func simulateSchedule(t *testing.T, p, v, m, g int, fwd, bwd func(r, c int) float64, hop float64, combined bool) float64 {
 	table := interleavedTable(m, v, g)
 	n := len(table)
 	type pass struct {
@@ -288,17 +340,32 @@ func simulateSchedule(t *testing.T, p, v, m, g int, fwd, bwd func(r, c int) floa
 		bw[k] = pass{true, b, nb[b]}
 		nb[b]++
 	}
-	seqs := make([][]pass, p)
+	// Each rank's steps in order; a step is one pass, or a combined pair.
+	seqs := make([][][]pass, p)
 	for r := range p {
-		w := min(2*(p-r-1)+(v-1)*g, n)
+		w := 2*(p-r-1) + (v-1)*g
 		if v == 1 {
-			w = min(p-r-1, n)
+			w = p - r - 1
 		}
-		seq := slices.Clone(fw[:w])
+		if combined {
+			w++
+		}
+		w = min(w, n)
+		var seq [][]pass
+		for _, x := range fw[:w] {
+			seq = append(seq, []pass{x})
+		}
 		for k := w; k < n; k++ {
-			seq = append(seq, fw[k], bw[k-w])
+			if combined {
+				seq = append(seq, []pass{fw[k], bw[k-w]})
+			} else {
+				seq = append(seq, []pass{fw[k]}, []pass{bw[k-w]})
+			}
 		}
-		seqs[r] = append(seq, bw[n-w:]...)
+		for _, x := range bw[n-w:] {
+			seq = append(seq, []pass{x})
+		}
+		seqs[r] = seq
 	}
 	type key struct {
 		r int
@@ -310,41 +377,49 @@ func simulateSchedule(t *testing.T, p, v, m, g int, fwd, bwd func(r, c int) floa
 	for left := 2 * n * p; left > 0; {
 		moved := false
 		for r := range p {
+		steps:
 			for next[r] < len(seqs[r]) {
-				x := seqs[r][next[r]]
-				var deps []key
-				switch {
-				case !x.back && r > 0:
-					deps = []key{{r - 1, x}}
-				case !x.back && x.c > 0:
-					deps = []key{{p - 1, pass{false, x.c - 1, x.i}}}
-				case x.back && r < p-1:
-					deps = []key{{r, pass{false, x.c, x.i}}, {r + 1, x}}
-				case x.back && x.c < v-1:
-					deps = []key{{r, pass{false, x.c, x.i}}, {0, pass{true, x.c + 1, x.i}}}
-				case x.back:
-					deps = []key{{r, pass{false, x.c, x.i}}}
-				}
-				ready, ok := 0.0, true
-				for _, d := range deps {
-					end, found := done[d]
-					ok = ok && found
-					if d.r != r {
-						end += hop
+				step := seqs[r][next[r]]
+				ready, took := 0.0, 0.0
+				for _, x := range step {
+					var deps []key
+					switch {
+					case !x.back && r > 0:
+						deps = []key{{r - 1, x}}
+					case !x.back && x.c > 0:
+						deps = []key{{p - 1, pass{false, x.c - 1, x.i}}}
+					case x.back && r < p-1:
+						deps = []key{{r, pass{false, x.c, x.i}}, {r + 1, x}}
+					case x.back && x.c < v-1:
+						deps = []key{{r, pass{false, x.c, x.i}}, {0, pass{true, x.c + 1, x.i}}}
+					case x.back:
+						deps = []key{{r, pass{false, x.c, x.i}}}
 					}
-					ready = math.Max(ready, end)
+					for _, d := range deps {
+						if d.r == r && slices.Contains(step, d.pass) {
+							t.Fatalf("rank %d: a combined step's %+v needs its own %+v", r, x, d.pass)
+						}
+						end, found := done[d]
+						if !found {
+							break steps
+						}
+						if d.r != r {
+							end += hop
+						}
+						ready = math.Max(ready, end)
+					}
+					if x.back {
+						took += bwd(r, x.c)
+					} else {
+						took += fwd(r, x.c)
+					}
 				}
-				if !ok {
-					break
+				clock[r] = math.Max(clock[r], ready) + took
+				for _, x := range step {
+					done[key{r, x}] = clock[r]
+					left--
 				}
-				step := fwd(r, x.c)
-				if x.back {
-					step = bwd(r, x.c)
-				}
-				clock[r] = math.Max(clock[r], ready) + step
-				done[key{r, x}] = clock[r]
 				next[r]++
-				left--
 				moved = true
 			}
 		}
