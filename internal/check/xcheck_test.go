@@ -2,9 +2,9 @@ package check
 
 import (
 	"encoding/json"
+	mrand "math/rand"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,16 +22,9 @@ type xcase struct {
 	Codes   []string     `json:"codes"`
 }
 
-// TestDumpForMegatron writes the corpus and random plans, with parc's
-// verdicts, for the cross-check against Megatron-LM:
-//
-//	PARC_XCHECK_DIR=/tmp/x go test ./internal/check -run TestDumpForMegatron
-//	CASES=/tmp/x/corpus.json ERRORS=/tmp/x/errors.json python3 testdata/megatron-xcheck/xcheck.py
-func TestDumpForMegatron(t *testing.T) {
-	dir := os.Getenv("PARC_XCHECK_DIR")
-	if dir == "" {
-		t.Skip("set PARC_XCHECK_DIR to dump plans for the Megatron cross-check")
-	}
+// xcheckCorpus is the corpus as plans for the Megatron cross-check, named
+// file/case.
+func xcheckCorpus(t *testing.T) []xcase {
 	var corpus []xcase
 	for file, cases := range loadCorpus(t) {
 		for _, tc := range cases {
@@ -39,26 +32,19 @@ func TestDumpForMegatron(t *testing.T) {
 			corpus = append(corpus, xcase{strings.TrimSuffix(file, ".json") + "/" + tc.Name, s, spec.Derive(s), tc.Valid, tc.Codes})
 		}
 	}
+	slices.SortFunc(corpus, func(a, b xcase) int { return strings.Compare(a.Name, b.Name) })
+	return corpus
+}
+
+// errorCodes lists the codes of Run that are errors.
+func errorCodes() []string {
 	var errs []string
 	for _, c := range Codes {
 		if c.Severity == diag.Error {
 			errs = append(errs, c.Code)
 		}
 	}
-	for name, v := range map[string]any{
-		"corpus.json":  corpus,
-		"random1.json": randomForXcheck(t, 7, 3000),
-		"random2.json": randomForXcheck(t, 9, 3000),
-		"errors.json":  errs,
-	} {
-		data, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return errs
 }
 
 // randomForXcheck makes n random plans, most of them invalid in some way.
@@ -116,6 +102,25 @@ func randomForXcheck(t *testing.T, seed uint64, n int) []xcase {
 		var m map[string]any
 		json.Unmarshal(data, &m)
 		s := specFrom(t, m)
+		l := runSpec(s)
+		all = append(all, xcase{Name: string(data), Spec: s, Derived: spec.Derive(s), Valid: !l.HasErrors(), Codes: codesOf(l)})
+	}
+	return all
+}
+
+// optionsForXcheck makes n plans from the base plan with the random options
+// of the hint tests (withMoreOptions: recomputation, offloading,
+// overlaps, CUDA graphs, MoE routing, FSDP, schedules, ...), so the
+// cross-check reaches the rules the grid-only plans of randomForXcheck leave
+// alone.
+func optionsForXcheck(t *testing.T, seed int64, n int) []xcase {
+	r := mrand.New(mrand.NewSource(seed))
+	var all []xcase
+	for range n {
+		over := map[string]any{}
+		withMoreOptions(r, over)
+		data, _ := json.Marshal(over)
+		s := specFrom(t, over)
 		l := runSpec(s)
 		all = append(all, xcase{Name: string(data), Spec: s, Derived: spec.Derive(s), Valid: !l.HasErrors(), Codes: codesOf(l)})
 	}

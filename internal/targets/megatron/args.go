@@ -132,16 +132,21 @@ func (e *emitter) parallelism() {
 		a.flag("--account-for-loss-in-pipeline-split")
 	}
 	a.int("--context-parallel-size", par.CP)
-	if par.CP > 1 {
+	// With cp = 1 a communication type other than Megatron's default and the
+	// hierarchical sizes still go out: validate_args checks them whatever the
+	// CP size (arguments.py at d98e8a64), as internal/check does.
+	if par.CP > 1 || par.CPCommType != "" && par.CPCommType != "p2p" {
 		a.add("", "--cp-comm-type", par.CPCommType)
-		if len(par.HierarchicalCP) > 0 {
-			a.flag("--hierarchical-context-parallel-sizes")
-			for _, n := range par.HierarchicalCP {
-				a.add("", strconv.Itoa(n))
-			}
+	}
+	if len(par.HierarchicalCP) > 0 {
+		a.flag("--hierarchical-context-parallel-sizes")
+		for _, n := range par.HierarchicalCP {
+			a.add("", strconv.Itoa(n))
 		}
 	}
-	if m.MoE != nil || par.EP > 1 {
+	// A dense model with an expert tensor-parallel size still builds the
+	// expert grid (initialize_model_parallel), so a given etp goes out.
+	if m.MoE != nil || par.EP > 1 || par.ETP != nil {
 		a.int("--expert-model-parallel-size", par.EP)
 		a.int("--expert-tensor-parallel-size", d.ETP)
 	}
@@ -175,11 +180,19 @@ func (e *emitter) modelShape() {
 	a.int("--hidden-size", m.Hidden)
 	a.int("--ffn-hidden-size", d.FFNHidden)
 	a.int("--num-attention-heads", m.Heads)
-	if m.MLA == nil && d.QueryGroups != m.Heads {
+	// Query groups given with MLA go out too: validate_args refuses them
+	// beside --multi-latent-attention (arguments.py:1974 at d98e8a64), as
+	// internal/check does (mla-query-groups).
+	if m.MLA == nil && d.QueryGroups != m.Heads || m.MLA != nil && m.QueryGroups != nil {
 		a.flag("--group-query-attention")
 		a.int("--num-query-groups", d.QueryGroups)
 	}
-	a.int("--kv-channels", d.KVChannels)
+	// Megatron derives kv_channels = hidden/heads itself and asserts heads
+	// divide hidden when --kv-channels is absent (arguments.py:1331); a
+	// head dimension parc would otherwise derive by truncation is not written.
+	if m.KVChannels != nil || m.Heads > 0 && m.Hidden%m.Heads == 0 {
+		a.int("--kv-channels", d.KVChannels)
+	}
 	a.int("--seq-length", tr.SeqLength)
 	a.int("--max-position-embeddings", d.MaxPositions)
 	a.add("", "--position-embedding-type", m.PositionEmbedding)

@@ -127,9 +127,21 @@ func TestArgsCases(t *testing.T) {
 		}, map[string][]string{"--tensorboard-dir": {"/tb"}, "--wandb-project": {"p"}, "--wandb-exp-name": {"e"}}, []string{"--log-throughput"}},
 		{"mla", func(s *spec.Spec) {
 			s.Model.MLA = &spec.MLA{KVLoraRank: 32, QKHeadDim: 16, QKPosEmbHeadDim: 8, VHeadDim: 16}
-			s.Model.PositionEmbedding, s.Model.RopeScalingFactor, s.Model.QueryGroups = "rope", ptr(40.0), ptr(2)
+			s.Model.PositionEmbedding, s.Model.RopeScalingFactor = "rope", ptr(40.0)
 		}, map[string][]string{"--multi-latent-attention": nil, "--kv-lora-rank": {"32"}, "--rotary-scaling-factor": {"40"}},
 			[]string{"--group-query-attention", "--use-rope-scaling", "--rope-type", "--q-lora-rank"}},
+		// A plan internal/check rejects (mla-query-groups) says to Megatron
+		// what the user wrote, so Megatron's validate_args refuses it too.
+		{"mla-with-query-groups", func(s *spec.Spec) {
+			s.Model.MLA = &spec.MLA{KVLoraRank: 32, QKHeadDim: 16, QKPosEmbHeadDim: 8, VHeadDim: 16}
+			s.Model.PositionEmbedding, s.Model.QueryGroups = "rope", ptr(2)
+		}, map[string][]string{"--multi-latent-attention": nil, "--group-query-attention": nil, "--num-query-groups": {"2"}}, nil},
+		{"kv-channels-derived-by-megatron", func(s *spec.Spec) { s.Model.Hidden = 250 }, nil, []string{"--kv-channels"}},
+		{"dense-etp-given", func(s *spec.Spec) { s.Parallel.ETP = ptr(1) },
+			map[string][]string{"--expert-tensor-parallel-size": {"1"}, "--expert-model-parallel-size": {"1"}}, nil},
+		{"cp1-comm-type", func(s *spec.Spec) { s.Parallel.CPCommType, s.Parallel.HierarchicalCP = "a2a+p2p", []int{1, 1} },
+			map[string][]string{"--cp-comm-type": {"a2a+p2p"}, "--hierarchical-context-parallel-sizes": {"1", "1"}}, nil},
+		{"cp1-default-comm-type", nil, nil, []string{"--cp-comm-type", "--hierarchical-context-parallel-sizes"}},
 		{"issue13-memory-fields", func(s *spec.Spec) {
 			t := &s.Train
 			t.Precision, t.FP8AmaxHistoryLen, t.FP8AmaxComputeAlgo, t.FP8Margin = "fp8", 1024, "max", 1

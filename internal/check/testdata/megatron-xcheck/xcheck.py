@@ -1,137 +1,91 @@
 # Cross-check of parc's verdicts against Megatron-LM's own validation (see
-# ../README.md). For each plan: render Megatron's arguments the way parc's
-# Megatron target does, then run parse_args, validate_args, the microbatch
-# calculator, core_transformer_config_from_args (TransformerConfig
-# __post_init__), the initialize_model_parallel conditions, and
-# get_num_layers_to_build / get_transformer_layer_offset for every (pipeline
-# rank, virtual stage), and the interleaved schedule's conditions. Codes that
-# fire later (model build, first step) or outside Megatron are excluded from
-# the comparison (RUNTIME below); the corpus covers them by hand.
+# ../README.md). For each plan, take the arguments and environment parc's
+# Megatron target renders for it (megatron.Args, megatron.Env, dumped by
+# TestDumpForMegatron), then run parse_args, validate_args, OptimizerConfig
+# (and get_megatron_optimizer's condition), the microbatch calculator,
+# core_transformer_config_from_args (TransformerConfig __post_init__), the
+# initialize_model_parallel conditions, get_num_layers_to_build /
+# get_transformer_layer_offset for every (pipeline rank, virtual stage), the
+# LR schedule (get_optimizer_param_scheduler), the dataset config
+# (pretrain_gpt's core_gpt_dataset_config_from_args) and the interleaved
+# schedule's conditions. Print the report: "N agree, M disagree, K parc-only".
+# Codes that fire later (model build, first step) or outside Megatron are
+# "parc-only" (LATER, OUTSIDE below); the corpus covers them by hand.
 #
-#   CASES=corpus.json ERRORS=errors.json MEGATRON_LM=/path/to/export python3 xcheck.py
-import json, os, sys, traceback, warnings
+#   CASES=corpus.json ERRORS=errors.json MEGATRON_LM=/path/to/Megatron-LM python3 xcheck.py
+# (RESULT=file.json writes every row)
+import contextlib, dataclasses, io, json, logging, os, sys, traceback, warnings
 warnings.filterwarnings('ignore')
+logging.disable(logging.CRITICAL)
 from boot import boot, Stub
 import torch
-args_mod = boot('megatron.training.arguments')
+boot('megatron.training.arguments')
+boot('megatron.training.training')
+boot('pretrain_gpt')
 import megatron.training.arguments as A
+import megatron.training.training as T
+import megatron.training.global_vars as G
+import megatron.core.utils as U
+import pretrain_gpt
+from packaging.version import Version
+# What parc's targets run on (NGC PyTorch containers, torch >= 2.6), not the
+# torch 1.13 this script imports: Megatron asks the version for torch FSDP2
+# (>= 2.4, validate_args) and the MoE A2A overlap (>= 2.6, TransformerConfig).
+U._torch_version = Version('2.9.0')
+# Transformer Engine's FusedAdam as OptimizerConfig inspects it (TE >= 2.1 has
+# these parameters); the stand-in has none.
+import transformer_engine.pytorch.optimizers as te_optimizers
+def FusedAdam(params=None, master_weight_dtype=None, exp_avg_dtype=None, exp_avg_sq_dtype=None, use_decoupled_grad=False):
+    pass
+te_optimizers.FusedAdam = FusedAdam
+# The dataset config needs a tokenizer object, not its files (tokenizer-files
+# is parc-only below).
+def tokenizer(args):
+    t = Stub(); t.vocab_size = args.padded_vocab_size; return t
+pretrain_gpt.build_tokenizer = tokenizer
 import megatron.core.parallel_state as ps
 from megatron.core.num_microbatches_calculator import ConstantNumMicroBatchesCalculator
 from megatron.training.argument_utils import core_transformer_config_from_args
 from megatron.core.transformer.transformer_block import get_num_layers_to_build
 from megatron.core.transformer.transformer_layer import get_transformer_layer_offset
 import torch.distributed as dist
+from megatron.core.optimizer.optimizer_config import OptimizerConfig
 
-def to_args(s, d):
-    m, p, t, c = s['model'], s['parallel'], s['train'], s['cluster']
-    a = ['--num-layers', m['layers'], '--hidden-size', m['hidden'], '--num-attention-heads', m['heads'],
-         '--seq-length', t['seq_length'], '--max-position-embeddings', d['max_position_embeddings'],
-         '--micro-batch-size', t['micro_batch'], '--global-batch-size', t['global_batch'],
-         '--tensor-model-parallel-size', p['tp'], '--pipeline-model-parallel-size', p['pp'],
-         '--context-parallel-size', p['cp'], '--expert-model-parallel-size', p['ep'],
-         '--vocab-size', m['vocab'], '--make-vocab-size-divisible-by', m['make_vocab_divisible_by'],
-         '--tokenizer-type', s['data']['tokenizer']['type'], '--lr', t['lr'], '--min-lr', t['min_lr'],
-         '--position-embedding-type', m['position_embedding'],
-         '--normalization', {'layernorm': 'LayerNorm', 'rmsnorm': 'RMSNorm'}[m['normalization']],
-         '--num-distributed-optimizer-instances', p['distributed_optimizer_instances'],
-         '--cp-comm-type', p['cp_comm_type'], '--lr-warmup-iters', t['lr_warmup_iters']]
-    if s['data']['mock']: a += ['--mock-data']
-    tk = s['data']['tokenizer']
-    if tk.get('model'): a += ['--tokenizer-model', tk['model']]
-    if tk.get('vocab_file'): a += ['--vocab-file', tk['vocab_file']]
-    if tk.get('merge_file'): a += ['--merge-file', tk['merge_file']]
-    if m.get('ffn_hidden'): a += ['--ffn-hidden-size', m['ffn_hidden']]
-    if m.get('query_groups'): a += ['--group-query-attention', '--num-query-groups', m['query_groups']]
-    if m.get('kv_channels'): a += ['--kv-channels', m['kv_channels']]
-    if m['activation'] == 'swiglu': a += ['--swiglu']
-    if not m['bias']: a += ['--disable-bias-linear']
-    if m['qkv_bias']: a += ['--add-qkv-bias']
-    if not m['tie_embeddings']: a += ['--untie-embeddings-and-output-weights']
-    if m.get('mtp_layers'): a += ['--mtp-num-layers', m['mtp_layers']]
-    if m.get('mla'):
-        ml = m['mla']; a += ['--multi-latent-attention', '--kv-lora-rank', ml['kv_lora_rank'], '--qk-head-dim', ml['qk_head_dim'],
-                             '--qk-pos-emb-head-dim', ml['qk_pos_emb_head_dim'], '--v-head-dim', ml['v_head_dim']]
-        if ml.get('q_lora_rank'): a += ['--q-lora-rank', ml['q_lora_rank']]
-    if m.get('moe'):
-        e = m['moe']
-        a += ['--num-experts', e['experts'], '--moe-router-topk', e['topk'], '--moe-token-dispatcher-type', e['dispatcher'],
-              '--moe-router-load-balancing-type', e['router_load_balancing'], '--moe-aux-loss-coeff', e['aux_loss_coeff'],
-              '--moe-router-score-function', e['score_function'],
-              '--moe-layer-freq', '[' + ','.join('1' if x else '0' for x in d['moe_layers']) + ']']
-        if e.get('ffn_hidden'): a += ['--moe-ffn-hidden-size', e['ffn_hidden']]
-        if e['shared_ffn_hidden']: a += ['--moe-shared-expert-intermediate-size', e['shared_ffn_hidden']]
-        if e['grouped_gemm']: a += ['--moe-grouped-gemm']
-        if e['router_pre_softmax']: a += ['--moe-router-pre-softmax']
-        if e['expert_bias']: a += ['--moe-router-enable-expert-bias']
-        if e.get('capacity_factor'): a += ['--moe-expert-capacity-factor', e['capacity_factor']]
-        if e.get('pad_expert_input_to_capacity'): a += ['--moe-pad-expert-input-to-capacity']
-        if e['dispatcher'] == 'flex' and e.get('flex_dispatcher_backend'): a += ['--moe-flex-dispatcher-backend', e['flex_dispatcher_backend']]
-    if p.get('etp'): a += ['--expert-tensor-parallel-size', p['etp']]
-    sp = p.get('sp')
-    if (sp is None and p['tp'] > 1) or sp: a += ['--sequence-parallel']
-    if p['vpp'] > 1: a += ['--num-virtual-stages-per-pipeline-rank', p['vpp']]
-    if p['order'] == 'tp-cp-ep-pp-dp': a += ['--use-tp-pp-dp-mapping']
-    if p.get('first_stage_layers') is not None: a += ['--decoder-first-pipeline-num-layers', p['first_stage_layers']]
-    if p.get('last_stage_layers') is not None: a += ['--decoder-last-pipeline-num-layers', p['last_stage_layers']]
-    if p['account_for_embedding']: a += ['--account-for-embedding-in-pipeline-split']
-    if p['account_for_loss']: a += ['--account-for-loss-in-pipeline-split']
-    if p.get('microbatch_group_size'): a += ['--microbatch-group-size-per-virtual-pipeline-stage', p['microbatch_group_size']]
-    if not p['overlap_p2p']: a += ['--no-overlap-p2p-communication']
-    if p.get('hierarchical_cp'): a += ['--hierarchical-context-parallel-sizes'] + p['hierarchical_cp']
-    prec = t['precision']
-    if prec in ('bf16', 'fp8'): a += ['--bf16']
-    if prec == 'fp16': a += ['--fp16']
-    if prec == 'fp8': a += ['--fp8-format', t['fp8_format'], '--fp8-recipe', t['fp8_recipe']]
-    if t['recompute'] != 'none':
-        a += ['--recompute-granularity', t['recompute']]
-        if t['recompute'] == 'full':
-            a += ['--recompute-method', t['recompute_method'], '--recompute-num-layers', t.get('recompute_layers') or 1]
-        if t['recompute'] == 'selective' and t.get('recompute_modules'): a += ['--recompute-modules'] + t['recompute_modules']
-    k = s.get('kernels') or {}
-    if k.get('cuda_graph_impl') and k['cuda_graph_impl'] != 'none': a += ['--cuda-graph-impl', k['cuda_graph_impl']]
-    if k.get('cuda_graph_modules'): a += ['--cuda-graph-modules'] + k['cuda_graph_modules']
-    if k.get('cuda_graph_scope'): a += ['--cuda-graph-scope'] + k['cuda_graph_scope']
-    if t.get('check_for_nan_in_loss_and_grad') is False: a += ['--no-check-for-nan-in-loss-and-grad']
-    if t.get('cpu_offloading_num_layers'): a += ['--cpu-offloading-num-layers', t['cpu_offloading_num_layers']]
-    if t['distributed_optimizer']: a += ['--use-distributed-optimizer']
-    if t['overlap_grad_reduce']: a += ['--overlap-grad-reduce']
-    if t['overlap_param_gather']: a += ['--overlap-param-gather']
-    if t.get('iters'): a += ['--train-iters', t['iters']]
-    if t.get('samples'): a += ['--train-samples', t['samples']]
-    if t.get('lr_decay_iters'): a += ['--lr-decay-iters', t['lr_decay_iters']]
-    ck = s.get('checkpoint')
-    if ck:
-        a += ['--ckpt-format', ck['format']]
-        if ck.get('save'): a += ['--save', ck['save'], '--save-interval', ck['interval']]
-    a += s['launch']['extra_args']
-    return [str(x) for x in a]
-
-class Fail(Exception): pass
-
-def megatron_verdict(s, d):
+def megatron_verdict(s, args, env):
     world = s['cluster']['nodes'] * s['cluster']['gpus_per_node']
     cc = s['cluster']['gpu']['compute_capability']
-    env = dict(s['cluster'].get('env') or {}); env.update(s['launch'].get('env') or {})
-    os.environ.pop('CUDA_DEVICE_MAX_CONNECTIONS', None)
-    # parc's launch targets export CUDA_DEVICE_MAX_CONNECTIONS=1 when the user sets nothing.
-    fsdp = any(x in s['launch']['extra_args'] for x in ('--use-torch-fsdp2', '--use-megatron-fsdp'))
-    p_ = s['parallel']
-    if 'CUDA_DEVICE_MAX_CONNECTIONS' in env:
-        os.environ['CUDA_DEVICE_MAX_CONNECTIONS'] = env['CUDA_DEVICE_MAX_CONNECTIONS']
-    elif (p_['tp'] > 1 or p_['cp'] > 1) and cc < 10 and not fsdp:
-        os.environ['CUDA_DEVICE_MAX_CONNECTIONS'] = '1'  # what parc's launch targets export
+    # The workers' environment is parc's (megatron.Env: CUDA_DEVICE_MAX_CONNECTIONS=1
+    # where Megatron needs it, NVTE_CPU_OFFLOAD_V1, cluster.env, launch.env).
+    for k in [k for k in os.environ if k not in BASE_ENV]: del os.environ[k]
+    os.environ.update(BASE_ENV)
+    for k, v in env.items():
+        try: os.environ[k] = v
+        except ValueError: pass  # a name or value no shell exports (env-name, env-value: parc-only)
     os.environ['WORLD_SIZE'] = str(world); os.environ['RANK'] = '0'
     A.get_device_arch_version = lambda: int(cc)
     torch.cuda.get_device_capability = lambda *a: (int(cc), int(round((cc % 1) * 10)))
-    sys.argv = ['pretrain_gpt.py'] + to_args(s, d)
+    sys.argv = ['pretrain_gpt.py'] + args
+    out = io.StringIO()
     try:
-        args = A.parse_args()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            args = A.parse_args()
     except SystemExit as e:
-        return 'parse', str(e)
+        return 'parse', ' / '.join(out.getvalue().strip().splitlines()[-1:])
     try:
-        args = A.validate_args(args, {'tokenizer_type': 'GPT2BPETokenizer'})
+        with contextlib.redirect_stdout(out):
+            args = A.validate_args(args, {'tokenizer_type': 'GPT2BPETokenizer'})
     except BaseException as e:
         return 'validate', repr(e)[:200]
+    try:
+        # As training.get_megatron_optimizer_config builds it at setup
+        # (OptimizerConfig.__post_init__ checks the optimizer's dtypes).
+        oc = OptimizerConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(OptimizerConfig) if hasattr(args, f.name)})
+    except BaseException as e:
+        return 'optimizer', repr(e)[:200]
+    # get_megatron_optimizer (megatron/core/optimizer/__init__.py), as written there
+    # for Adam and SGD without Megatron-FSDP v2 (parc's train.fsdp is v1).
+    if oc.optimizer in ('adam', 'sgd') and oc.use_precision_aware_optimizer and not oc.use_distributed_optimizer:
+        return 'optimizer', '--use-precision-aware-optimizer only supported with distributed optimizer'
     try:
         ConstantNumMicroBatchesCalculator(args.global_batch_size, args.micro_batch_size, args.data_parallel_size, False, 0)
     except BaseException as e:
@@ -151,15 +105,32 @@ def megatron_verdict(s, d):
     k = args.num_distributed_optimizer_instances
     if (dp * cp) % k != 0: return 'parallel_state', 'W8'
     if edp % k != 0: return 'parallel_state', 'W9'
-    # layers
+    # layers: a pipeline layout asks parallel_state for the rank, as a built model would.
     vp = cfg.virtual_pipeline_model_parallel_size
+    ps.get_virtual_pipeline_model_parallel_world_size = lambda: vp
+    ps.get_pipeline_model_parallel_world_size = lambda *a, **k: pp
     try:
         for r in range(pp):
+            ps.get_pipeline_model_parallel_rank = lambda *a, r=r, **k: r
             for v in range(vp or 1):
                 n = get_num_layers_to_build(cfg, vp_stage=v if vp else None, pp_rank=r)
                 get_transformer_layer_offset(cfg, vp_stage=v if vp else None, pp_rank=r)
     except BaseException as e:
         return 'layers', repr(e)[:200]
+    # the learning-rate and weight-decay schedule, as setup_model_and_optimizer builds it
+    G.set_args(args)
+    class Optimizer: param_groups = [{'params': []}]
+    try:
+        with contextlib.redirect_stdout(out):
+            T.get_optimizer_param_scheduler(Optimizer())
+    except BaseException as e:
+        return 'scheduler', repr(e)[:200]
+    # the dataset config (its split), as pretrain_gpt builds it before the first step
+    try:
+        with contextlib.redirect_stdout(out):
+            pretrain_gpt.core_gpt_dataset_config_from_args(args)
+    except BaseException as e:
+        return 'dataset', repr(e)[:200]
     # schedule (interleaved only), as written in forward_backward_pipelining_with_interleaving
     if vp is not None and pp > 1:
         M = args.global_batch_size // (args.micro_batch_size * dp)
@@ -168,23 +139,51 @@ def megatron_verdict(s, d):
         if 0 < M % N < pp: return 'schedule', 'P26'
     return None, None
 
-RUNTIME = {'ffn-tp','moe-ffn-etp','moe-shared-ffn-tp','query-groups-heads','moe-sp-required','sp-seq-length',
-  'moe-sinkhorn-aux-loss','moe-topk-experts','recompute-mtp-uniform','train-length-missing','precision-fp8-gpu',
-  'tokenizer-files','slurm-time','slurm-mem','slurm-option','slurm-nodes','slurm-cpus','slurm-preempt','nvlink-domain',
-  'dp-mismatch','order-unsupported'}
+# Codes Megatron's validation (what this script runs) cannot see. A plan parc
+# rejects only for these and Megatron accepts is "parc-only", listed by code,
+# neither agreement nor disagreement.
+# LATER: Megatron rejects the plan too, but only when the model is built or a
+# step runs (a division in a layer's constructor, a kernel's shape check, the
+# tokenizer or dataset opening its files); the corpus derives those by hand.
+LATER = {'ffn-tp', 'moe-ffn-etp', 'moe-shared-ffn-tp', 'query-groups-heads', 'moe-sp-required', 'sp-seq-length',
+         'moe-sinkhorn-aux-loss', 'moe-topk-experts', 'recompute-mtp-uniform', 'precision-fp8-gpu', 'tokenizer-files'}
+# OUTSIDE: rules of the cluster, Slurm and the launch, which Megatron never sees.
+OUTSIDE = {'slurm-time', 'slurm-mem', 'slurm-option', 'slurm-nodes', 'slurm-cpus', 'slurm-preempt', 'slurm-segment',
+           'slurm-line-break', 'nvlink-domain', 'tp-crosses-nvlink', 'etp-crosses-nvlink', 'env-name', 'env-reserved',
+           'env-value', 'option-like-path', 'launch-command', 'dp-mismatch', 'order-unsupported'}
+PARC_ONLY = LATER | OUTSIDE
+# Warnings parc gives where Megatron stops: the disagreement is by design and
+# printed with the reason.
+BY_DESIGN = {'train-length-missing': 'parc warns: the training length is optional while planning; '
+             'Megatron stops when it builds the schedule (training.py get_optimizer_param_scheduler)'}
 ERRORS = set(json.load(open(os.environ['ERRORS'])))
+BASE_ENV = dict(os.environ)
 cases = json.load(open(os.environ.get('CASES', 'cases.json')))
 rows = []
 for c in cases:
-    stage, why = megatron_verdict(c['spec'], c['derived'])
+    stage, why = megatron_verdict(c['spec'], c['args'], c['env'] or {})
+    errs = sorted({x for x in c['codes'] if x in ERRORS} | set(c.get('target_codes') or []))
+    seen = [x for x in errs if x not in PARC_ONLY]
+    if stage is not None:
+        verdict = 'agree' if seen else 'disagree'
+    elif seen:
+        verdict = 'disagree'
+    else:
+        verdict = 'parc-only' if errs else 'agree'
     rows.append({'name': c['name'], 'megatron_valid': stage is None, 'stage': stage, 'why': why,
-                 'corpus_valid': c['valid'], 'codes': c['codes']})
+                 'corpus_valid': c['valid'], 'codes': c['codes'], 'parc_errors': errs, 'verdict': verdict})
 json.dump(rows, open(os.environ.get('RESULT', '/dev/null'), 'w'), indent=1)
+n = {v: sum(r['verdict'] == v for r in rows) for v in ('agree', 'disagree', 'parc-only')}
+print(f"{n['agree']} agree, {n['disagree']} disagree, {n['parc-only']} parc-only (of {len(rows)})")
 for r in rows:
-    errs = [c for c in r['codes'] if c in ERRORS]
-    r['parc_valid_validation'] = not [c for c in errs if c not in RUNTIME]
-agree = sum(r['megatron_valid'] == r['parc_valid_validation'] for r in rows)
-print(f'{agree}/{len(rows)} agree (runtime/parc-only codes excluded)'); sys.stdout.flush()
+    if r['verdict'] == 'disagree':
+        why = [BY_DESIGN[x] for x in r['codes'] if x in BY_DESIGN]
+        print('disagree', r['name'], 'megatron:', 'valid' if r['megatron_valid'] else f"{r['stage']} {r['why']}", '| parc errors:', r['parc_errors'],
+              ('| by design, ' + '; '.join(why)) if why else '')
+by_code = {}
 for r in rows:
-    if r['megatron_valid'] != r['parc_valid_validation']:
-        print(r['name'], 'megatron_valid=', r['megatron_valid'], r['stage'], r['why'], 'corpus codes', r['codes'])
+    if r['verdict'] == 'parc-only':
+        for x in r['parc_errors']: by_code.setdefault(x, []).append(r['name'])
+for x in sorted(by_code):
+    where = 'Megatron at model build or run' if x in LATER else 'outside Megatron'
+    print(f'parc-only {x} ({where}): {len(by_code[x])}:', ' '.join(by_code[x][:6]) + (' ...' if len(by_code[x]) > 6 else ''))
