@@ -701,6 +701,19 @@ func TestSharedErrorReportedAsIs(t *testing.T) {
 	}
 	assert.Contains(t, got, "lr-warmup")
 	assert.Contains(t, got, solve.CodeNoFeasiblePlan)
+	// The no-feasible-plan hint is that error's own (it names the values
+	// to set), not its code's general advice.
+	var shared, none diag.Diagnostic
+	for _, d := range ds {
+		switch d.Code {
+		case "lr-warmup":
+			shared = d
+		case solve.CodeNoFeasiblePlan:
+			none = d
+		}
+	}
+	require.NotEmpty(t, shared.Hint)
+	assert.Equal(t, shared.Hint, none.Hint)
 }
 
 func TestOpenFieldWithoutValue(t *testing.T) {

@@ -333,6 +333,9 @@ func (sv *solver) rejectVerified(ds diag.List) {
 // checked assignment shares (they do not depend on the open fields) as they
 // are, and a no-feasible-plan error naming the rules that rejected the most.
 func (sv *solver) noFeasiblePlan(r *Result) {
+	// sharedHint: the hint of a diagnostic every checked plan shares, by
+	// code; it is reported beside this one and its hint names values.
+	sharedHint := map[string]string{}
 	if sv.checked > 0 {
 		var shared []diagKey
 		for k, n := range sv.common {
@@ -347,6 +350,9 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			for _, x := range check.RunWith(&s, spec.Derive(&s), sv.at, sv.opts.checkOptions()) {
 				if slices.Contains(shared, diagKey{x.Code, x.Path, x.Message}) {
 					sv.diags = append(sv.diags, x)
+					if _, ok := sharedHint[x.Code]; !ok && x.Hint != "" {
+						sharedHint[x.Code] = x.Hint
+					}
 				}
 			}
 		}
@@ -388,6 +394,11 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 	if len(counts) > 0 {
 		if info, ok := check.Lookup(counts[0].code); ok {
 			hint = info.Fix
+		}
+		if h, ok := sharedHint[counts[0].code]; ok {
+			// Every plan fails that one diagnostic: its own hint, not the
+			// code's general advice.
+			hint = h
 		}
 		if c := counts[0].code; c == estimate.CodeMemoryExceedsGPU || c == CodeAboveHeadroom {
 			fixes := []string{"add nodes", "use GPUs with more memory"}
