@@ -22,7 +22,9 @@ type Options struct {
 	// calibration and the solver corpus, through measured.PublishedPlan):
 	// a rule only Megatron-LM's own argument check applies, added after
 	// the software the corpus's runs used, does not report, because the
-	// run did what the rule forbids. Today that is one rule:
+	// run did what the rule forbids. Today that is two rules: the
+	// overlapped parameter gather without the overlapped gradient
+	// reduction (optimizer; Megatron-Bridge ran it, see there), and
 	// Transformer Engine's cross-entropy fusion (kernels), asserted
 	// against in megatron/training/arguments.py validate_args since
 	// Megatron-LM 168cb15d (2026-06-03, "Disable TE cross entropy loss

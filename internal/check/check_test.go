@@ -264,11 +264,27 @@ func TestHybridEPWholeDomains(t *testing.T) {
 	}
 }
 
-// A measured run is rated as it ran: check.Options.MeasuredRun lifts the one
-// rule Megatron-LM's arguments.py added after the corpus's software (TE's
-// cross-entropy fusion, 168cb15d), and only it; without the option (parc
-// vet, parc solve) the rule holds.
-func TestMeasuredRunLiftsOnlyTECrossEntropy(t *testing.T) {
+// A measured run is rated as it ran: check.Options.MeasuredRun lifts the
+// rules only Megatron-LM's arguments.py has and the corpus's software did
+// not run (TE's cross-entropy fusion, 168cb15d; the overlapped parameter
+// gather without the overlapped gradient reduction, which Megatron-Bridge
+// ran), and only them; without the option (parc vet, parc solve) they hold.
+func TestMeasuredRunLiftsOnlyArgumentsRules(t *testing.T) {
+	isOverlap := func(d diag.Diagnostic) bool { return d.Code == "overlap-param-gather" }
+	gather := specFrom(t, parse(t, `{"train": {"distributed_optimizer": true, "overlap_param_gather": true, "overlap_grad_reduce": false}}`))
+	if l := runSpec(gather); !slices.ContainsFunc(l, isOverlap) {
+		t.Fatalf("vet: overlap_param_gather without overlap_grad_reduce accepted: %v", l)
+	}
+	if l := RunWith(gather, spec.Derive(gather), diag.NoPos, Options{MeasuredRun: true}); slices.ContainsFunc(l, isOverlap) {
+		t.Errorf("measured run: %v", l)
+	}
+	// The distributed-optimizer half of the rule is not lifted: no
+	// measured run gathered parameters it had not sharded.
+	noDist := specFrom(t, parse(t, `{"train": {"distributed_optimizer": false, "overlap_param_gather": true, "overlap_grad_reduce": false}}`))
+	if l := RunWith(noDist, spec.Derive(noDist), diag.NoPos, Options{MeasuredRun: true}); !slices.ContainsFunc(l, isOverlap) {
+		t.Errorf("measured run without the distributed optimizer accepted: %v", l)
+	}
+
 	isTE := func(d diag.Diagnostic) bool {
 		return d.Code == "kernel-options" && d.Path == "kernels.cross_entropy_fusion_impl"
 	}

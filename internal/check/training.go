@@ -85,7 +85,16 @@ func (c *checker) optimizer() {
 		missing = append(missing, "train.distributed_optimizer")
 		on = append(on, setting{"train.distributed_optimizer", true})
 	}
-	if !t.OverlapGradReduce {
+	// Megatron-LM's arguments.py asserts the pair (validate_args, "Must use
+	// --overlap-param-gather with --overlap-grad-reduce" at d98e8a64);
+	// Megatron-Core's DDP does not need it (param_and_grad_buffer.py
+	// dispatches the parameter all-gather whatever the gradient reduction
+	// does), and Megatron-Bridge, which never runs arguments.py, ran it:
+	// CommOverlapConfig._get_optimizer_overlap_cfgs turns both on for
+	// dp > 1 and a user's overlap_grad_reduce False overrides only that
+	// one (training/comm_overlap.py at r0.1.0 684a6861). A measured run
+	// is rated as it ran.
+	if !t.OverlapGradReduce && !c.o.MeasuredRun {
 		missing = append(missing, "train.overlap_grad_reduce")
 		on = append(on, setting{"train.overlap_grad_reduce", true})
 	}
