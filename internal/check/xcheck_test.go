@@ -20,6 +20,25 @@ type xcase struct {
 	Derived spec.Derived `json:"derived"`
 	Valid   bool         `json:"valid"`
 	Codes   []string     `json:"codes"`
+	// Errors are the errors parc reports, each with the field it blames.
+	Errors []xerror `json:"errors"`
+}
+
+// xerror is one error of parc's verdict: its code and the field it blames.
+type xerror struct {
+	Code string `json:"code"`
+	Path string `json:"path"`
+}
+
+// errorsOf lists the errors of l.
+func errorsOf(l diag.List) []xerror {
+	var out []xerror
+	for _, d := range l {
+		if d.Severity == diag.Error {
+			out = append(out, xerror{d.Code, d.Path})
+		}
+	}
+	return out
 }
 
 // xcheckCorpus is the corpus as plans for the Megatron cross-check, named
@@ -29,7 +48,7 @@ func xcheckCorpus(t *testing.T) []xcase {
 	for file, cases := range loadCorpus(t) {
 		for _, tc := range cases {
 			s := specFrom(t, tc.Spec)
-			corpus = append(corpus, xcase{strings.TrimSuffix(file, ".json") + "/" + tc.Name, s, spec.Derive(s), tc.Valid, tc.Codes})
+			corpus = append(corpus, xcase{strings.TrimSuffix(file, ".json") + "/" + tc.Name, s, spec.Derive(s), tc.Valid, tc.Codes, errorsOf(runSpec(s))})
 		}
 	}
 	slices.SortFunc(corpus, func(a, b xcase) int { return strings.Compare(a.Name, b.Name) })
@@ -103,7 +122,7 @@ func randomForXcheck(t *testing.T, seed uint64, n int) []xcase {
 		json.Unmarshal(data, &m)
 		s := specFrom(t, m)
 		l := runSpec(s)
-		all = append(all, xcase{Name: string(data), Spec: s, Derived: spec.Derive(s), Valid: !l.HasErrors(), Codes: codesOf(l)})
+		all = append(all, xcase{Name: string(data), Spec: s, Derived: spec.Derive(s), Valid: !l.HasErrors(), Codes: codesOf(l), Errors: errorsOf(l)})
 	}
 	return all
 }
@@ -122,7 +141,7 @@ func optionsForXcheck(t *testing.T, seed int64, n int) []xcase {
 		data, _ := json.Marshal(over)
 		s := specFrom(t, over)
 		l := runSpec(s)
-		all = append(all, xcase{Name: string(data), Spec: s, Derived: spec.Derive(s), Valid: !l.HasErrors(), Codes: codesOf(l)})
+		all = append(all, xcase{Name: string(data), Spec: s, Derived: spec.Derive(s), Valid: !l.HasErrors(), Codes: codesOf(l), Errors: errorsOf(l)})
 	}
 	return all
 }

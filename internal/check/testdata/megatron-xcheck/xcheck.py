@@ -151,6 +151,11 @@ LATER = {'ffn-tp', 'moe-ffn-etp', 'moe-shared-ffn-tp', 'query-groups-heads', 'mo
 OUTSIDE = {'slurm-time', 'slurm-mem', 'slurm-option', 'slurm-nodes', 'slurm-cpus', 'slurm-preempt', 'slurm-segment',
            'slurm-line-break', 'nvlink-domain', 'tp-crosses-nvlink', 'etp-crosses-nvlink', 'env-name', 'env-reserved',
            'env-value', 'option-like-path', 'launch-command', 'dp-mismatch', 'order-unsupported'}
+# SPEC: errors where two fields of parc's spec would give one Megatron option
+# (the target writes one of them, so Megatron never sees the conflict), by
+# (code, field blamed).
+SPEC = {('pipeline-layout', 'parallel.vpp'): 'parallel.vpp beside the stages parallel.layout gives (the target writes the layout only)',
+        ('kernel-options', 'model.rope_scaling_factor'): 'two YaRN factors for one --rotary-scaling-factor'}
 PARC_ONLY = LATER | OUTSIDE
 # Warnings parc gives where Megatron stops: the disagreement is by design and
 # printed with the reason.
@@ -163,7 +168,10 @@ rows = []
 for c in cases:
     stage, why = megatron_verdict(c['spec'], c['args'], c['env'] or {})
     errs = sorted({x for x in c['codes'] if x in ERRORS} | set(c.get('target_codes') or []))
-    seen = [x for x in errs if x not in PARC_ONLY]
+    # an error Megatron can see: not parc-only by code, nor a conflict of parc's own fields
+    spec_only = {(e['code'], e['path']) for e in c.get('errors') or [] if (e['code'], e['path']) in SPEC}
+    seen = [x for x in errs if x not in PARC_ONLY and not
+            (any(k[0] == x for k in spec_only) and all((e['code'], e['path']) in SPEC for e in c['errors'] if e['code'] == x))]
     if stage is not None:
         verdict = 'agree' if seen else 'disagree'
     elif seen:
@@ -185,5 +193,6 @@ for r in rows:
     if r['verdict'] == 'parc-only':
         for x in r['parc_errors']: by_code.setdefault(x, []).append(r['name'])
 for x in sorted(by_code):
-    where = 'Megatron at model build or run' if x in LATER else 'outside Megatron'
+    where = ('Megatron at model build or run' if x in LATER else 'outside Megatron' if x in OUTSIDE else
+             "parc's spec: " + '; '.join(v for k, v in SPEC.items() if k[0] == x))
     print(f'parc-only {x} ({where}): {len(by_code[x])}:', ' '.join(by_code[x][:6]) + (' ...' if len(by_code[x]) > 6 else ''))
