@@ -1138,6 +1138,15 @@ func withMoreOptions(rng *rand.Rand, over map[string]any) {
 		train["recompute"] = "selective"
 		train["recompute_modules"] = [][]string{{"mla_up_proj"}, {"mla_up_proj", "core_attn"}}[rng.Intn(2)]
 	}
+	if coin(12) { // kernel-options: dropout in a recomputed module under a CUDA graph
+		kernels["cuda_graph_impl"] = []string{"local", "transformer_engine"}[rng.Intn(2)]
+		if coin(2) {
+			kernels["cuda_graph_modules"] = [][]string{{"attn"}, {"mlp"}, {"attn", "mlp"}}[rng.Intn(3)]
+		}
+		train["recompute"] = "selective"
+		train["recompute_modules"] = [][]string{{"core_attn"}, {"mlp"}, {"core_attn", "mlp"}}[rng.Intn(3)]
+		train[[]string{"attention_dropout", "hidden_dropout"}[rng.Intn(2)]] = 0.1
+	}
 	if coin(12) { // tokenizer-files
 		over["data"] = map[string]any{"tokenizer": map[string]any{"type": "GPT2BPETokenizer"}}
 	}

@@ -56,7 +56,7 @@ func (c *checker) fineGrainedOffloading() {
 	}
 	if len(t.OffloadModules) == 0 {
 		first := "core_attn"
-		if s.Model.MoE != nil && s.Kernels.CUDAGraphImpl == "local" {
+		if s.Model.MoE != nil && c.cudaGraphImpl() == "local" {
 			first = "moe_act"
 		}
 		c.report("fine-grained-offloading", on, c.anyOf("fine-grained-offloading", on,
@@ -142,7 +142,8 @@ func (c *checker) fineGrainedOffloading() {
 func (c *checker) fineGrainedOffloadingGraphs(off option) {
 	s, t := c.s, c.s.Train
 	k := s.Kernels
-	if k.CUDAGraphImpl == "" || k.CUDAGraphImpl == "none" {
+	impl := c.cudaGraphImpl() // after the deprecated scope full_iteration
+	if impl == "" || impl == "none" {
 		return
 	}
 	graphMods := k.CUDAGraphModules
@@ -151,7 +152,7 @@ func (c *checker) fineGrainedOffloadingGraphs(off option) {
 	}
 	const mods = "train.offload_modules"
 	none := setOpt(setting{"kernels.cuda_graph_impl", "none"})
-	if k.CUDAGraphImpl == "local" {
+	if impl == "local" {
 		var outside []string
 		for _, m := range t.OffloadModules {
 			if !slices.Contains(moeOffloadModules, m) {
@@ -187,7 +188,7 @@ func (c *checker) fineGrainedOffloadingGraphs(off option) {
 			setOpt(setting{"kernels.cuda_graph_warmup_steps", 3}), none, off),
 			"fine-grained activation offloading with CUDA graphs needs cuda_graph_warmup_steps > 0 (it is %d)", k.CUDAGraphWarmupSteps)
 	}
-	if k.CUDAGraphImpl == "full_iteration" && t.FineGrainedOffloadingMaxInflight == nil && !c.hasFlag("--fine-grained-offloading-max-inflight-offloads") {
+	if impl == "full_iteration" && t.FineGrainedOffloadingMaxInflight == nil && !c.hasFlag("--fine-grained-offloading-max-inflight-offloads") {
 		c.report("fine-grained-offloading", "kernels.cuda_graph_impl", c.anyOf("fine-grained-offloading", "kernels.cuda_graph_impl",
 			setOpt(setting{"train.fine_grained_offloading_max_inflight_offloads", 1}),
 			setOpt(setting{"kernels.cuda_graph_impl", "transformer_engine"}), none, off),

@@ -165,12 +165,13 @@ func (c *checker) kernels() {
 			c.anyOf("kernel-options", "kernels.cuda_graph_scope", setOpt(setting{"kernels.cuda_graph_scope", nil})),
 			"cuda_graph_scope (--cuda-graph-scope, deprecated) and cuda_graph_modules cannot be used together")
 	}
-	if k.CUDAGraphImpl == "full_iteration" && s.Train.CheckForNaNInLossAndGrad {
+	impl := c.cudaGraphImpl()
+	if impl == "full_iteration" && s.Train.CheckForNaNInLossAndGrad {
 		c.report("kernel-options", "train.check_for_nan_in_loss_and_grad", c.options("kernel-options", "train.check_for_nan_in_loss_and_grad", "set train.check_for_nan_in_loss_and_grad: false",
 			opt("set train.check_for_nan_in_loss_and_grad: false", setting{"train.check_for_nan_in_loss_and_grad", false})),
 			"full-iteration CUDA graphs (cuda_graph_impl \"full_iteration\") need check_for_nan_in_loss_and_grad off")
 	}
-	if (k.CUDAGraphImpl == "local" || k.CUDAGraphImpl == "transformer_engine") && s.Train.Recompute == "full" {
+	if (impl == "local" || impl == "transformer_engine") && s.Train.Recompute == "full" {
 		// TransformerConfig.__post_init__ at d98e8a64: "full recompute is
 		// only supported with full iteration CUDA graph."
 		c.report("kernel-options", "train.recompute", c.anyOf("kernel-options", "train.recompute",

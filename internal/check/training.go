@@ -65,7 +65,7 @@ func (c *checker) cpuOffloading() {
 			"CPU activation offloading (cpu_offloading_num_layers=%d) does not run with activation recomputation (recompute=%q)", n, r).
 			Related(path, "cpu_offloading_num_layers = %d", n)
 	}
-	if g := s.Kernels.CUDAGraphImpl; g == "local" || g == "transformer_engine" {
+	if g := c.cudaGraphImpl(); g == "local" || g == "transformer_engine" {
 		c.report("cpu-offloading", "kernels.cuda_graph_impl", c.options("cpu-offloading", "kernels.cuda_graph_impl", `set kernels.cuda_graph_impl: "none", or train.cpu_offloading_num_layers: 0`,
 			opt(`set kernels.cuda_graph_impl: "none"`, setting{"kernels.cuda_graph_impl", "none"}), off),
 			"CPU activation offloading (cpu_offloading_num_layers=%d) does not run with per-layer CUDA graphs (cuda_graph_impl=%q)", n, g).
