@@ -83,6 +83,10 @@ type corpusOutcome struct {
 	// pubStep and pickStep are the two plans' estimated step times, s
 	// (writeMissFamilies sets them against measured throughputs).
 	pubStep, pickStep float64
+	// pickMemory is the pick's estimated peak as a fraction of the GPU's
+	// memory, pickMFU its MFU against the precision's dense peak: issue 14
+	// asks for no pick above the memory headroom and no MFU above 100%.
+	pickMemory, pickMFU float64
 }
 
 func TestPublishedCorpus(t *testing.T) {
@@ -120,6 +124,10 @@ func TestPublishedCorpus(t *testing.T) {
 	misses := map[string]string{}
 	for _, o := range out {
 		t.Logf("%s: %s %s", o.id, o.status, o.detail)
+		if o.pickMemory > solve.DefaultMemoryHeadroom || o.pickMFU > 1 {
+			t.Errorf("%s: the pick's peak is %.1f%% of the GPU (headroom %.0f%%), its MFU %.1f%% of the dense peak: %s",
+				o.id, 100*o.pickMemory, 100*solve.DefaultMemoryHeadroom, 100*o.pickMFU, o.detail)
+		}
 		if o.status != "ok" {
 			misses[o.id] = o.status
 		}
@@ -178,6 +186,7 @@ func solveCase(c corpusCase) corpusOutcome {
 	}
 	o.ratio = pub.StepTimeS / pick.StepTimeS
 	o.pickStep = pick.StepTimeS
+	o.pickMemory, o.pickMFU = pick.Memory.FractionOfGPU, pick.MFU
 	o.pub, o.pick = kindOf(pub.Parallel, pub.Train), kindOf(pick.Parallel, pick.Train)
 	o.detail = fmt.Sprintf("published/pick %.3f: published %s %.4g s (%.0f%% memory); pick %s %.4g s",
 		o.ratio, pub.Label(), pub.StepTimeS, 100*pub.Memory.FractionOfGPU, pick.Label(), pick.StepTimeS)
@@ -336,6 +345,17 @@ func writeCorpus(t *testing.T, out []corpusOutcome, skipped map[string]int) {
 		fmt.Fprintf(&b, "\nPublished/pick step-time ratio over the %d rows with both: %d within 10%% (%.0f%%); median %.3f, p90 %.3f, worst %.3f.\n",
 			n, within, 100*float64(within)/float64(n), sorted[n/2], sorted[n*9/10], sorted[n-1])
 	}
+	var maxMemory, maxMFU corpusOutcome
+	for _, o := range out {
+		if o.pickMemory > maxMemory.pickMemory {
+			maxMemory = o
+		}
+		if o.pickMFU > maxMFU.pickMFU {
+			maxMFU = o
+		}
+	}
+	fmt.Fprintf(&b, "\nThe picks' largest estimated peak is %.1f%% of the GPU's memory (%s; the headroom is %.0f%%), their largest MFU %.1f%% of the precision's dense peak (%s).\n",
+		100*maxMemory.pickMemory, maxMemory.id, 100*solve.DefaultMemoryHeadroom, 100*maxMFU.pickMFU, maxMFU.id)
 	b.WriteString("\n## Misses\n\n| row | status | detail |\n|---|---|---|\n")
 	for _, o := range out {
 		if o.status != "ok" {
