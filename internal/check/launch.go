@@ -46,6 +46,11 @@ var (
 // environment may not set them. TORCH_ELASTIC_SHUTDOWN_TIMEOUT is the grace
 // period torchrun gets from launch.grace_seconds; PARC_LAUNCH_SHIM marks
 // parc launch's worker shim (launcher/shim_linux.go).
+// bashReadOnly are the variables bash makes read-only: the launch scripts'
+// `export NAME=value` of one fails, and under `set -e` stops the script
+// before any worker starts (bash 5.2: "UID: readonly variable").
+var bashReadOnly = []string{"BASHOPTS", "BASH_VERSINFO", "EUID", "PPID", "SHELLOPTS", "UID"}
+
 var ReservedEnv = []string{"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "PARC_PLAN_DIR",
 	"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "PARC_LAUNCH_SHIM"}
 
@@ -62,10 +67,12 @@ func (c *checker) launchValues() {
 	}{{"cluster.env", s.Cluster.Env}, {"launch.env", s.Launch.Env}} {
 		// Every reserved name of one block goes together: they share the
 		// block's position, so removing one leaves that diagnostic.
-		var reserved, noNUL []setting
+		var reserved, readOnly, noNUL []setting
 		for _, k := range slices.Sorted(maps.Keys(src.env)) {
 			switch {
 			case !envNameRE.MatchString(k):
+			case slices.Contains(bashReadOnly, k):
+				readOnly = append(readOnly, setting{src.path + "." + k, nil})
 			case slices.Contains(ReservedEnv, k):
 				reserved = append(reserved, setting{src.path + "." + k, nil})
 			case strings.ContainsRune(src.env[k], 0):
@@ -77,6 +84,9 @@ func (c *checker) launchValues() {
 			case !envNameRE.MatchString(k):
 				c.report("env-name", src.path, "use letters, digits and _ (not starting with a digit)",
 					"%q is not an environment variable name a shell can export", k)
+			case slices.Contains(bashReadOnly, k):
+				c.report("env-name", src.path, c.anyOf("env-name", src.path, setOpt(readOnly...))+" (read-only in bash)",
+					"%s is read-only in bash: the launch scripts' export of it fails and stops them before any worker starts", k)
 			case slices.Contains(ReservedEnv, k):
 				c.report("env-reserved", src.path, c.anyOf("env-reserved", src.path, setOpt(reserved...))+
 					" (the launch scripts set "+strings.Join(ReservedEnv, ", ")+")",
@@ -300,9 +310,14 @@ func (c *checker) slurm() {
 					fixed = append(fixed, "--"+strings.TrimLeft(o, "-"))
 				}
 			}
-			c.report("slurm-option", "cluster.slurm.extra", `write it as "--option=value": `+c.anyOf("slurm-option", "cluster.slurm.extra",
-				setOpt(setting{"cluster.slurm.extra", fixed}), setOpt(setting{"cluster.slurm.extra", kept}).note("without it")),
-				"extra[%d] = %q is not an sbatch option", i, opt)
+			hint := `write it as "--option=value": ` + c.anyOf("slurm-option", "cluster.slurm.extra",
+				setOpt(setting{"cluster.slurm.extra", fixed}), setOpt(setting{"cluster.slurm.extra", kept}).note("without it"))
+			if slices.Equal(fixed, kept) {
+				// No entry can be rewritten (a line break): the two
+				// alternatives would be the same list.
+				hint = "remove it: " + c.anyOf("slurm-option", "cluster.slurm.extra", setOpt(setting{"cluster.slurm.extra", kept}))
+			}
+			c.report("slurm-option", "cluster.slurm.extra", hint, "extra[%d] = %q is not an sbatch option", i, opt)
 			continue
 		}
 		if field, want, bad := c.slurmCount(opt); bad {
