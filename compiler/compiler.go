@@ -52,7 +52,9 @@ func vetLoaded(src Source, res *load.Result) (*plan.Plan, diag.List) {
 		// Schema errors: still run Megatron's rules on what is well-formed,
 		// so every mistake shows up in one run.
 		if r := res.Recover(); r != nil {
-			diags = append(diags, check.Run(r, spec.Derive(r), at)...)
+			d := spec.Derive(r)
+			diags = append(diags, check.Run(r, d, at)...)
+			diags = append(diags, resolve.TargetChecks(&plan.Plan{Source: src.Path, Spec: *r, Derived: d}, at, targetChecks)...)
 		}
 	}
 	if s == nil {

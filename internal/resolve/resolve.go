@@ -19,7 +19,7 @@ import (
 type Check func(p *plan.Plan, at diag.Locator) diag.List
 
 // Resolve runs derive, check, layout, topology checks and estimate on s, and
-// then the targets' checks. It returns the plan even when there are errors,
+// then the targets' checks (also when a rule fails: see TargetChecks). It returns the plan even when there are errors,
 // as far as it could be built (Layout or Estimate may be nil).
 func Resolve(source string, s *spec.Spec, at diag.Locator, checks []Check) (*plan.Plan, diag.List) {
 	return ResolveWith(source, s, at, checks, check.Options{})
@@ -34,8 +34,10 @@ func ResolveWith(source string, s *spec.Spec, at diag.Locator, checks []Check, c
 	if diags.HasErrors() {
 		// The layout and the estimates assume a grid that tiles the world
 		// and layers that split; with broken rules they would only repeat
-		// the same mistakes in other words.
-		return p, diags
+		// the same mistakes in other words. The targets' checks look at
+		// values (a data path that would be read as an option), not at the
+		// grid: they run, so every mistake shows up in one run.
+		return p, append(diags, TargetChecks(p, at, checks)...)
 	}
 	l, err := layout.Build(s, d)
 	if err != nil {
@@ -50,10 +52,19 @@ func ResolveWith(source string, s *spec.Spec, at diag.Locator, checks []Check, c
 	e, ds := estimate.RunWith(s, d, links(l), at, o)
 	diags = append(diags, ds...)
 	p.Estimate = e
+	return p, append(diags, TargetChecks(p, at, checks)...)
+}
+
+// TargetChecks runs the targets' checks on p. They may not assume a layout
+// or an estimate (p.Layout, p.Estimate nil): Resolve runs them on a spec
+// whose rules fail too, and vet on what a spec with schema errors still
+// says.
+func TargetChecks(p *plan.Plan, at diag.Locator, checks []Check) diag.List {
+	var diags diag.List
 	for _, c := range checks {
 		diags = append(diags, c(p, at)...)
 	}
-	return p, diags
+	return diags
 }
 
 // familyLinks adapts the layout's family summaries to the topology checks.

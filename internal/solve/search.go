@@ -82,6 +82,12 @@ type search struct {
 	// check.Run saw; an error every leaf has does not depend on the open
 	// fields and is reported as it is.
 	common map[diagKey]int
+	// verifyFailed counts the found plans whose verification (resolve with
+	// the targets' checks) failed; verifyCommon counts each of their errors,
+	// and an error all of them have is reported as it is, like common's
+	// (the targets' checks, a data path read as an option, run only there).
+	verifyFailed int
+	verifyCommon map[diagKey]sharedDiag
 	// smallest is the least peak memory among plans that did not fit.
 	smallest    foundPlan
 	hasSmallest bool
@@ -122,6 +128,12 @@ func (sv *solver) variantKey(lf *leaf) memKey {
 }
 
 type diagKey struct{ code, path, message string }
+
+// sharedDiag is an error and how many failed verifications had it.
+type sharedDiag struct {
+	n int
+	x diag.Diagnostic
+}
 
 // leafSpec is the base spec with the leaf's values.
 func (sv *solver) leafSpec(lf *leaf) spec.Spec {

@@ -1,6 +1,7 @@
 package solve
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,6 +30,7 @@ func (sv *solver) run() *Result {
 	sv.examples = map[string]string{}
 	sv.leafRejected = map[string]int64{}
 	sv.common = map[diagKey]int{}
+	sv.verifyCommon = map[diagKey]sharedDiag{}
 	sv.stateTooLarge = map[stateKey]string{}
 	sv.memoryFailed = map[memKey]memFail{}
 	sv.noneFits = map[noneKey]float64{}
@@ -255,6 +257,13 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 	ds = append(ds, rds...)
 	if ds.HasErrors() || p.Estimate == nil {
 		sv.rejectVerified(ds)
+		sv.verifyFailed++
+		for _, x := range ds {
+			if x.Severity == diag.Error {
+				k := diagKey{x.Code, x.Path, x.Message}
+				sv.verifyCommon[k] = sharedDiag{sv.verifyCommon[k].n + 1, x}
+			}
+		}
 		return nil, ds.Sort()
 	}
 	d, e := p.Derived, p.Estimate
@@ -322,10 +331,12 @@ func fillAll(v cue.Value, vals map[string]any) cue.Value {
 func (sv *solver) rejectVerified(ds diag.List) {
 	for _, x := range ds {
 		if x.Severity == diag.Error {
+			sv.leafRejected[x.Code]++
 			sv.reject(x.Code, 1, func() string { return x.Message })
 			return
 		}
 	}
+	sv.leafRejected["verification"]++
 	sv.reject("verification", 1, nil)
 }
 
@@ -355,6 +366,23 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 					}
 				}
 			}
+		}
+	}
+	// Likewise the errors every failed verification shares, each once.
+	var shared []diagKey
+	for k, sd := range sv.verifyCommon {
+		if sd.n == sv.verifyFailed && !slices.ContainsFunc(sv.diags, func(x diag.Diagnostic) bool {
+			return diagKey{x.Code, x.Path, x.Message} == k
+		}) {
+			shared = append(shared, k)
+		}
+	}
+	slices.SortFunc(shared, func(a, b diagKey) int { return cmp.Compare(a.code+a.path+a.message, b.code+b.path+b.message) })
+	for _, k := range shared {
+		x := sv.verifyCommon[k].x
+		sv.diags = append(sv.diags, x)
+		if _, ok := sharedHint[x.Code]; !ok && x.Hint != "" {
+			sharedHint[x.Code] = x.Hint
 		}
 	}
 	// The assignments that satisfy the rules failed for the reasons that
