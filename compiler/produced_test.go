@@ -96,6 +96,14 @@ var triggers = []trigger{
 	{code: "hcl-block-label", file: "p.hcl", text: "model \"x\" {\n  layers = 4\n}\n"},
 	{code: "hcl-duplicate-block", file: "p.hcl", text: "model {\n  layers = 4\n}\nmodel {\n  hidden = 4\n}\n"},
 	{code: "no-feasible-plan", file: "p.cue", run: "solve", text: strings.Replace(tiny, "parallel: {tp: 2, pp: 2}", "parallel: {tp: 3 | 5, pp: 2}", 1)},
+	// The schema's largest model and cluster with degrees open and nothing
+	// that fits: the search stops at its work budget (a few seconds).
+	{code: "solve-search-too-large", file: "p.cue", text: `
+model: {name: "huge", layers: 65536, hidden: 1048576, heads: 65536, vocab: 67108864, activation: "swiglu"}
+cluster: {nodes: 4096, gpus_per_node: 1024, gpu: {name: "G", memory_gib: 4096, bf16_tflops: 100000}, nvlink_gbps: 100000, network_gbps: 100000}
+parallel: {tp: int, pp: int, cp: int, vpp: int}
+train: {seq_length: 67108864, micro_batch: 1, global_batch: 1073741824, iters: 10}
+`},
 	{code: "open-field-no-value", file: "p.cue", run: "solve", text: strings.Replace(tiny, "parallel: {tp: 2, pp: 2}", "parallel: {tp: >5000 & <5001, pp: 2}", 1)},
 	{code: "memory-exceeds-gpu", file: "p.cue", text: dense("1", "40", "tp: 2")},
 	{code: "memory-near-limit", file: "p.cue", text: dense("1", "68", "tp: 2")},

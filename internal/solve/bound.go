@@ -94,6 +94,7 @@ func (sv *solver) prepareBounds() {
 		s.Train.DistributedOptimizer, s.Train.FSDP = false, false
 		d := spec.Derive(&s)
 		e := estimate.StepTime(&s, d, allNVLink)
+		sv.spendEstimates(1)
 		sv.sampleCompute[rc] = e.Compute.IdealTimeS // proportional to FLOPs, below any plan's compute
 	}
 	sv.rcLeast = int8(sv.dom[fRC][0])
@@ -137,6 +138,7 @@ func (sv *solver) oneStage(lf *leaf, mb int32, rc int8) *estimate.Estimate {
 	s.Cluster.GPU.MemoryGiB = 0
 	e := estimate.StepTime(s, spec.Derive(s), sv.grids[lf.grid].links.links)
 	sv.boundEstimates++
+	sv.spendEstimates(1)
 	return e
 }
 

@@ -150,6 +150,7 @@ func (sv *solver) chooseGroup(lf *leaf, s *spec.Spec, sizes []int, mem0 estimate
 	links := sv.grids[lf.grid].links.links
 	pp := int(lf.pp)
 	set := func(i int) spec.Derived {
+		sv.spendEstimates(1)
 		lf.g = leafGroup(sizes[i], pp)
 		setGroup(&s.Parallel, lf.g)
 		return spec.Derive(s)

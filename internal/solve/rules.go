@@ -57,6 +57,9 @@ func (sv *solver) enumerate() {
 	}
 
 	for _, tp := range sv.dom[fTP] {
+		if sv.exhausted {
+			return
+		}
 		w := sv.weightAfter(fTP, 0)
 		switch {
 		case !spec.Tiles(W, tp):
@@ -85,6 +88,9 @@ func (sv *solver) enumerate() {
 			continue
 		}
 		for _, cp := range sv.dom[fCP] {
+			if sv.exhausted {
+				return
+			}
 			w := sv.weightAfter(fCP, 0)
 			switch {
 			case !spec.Tiles(W, tp, cp):
@@ -100,6 +106,9 @@ func (sv *solver) enumerate() {
 				continue
 			}
 			for _, pp := range sv.dom[fPP] {
+				if sv.exhausted {
+					return
+				}
 				w := sv.weightAfter(fPP, pp)
 				model := tp * cp * pp
 				dp, ok := spec.Replicas(W, tp, cp, pp)
@@ -134,6 +143,9 @@ func (sv *solver) enumerateExpert(tp, cp, pp, dp int, d0 *spec.Derived) {
 	moe := s.Model.MoE
 	W := sv.world
 	for _, ep := range sv.dom[fEP] {
+		if sv.exhausted {
+			return
+		}
 		w := sv.weightAfter(fEP, pp)
 		switch {
 		case moe == nil && ep > 1:
@@ -144,6 +156,9 @@ func (sv *solver) enumerateExpert(tp, cp, pp, dp int, d0 *spec.Derived) {
 			continue
 		}
 		for _, etp := range sv.dom[fETP] {
+			if sv.exhausted {
+				return
+			}
 			w := sv.weightAfter(fETP, pp)
 			eff := etp
 			if etp == etpFollowsTP {
@@ -207,6 +222,9 @@ func (sv *solver) enumerateSchedule(grid int32, tp, cp, pp, ep, etp, dp int) {
 	inner := int32(len(sv.dom[fRC]) * len(sv.shards))
 	rc0 := sv.rcLeast
 	for _, si := range sv.splitsOf[pp] {
+		if sv.exhausted {
+			return
+		}
 		sp := sv.splits[si]
 		if code, msg := pipelineRule(L, pp, sp); code != "" && sv.layoutStages == 0 {
 			sv.prune(code, sv.weightAfter(fFirst, pp), msg)
@@ -230,6 +248,9 @@ func (sv *solver) enumerateSchedule(grid int32, tp, cp, pp, ep, etp, dp int) {
 			})
 		}
 		for _, vpp32 := range vp.pass {
+			if sv.exhausted {
+				return
+			}
 			vpp := int(vpp32)
 			if vpp > 1 && pp > 1 && group > 0 && group < pp {
 				sv.prune("interleave-microbatches", w, func() string {
@@ -252,6 +273,7 @@ func (sv *solver) enumerateSchedule(grid int32, tp, cp, pp, ep, etp, dp int) {
 			if len(mp.pass) == 0 {
 				continue
 			}
+			sv.spend(int64(pp*vpp) + nodeWork)
 			nd.mb = mp.pass[0]
 			nd.n = int32(len(mp.pass)) * inner
 			nd.key = sv.computeBound(&nd)

@@ -14,6 +14,7 @@ import (
 
 // search is the state of the branch and bound.
 type search struct {
+	budget
 	leaves []leaf
 	grids  []gridInfo
 	heap   []heapItem // leaves and nodes, a min-heap on (key, index)
@@ -176,6 +177,7 @@ func (sv *solver) applySplit(si int32, p *spec.Parallel) {
 	k := [3]int32{si, int32(p.PP), int32(p.VPP)}
 	l, ok := sv.layouts[k]
 	if !ok {
+		sv.spend(int64(sp.layers) + nodeWork)
 		l.s, l.ok = sp.layoutFor(p.PP, p.VPP)
 		if sv.layouts == nil {
 			sv.layouts = map[[3]int32]layoutOf{}
@@ -297,7 +299,7 @@ func (sv *solver) threshold(k int) float64 {
 // searchTo estimates leaves in order of their bound until every leaf left
 // is bounded above threshold(k).
 func (sv *solver) searchTo(k int) {
-	for len(sv.heap) > 0 {
+	for len(sv.heap) > 0 && !sv.exhausted {
 		i := sv.heap[0].i
 		lf := &sv.leaves[i]
 		if !sv.opts.Exhaustive && lf.key > sv.threshold(k)*(1+1e-9) {
@@ -432,6 +434,7 @@ func (sv *solver) evaluateLeaf(lf leaf) (ev evaluation) {
 		lf.g = leafGroup(n, int(lf.pp))
 	}
 	ev.g = lf.g
+	sv.spendEstimates(2) // the memory and the step time
 	s := &sv.scratch
 	sv.leafSpecAt(&lf, s)
 	d := spec.Derive(s)
@@ -571,6 +574,7 @@ func (sv *solver) fitLeaf(lf *leaf, s *spec.Spec, d spec.Derived) estimate.Memor
 	// check's recompute-layers-range: at most layers/pp.
 	fewer := min(most, s.Model.Layers/max(s.Parallel.PP, 1)) - 1
 	fits := func(k int) bool {
+		sv.spendEstimates(1)
 		setRecomputeLayers(&s.Train, k)
 		peak, gpu := estimate.PeakMemory(s, d)
 		return float64(peak) <= sv.opts.MemoryHeadroom*float64(gpu)

@@ -41,18 +41,15 @@ const (
 // stages; ok is false when the family has none (fewer than two stages, or
 // the slots do not split evenly).
 func (s split) layoutFor(pp, vpp int) (string, bool) {
-	S := pp * vpp
-	if s.layout == 0 || pp < 2 || S < 2 {
+	if !s.hasLayout(pp, vpp) {
 		return "", false
 	}
+	S := pp * vpp
 	var stages []string
 	switch s.layout {
 	case layoutEdge:
 		per := (s.layers + S - 1) / S
 		rest := s.layers - per*(S-1)
-		if rest < 0 {
-			return "", false
-		}
 		for i := range S {
 			n := per
 			if i == S-1 {
@@ -69,15 +66,30 @@ func (s split) layoutFor(pp, vpp int) (string, bool) {
 		}
 	case layoutSlots:
 		seq := "E" + strings.Repeat("t", s.layers) + strings.Repeat("m", s.mtp) + "L"
-		if len(seq)%S != 0 {
-			return "", false
-		}
 		per := len(seq) / S
 		for i := range S {
 			stages = append(stages, seq[i*per:(i+1)*per])
 		}
 	}
 	return compactLayout(stages), true
+}
+
+// hasLayout reports whether layoutFor(pp, vpp) has a layout, without
+// writing it (the rules ask for every pp and vpp; a layout is as long as
+// the model's layers).
+func (s split) hasLayout(pp, vpp int) bool {
+	S := pp * vpp
+	if s.layout == 0 || pp < 2 || S < 2 {
+		return false
+	}
+	switch s.layout {
+	case layoutEdge:
+		per := (s.layers + S - 1) / S
+		return s.layers-per*(S-1) >= 0
+	case layoutSlots:
+		return (1+s.layers+s.mtp+1)%S == 0
+	}
+	return false
 }
 
 // compactLayout writes stages in Megatron's layout syntax with its
@@ -323,17 +335,14 @@ func (sv *solver) duplicateSplit(pp, vpp int, si int32) bool {
 		return d
 	}
 	L := sv.base.Model.Layers
-	layers := func(i int32) string {
+	layers := func(i int32) [][]spec.LayerRange {
+		sv.spend(int64(pp*vpp) + nodeWork)
 		q := spec.Parallel{PP: pp, VPP: vpp}
 		sv.splits[i].apply(&q)
 		if sv.splits[i].layout > 0 && q.Layout == nil {
-			return ""
+			return nil
 		}
-		st := spec.StageLayers(L, q)
-		if st == nil {
-			return ""
-		}
-		return fmt.Sprint(st)
+		return spec.StageLayers(L, q)
 	}
 	mine := layers(si)
 	dup := false
@@ -341,7 +350,7 @@ func (sv *solver) duplicateSplit(pp, vpp int, si int32) bool {
 		if sj == si {
 			break
 		}
-		if mine != "" && layers(sj) == mine {
+		if mine != nil && slices.EqualFunc(layers(sj), mine, slices.Equal) {
 			dup = true
 			break
 		}
@@ -391,7 +400,7 @@ func pipelineRule(L, pp int, s split) (string, func() string) {
 func (sv *solver) vppRule(pp, vpp int, s split) (string, func() string) {
 	p, L := sv.base.Parallel, sv.base.Model.Layers
 	if s.layout > 0 {
-		if _, ok := s.layoutFor(pp, vpp); !ok {
+		if !s.hasLayout(pp, vpp) {
 			return "pipeline-layout", func() string {
 				return fmt.Sprintf("no %s with pp=%d vpp=%d", s, pp, vpp)
 			}

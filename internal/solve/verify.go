@@ -97,12 +97,18 @@ func (sv *solver) run() *Result {
 		r.Notes = append(r.Notes, "the spec does not write parallel.microbatch_group_size, so with the interleaved schedule parc chooses it: the smallest group Megatron accepts (pp, or more when the microbatches are not a multiple of pp), or a larger one when it fits and hides more data-parallel traffic (write it to fix it)")
 	}
 	r.Space = sv.spaceSize()
+	if sv.exhausted {
+		return sv.stopped(r)
+	}
 	sv.heapify()
 	top := sv.opts.Top
 	cache := map[int32]*Candidate{}
 	var groups []group
 	for {
 		sv.searchTo(top)
+		if sv.exhausted {
+			return sv.stopped(r)
+		}
 		groups = sv.ranked()
 		// Verify the plan of each of the top shapes, and the fastest plan
 		// (the noise band is measured from it).
@@ -127,6 +133,9 @@ func (sv *solver) run() *Result {
 	}
 	if len(sv.heap) > 0 {
 		sv.completeShapes(groups[:min(top, len(groups))])
+		if sv.exhausted {
+			return sv.stopped(r)
+		}
 		groups = sv.ranked()
 	}
 	var verified []Candidate
@@ -218,6 +227,7 @@ func (sv *solver) baseLeaf() leaf {
 // layout, the topology checks, the estimate, the targets' checks). It returns nil and the diagnostics when
 // the plan has errors.
 func (sv *solver) verify(i int32) (*Candidate, diag.List) {
+	sv.spendEstimates(4) // CUE, check, layout, the estimate with its hints
 	lf := &sv.leaves[i]
 	vals := map[string]any{}
 	for f := range nFields {

@@ -1,0 +1,76 @@
+package solve
+
+import "strings"
+
+// CodeSearchTooLarge: the open fields span more work than a search may do.
+const CodeSearchTooLarge = "solve-search-too-large"
+
+// The search is exact, so its work grows with the product of the open
+// fields' domains and, per plan estimated, with the model's layers (the
+// memory and time estimates walk every layer of every stage). parc runs on
+// specs it does not own: a schema-valid spec with tp, pp, cp and vpp open
+// on 65,536 layers and 4M GPUs, where no plan fits (so no bound prunes),
+// ran for more than 5 minutes before this budget. Work is counted, not
+// timed, so the outcome does not depend on the machine.
+//
+// One estimate costs estimateFixedWork plus layerWork per layer (about a
+// nanosecond each: 7 µs for one estimate of a 94-layer model, 0.55 ms for
+// 65,536 layers); an enumerated node, a split's stages compared or a layout
+// written nodeWork plus one unit per stage (or layer) it lays out. The
+// budget stops a 65,536-layer search after about 3 s of estimates. The
+// published corpus's largest search (TestPublishedCorpus -corpus, 498 rows,
+// everything open: 137,897 plans estimated) spends about 1e9 units, a
+// third of it; BenchmarkSolveDeepSeek1kOpen 0.07e9.
+const (
+	estimateFixedWork = 800
+	layerWork         = 8
+	nodeWork          = 50
+	searchBudget      = 3_000_000_000
+)
+
+// budget is the search's work account.
+type budget struct {
+	work int64
+	// exhausted is set once work passes searchBudget; every loop of the
+	// search stops at its next step.
+	exhausted bool
+}
+
+// spend adds units of work and reports whether the budget is exhausted.
+func (b *budget) spend(units int64) bool {
+	b.work += units
+	if b.work > searchBudget {
+		b.exhausted = true
+	}
+	return b.exhausted
+}
+
+// estimateWork is the work of one estimate of a plan of the spec's model.
+func (sv *solver) estimateWork() int64 {
+	return estimateFixedWork + layerWork*int64(sv.base.Model.Layers+sv.base.Model.MTPLayers)
+}
+
+// spendEstimates charges n estimates of a plan.
+func (sv *solver) spendEstimates(n int) bool { return sv.spend(int64(n) * sv.estimateWork()) }
+
+// stopped is the result of a search that exhausted its budget: no
+// candidate, the counts so far, and the error at the first open field.
+func (sv *solver) stopped(r *Result) *Result {
+	r.Pruned, r.Infeasible, r.Evaluated = sv.pruned, sv.infeasible, sv.evaluated
+	r.Feasible = int64(len(sv.found))
+	sv.searchTooLarge(r)
+	return r
+}
+
+// searchTooLarge reports the exhausted budget at the first open field.
+func (sv *solver) searchTooLarge(r *Result) {
+	open := append(append([]string(nil), r.Open...), r.Implied...)
+	path := "parallel"
+	if len(open) > 0 {
+		path = open[0]
+	}
+	sv.diags.Errorf(sv.at(path), path, CodeSearchTooLarge,
+		"write some of the open fields as a value or a short list of values instead of `int` or a bound, or leave fewer of them open",
+		"the search for the open fields (%s) stopped after %d units of work, its limit, with %d plans estimated (%d assignments in all, %d layers per plan): parc does not pick a plan from a search it could not finish",
+		strings.Join(open, ", "), sv.work, sv.evaluated, r.Space, sv.base.Model.Layers)
+}
