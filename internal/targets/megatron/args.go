@@ -38,6 +38,15 @@ func (a *argList) str(path, name string, values ...string) {
 	a.add(path, values...)
 }
 
+// list adds a flag whose values are the elements of the list field at
+// path: each is blamed at its own element, path[i].
+func (a *argList) list(path, name string, values ...string) {
+	a.add("", name)
+	for i, v := range values {
+		a.add(fmt.Sprintf("%s[%d]", path, i), v)
+	}
+}
+
 // Float formats v the way Python's float() reads back exactly: the shortest
 // representation that round-trips ("0.0003", "1e-05", "8").
 func Float(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
@@ -388,7 +397,7 @@ func (e *emitter) recompute() {
 	// from Megatron's default (TransformerConfig at d98e8a64).
 	a.boolFlag("--fine-grained-activation-offloading", tr.FineGrainedActivationOffloading)
 	if len(tr.OffloadModules) > 0 {
-		a.str("train.offload_modules", "--offload-modules", tr.OffloadModules...)
+		a.list("train.offload_modules", "--offload-modules", tr.OffloadModules...)
 	}
 	if n := tr.MinOffloadedTensorSize; n != 1<<20 {
 		a.add("", "--min-offloaded-tensor-size", strconv.FormatInt(n, 10))
@@ -407,7 +416,7 @@ func (e *emitter) recompute() {
 	case "selective":
 		a.add("", "--recompute-granularity", "selective")
 		if tr.RecomputeModules != nil {
-			a.str("train.recompute_modules", "--recompute-modules", tr.RecomputeModules...)
+			a.list("train.recompute_modules", "--recompute-modules", tr.RecomputeModules...)
 		}
 	case "full":
 		a.add("", "--recompute-granularity", "full")
@@ -564,7 +573,7 @@ func (e *emitter) data() {
 	m := &s.Model
 	data := &s.Data
 	if len(data.Paths) > 0 {
-		a.str("data.paths", "--data-path", data.Paths...)
+		a.list("data.paths", "--data-path", data.Paths...)
 		a.str("data.split", "--split", data.Split)
 	} else {
 		a.flag("--mock-data")
@@ -629,10 +638,10 @@ func (e *emitter) kernels() {
 	a.boolFlag("--use-transformer-engine-op-fuser", k.UseTransformerEngineOpFuser)
 	a.choice("--cuda-graph-impl", k.CUDAGraphImpl, "none")
 	if len(k.CUDAGraphModules) > 0 {
-		a.str("kernels.cuda_graph_modules", "--cuda-graph-modules", k.CUDAGraphModules...)
+		a.list("kernels.cuda_graph_modules", "--cuda-graph-modules", k.CUDAGraphModules...)
 	}
 	if len(k.CUDAGraphScope) > 0 {
-		a.str("kernels.cuda_graph_scope", "--cuda-graph-scope", k.CUDAGraphScope...)
+		a.list("kernels.cuda_graph_scope", "--cuda-graph-scope", k.CUDAGraphScope...)
 	}
 	if n := k.CUDAGraphWarmupSteps; n != 3 {
 		a.int("--cuda-graph-warmup-steps", n)
