@@ -6,15 +6,13 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
-
-	"parc.dev/parc/internal/cli"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden sections of testdata/script/*.txtar")
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"parc": func() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) },
+		"parc": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
 	})
 }
 
