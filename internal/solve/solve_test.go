@@ -645,7 +645,17 @@ func TestNoFeasiblePlanMemory(t *testing.T) {
 	assert.Contains(t, d.Message, "memory-exceeds-gpu rejects")
 	assert.Contains(t, d.Message, "the least memory among the plans estimated is")
 	assert.Contains(t, d.Hint, "add nodes")
+	assert.NotContains(t, d.Hint, "leave parallel.tp", "tp and pp are open already")
 	assert.Equal(t, 10, d.Line, "at the user's parallel.tp")
+
+	// With pp fixed, the hint names pp only.
+	res = loadText(t, "plan.cue", fmt.Sprintf(strings.Replace(tiny, "hidden: 256", "hidden: 16384", 1), "1", "tp: int, pp: 1", "int", "string"))
+	_, ds = solve.Solve(res, solve.Options{})
+	require.True(t, ds.HasErrors())
+	d = ds[len(ds)-1]
+	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code)
+	assert.Contains(t, d.Hint, "leave parallel.pp open")
+	assert.NotContains(t, d.Hint, "parallel.tp")
 }
 
 // TestNoFeasiblePlanOnlyImplied: nothing open, but pp does not divide the

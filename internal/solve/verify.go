@@ -446,8 +446,18 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			if !sv.base.Train.DistributedOptimizer {
 				fixes = append(fixes, "set train.distributed_optimizer: true")
 			}
-			if !sv.open[fTP] || !sv.open[fPP] {
-				fixes = append(fixes, "leave parallel.tp and parallel.pp open")
+			// Name only the degrees the spec fixed: one already open needs no advice.
+			var fixed []string
+			for _, f := range []struct {
+				open bool
+				path string
+			}{{sv.open[fTP], "parallel.tp"}, {sv.open[fPP], "parallel.pp"}} {
+				if !f.open {
+					fixed = append(fixed, f.path)
+				}
+			}
+			if len(fixed) > 0 {
+				fixes = append(fixes, "leave "+strings.Join(fixed, " and ")+" open")
 			}
 			if c == CodeAboveHeadroom && sv.opts.MemoryHeadroom < 1 {
 				fixes = append(fixes, fmt.Sprintf("raise solve.memory_headroom (now %g) towards 1 if the runtime's own buffers fit", sv.opts.MemoryHeadroom))
