@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/metrics"
 	"slices"
+	"strings"
 	"time"
 
 	"parc.dev/parc/internal/cli"
@@ -20,8 +21,22 @@ import (
 // published corpus holds under 400 MiB and takes under 10 s of CPU.
 const (
 	memoryLimit = 4 << 30           // heap bytes
-	timeLimit   = 120 * time.Second // wall time of the command
+	timeLimit   = 120 * time.Second // wall time per spec the command names
 )
+
+// commandTimeLimit is timeLimit for each argument that is not an option:
+// parc vet in a pre-commit hook reads every changed spec in one process, and
+// a long list of good specs must not add up to a false resource-limit. (An
+// option's value, as in --format json, counts too: the bound only grows.)
+func commandTimeLimit(args []string) time.Duration {
+	n := 0
+	for _, a := range args[1:] {
+		if !strings.HasPrefix(a, "-") {
+			n++
+		}
+	}
+	return time.Duration(max(n, 1)) * timeLimit
+}
 
 // boundedCommands are the commands that read a spec and end; parc launch
 // runs the workers for as long as they train, and is not bounded.
@@ -30,7 +45,7 @@ var boundedCommands = []string{"vet", "compile", "export", "explain", "solve", "
 // run is parc: the CLI, under the limits when the command reads a spec.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && slices.Contains(boundedCommands, args[0]) {
-		stop := watchLimits(stderr, memoryLimit, timeLimit)
+		stop := watchLimits(stderr, memoryLimit, commandTimeLimit(args))
 		defer stop()
 	}
 	return cli.Main(args, stdout, stderr)
