@@ -126,6 +126,7 @@ var Codes = []CodeInfo{
 
 	// Slurm.
 	{Code: "env-name", Severity: diag.Error, Meaning: "An environment variable name a shell cannot export.", Fix: "Use letters, digits and _ (not starting with a digit)."},
+	{Code: "env-path", Severity: diag.Warning, Meaning: "cluster.env or launch.env sets PATH to a value without /usr/bin or /bin, or with a $: the value is written literally ($PATH is not expanded) and replaces the search path the launch scripts and the workers run with, so the scripts' own commands may not be found.", Fix: "Remove PATH, or write the whole search path (with /usr/bin and the directory that holds torchrun)."},
 	{Code: "env-reserved", Severity: diag.Error, Meaning: "An environment variable the launch scripts set from the plan (RANK, MASTER_ADDR, ...).", Fix: "Remove it from cluster.env / launch.env."},
 	{Code: "env-value", Severity: diag.Error, Meaning: "An environment value with a NUL character.", Fix: "Remove the NUL character."},
 	{Code: "option-like-path", Severity: diag.Error, Rule: "", Meaning: "A path or program of the launch (launch.python, program, workdir, parc_binary, templates, container workdir and mounts, cluster.slurm.output/error) starts with \"-\", which the program it is given to would read as an option.", Fix: "Write a path that starts with - as ./-name."},

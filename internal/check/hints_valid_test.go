@@ -226,7 +226,7 @@ var optionCodes = []string{
 	"order-unsupported", "mtp-position-embedding", "mla-query-groups", "etp-without-moe", "moe-capacity-balancing", "moe-pad-capacity",
 	"lr-warmup-exclusive", "rampup-batch-size-ignored", "microbatch-group-unused", "uneven-account-for",
 	"uneven-single-stage", "sp-without-tp", "tokenizer-files", "lr-wsd-decay", "slurm-nodes", "option-like-path",
-	"slurm-time", "slurm-mem", "env-reserved", "env-value", "slurm-line-break", "uneven-stage-layers",
+	"slurm-time", "slurm-mem", "env-reserved", "env-path", "env-value", "slurm-line-break", "uneven-stage-layers",
 	"launch-command", "slurm-option", "layout-world-too-large", "data-split", "window-attn-skip-freq-unused",
 }
 
@@ -1216,6 +1216,9 @@ func withMoreOptions(rng *rand.Rand, over map[string]any) {
 		default:
 			launch["env"] = map[string]any{"RANK": "3", "WORLD_SIZE": "2"}
 		}
+	}
+	if coin(20) { // env-path
+		cluster["env"] = map[string]any{"PATH": "/opt/conda/bin:$PATH"}
 	}
 }
 

@@ -54,6 +54,18 @@ var bashReadOnly = []string{"BASHOPTS", "BASH_VERSINFO", "EUID", "PPID", "SHELLO
 var ReservedEnv = []string{"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "PARC_PLAN_DIR",
 	"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "PARC_LAUNCH_SHIM"}
 
+// searchPathUsable reports whether a PATH the spec sets still finds the
+// launch scripts' own commands: it names /usr/bin or /bin and expands
+// nothing (the scripts export it single-quoted, parc launch as is).
+func searchPathUsable(path string) bool {
+	if strings.Contains(path, "$") {
+		return false
+	}
+	dirs := strings.Split(path, ":")
+	return slices.Contains(dirs, "/usr/bin") || slices.Contains(dirs, "/bin") ||
+		slices.Contains(dirs, "/usr/bin/") || slices.Contains(dirs, "/bin/")
+}
+
 // launchValues reports what the launch scripts cannot express: environment
 // names that are not shell variable names or that the scripts set
 // themselves, values with a NUL (no environment holds one) or a line break
@@ -94,6 +106,10 @@ func (c *checker) launchValues() {
 			case strings.ContainsRune(src.env[k], 0):
 				c.report("env-value", src.path, "remove the NUL character: "+c.anyOf("env-value", src.path, setOpt(noNUL...)),
 					"the value of %s contains a NUL character, which no environment can hold", k)
+			case k == "PATH" && !searchPathUsable(src.env[k]):
+				c.report("env-path", src.path, c.anyOf("env-path", src.path, setOpt(setting{src.path + ".PATH", nil}))+
+					", or write the whole search path (with /usr/bin and the directory that holds torchrun)",
+					"PATH %q replaces the search path the launch scripts and workers run with: it is written as is ($PATH is not expanded) and must name /usr/bin or /bin", src.env[k])
 			}
 		}
 	}
