@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -265,7 +266,7 @@ func gemmKernelsReadme(rows []gemmKernel, bySource, shape map[string][]float64, 
 	b.WriteString(gemmKernelFindings)
 	fmt.Fprintf(&b, "Constants: large bf16 GEMMs at %.3g of the dense peak, fp8 at %.3g of the fp8 peak; per kernel launch",
 		cal.GEMMEff, cal.FP8GEMMEff)
-	for _, cc := range sortedKeysFloat(launch) {
+	for _, cc := range slices.Sorted(maps.Keys(launch)) {
 		fmt.Fprintf(&b, " %.2f µs (compute capability %.1f)", launch[cc]*1e6, cc)
 	}
 	b.WriteString(".\n\n")

@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -115,7 +116,7 @@ func groupedKernelsReadme(rows []groupedKernelResult, st, fl calStats, launch ma
 	fmt.Fprintf(&b, "The test fails when the grouped error's median exceeds %.0f%% or its worst %.0f%% (at least %d kernels).\n\n",
 		100*groupedBounds.median, 100*groupedBounds.worst, groupedBoundedMin)
 	b.WriteString(groupedKernelFindings)
-	ccs := sortedKeysFloat(launch)
+	ccs := slices.Sorted(maps.Keys(launch))
 	var ls []string
 	for _, cc := range ccs {
 		ls = append(ls, fmt.Sprintf("%.2f µs at compute capability %.1f", launch[cc]*1e6, cc))
@@ -148,15 +149,6 @@ func groupedKernelsReadme(rows []groupedKernelResult, st, fl calStats, launch ma
 			r.Source, r.GPU, r.DType, r.Kind, r.Groups, r.M, r.N, r.K, out, r.TFLOPs, same, r.Model, ge, r.Flat, fe)
 	}
 	return b.String()
-}
-
-func sortedKeysFloat(m map[float64]float64) []float64 {
-	keys := make([]float64, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // groupedKernelFindings is what the grouped kernel measurements say,
