@@ -357,6 +357,12 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 	// sharedHint: the hint of a diagnostic every checked plan shares, by
 	// code; it is reported beside this one and its hint names values.
 	sharedHint := map[string]string{}
+	reportShared := func(x diag.Diagnostic) {
+		sv.diags = append(sv.diags, x)
+		if _, ok := sharedHint[x.Code]; !ok && x.Hint != "" {
+			sharedHint[x.Code] = x.Hint
+		}
+	}
 	if sv.checked > 0 {
 		var shared []diagKey
 		for k, n := range sv.common {
@@ -370,10 +376,7 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			s := sv.leafSpec(&sv.leaves[sv.firstChecked])
 			for _, x := range check.RunWith(&s, spec.Derive(&s), sv.at, sv.opts.checkOptions()) {
 				if slices.Contains(shared, diagKey{x.Code, x.Path, x.Message}) {
-					sv.diags = append(sv.diags, x)
-					if _, ok := sharedHint[x.Code]; !ok && x.Hint != "" {
-						sharedHint[x.Code] = x.Hint
-					}
+					reportShared(x)
 				}
 			}
 		}
@@ -389,11 +392,7 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 	}
 	slices.SortFunc(shared, func(a, b diagKey) int { return cmp.Compare(a.code+a.path+a.message, b.code+b.path+b.message) })
 	for _, k := range shared {
-		x := sv.verifyCommon[k].x
-		sv.diags = append(sv.diags, x)
-		if _, ok := sharedHint[x.Code]; !ok && x.Hint != "" {
-			sharedHint[x.Code] = x.Hint
-		}
+		reportShared(sv.verifyCommon[k].x)
 	}
 	// The assignments that satisfy the rules failed for the reasons that
 	// matter; when there are none, the rules themselves are the reason.
