@@ -45,7 +45,7 @@ func TestREADMESpecReference(t *testing.T) {
 		case def == "" && strings.HasPrefix(f.Type, "[..."):
 			def = "`[]`"
 		case def != "":
-			def = "`" + def + "`"
+			def = "`" + strings.ReplaceAll(def, "|", "\\|") + "`"
 		case f.Optional:
 			def = "optional"
 		case f.Type == "struct":

@@ -87,6 +87,16 @@ func derivedDefault(p string, vals map[string]any) (any, bool) {
 		return derivedDefault("model.ffn_hidden", vals)
 	case "model.max_position_embeddings":
 		return vals["train.seq_length"], vals["train.seq_length"] != nil
+	case "train.overlap_param_gather":
+		// schema/plan.cue: on with sharded parameters and overlap_grad_reduce.
+		on := func(k string, def bool) bool {
+			b, ok := vals[k].(bool)
+			if !ok {
+				return def
+			}
+			return b
+		}
+		return (on("train.distributed_optimizer", false) || on("train.fsdp", false)) && on("train.overlap_grad_reduce", true), true
 	}
 	return nil, false
 }
@@ -117,10 +127,10 @@ func render(as []assignment, ns *mg.Namespace, cmd Command, extra map[string]boo
 		return strings.Join(parts, ", ")
 	}
 	kept := func(a assignment) bool {
-		if d, ok := s.defaultOf(a.path); ok && mg.Equal(d, a.value) {
-			return false
+		if d, ok := derivedDefault(a.path, vals); ok {
+			return !mg.Equal(d, a.value)
 		}
-		if d, ok := derivedDefault(a.path, vals); ok && mg.Equal(d, a.value) {
+		if d, ok := s.defaultOf(a.path); ok && mg.Equal(d, a.value) {
 			return false
 		}
 		return true

@@ -22,6 +22,10 @@ parallel: tp: 2`,
 parallel: {tp: 2, ep: 2}`,
 	"checkpoint": `model: {layers: 8, hidden: 256, heads: 8, vocab: 4096}
 checkpoint: save: "/ckpt"`,
+	// Fields whose default follows another field's value: the parameter
+	// all-gather overlaps by default with sharded parameters.
+	"distributed-optimizer": `model: {layers: 8, hidden: 256, heads: 8, vocab: 4096}
+train: distributed_optimizer: true`,
 }
 
 const defaultPlanRest = `
@@ -38,7 +42,7 @@ var givenDests = map[string]bool{
 	"micro_batch_size": true, "global_batch_size": true, "train_iters": true,
 	"tensor_model_parallel_size": true, "expert_model_parallel_size": true, "expert_tensor_parallel_size": true,
 	"num_experts": true, "moe_ffn_hidden_size": true, "moe_layer_freq": true, "add_bias_linear": true,
-	"save": true,
+	"save": true, "use_distributed_optimizer": true,
 }
 
 // TestDefaultDifferences compares what parc writes for plans that leave the
