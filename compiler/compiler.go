@@ -66,6 +66,7 @@ func vetLoaded(src Source, res *load.Result) (*plan.Plan, diag.List) {
 		return nil, diags
 	}
 	p.Choice = choice
+	p.Estimate.FasterSettings = resolve.FasterSettings(p)
 	return p, diags
 }
 

@@ -26,6 +26,10 @@ type Estimate struct {
 	ModelTFLOPsPerGPU float64     `json:"model_tflops_per_gpu"`
 	Compute           Compute     `json:"compute"`
 	Assumptions       Assumptions `json:"assumptions"`
+	// FasterSettings are the settings that, each on its own, would shorten
+	// this plan's step (FasterSettings); filled where a user reads the plan
+	// (vet, explain, compile), not for the solver's candidates.
+	FasterSettings []FasterSetting `json:"faster_settings,omitempty"`
 }
 
 // Params counts parameters.

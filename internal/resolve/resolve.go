@@ -55,6 +55,16 @@ func ResolveWith(source string, s *spec.Spec, at diag.Locator, checks []Check, c
 	return p, append(diags, TargetChecks(p, at, checks)...)
 }
 
+// FasterSettings lists the single settings that would shorten p's estimated
+// step (estimate.FasterSettings), on p's layout; nil for a plan without an
+// estimate.
+func FasterSettings(p *plan.Plan) []estimate.FasterSetting {
+	if p.Layout == nil || p.Estimate == nil {
+		return nil
+	}
+	return estimate.FasterSettings(&p.Spec, p.Derived, links(p.Layout), estimate.DefaultOptions(), p.Estimate)
+}
+
 // TargetChecks runs the targets' checks on p. They may not assume a layout
 // or an estimate (p.Layout, p.Estimate nil): Resolve runs them on a spec
 // whose rules fail too, and vet on what a spec with schema errors still

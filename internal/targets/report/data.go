@@ -2,8 +2,11 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"parc.dev/parc/internal/diag"
@@ -51,8 +54,11 @@ type Data struct {
 	Pipeline    []Row
 	Comms       []CommRow
 	Compute     []Row
-	HasLayout   bool
-	Families    []FamilyRow
+	// Faster lists the settings that, each on its own, would shorten the
+	// step (estimate.FasterSettings): the setting, and what it gives.
+	Faster    []Row
+	HasLayout bool
+	Families  []FamilyRow
 	// PipelinePicture and LayoutPicture are the SVG files beside the report
 	// ("" when not drawn).
 	PipelinePicture string
@@ -256,6 +262,17 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 		{"model TFLOP/s per GPU", fmt.Sprintf("%.1f (Megatron's FLOPs per step / step time / GPUs)", e.ModelTFLOPsPerGPU)},
 		{"MFU", fmt.Sprintf("%s of the dense %s peak", Percent(e.MFU), peakName(tr.Precision))},
 	}...)
+	for _, f := range e.FasterSettings {
+		label := "set " + f.Field + ": " + settingValue(f.Value)
+		for _, k := range slices.Sorted(maps.Keys(f.Also)) {
+			label += ", " + k + ": " + settingValue(f.Also[k])
+		}
+		v := fmt.Sprintf("%+.1f%% step time (%s), peak %s of the GPU", f.ChangePct, Seconds(f.StepTimeS), Percent(f.FractionOfGPU))
+		if f.Needs != "" {
+			v += "; needs " + f.Needs
+		}
+		data.Faster = append(data.Faster, Row{label, v})
+	}
 	cal := e.Assumptions.Calibration
 	data.Assumptions = append([]string{
 		fmt.Sprintf("calibration: large GEMMs at %s of the bf16 peak, %s of the fp8 peak; flash attention at %s; %.1f µs per kernel on the GPU, %.1f µs to issue one from the host; collectives at NCCL's measured bus bandwidth (NVLink by GPU generation, network 96%% of the NIC's line rate) × %s (NVLink), × %s (network)",
@@ -331,6 +348,7 @@ func (data *Data) finite() {
 	rows(data.Params)
 	rows(data.Pipeline)
 	rows(data.Compute)
+	rows(data.Faster)
 	for i := range data.Memory {
 		m := &data.Memory[i]
 		for _, p := range []*string{&m.Stage, &m.Layers, &m.Params, &m.InFlight, &m.Weights, &m.Gradients, &m.Optimizer,
@@ -349,4 +367,13 @@ func (data *Data) finite() {
 			fix(&l[i])
 		}
 	}
+}
+
+// settingValue writes a setting's value as the spec writes it (a string
+// quoted).
+func settingValue(v any) string {
+	if str, ok := v.(string); ok {
+		return strconv.Quote(str)
+	}
+	return fmt.Sprint(v)
 }

@@ -56,6 +56,11 @@ func Explain(p *plan.Plan) string {
 
 		section(&b, "Compute and step time")
 		pairs(&b, d.Compute)
+
+		if len(d.Faster) > 0 {
+			section(&b, "Faster settings (each on its own; every check passes)")
+			pairs(&b, d.Faster)
+		}
 	}
 	if p.Layout != nil {
 		section(&b, "Rank layout")

@@ -1,0 +1,147 @@
+package estimate
+
+import (
+	"slices"
+
+	"parc.dev/parc/internal/check"
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/spec"
+)
+
+// A FasterSetting is one setting that, changed on its own, passes every
+// check, still fits the GPU and shortens the estimated step: what explain
+// suggests beside the plan as written.
+type FasterSetting struct {
+	// Field is the spec path ("parallel.tp_comm_overlap"); Value its new
+	// value. With a second field (Also), both are set together.
+	Field string `json:"field"`
+	Value any    `json:"value"`
+	// Also holds the fields set with it (model.moe.flex_dispatcher_backend
+	// with model.moe.dispatcher "flex"), spec path to value.
+	Also map[string]any `json:"also,omitempty"`
+	// StepTimeS is the estimated step with the change; ChangePct its change
+	// against the plan's step (negative: faster).
+	StepTimeS     float64 `json:"step_time_s"`
+	ChangePct     float64 `json:"change_pct"`
+	FractionOfGPU float64 `json:"fraction_of_gpu"`
+	// Needs says what the setting needs beyond Megatron-Core itself.
+	Needs string `json:"needs,omitempty"`
+}
+
+// fasterCandidate is a setting explain tries.
+type fasterCandidate struct {
+	field string
+	value any
+	also  map[string]any
+	needs string
+	// applies reports whether the plan could take it (it is not already set).
+	applies func(s *spec.Spec, d spec.Derived) bool
+	// apply sets it (nothing on a plan it does not apply to).
+	apply func(s *spec.Spec)
+}
+
+// fasterCandidates are the performance settings Megatron-Core offers that
+// parc leaves at Megatron's default (off) unless the spec sets them, each
+// as NVIDIA's performance recipes turn it on.
+var fasterCandidates = []fasterCandidate{
+	{field: "train.overlap_grad_reduce", value: true,
+		applies: func(s *spec.Spec, d spec.Derived) bool { return !s.Train.OverlapGradReduce },
+		apply:   func(s *spec.Spec) { s.Train.OverlapGradReduce = true }},
+	{field: "train.overlap_param_gather", value: true,
+		applies: func(s *spec.Spec, d spec.Derived) bool { return !s.Train.OverlapParamGather },
+		apply:   func(s *spec.Spec) { s.Train.OverlapParamGather = true }},
+	{field: "parallel.tp_comm_overlap", value: true, needs: "Transformer Engine's userbuffers (TE built with them, as NVIDIA's containers are)",
+		applies: func(s *spec.Spec, d spec.Derived) bool { return !s.Parallel.TPCommOverlap && s.Parallel.TP > 1 },
+		apply:   func(s *spec.Spec) { s.Parallel.TPCommOverlap = true }},
+	{field: "model.moe.dispatcher", value: "flex", also: map[string]any{"model.moe.flex_dispatcher_backend": "deepep"},
+		needs: "the DeepEP library on every node",
+		applies: func(s *spec.Spec, d spec.Derived) bool {
+			return s.Model.MoE != nil && s.Parallel.EP > 1 && s.Model.MoE.Dispatcher != "flex"
+		},
+		apply: func(s *spec.Spec) {
+			if s.Model.MoE == nil {
+				return
+			}
+			m := *s.Model.MoE
+			m.Dispatcher, m.FlexDispatcherBackend = "flex", "deepep"
+			s.Model.MoE = &m
+		}},
+	{field: "kernels.moe_permute_fusion", value: true,
+		applies: func(s *spec.Spec, d spec.Derived) bool { return s.Model.MoE != nil && !s.Kernels.MoEPermuteFusion },
+		apply:   func(s *spec.Spec) { s.Kernels.MoEPermuteFusion = true }},
+	{field: "model.moe.shared_expert_overlap", value: true,
+		applies: func(s *spec.Spec, d spec.Derived) bool {
+			return s.Model.MoE != nil && s.Model.MoE.SharedFFNHidden > 0 && !s.Model.MoE.SharedExpertOverlap
+		},
+		apply: func(s *spec.Spec) {
+			if s.Model.MoE == nil {
+				return
+			}
+			m := *s.Model.MoE
+			m.SharedExpertOverlap = true
+			s.Model.MoE = &m
+		}},
+	{field: "parallel.overlap_moe_expert_parallel_comm", value: true,
+		applies: func(s *spec.Spec, d spec.Derived) bool {
+			return s.Model.MoE != nil && s.Parallel.EP > 1 && !s.Parallel.OverlapMoEExpertParallelComm
+		},
+		apply: func(s *spec.Spec) { s.Parallel.OverlapMoEExpertParallelComm = true }},
+	{field: "kernels.cross_entropy_loss_fusion", value: true,
+		applies: func(s *spec.Spec, d spec.Derived) bool { return !s.Kernels.CrossEntropyLossFusion },
+		apply:   func(s *spec.Spec) { s.Kernels.CrossEntropyLossFusion = true }},
+}
+
+// minFasterPct is the least step-time gain a setting must bring to be
+// listed (below it the change is within the model's noise).
+const minFasterPct = 1.0
+
+// FasterSettings lists the single settings (fasterCandidates) that pass
+// every check the plan passes, keep its peak within the GPU and shorten its
+// estimated step (base, the plan's own estimate) by at least minFasterPct,
+// fastest first. links and o are what base was estimated with.
+func FasterSettings(s *spec.Spec, d spec.Derived, links map[string]string, o Options, base *Estimate) []FasterSetting {
+	if base == nil || base.StepTimeS <= 0 {
+		return nil
+	}
+	baseline := errorKeys(check.Verdict(s, d, diag.NoPos))
+	o.VerifyHints = false
+	var out []FasterSetting
+	for _, c := range fasterCandidates {
+		if !c.applies(s, d) {
+			continue
+		}
+		s2 := *s
+		c.apply(&s2)
+		d2 := spec.Derive(&s2)
+		ok := true
+		for k := range errorKeys(check.Verdict(&s2, d2, diag.NoPos)) {
+			if !baseline[k] {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		e, _ := RunWith(&s2, d2, links, diag.NoPos, o)
+		if e == nil || e.Memory.FractionOfGPU > 1 {
+			continue
+		}
+		pct := 100 * (e.StepTimeS/base.StepTimeS - 1)
+		if pct > -minFasterPct {
+			continue
+		}
+		out = append(out, FasterSetting{Field: c.field, Value: c.value, Also: c.also, StepTimeS: e.StepTimeS,
+			ChangePct: pct, FractionOfGPU: e.Memory.FractionOfGPU, Needs: c.needs})
+	}
+	slices.SortStableFunc(out, func(a, b FasterSetting) int {
+		switch {
+		case a.StepTimeS < b.StepTimeS:
+			return -1
+		case a.StepTimeS > b.StepTimeS:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
