@@ -28,6 +28,11 @@ func TestDefaultDifferences(t *testing.T) {
 		if strings.HasPrefix(d.Field, "model.moe.") {
 			in = moe
 		}
+		if d.Field == "train.overlap_param_gather" {
+			// Its default is on only with sharded parameters and
+			// overlap_grad_reduce (schema/plan.cue).
+			in += " --use-distributed-optimizer --overlap-grad-reduce"
+		}
 		res := Import([]byte(in), Options{File: "in", Nodes: 1})
 		require.False(t, res.Diags.HasErrors(), "%s: %v\n%s", d.Field, res.Diags, res.Spec)
 		require.NotNil(t, res.Compiled, "%s", d.Field)

@@ -119,6 +119,9 @@ func render(as []assignment, ns *mg.Namespace, cmd Command, extra map[string]boo
 			return a.note
 		}
 		if len(parts) == 0 {
+			if d, ok := derivedDefault(a.path, vals); ok && d != nil {
+				return "not in the arguments: Megatron's default (parc's is " + mg.Repr(d) + " here)"
+			}
 			if d, ok := s.defaultOf(a.path); ok {
 				return "not in the arguments: Megatron's default (parc's is " + mg.Repr(d) + ")"
 			}
