@@ -258,7 +258,7 @@ func (sv *solver) nodeExactBound(nd *leaf, limit float64) (b float64, done bool)
 // bound, and pushes it back when that moves it behind the top of the heap
 // or past threshold(k); it reports whether it did.
 func (sv *solver) tighten(i int32, k int) bool {
-	lf := &sv.leaves[i]
+	lf := sv.leaves.at(i)
 	if lf.stage >= 2 || sv.opts.Exhaustive {
 		return false
 	}

@@ -66,7 +66,7 @@ func TestGroupChoice(t *testing.T) {
 		sv := groupLeaves(t, f)
 		n, larger := 0, 0
 		for _, i := range sample(sv, 3000) {
-			lf := sv.leaves[i]
+			lf := *sv.leaves.at(i)
 			sizes := sv.leafGroups(&lf)
 			if len(sizes) < 2 || len(sizes) > 64 {
 				continue

@@ -16,19 +16,18 @@ func TestHeapPopsInOrder(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 3, 4, 5, 6, 17, 100, 1000} {
 		sv := &solver{}
 		for range n {
-			sv.leaves = append(sv.leaves, leaf{key: float64(rng.Intn(n/3 + 1))}) // ties
+			sv.leaves.add(leaf{key: float64(rng.Intn(n/3 + 1))}) // ties
 		}
 		sv.heapify()
 		want := []heapItem{}
-		for i, lf := range sv.leaves {
-			want = append(want, heapItem{lf.key, int32(i)})
+		for i := range sv.leaves.len() {
+			want = append(want, heapItem{sv.leaves.at(int32(i)).key, int32(i)})
 		}
 		// Push some more, drop a third and reheap, as completeShapes does.
 		for range n / 2 {
-			sv.leaves = append(sv.leaves, leaf{key: float64(rng.Intn(n + 1))})
-			i := int32(len(sv.leaves) - 1)
+			i := sv.leaves.add(leaf{key: float64(rng.Intn(n + 1))})
 			sv.push(i)
-			want = append(want, heapItem{sv.leaves[i].key, i})
+			want = append(want, heapItem{sv.leaves.at(i).key, i})
 		}
 		sv.heap = slices.DeleteFunc(sv.heap, func(h heapItem) bool { return h.i%3 == 0 })
 		want = slices.DeleteFunc(want, func(h heapItem) bool { return h.i%3 == 0 })
@@ -42,7 +41,7 @@ func TestHeapPopsInOrder(t *testing.T) {
 		got := []heapItem{}
 		for len(sv.heap) > 0 {
 			i := sv.pop()
-			got = append(got, heapItem{sv.leaves[i].key, i})
+			got = append(got, heapItem{sv.leaves.at(i).key, i})
 		}
 		assert.Equal(t, want, got, "n=%d", n)
 	}

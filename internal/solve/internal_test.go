@@ -101,19 +101,23 @@ func leavesOf(t *testing.T, path string, setup ...func(*solver)) *solver {
 	sv.prepareBounds()
 	sv.enumerate()
 	// Expand every node: the tests look at complete assignments.
-	n := len(sv.leaves)
+	n := sv.leaves.len()
 	for i := range n {
 		sv.expand(int32(i))
 	}
-	sv.leaves = sv.leaves[n:]
+	var rest leafStore
+	for i := n; i < sv.leaves.len(); i++ {
+		rest.add(*sv.leaves.at(int32(i)))
+	}
+	sv.leaves = rest
 	return sv
 }
 
 // sample picks n leaves spread over the enumeration.
 func sample(sv *solver, n int) []int32 {
 	var out []int32
-	step := max(len(sv.leaves)/n, 1)
-	for i := 0; i < len(sv.leaves); i += step {
+	step := max(sv.leaves.len()/n, 1)
+	for i := 0; i < sv.leaves.len(); i += step {
 		out = append(out, int32(i))
 	}
 	return out
@@ -127,7 +131,7 @@ func TestFastEstimateMatchesReal(t *testing.T) {
 		sv := leavesOf(t, f)
 		n := 0
 		for _, i := range sample(sv, 60) {
-			lf := &sv.leaves[i]
+			lf := sv.leaves.at(i)
 			s := sv.leafSpec(lf)
 			d := spec.Derive(&s)
 			real, rds := estimate.Run(&s, d, nil, diag.NoPos) // links from the layout
@@ -163,7 +167,7 @@ func TestBoundsBelowStepTime(t *testing.T) {
 		sv := leavesOf(t, f)
 		n := 0
 		for _, i := range sample(sv, 400) {
-			lf := &sv.leaves[i]
+			lf := sv.leaves.at(i)
 			s := sv.leafSpec(lf)
 			d := spec.Derive(&s)
 			e, _ := estimate.Run(&s, d, sv.grids[lf.grid].links.links, diag.NoPos)
@@ -188,7 +192,7 @@ func TestStateBoundIgnoresBatchAndRecompute(t *testing.T) {
 	type key struct{ grid, vpp int32 }
 	state := map[key][]int64{}
 	for _, i := range sample(sv, 3000) {
-		lf := &sv.leaves[i]
+		lf := sv.leaves.at(i)
 		s := sv.leafSpec(lf)
 		e, _ := estimate.Run(&s, spec.Derive(&s), sv.grids[lf.grid].links.links, diag.NoPos)
 		var got []int64
@@ -237,9 +241,9 @@ func TestDivisors(t *testing.T) {
 func TestAccounting(t *testing.T) {
 	for _, f := range []string{"testdata/bench-deepseek-2k.cue", "testdata/mixtral-64.cue", "testdata/llama3-70b-64.cue"} {
 		sv := leavesOf(t, f)
-		assert.Equal(t, sv.spaceSize(), sv.pruned+int64(len(sv.leaves)), f)
-		for _, lf := range sv.leaves {
-			require.False(t, lf.node)
+		assert.Equal(t, sv.spaceSize(), sv.pruned+int64(sv.leaves.len()), f)
+		for i := range sv.leaves.len() {
+			require.False(t, sv.leaves.at(int32(i)).node)
 		}
 	}
 }

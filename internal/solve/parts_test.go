@@ -20,7 +20,7 @@ func TestSearchPartsMatchRun(t *testing.T) {
 		sv := leavesOf(t, f)
 		n, over := 0, 0
 		for _, i := range sample(sv, 150) {
-			lf := &sv.leaves[i]
+			lf := sv.leaves.at(i)
 			s := sv.leafSpec(lf)
 			d := spec.Derive(&s)
 			links := sv.grids[lf.grid].links.links

@@ -49,7 +49,7 @@ func (sv *solver) simplicity(k shapeKey) [8]int {
 // then less recomputation, the simpler optimizer sharding, the smaller
 // micro batch.
 func (sv *solver) variantOrder(a, b foundPlan) int {
-	la, lb := &sv.leaves[a.leaf], &sv.leaves[b.leaf]
+	la, lb := sv.leaves.at(a.leaf), sv.leaves.at(b.leaf)
 	return cmp.Or(
 		cmp.Compare(a.step, b.step),
 		cmp.Compare(a.peak, b.peak),
@@ -75,7 +75,7 @@ func (sv *solver) ranked() []group {
 	byShape := map[shapeKey]int{}
 	var gs []group
 	for _, fp := range sv.found {
-		k := sv.shapeOf(&sv.leaves[fp.leaf])
+		k := sv.shapeOf(sv.leaves.at(fp.leaf))
 		i, ok := byShape[k]
 		if !ok {
 			i = len(gs)

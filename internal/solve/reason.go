@@ -236,7 +236,7 @@ func (sv *solver) explain(cs []Candidate, gs []group) string {
 	}
 	if f := sv.fastest(gs); len(f) > 0 && f[0].shape != gs[0].shape {
 		fp := f[0].plans[0]
-		lf := &sv.leaves[fp.leaf]
+		lf := sv.leaves.at(fp.leaf)
 		fmt.Fprintf(&out, " The fastest shape, %s, is rated %.1f%% faster, within the %.0f%% noise band, so the simpler plan wins.",
 			sv.leafLabel(lf), 100*(c.StepTimeS-fp.step)/c.StepTimeS, 100*sv.opts.NoiseBand)
 	}

@@ -277,7 +277,7 @@ func (sv *solver) enumerateSchedule(grid int32, tp, cp, pp, ep, etp, dp int) {
 			nd.mb = mp.pass[0]
 			nd.n = int32(len(mp.pass)) * inner
 			nd.key = sv.computeBound(&nd)
-			sv.leaves = append(sv.leaves, nd)
+			sv.leaves.add(nd)
 		}
 	}
 }
@@ -374,13 +374,8 @@ func (sv *solver) batchRule(pp, vpp, dp, group, mb int) (string, func() string) 
 // expand replaces node i by its complete assignments, each with its first
 // bound, and returns their indices.
 func (sv *solver) expand(i int32) []int32 {
-	nd := sv.leaves[i]
+	nd := *sv.leaves.at(i)
 	out := make([]int32, 0, nd.n)
-	if n := len(sv.leaves) + int(nd.n); n > cap(sv.leaves) {
-		// Doubling: append grows a large slice by a quarter, copying
-		// the leaves four times over as the search expands nodes.
-		sv.leaves = append(make([]leaf, 0, max(2*cap(sv.leaves), n)), sv.leaves...)
-	}
 	sv.eachAssignment(&nd, func(mb int32, rc int8) {
 		lf := nd
 		lf.node, lf.n, lf.stage = false, 1, 0
@@ -392,8 +387,7 @@ func (sv *solver) expand(i int32) []int32 {
 		}
 		for sh := range sv.shards {
 			lf.shard = int8(sh)
-			sv.leaves = append(sv.leaves, lf)
-			out = append(out, int32(len(sv.leaves)-1))
+			out = append(out, sv.leaves.add(lf))
 		}
 	})
 	return out

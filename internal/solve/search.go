@@ -15,7 +15,7 @@ import (
 // search is the state of the branch and bound.
 type search struct {
 	budget
-	leaves []leaf
+	leaves leafStore
 	grids  []gridInfo
 	heap   []heapItem // leaves and nodes, a min-heap on (key, index)
 
@@ -209,9 +209,9 @@ func heapLess(a, b heapItem) bool {
 }
 
 func (sv *solver) heapify() {
-	sv.heap = make([]heapItem, len(sv.leaves))
+	sv.heap = make([]heapItem, sv.leaves.len())
 	for i := range sv.heap {
-		sv.heap[i] = heapItem{sv.leaves[i].key, int32(i)}
+		sv.heap[i] = heapItem{sv.leaves.at(int32(i)).key, int32(i)}
 	}
 	sv.reheap()
 }
@@ -282,7 +282,7 @@ func (sv *solver) pop() int32 {
 }
 
 func (sv *solver) push(i int32) {
-	sv.heap = append(sv.heap, heapItem{sv.leaves[i].key, i})
+	sv.heap = append(sv.heap, heapItem{sv.leaves.at(i).key, i})
 	sv.up(len(sv.heap) - 1)
 }
 
@@ -301,7 +301,7 @@ func (sv *solver) threshold(k int) float64 {
 func (sv *solver) searchTo(k int) {
 	for len(sv.heap) > 0 && !sv.exhausted {
 		i := sv.heap[0].i
-		lf := &sv.leaves[i]
+		lf := sv.leaves.at(i)
 		if !sv.opts.Exhaustive && lf.key > sv.threshold(k)*(1+1e-9) {
 			return
 		}
@@ -335,7 +335,7 @@ func (sv *solver) searchTo(k int) {
 // plan. It pushes the leaf back, as tighten does, when that moves it behind
 // the top of the heap or past threshold(k).
 func (sv *solver) behindNone(i int32, k int) bool {
-	lf := &sv.leaves[i]
+	lf := sv.leaves.at(i)
 	if !sv.recomputes[lf.rc].layersImplied || sv.opts.Exhaustive {
 		return false
 	}
@@ -386,7 +386,7 @@ func (sv *solver) completeShapes(gs []group) {
 	}
 	var todo []int32
 	sv.heap = slices.DeleteFunc(sv.heap, func(h heapItem) bool {
-		if want[sv.shapeOf(&sv.leaves[h.i])] {
+		if want[sv.shapeOf(sv.leaves.at(h.i))] {
 			todo = append(todo, h.i)
 			return true
 		}
@@ -397,7 +397,7 @@ func (sv *solver) completeShapes(gs []group) {
 	for len(todo) > 0 {
 		i := todo[0]
 		todo = todo[1:]
-		lf := &sv.leaves[i]
+		lf := sv.leaves.at(i)
 		if lf.node {
 			if code := sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, -1}]; code != "" {
 				sv.infeasible += int64(lf.n)
@@ -461,7 +461,7 @@ func (sv *solver) evaluateLeaf(lf leaf) (ev evaluation) {
 
 // evaluate runs check.Run and the estimate on one leaf.
 func (sv *solver) evaluate(i int32) {
-	lf := &sv.leaves[i]
+	lf := sv.leaves.at(i)
 	ev := sv.evaluateLeaf(*lf)
 	ds := ev.ds
 	if sv.checked == 0 {
@@ -599,7 +599,7 @@ func (sv *solver) fitLeaf(lf *leaf, s *spec.Spec, d spec.Derived) estimate.Memor
 
 // noteShape records a feasible plan's step time for its shape.
 func (sv *solver) noteShape(fp foundPlan) {
-	k := sv.shapeOf(&sv.leaves[fp.leaf])
+	k := sv.shapeOf(sv.leaves.at(fp.leaf))
 	old, ok := sv.shapeBest[k]
 	if ok && old <= fp.step {
 		return

@@ -53,7 +53,7 @@ func (sv *solver) run() *Result {
 	if len(r.Open) == 0 && len(r.Implied) == 0 {
 		r.Space = 1
 		lf := sv.baseLeaf()
-		sv.leaves = append(sv.leaves, lf)
+		sv.leaves.add(lf)
 		c, ds := sv.verify(0)
 		if c == nil {
 			sv.diags = append(sv.diags, ds...)
@@ -92,7 +92,7 @@ func (sv *solver) run() *Result {
 
 	sv.prepareBounds()
 	sv.enumerate()
-	if sv.groupChosen && !sv.group.open && slices.ContainsFunc(sv.leaves, func(nd leaf) bool { return nd.vpp > 1 && nd.pp > 1 }) {
+	if sv.groupChosen && !sv.group.open && sv.leaves.any(func(nd *leaf) bool { return nd.vpp > 1 && nd.pp > 1 }) {
 		r.Implied = append(r.Implied, groupPath)
 		r.Notes = append(r.Notes, "the spec does not write parallel.microbatch_group_size, so with the interleaved schedule parc chooses it: the smallest group Megatron accepts (pp, or more when the microbatches are not a multiple of pp), or a larger one when it fits and hides more data-parallel traffic (write it to fix it)")
 	}
@@ -147,7 +147,7 @@ func (sv *solver) run() *Result {
 		c.Rank = i + 1
 		c.InNoiseBand = g.inBand
 		for _, fp := range g.plans[1:] {
-			lf := &sv.leaves[fp.leaf]
+			lf := sv.leaves.at(fp.leaf)
 			sh := sv.shards[lf.shard]
 			c.Variants = append(c.Variants, Variant{
 				Train: Train{MicroBatch: int(lf.mb), Recompute: sv.recomputes[lf.rc].mode, RecomputeModules: sv.recomputes[lf.rc].modules,
@@ -173,7 +173,7 @@ func (sv *solver) run() *Result {
 	r.Feasible = int64(len(sv.found))
 	r.Evaluated = sv.evaluated
 	for _, h := range sv.heap {
-		r.Bounded += int64(sv.leaves[h.i].n)
+		r.Bounded += int64(sv.leaves.at(h.i).n)
 	}
 	r.Shapes = len(groups)
 	if len(verified) == 0 {
@@ -228,7 +228,7 @@ func (sv *solver) baseLeaf() leaf {
 // the plan has errors.
 func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 	sv.spendEstimates(4) // CUE, check, layout, the estimate with its hints
-	lf := &sv.leaves[i]
+	lf := sv.leaves.at(i)
 	vals := map[string]any{}
 	for f := range nFields {
 		if sv.searched(f) {
@@ -373,7 +373,7 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 		if len(shared) > 0 {
 			// Report them at the user's positions: check the first leaf
 			// again with the locator.
-			s := sv.leafSpec(&sv.leaves[sv.firstChecked])
+			s := sv.leafSpec(sv.leaves.at(sv.firstChecked))
 			for _, x := range check.RunWith(&s, spec.Derive(&s), sv.at, sv.opts.checkOptions()) {
 				if slices.Contains(shared, diagKey{x.Code, x.Path, x.Message}) {
 					reportShared(x)
@@ -397,7 +397,7 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 	// The assignments that satisfy the rules failed for the reasons that
 	// matter; when there are none, the rules themselves are the reason.
 	if sv.hasSmallest {
-		lf := sv.leaves[sv.smallest.leaf]
+		lf := *sv.leaves.at(sv.smallest.leaf)
 		sv.examples[estimate.CodeMemoryExceedsGPU] = fmt.Sprintf("the least memory among the plans estimated is %s per GPU (%.0f%% of the GPU), with %s",
 			estimate.GiB(sv.smallest.peak), 100*sv.smallest.frac, sv.leafLabel(&lf))
 	}
