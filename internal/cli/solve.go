@@ -181,6 +181,12 @@ func writeSolveText(w io.Writer, file string, r *solve.Result) error {
 	if r.Explanation != "" {
 		fmt.Fprintf(&b, "\n%s\n", r.Explanation)
 	}
+	if len(r.FasterSettings) > 0 {
+		b.WriteString("\nSettings the spec leaves off that would each shorten the pick's step (every check passes):\n")
+		for _, f := range r.FasterSettings {
+			fmt.Fprintf(&b, "  %s\n", report.FasterSettingText(f))
+		}
+	}
 	if len(r.Candidates) > 0 && r.Candidates[0].Spec != nil {
 		if ps, ok := report.Pipeline(r.Candidates[0].Spec); ok {
 			fmt.Fprintf(&b, "\nIts pipeline: %s.\n", ps.Text)

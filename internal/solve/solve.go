@@ -7,6 +7,7 @@ import (
 
 	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/estimate"
 	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/plan"
 	"parc.dev/parc/internal/resolve"
@@ -243,6 +244,10 @@ type Result struct {
 	Candidates []Candidate `json:"candidates"`
 	// Explanation says in words why the first candidate was chosen.
 	Explanation string `json:"explanation,omitempty"`
+	// FasterSettings are the performance settings the spec leaves off that
+	// would each, on its own, shorten the first candidate's step and keep
+	// it within the memory headroom (estimate.FasterSettings).
+	FasterSettings []estimate.FasterSetting `json:"faster_settings,omitempty"`
 	// NoiseBand and MemoryHeadroom are the fractions the search used.
 	NoiseBand      float64 `json:"noise_band"`
 	MemoryHeadroom float64 `json:"memory_headroom"`

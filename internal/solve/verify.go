@@ -180,8 +180,24 @@ func (sv *solver) run() *Result {
 		sv.noFeasiblePlan(r)
 	} else {
 		r.Explanation = sv.explain(verified, groups)
+		r.FasterSettings = sv.fasterSettings(verified[0].Spec)
 	}
 	return r
+}
+
+// fasterSettings are the settings that would each shorten the pick's step
+// (resolve.FasterSettings) and keep its peak within the memory headroom.
+func (sv *solver) fasterSettings(s *spec.Spec) []estimate.FasterSetting {
+	if s == nil {
+		return nil
+	}
+	p, ds := resolve.ResolveWith("", s, sv.at, sv.opts.Checks, sv.opts.checkOptions())
+	if ds.HasErrors() {
+		return nil
+	}
+	return slices.DeleteFunc(resolve.FasterSettings(p), func(f estimate.FasterSetting) bool {
+		return f.FractionOfGPU > sv.opts.MemoryHeadroom
+	})
 }
 
 // fastest is the group holding the fastest plan found (none when there is

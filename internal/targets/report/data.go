@@ -12,6 +12,7 @@ import (
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/estimate"
 	"parc.dev/parc/internal/plan"
+	"parc.dev/parc/internal/targets/template"
 )
 
 // Row is a label and its value.
@@ -263,14 +264,7 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 		{"MFU", fmt.Sprintf("%s of the dense %s peak", Percent(e.MFU), peakName(tr.Precision))},
 	}...)
 	for _, f := range e.FasterSettings {
-		label := "set " + f.Field + ": " + settingValue(f.Value)
-		for _, k := range slices.Sorted(maps.Keys(f.Also)) {
-			label += ", " + k + ": " + settingValue(f.Also[k])
-		}
-		v := fmt.Sprintf("%+.1f%% step time (%s), peak %s of the GPU", f.ChangePct, Seconds(f.StepTimeS), Percent(f.FractionOfGPU))
-		if f.Needs != "" {
-			v += "; needs " + f.Needs
-		}
+		label, v := fasterSetting(f)
 		data.Faster = append(data.Faster, Row{label, v})
 	}
 	cal := e.Assumptions.Calibration
@@ -367,6 +361,27 @@ func (data *Data) finite() {
 			fix(&l[i])
 		}
 	}
+}
+
+// fasterSetting writes a faster setting as the change ("set field: value")
+// and what it gives.
+func fasterSetting(f estimate.FasterSetting) (change, effect string) {
+	change = "set " + f.Field + ": " + settingValue(f.Value)
+	for _, k := range slices.Sorted(maps.Keys(f.Also)) {
+		change += ", " + k + ": " + settingValue(f.Also[k])
+	}
+	effect = fmt.Sprintf("%+.1f%% step time (%s), peak %s of the GPU", f.ChangePct, Seconds(f.StepTimeS), Percent(f.FractionOfGPU))
+	if f.Needs != "" {
+		effect += "; needs " + f.Needs
+	}
+	return change, effect
+}
+
+// FasterSettingText is a faster setting on one line: the change, then
+// what it gives.
+func FasterSettingText(f estimate.FasterSetting) string {
+	change, effect := fasterSetting(f)
+	return template.Comment(change + ": " + effect)
 }
 
 // settingValue writes a setting's value as the spec writes it (a string
