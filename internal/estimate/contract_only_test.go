@@ -3,7 +3,6 @@ package estimate
 import (
 	"os"
 	"path/filepath"
-	"slices"
 
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/load"
@@ -11,20 +10,8 @@ import (
 	"parc.dev/parc/internal/spec"
 )
 
-// contractFields are the spec fields ../../../shared/design.md names (the
-// contract, with "Solve, extended"): what a user who knows only the
-// contract writes for a published run. Every other setting the run
-// recorded (overlap, fp8 recipe, dispatcher, CUDA graphs, fusions,
-// offloading) is left to parc's defaults.
-var contractFields = map[string][]string{
-	"parallel": {"tp", "pp", "vpp", "cp", "ep", "etp", "dp", "sp", "order", "first_stage_layers", "last_stage_layers",
-		"account_for_embedding", "account_for_loss", "layout"},
-	"train": {"seq_length", "micro_batch", "global_batch", "precision", "recompute", "distributed_optimizer", "fsdp",
-		"recompute_modules", "recompute_method", "recompute_layers"},
-}
-
 // contractOnlyTokens is the row's estimated tokens/s/GPU when its plan is
-// written with the contract's fields only: the published plan as rated
+// written with the contract's fields only (measured.Plan.ContractOnly): the published plan as rated
 // (r.s: the degrees, micro batch and recomputation the calibration rates
 // it with) and the model and cluster as the row gives them, every other
 // setting at parc's default. ok is false when that spec does not load.
@@ -33,15 +20,7 @@ func contractOnlyTokens(r *calRow, run *measuredRun, cal Calibration) (float64, 
 	if err != nil {
 		return 0, false
 	}
-	p := pub.Clone()
-	p.Kernels = ""
-	for blk, m := range map[string]map[string]any{"parallel": p.Parallel, "train": p.Train} {
-		for k := range m {
-			if !slices.Contains(contractFields[blk], k) {
-				delete(m, k)
-			}
-		}
-	}
+	p := pub.ContractOnly()
 	p.Parallel["vpp"] = r.s.Parallel.VPP
 	p.Train["micro_batch"] = r.s.Train.MicroBatch
 	p.Train["recompute"] = r.s.Train.Recompute

@@ -70,6 +70,33 @@ func (p *Plan) Clone() *Plan {
 	return &c
 }
 
+// contractFields are the parallel and train fields shared/design.md names
+// (the contract, with "Solve, extended"), and the training length.
+var contractFields = map[string][]string{
+	"parallel": {"tp", "pp", "vpp", "cp", "ep", "etp", "dp", "sp", "order", "first_stage_layers", "last_stage_layers",
+		"account_for_embedding", "account_for_loss", "layout"},
+	"train": {"seq_length", "micro_batch", "global_batch", "precision", "recompute", "distributed_optimizer", "fsdp",
+		"recompute_modules", "recompute_method", "recompute_layers", "iters"},
+}
+
+// ContractOnly is the plan as a user who knows only the contract's fields
+// writes it: the model, the cluster and those fields (Open ones stay open),
+// and none of the settings the run recorded beyond them (overlap, fp8
+// recipe, dispatcher, CUDA graphs, fusions, offloading), which take parc's
+// defaults.
+func (p *Plan) ContractOnly() *Plan {
+	c := p.Clone()
+	c.Kernels = ""
+	for blk, m := range map[string]map[string]any{"parallel": c.Parallel, "train": c.Train} {
+		for k := range m {
+			if !slices.Contains(contractFields[blk], k) {
+				delete(m, k)
+			}
+		}
+	}
+	return c
+}
+
 // CUE is the plan's spec text (fields in name order, so equal plans give
 // equal text).
 func (p *Plan) CUE() string {
