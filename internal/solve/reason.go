@@ -92,7 +92,7 @@ func why(c, best *Candidate, band float64) string {
 	total := c.StepTimeS - best.StepTimeS
 	var parts []string
 	if c.InNoiseBand && total < 0 {
-		parts = append(parts, fmt.Sprintf("%.1f%% faster than the pick, within the %.0f%% noise band, where the simpler plan ranks first (%s)",
+		parts = append(parts, fmt.Sprintf("%.1f%% faster than the pick, within the %.3g%% noise band, where the simpler plan ranks first (%s)",
 			-100*total/best.StepTimeS, 100*band, simpler(best, c)))
 	} else if c.InNoiseBand && total >= 0 && fs[0].delta > 0 {
 		parts = append(parts, fmt.Sprintf("%+.1f%% step time, within the noise band: %s", 100*total/best.StepTimeS, fs[0].text))
@@ -237,8 +237,10 @@ func (sv *solver) explain(cs []Candidate, gs []group) string {
 	if f := sv.fastest(gs); len(f) > 0 && f[0].shape != gs[0].shape {
 		fp := f[0].plans[0]
 		lf := sv.leaves.at(fp.leaf)
-		fmt.Fprintf(&out, " The fastest shape, %s, is rated %.1f%% faster, within the %.0f%% noise band, so the simpler plan wins.",
-			sv.leafLabel(lf), 100*(c.StepTimeS-fp.step)/c.StepTimeS, 100*sv.opts.NoiseBand)
+		// The margin the band was judged on (ranked: the search's step of
+		// each shape), not the verified pick's step against the search's.
+		fmt.Fprintf(&out, " The pick is rated %.1f%% slower than the fastest shape, %s, within the %.3g%% noise band, so the simpler plan wins.",
+			100*(gs[0].plans[0].step/fp.step-1), sv.leafLabel(lf), 100*sv.opts.NoiseBand)
 	}
 	return out.String()
 }
