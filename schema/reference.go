@@ -95,19 +95,12 @@ func comment(f *ast.Field) string {
 }
 
 // describe renders a field's constraint without its default, and the default.
-// A default computed from other fields (`*(distributed_optimizer && ...)`)
+// A default computed from other fields, written in parentheses
+// (`*((distributed_optimizer || fsdp) && overlap_grad_reduce)`),
 // is shown as its expression, not as the value it takes in the schema alone.
 func describe(expr ast.Expr, v cue.Value) (typ, def string) {
 	if d, ok := v.Default(); ok && d.IsConcrete() {
 		def = fmt.Sprint(d)
-	}
-	if x := defaultExpr(expr); x != nil {
-		switch x.(type) {
-		case *ast.BasicLit, *ast.Ident, *ast.UnaryExpr:
-		default:
-			b, _ := format.Node(x)
-			def = string(b)
-		}
 	}
 	var alts []string
 	var walk func(e ast.Expr)
@@ -118,7 +111,8 @@ func describe(expr ast.Expr, v cue.Value) (typ, def string) {
 			return
 		}
 		if u, ok := e.(*ast.UnaryExpr); ok && u.Op.String() == "*" {
-			if def == "" {
+			_, computed := u.X.(*ast.ParenExpr)
+			if def == "" || computed {
 				b, _ := format.Node(u.X)
 				def = string(b)
 			}
@@ -140,23 +134,4 @@ func describe(expr ast.Expr, v cue.Value) (typ, def string) {
 	typ = strings.Join(alts, " \\| ")
 	typ = strings.ReplaceAll(typ, "#Count", "int & >=1")
 	return typ, def
-}
-
-// defaultExpr is the expression a disjunction marks as its default (`*x`).
-func defaultExpr(e ast.Expr) ast.Expr {
-	switch e := e.(type) {
-	case *ast.BinaryExpr:
-		if e.Op.String() != "|" {
-			return nil
-		}
-		if x := defaultExpr(e.X); x != nil {
-			return x
-		}
-		return defaultExpr(e.Y)
-	case *ast.UnaryExpr:
-		if e.Op.String() == "*" {
-			return e.X
-		}
-	}
-	return nil
 }
