@@ -66,7 +66,7 @@ func vetLoaded(src Source, res *load.Result) (*plan.Plan, diag.List) {
 		return nil, diags
 	}
 	p.Choice = choice
-	p.Estimate.FasterSettings = resolve.FasterSettings(p)
+	p.Estimate.FasterSettings = resolve.FasterSettings(p, 1) // the plan as written: fit is the GPU
 	return p, diags
 }
 

@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"cmp"
 	"slices"
 
 	"parc.dev/parc/internal/check"
@@ -35,7 +36,7 @@ type fasterCandidate struct {
 	also  map[string]any
 	needs string
 	// applies reports whether the plan could take it (it is not already set).
-	applies func(s *spec.Spec, d spec.Derived) bool
+	applies func(s *spec.Spec) bool
 	// apply sets it (nothing on a plan it does not apply to).
 	apply func(s *spec.Spec)
 }
@@ -45,50 +46,49 @@ type fasterCandidate struct {
 // as NVIDIA's performance recipes turn it on.
 var fasterCandidates = []fasterCandidate{
 	{field: "train.overlap_grad_reduce", value: true,
-		applies: func(s *spec.Spec, d spec.Derived) bool { return !s.Train.OverlapGradReduce },
+		applies: func(s *spec.Spec) bool { return !s.Train.OverlapGradReduce },
 		apply:   func(s *spec.Spec) { s.Train.OverlapGradReduce = true }},
 	{field: "train.overlap_param_gather", value: true,
-		applies: func(s *spec.Spec, d spec.Derived) bool { return !s.Train.OverlapParamGather },
+		applies: func(s *spec.Spec) bool { return !s.Train.OverlapParamGather },
 		apply:   func(s *spec.Spec) { s.Train.OverlapParamGather = true }},
 	{field: "parallel.tp_comm_overlap", value: true, needs: "Transformer Engine's userbuffers (TE built with them, as NVIDIA's containers are)",
-		applies: func(s *spec.Spec, d spec.Derived) bool { return !s.Parallel.TPCommOverlap && s.Parallel.TP > 1 },
+		applies: func(s *spec.Spec) bool { return !s.Parallel.TPCommOverlap && s.Parallel.TP > 1 },
 		apply:   func(s *spec.Spec) { s.Parallel.TPCommOverlap = true }},
 	{field: "model.moe.dispatcher", value: "flex", also: map[string]any{"model.moe.flex_dispatcher_backend": "deepep"},
 		needs: "the DeepEP library on every node",
-		applies: func(s *spec.Spec, d spec.Derived) bool {
+		applies: func(s *spec.Spec) bool {
 			return s.Model.MoE != nil && s.Parallel.EP > 1 && s.Model.MoE.Dispatcher != "flex"
 		},
 		apply: func(s *spec.Spec) {
-			if s.Model.MoE == nil {
-				return
-			}
-			m := *s.Model.MoE
-			m.Dispatcher, m.FlexDispatcherBackend = "flex", "deepep"
-			s.Model.MoE = &m
+			withMoE(s, func(m *spec.MoE) { m.Dispatcher, m.FlexDispatcherBackend = "flex", "deepep" })
 		}},
 	{field: "kernels.moe_permute_fusion", value: true,
-		applies: func(s *spec.Spec, d spec.Derived) bool { return s.Model.MoE != nil && !s.Kernels.MoEPermuteFusion },
+		applies: func(s *spec.Spec) bool { return s.Model.MoE != nil && !s.Kernels.MoEPermuteFusion },
 		apply:   func(s *spec.Spec) { s.Kernels.MoEPermuteFusion = true }},
 	{field: "model.moe.shared_expert_overlap", value: true,
-		applies: func(s *spec.Spec, d spec.Derived) bool {
+		applies: func(s *spec.Spec) bool {
 			return s.Model.MoE != nil && s.Model.MoE.SharedFFNHidden > 0 && !s.Model.MoE.SharedExpertOverlap
 		},
-		apply: func(s *spec.Spec) {
-			if s.Model.MoE == nil {
-				return
-			}
-			m := *s.Model.MoE
-			m.SharedExpertOverlap = true
-			s.Model.MoE = &m
-		}},
+		apply: func(s *spec.Spec) { withMoE(s, func(m *spec.MoE) { m.SharedExpertOverlap = true }) }},
 	{field: "parallel.overlap_moe_expert_parallel_comm", value: true,
-		applies: func(s *spec.Spec, d spec.Derived) bool {
+		applies: func(s *spec.Spec) bool {
 			return s.Model.MoE != nil && s.Parallel.EP > 1 && !s.Parallel.OverlapMoEExpertParallelComm
 		},
 		apply: func(s *spec.Spec) { s.Parallel.OverlapMoEExpertParallelComm = true }},
 	{field: "kernels.cross_entropy_loss_fusion", value: true,
-		applies: func(s *spec.Spec, d spec.Derived) bool { return !s.Kernels.CrossEntropyLossFusion },
+		applies: func(s *spec.Spec) bool { return !s.Kernels.CrossEntropyLossFusion },
 		apply:   func(s *spec.Spec) { s.Kernels.CrossEntropyLossFusion = true }},
+}
+
+// withMoE changes a copy of s's MoE block (the spec it was copied from
+// keeps its own); nothing for a dense model.
+func withMoE(s *spec.Spec, change func(m *spec.MoE)) {
+	if s.Model.MoE == nil {
+		return
+	}
+	m := *s.Model.MoE
+	change(&m)
+	s.Model.MoE = &m
 }
 
 // minFasterPct is the least step-time gain a setting must bring to be
@@ -96,10 +96,11 @@ var fasterCandidates = []fasterCandidate{
 const minFasterPct = 1.0
 
 // FasterSettings lists the single settings (fasterCandidates) that pass
-// every check the plan passes, keep its peak within the GPU and shorten its
-// estimated step (base, the plan's own estimate) by at least minFasterPct,
-// fastest first. links and o are what base was estimated with.
-func FasterSettings(s *spec.Spec, d spec.Derived, links map[string]string, o Options, base *Estimate) []FasterSetting {
+// every check the plan passes, keep its peak within maxFraction of the GPU
+// and shorten its estimated step (base, the plan's own estimate) by at
+// least minFasterPct, fastest first. links and o are what base was
+// estimated with.
+func FasterSettings(s *spec.Spec, d spec.Derived, links map[string]string, o Options, base *Estimate, maxFraction float64) []FasterSetting {
 	if base == nil || base.StepTimeS <= 0 {
 		return nil
 	}
@@ -107,24 +108,17 @@ func FasterSettings(s *spec.Spec, d spec.Derived, links map[string]string, o Opt
 	o.VerifyHints = false
 	var out []FasterSetting
 	for _, c := range fasterCandidates {
-		if !c.applies(s, d) {
+		if !c.applies(s) {
 			continue
 		}
 		s2 := *s
 		c.apply(&s2)
 		d2 := spec.Derive(&s2)
-		ok := true
-		for k := range errorKeys(check.Verdict(&s2, d2, diag.NoPos)) {
-			if !baseline[k] {
-				ok = false
-				break
-			}
-		}
-		if !ok {
+		if !noNewErrors(baseline, &s2, d2) {
 			continue
 		}
 		e, _ := RunWith(&s2, d2, links, diag.NoPos, o)
-		if e == nil || e.Memory.FractionOfGPU > 1 {
+		if e == nil || e.Memory.FractionOfGPU > maxFraction {
 			continue
 		}
 		pct := 100 * (e.StepTimeS/base.StepTimeS - 1)
@@ -134,14 +128,6 @@ func FasterSettings(s *spec.Spec, d spec.Derived, links map[string]string, o Opt
 		out = append(out, FasterSetting{Field: c.field, Value: c.value, Also: c.also, StepTimeS: e.StepTimeS,
 			ChangePct: pct, FractionOfGPU: e.Memory.FractionOfGPU, Needs: c.needs})
 	}
-	slices.SortStableFunc(out, func(a, b FasterSetting) int {
-		switch {
-		case a.StepTimeS < b.StepTimeS:
-			return -1
-		case a.StepTimeS > b.StepTimeS:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b FasterSetting) int { return cmp.Compare(a.StepTimeS, b.StepTimeS) })
 	return out
 }

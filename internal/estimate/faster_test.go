@@ -36,17 +36,17 @@ func TestFasterSettingsAgreeWithMeasuredPairs(t *testing.T) {
 		}
 		for _, g := range groups {
 			for _, off := range g {
-				if !c.applies(off.s, off.d) {
+				if !c.applies(off.s) {
 					continue
 				}
 				for _, on := range g {
-					if c.applies(on.s, on.d) {
+					if c.applies(on.s) {
 						continue
 					}
 					ratio := on.measured / off.measured
 					o := DefaultOptions()
 					base, _ := RunWith(off.s, off.d, off.links, diag.NoPos, o)
-					got := slices.ContainsFunc(FasterSettings(off.s, off.d, off.links, o, base), func(f FasterSetting) bool { return f.Field == c.field })
+					got := slices.ContainsFunc(FasterSettings(off.s, off.d, off.links, o, base, 1), func(f FasterSetting) bool { return f.Field == c.field })
 					pairs++
 					msg := fmt.Sprintf("%s: %s=%v measured %.2fx (%s vs %s)", c.field, c.field, c.value, ratio, on.id, off.id)
 					t.Log(msg, "suggested:", got)

@@ -101,8 +101,14 @@ func (c *costModel) passes(s2 *spec.Spec, d2 spec.Derived) bool {
 	if c.baseline == nil {
 		c.baseline = errorKeys(check.Verdict(c.s, c.d, diag.NoPos))
 	}
+	return noNewErrors(c.baseline, s2, d2)
+}
+
+// noNewErrors reports whether s2 has no error outside baseline (errorKeys
+// of the spec it was changed from).
+func noNewErrors(baseline map[string]bool, s2 *spec.Spec, d2 spec.Derived) bool {
 	for k := range errorKeys(check.Verdict(s2, d2, diag.NoPos)) {
-		if !c.baseline[k] {
+		if !baseline[k] {
 			return false
 		}
 	}

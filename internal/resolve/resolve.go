@@ -56,13 +56,14 @@ func ResolveWith(source string, s *spec.Spec, at diag.Locator, checks []Check, c
 }
 
 // FasterSettings lists the single settings that would shorten p's estimated
-// step (estimate.FasterSettings), on p's layout; nil for a plan without an
+// step and keep its peak within maxFraction of the GPU
+// (estimate.FasterSettings), on p's layout; nil for a plan without an
 // estimate.
-func FasterSettings(p *plan.Plan) []estimate.FasterSetting {
+func FasterSettings(p *plan.Plan, maxFraction float64) []estimate.FasterSetting {
 	if p.Layout == nil || p.Estimate == nil {
 		return nil
 	}
-	return estimate.FasterSettings(&p.Spec, p.Derived, links(p.Layout), estimate.DefaultOptions(), p.Estimate)
+	return estimate.FasterSettings(&p.Spec, p.Derived, links(p.Layout), estimate.DefaultOptions(), p.Estimate, maxFraction)
 }
 
 // TargetChecks runs the targets' checks on p. They may not assume a layout

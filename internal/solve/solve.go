@@ -180,6 +180,8 @@ type Candidate struct {
 	Spec *spec.Spec `json:"-"`
 
 	leaf int32
+	// plan is the resolved plan verify built the candidate from.
+	plan *plan.Plan
 }
 
 // Label names a candidate's degrees: "tp=8 pp=4 vpp=5 cp=1 ep=1 etp=8 dp=2

@@ -180,24 +180,9 @@ func (sv *solver) run() *Result {
 		sv.noFeasiblePlan(r)
 	} else {
 		r.Explanation = sv.explain(verified, groups)
-		r.FasterSettings = sv.fasterSettings(verified[0].Spec)
+		r.FasterSettings = resolve.FasterSettings(verified[0].plan, sv.opts.MemoryHeadroom)
 	}
 	return r
-}
-
-// fasterSettings are the settings that would each shorten the pick's step
-// (resolve.FasterSettings) and keep its peak within the memory headroom.
-func (sv *solver) fasterSettings(s *spec.Spec) []estimate.FasterSetting {
-	if s == nil {
-		return nil
-	}
-	p, ds := resolve.ResolveWith("", s, sv.at, sv.opts.Checks, sv.opts.checkOptions())
-	if ds.HasErrors() {
-		return nil
-	}
-	return slices.DeleteFunc(resolve.FasterSettings(p), func(f estimate.FasterSetting) bool {
-		return f.FractionOfGPU > sv.opts.MemoryHeadroom
-	})
 }
 
 // fastest is the group holding the fastest plan found (none when there is
@@ -312,6 +297,7 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 			Microbatches: e.Pipeline.Microbatches, ExposedCommS: map[string]float64{}, Links: map[string]string{},
 		},
 		Spec: s,
+		plan: p,
 	}
 	for _, ax := range e.Axes() {
 		ac := e.Comms[ax]
