@@ -1,6 +1,7 @@
 package stdlib_test
 
 import (
+	"fmt"
 	"io/fs"
 	"math"
 	"os"
@@ -417,6 +418,25 @@ func TestClusterPresets(t *testing.T) {
 		var c spec.Cluster
 		if err := load.PresetDefaults(p.value.FillPath(cue.ParsePath("nodes"), 1), d).Unify(d).Decode(&c); err != nil {
 			t.Fatalf("%s: decode: %v", p.name, err)
+		}
+		c.FillFromDatasheet() // as the loader does
+		// The preset's GPU takes its figures from its datasheet, and a
+		// cluster written inline with only the contract's fields (the
+		// GPU's short name, memory and bf16 peak) is the same cluster.
+		if ds, ok := spec.LookupGPU(c.GPU.Name, c.GPU.MemoryGiB); !ok || ds.BF16 != c.GPU.BF16TFLOPs || ds.HBMGBps != c.GPU.HBMGBps {
+			t.Errorf("%s: GPU %q has no datasheet of its bf16 peak %v (found %v: %+v)", p.name, c.GPU.Name, c.GPU.BF16TFLOPs, ok, ds)
+		}
+		short, _, _ := strings.Cut(c.GPU.Name, "-")
+		inline := ctx.CompileString(fmt.Sprintf("{nodes: 1, gpus_per_node: %d, gpu: {name: %q, memory_gib: %v, bf16_tflops: %v}, nvlink_gbps: %v, network_gbps: %v}",
+			c.GPUsPerNode, short, c.GPU.MemoryGiB, c.GPU.BF16TFLOPs, c.NVLinkGBps, c.NetworkGBps))
+		var ic spec.Cluster
+		if err := inline.Unify(d).Decode(&ic); err != nil {
+			t.Fatalf("%s: inline: %v", p.name, err)
+		}
+		ic.FillFromDatasheet()
+		ic.GPU.Name = c.GPU.Name
+		if ic.GPU != c.GPU || ic.NVLinkDomain != c.NVLinkDomain {
+			t.Errorf("%s: written inline as %q the cluster differs:\n inline %+v domain %d\n preset %+v domain %d", p.name, short, ic.GPU, ic.NVLinkDomain, c.GPU, c.NVLinkDomain)
 		}
 		if c.NVLinkDomain%c.GPUsPerNode != 0 {
 			t.Errorf("%s: nvlink_domain %d is not whole nodes of %d GPUs", p.name, c.NVLinkDomain, c.GPUsPerNode)

@@ -74,6 +74,7 @@ func (c *checker) run() {
 	c.sequence()
 	c.moe()
 	c.precision()
+	c.gpuDatasheet()
 	c.recompute()
 	c.recomputeModules()
 	c.cpuOffloading()

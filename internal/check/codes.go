@@ -80,6 +80,7 @@ var Codes = []CodeInfo{
 
 	// Precision.
 	{Code: "precision-fp8-gpu", Severity: diag.Error, Rule: "", Meaning: "The FP8 recipe is not supported by this GPU (Transformer Engine: fp8 needs compute capability ≥ 8.9, blockwise ≥ 9.0, mxfp8 10.x–11.x).", Fix: "Choose a recipe the GPU supports (the hint lists them) or train.precision \"bf16\"."},
+	{Code: "gpu-peak-not-datasheet", Severity: diag.Warning, Rule: "", Meaning: "cluster.gpu.name names a GPU parc has a datasheet for, but cluster.gpu.bf16_tflops is not that GPU's dense bf16 peak (often the peak with sparsity, twice the dense one): parc takes none of the datasheet's other figures and derives them from the given peak.", Fix: "Write the dense bf16 peak (the hint gives the datasheet's), or name the GPU you have."},
 	{Code: "precision-bf16-gpu", Severity: diag.Warning, Rule: "", Meaning: "bf16 needs compute capability 8.0 or higher (A100 and later).", Fix: "Use train.precision \"fp16\" on this GPU."},
 
 	// Recomputation.

@@ -2,7 +2,10 @@ package check
 
 import (
 	"fmt"
+	"math"
 	"strings"
+
+	"parc.dev/parc/internal/spec"
 )
 
 // fp8RecipeMinCC is the compute capability Transformer Engine needs for each
@@ -94,4 +97,26 @@ func (c *checker) optimizerPrecision() {
 			opt("set train.precision_aware_optimizer: false", setting{"train.precision_aware_optimizer", false})),
 			"the precision-aware optimizer only runs inside the distributed optimizer")
 	}
+}
+
+// gpuDatasheet warns when cluster.gpu names a GPU parc has a datasheet for
+// (spec.LookupGPU) but its bf16 peak is not that GPU's: the loader then takes
+// none of the datasheet's other figures (spec.Cluster.FillFromDatasheet), and
+// the peak is most often the one datasheets quote "with sparsity", twice the
+// dense one training runs at.
+func (c *checker) gpuDatasheet() {
+	g := c.s.Cluster.GPU
+	d, ok := spec.LookupGPU(g.Name, g.MemoryGiB)
+	if !ok || g.BF16TFLOPs <= 0 || math.Abs(g.BF16TFLOPs/d.BF16-1) <= 0.1 {
+		return
+	}
+	why := ""
+	if math.Abs(g.BF16TFLOPs/(2*d.BF16)-1) <= 0.1 {
+		why = " (it is the peak with sparsity, which datasheets quote at twice the dense one)"
+	}
+	const path = "cluster.gpu.bf16_tflops"
+	set := fmt.Sprintf("set %s: %g", path, d.BF16)
+	c.report("gpu-peak-not-datasheet", path, c.options("gpu-peak-not-datasheet", path, set, opt(set, setting{path, d.BF16})),
+		"%s = %g is not the dense bf16 peak of the %s that cluster.gpu.name %q names, %g TFLOP/s by its datasheet%s; parc takes none of that GPU's other figures (HBM bandwidth, SMs, power limit) and derives them from %g",
+		path, g.BF16TFLOPs, d.Model, g.Name, d.BF16, why, g.BF16TFLOPs)
 }

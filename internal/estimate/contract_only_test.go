@@ -1,8 +1,11 @@
 package estimate
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/load"
@@ -39,6 +42,22 @@ func contractOnlyTokens(r *calRow, run *measuredRun, cal Calibration) (float64, 
 	}
 	s, ds := res.DecodeValue(res.Plan)
 	if ds.HasErrors() {
+		return 0, false
+	}
+	// The cluster as the contract writes it, inline (no preset): sizes,
+	// links and the GPU's name, memory and bf16 peak; the GPU's other
+	// figures and a GB200/GB300 NVLink domain come from its datasheet
+	// (spec.Cluster.FillFromDatasheet), as a user's would.
+	c := s.Cluster
+	short, _, _ := strings.Cut(c.GPU.Name, "-")
+	p.Cluster = fmt.Sprintf("{name: %q, nodes: %d, gpus_per_node: %d, gpu: {name: %q, memory_gib: %v, bf16_tflops: %v}, nvlink_gbps: %v, network_gbps: %v}",
+		c.Name, c.Nodes, c.GPUsPerNode, short, c.GPU.MemoryGiB, c.GPU.BF16TFLOPs, c.NVLinkGBps, c.NetworkGBps)
+	p.Imports = slices.DeleteFunc(p.Imports, func(im string) bool { return im == "clusters" })
+	res, ds = load.Load(load.Source{Path: filepath.Join(os.TempDir(), "contract-"+r.id+".cue"), Data: []byte(p.CUE())})
+	if ds.HasErrors() || len(res.Open()) > 0 {
+		return 0, false
+	}
+	if s, ds = res.DecodeValue(res.Plan); ds.HasErrors() {
 		return 0, false
 	}
 	d := spec.Derive(s)

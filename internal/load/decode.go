@@ -79,6 +79,7 @@ func (r *Result) DecodeValue(v cue.Value) (*spec.Spec, diag.List) {
 	if err := v.Decode(&s); err != nil {
 		return nil, fromCUEError(err, r)
 	}
+	s.Cluster.FillFromDatasheet()
 	// Megatron derives the virtual stages from a pipeline layout
 	// (validate_args); a vpp the user did not write follows it.
 	if p := &s.Parallel; p.Layout != nil && !r.User.LookupPath(cue.ParsePath("parallel.vpp")).Exists() {

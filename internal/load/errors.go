@@ -140,6 +140,10 @@ func (r *Result) diagnostic(e cueerrors.Error) diag.Diagnostic {
 		d.Code = "out-of-range"
 		if len(args) == 2 {
 			d.Message = fmt.Sprintf("%s = %v is out of range: must be %v", lastOr(path, "value"), shortNumber(fmt.Sprint(args[0])), args[1])
+			// The whole range, not the one bound CUE tested.
+			if b := firstBounds(r.schemaField(path)); b != "" {
+				d.Message = fmt.Sprintf("%s = %v is out of range: it must be %s", lastOr(path, "value"), shortNumber(fmt.Sprint(args[0])), b)
+			}
 		}
 		d.Hint = r.allowedHint(path)
 	case strings.Contains(format, "mismatched types"):

@@ -40,5 +40,6 @@ func (r *Result) Recover() *spec.Spec {
 	if fresh.Decode(&s) != nil {
 		return nil
 	}
+	s.Cluster.FillFromDatasheet()
 	return &s
 }
