@@ -334,7 +334,7 @@ func (c *checker) determinism() {
 		bad = append(bad, "kernels.cross_entropy_loss_fusion off")
 		off = append(off, setting{"kernels.cross_entropy_loss_fusion", false})
 	}
-	if s.Parallel.TPCommOverlap {
+	if spec.TPCommOverlapOn(s) {
 		bad = append(bad, "parallel.tp_comm_overlap off")
 		off = append(off, setting{"parallel.tp_comm_overlap", false})
 	}

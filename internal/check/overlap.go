@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"parc.dev/parc/internal/spec"
 )
 
 // commOverlap checks the communication-overlap options against what
@@ -14,7 +16,7 @@ import (
 // at d98e8a64).
 func (c *checker) commOverlap() {
 	s, p, d := c.s, c.s.Parallel, c.d
-	if p.TPCommOverlap && !d.SP {
+	if spec.TPCommOverlapOn(s) && !d.SP {
 		why := "sequence parallelism is off (parallel.sp: false)"
 		off := opt("set parallel.tp_comm_overlap: false", setting{"parallel.tp_comm_overlap", false})
 		hint := c.options("tp-comm-overlap", "parallel.tp_comm_overlap", "set parallel.sp: true, or tp_comm_overlap: false",

@@ -17,7 +17,7 @@ cluster: {
 	gpu: {name: "H100", memory_gib: 80, bf16_tflops: 989}
 	nvlink_gbps: 450, network_gbps: 50
 }
-parallel: {tp: 2, pp: 2}
+parallel: {tp: 2, pp: 2, tp_comm_overlap: false} // the corpus writes the overlap it tests
 train: {seq_length: 2048, micro_batch: 1, global_batch: 64, iters: 100}
 data: {}
 logging: {}

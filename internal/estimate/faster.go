@@ -52,8 +52,8 @@ var fasterCandidates = []fasterCandidate{
 		applies: func(s *spec.Spec) bool { return !s.Train.OverlapParamGather },
 		apply:   func(s *spec.Spec) { s.Train.OverlapParamGather = true }},
 	{field: "parallel.tp_comm_overlap", value: true, needs: "Transformer Engine's userbuffers (TE built with them, as NVIDIA's containers are)",
-		applies: func(s *spec.Spec) bool { return !s.Parallel.TPCommOverlap && s.Parallel.TP > 1 },
-		apply:   func(s *spec.Spec) { s.Parallel.TPCommOverlap = true }},
+		applies: func(s *spec.Spec) bool { return !spec.TPCommOverlapOn(s) && s.Parallel.TP > 1 },
+		apply:   func(s *spec.Spec) { on := true; s.Parallel.TPCommOverlap = &on }},
 	{field: "model.moe.dispatcher", value: "flex", also: map[string]any{"model.moe.flex_dispatcher_backend": "deepep"},
 		needs: "the DeepEP library on every node",
 		applies: func(s *spec.Spec) bool {

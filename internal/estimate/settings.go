@@ -75,7 +75,7 @@ func readSettings(s *spec.Spec) settings {
 	st := settings{
 		gradReduceBF16:   t.GradReduceInBF16,
 		fp8ParamGather:   t.FP8ParamGather,
-		tpCommOverlap:    p.TPCommOverlap,
+		tpCommOverlap:    spec.TPCommOverlapOn(s),
 		epOverlap:        p.OverlapMoEExpertParallelComm,
 		recomputeModules: map[string]bool{},
 		mainGrads:        4, mainParams: 4, expAvg: 4, expAvgSq: 4,

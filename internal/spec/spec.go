@@ -172,7 +172,7 @@ type Parallel struct {
 	AccountForEmbedding           bool    `json:"account_for_embedding"`
 	AccountForLoss                bool    `json:"account_for_loss"`
 	MicrobatchGroupSize           *int    `json:"microbatch_group_size,omitempty"`
-	TPCommOverlap                 bool    `json:"tp_comm_overlap"`                  // --tp-comm-overlap
+	TPCommOverlap                 *bool   `json:"tp_comm_overlap,omitempty"`        // --tp-comm-overlap; nil: TPCommOverlapOn's default
 	TPCommOverlapCfg              *string `json:"tp_comm_overlap_cfg,omitempty"`    // --tp-comm-overlap-cfg
 	OverlapMoEExpertParallelComm  bool    `json:"overlap_moe_expert_parallel_comm"` // --overlap-moe-expert-parallel-comm
 	DelayWgradCompute             bool    `json:"delay_wgrad_compute"`              // --delay-wgrad-compute

@@ -97,6 +97,15 @@ func derivedDefault(p string, vals map[string]any) (any, bool) {
 			return b
 		}
 		return (on("train.distributed_optimizer", false) || on("train.fsdp", false)) && on("train.overlap_grad_reduce", true), true
+	case "parallel.tp_comm_overlap":
+		// spec.DefaultTPCommOverlap: on with tp > 1 and sequence
+		// parallelism, without deterministic mode, from compute capability
+		// 9.0 on; the cluster may not be known here, so taken as on (an
+		// explicit false where parc's default is off too changes nothing).
+		tp, _ := get("parallel.tp")
+		sp, ok := vals["parallel.sp"].(bool)
+		det, _ := vals["train.deterministic_mode"].(bool)
+		return tp > 1 && (!ok || sp) && !det, true
 	}
 	return nil, false
 }

@@ -338,7 +338,7 @@ func (m *mapper) generic(dests []string) {
 			if _, has := m.s.field(p); !has {
 				continue
 			}
-			if _, hasDefault := m.s.defaultOf(p); !set && !hasDefault {
+			if _, hasDefault := m.s.defaultOf(p); !set && !hasDefault && !derivedInGo[p] {
 				continue // an optional field stays out unless the input sets it
 			}
 			if m.assign(p, single(v), d) || m.assign(p, v, d) {
@@ -365,3 +365,9 @@ func virtualStages(v map[string]any) (int64, bool) {
 	}
 	return layers / pp / n, true
 }
+
+// derivedInGo are the optional fields whose default the loader derives from
+// other fields in Go (spec.DefaultTPCommOverlap), not in the schema: an
+// input that leaves one out still gets Megatron's value written when
+// derivedDefault differs from it.
+var derivedInGo = map[string]bool{"parallel.tp_comm_overlap": true}

@@ -169,7 +169,7 @@ func (e *emitter) parallelism() {
 	if par.DistributedOptimizerInstances > 1 {
 		a.int("--num-distributed-optimizer-instances", par.DistributedOptimizerInstances)
 	}
-	a.boolFlag("--tp-comm-overlap", par.TPCommOverlap)
+	a.boolFlag("--tp-comm-overlap", spec.TPCommOverlapOn(s))
 	if par.TPCommOverlapCfg != nil {
 		a.str("parallel.tp_comm_overlap_cfg", "--tp-comm-overlap-cfg", *par.TPCommOverlapCfg)
 	}

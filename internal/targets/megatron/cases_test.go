@@ -148,7 +148,8 @@ func TestArgsCases(t *testing.T) {
 			t.FP8ParamGather, t.GradReduceInBF16, t.DistributedOptimizer = true, true, true
 			t.Recompute, t.RecomputeModules = "selective", []string{"core_attn", "mlp"}
 			t.PrecisionAwareOptim, t.MainGradsDtype, t.MainParamsDtype, t.ExpAvgDtype, t.ExpAvgSqDtype = true, "bf16", "fp16", "fp8", "bf16"
-			s.Parallel.TPCommOverlap, s.Parallel.OverlapMoEExpertParallelComm, s.Parallel.DelayWgradCompute = true, true, true
+			on := true
+			s.Parallel.TPCommOverlap, s.Parallel.OverlapMoEExpertParallelComm, s.Parallel.DelayWgradCompute = &on, true, true
 		}, map[string][]string{
 			"--fp8-amax-history-len": {"1024"}, "--fp8-amax-compute-algo": {"max"}, "--fp8-margin": {"1"},
 			"--fp8-param-gather": nil, "--grad-reduce-in-bf16": nil, "--recompute-modules": {"core_attn", "mlp"},
@@ -158,7 +159,7 @@ func TestArgsCases(t *testing.T) {
 		}, nil},
 		{"issue13-defaults-not-emitted", nil, nil, []string{"--fp8-amax-history-len", "--fp8-amax-compute-algo", "--fp8-margin",
 			"--fp8-param-gather", "--grad-reduce-in-bf16", "--recompute-modules", "--use-precision-aware-optimizer",
-			"--main-grads-dtype", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype", "--tp-comm-overlap",
+			"--main-grads-dtype", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype",
 			"--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute", "--use-nccl-ub", "--fsdp-double-buffer"}},
 		{"megatron-fsdp-options", func(s *spec.Spec) {
 			t := &s.Train

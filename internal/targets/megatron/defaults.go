@@ -60,6 +60,8 @@ var DefaultDifferences = []DefaultDifference{
 		"Gradient reduction overlapped with the backward pass, bucket by bucket, as Megatron-LM's example scripts (examples/llama/train_llama3_8b_h100_fp8.sh, examples/mixtral/train_mixtral_8x7b_distributed.sh at d98e8a64) and NVIDIA's performance recipes run; same results, and Megatron's default (off) leaves the whole reduction exposed after backward."},
 	{"train.overlap_param_gather", "--overlap-param-gather", "overlap_param_gather", true,
 		"With the distributed optimizer or Megatron-FSDP (and overlap_grad_reduce), the parameter all-gather overlapped with the forward pass, as Megatron-LM's examples and NVIDIA's recipes run; off otherwise, where Megatron rejects it. Megatron's default is off."},
+	{"parallel.tp_comm_overlap", "--tp-comm-overlap", "tp_comm_overlap", true,
+		"With tp > 1 and sequence parallelism on Hopper or later GPUs, tensor-parallel communication overlapped with the GEMMs through Transformer Engine's userbuffers, as NVIDIA's performance recipes run: of the measured runs in internal/estimate/testdata/measured with tp > 1 that record the setting (Megatron-Bridge, DGX Cloud, Megatron-LM's DeepSeek-V3 guide, NeMo), 218 have it on and 6 off. Off otherwise, and with deterministic_mode, where Megatron rejects it. Megatron's default is off."},
 	{"model.moe.dispatcher", "--moe-token-dispatcher-type", "moe_token_dispatcher_type", "alltoall",
 		"All-to-all token dispatch, which Megatron's MoE examples and recipes use with expert parallelism; Megatron's default is allgather."},
 	{"model.moe.grouped_gemm", "--moe-grouped-gemm", "moe_grouped_gemm", true,
