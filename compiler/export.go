@@ -7,7 +7,7 @@ import (
 
 // Exported is the resolved plan as `parc export` prints it: the spec with
 // every default applied and every value Megatron derives written into its
-// field (dp, etp, sp, ffn_hidden, kv_channels, query_groups, ...), plus the
+// field (dp, etp, sp, tp_comm_overlap, ffn_hidden, kv_channels, query_groups, ...), plus the
 // derived quantities that have no spec field (microbatches, padded vocabulary,
 // expert dp, the layers of each pipeline stage).
 type Exported struct {
@@ -36,6 +36,7 @@ func Export(p *plan.Plan) Exported {
 	par.DP = ptr(d.DP)
 	par.SP = ptr(d.SP)
 	par.MicrobatchGroupSize = ptr(d.MicrobatchGroup)
+	par.TPCommOverlap = ptr(spec.TPCommOverlapOn(&s))
 	s.Parallel = par
 	return Exported{Source: p.Source, Spec: s, Derived: d}
 }
