@@ -3,6 +3,7 @@ package megatron
 import (
 	"fmt"
 	"parc.dev/parc/internal/importer"
+	"parc.dev/parc/internal/spec"
 	"slices"
 	"strings"
 	"sync"
@@ -98,14 +99,18 @@ func derivedDefault(p string, vals map[string]any) (any, bool) {
 		}
 		return (on("train.distributed_optimizer", false) || on("train.fsdp", false)) && on("train.overlap_grad_reduce", true), true
 	case "parallel.tp_comm_overlap":
-		// spec.DefaultTPCommOverlap: on with tp > 1 and sequence
-		// parallelism, without deterministic mode, from compute capability
-		// 9.0 on; the cluster may not be known here, so taken as on (an
-		// explicit false where parc's default is off too changes nothing).
+		// spec.DefaultTPCommOverlap of the imported degrees. The cluster
+		// may not be known here: its GPU is taken as Hopper (an explicit
+		// false where parc's default is off anyway changes nothing).
+		var s spec.Spec
 		tp, _ := get("parallel.tp")
-		sp, ok := vals["parallel.sp"].(bool)
-		det, _ := vals["train.deterministic_mode"].(bool)
-		return tp > 1 && (!ok || sp) && !det, true
+		s.Parallel.TP = int(tp)
+		if sp, ok := vals["parallel.sp"].(bool); ok {
+			s.Parallel.SP = &sp
+		}
+		s.Train.DeterministicMode, _ = vals["train.deterministic_mode"].(bool)
+		s.Cluster.GPU.ComputeCapability = 9.0
+		return spec.DefaultTPCommOverlap(&s), true
 	}
 	return nil, false
 }
