@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"parc.dev/parc/internal/spec"
@@ -107,11 +106,11 @@ func (c *checker) optimizerPrecision() {
 func (c *checker) gpuDatasheet() {
 	g := c.s.Cluster.GPU
 	d, ok := spec.LookupGPU(g.Name, g.MemoryGiB)
-	if !ok || g.BF16TFLOPs <= 0 || math.Abs(g.BF16TFLOPs/d.BF16-1) <= 0.1 {
+	if !ok || g.BF16TFLOPs <= 0 || d.Describes(g.BF16TFLOPs) {
 		return
 	}
 	why := ""
-	if math.Abs(g.BF16TFLOPs/(2*d.BF16)-1) <= 0.1 {
+	if d.Describes(g.BF16TFLOPs / 2) {
 		why = " (it is the peak with sparsity, which datasheets quote at twice the dense one)"
 	}
 	const path = "cluster.gpu.bf16_tflops"

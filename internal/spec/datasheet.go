@@ -113,16 +113,22 @@ func LookupGPU(name string, memoryGiB float64) (Datasheet, bool) {
 	return *found, true
 }
 
+// Describes reports whether a GPU given with this dense bf16 peak is this
+// datasheet's GPU: the peak within 10% of the datasheet's. A different one
+// (most often the "with sparsity" figure, twice the dense one) means the
+// name does not describe the figures, and none of the others are taken.
+func (d Datasheet) Describes(bf16TFLOPs float64) bool {
+	return math.Abs(bf16TFLOPs/d.BF16-1) <= 0.1
+}
+
 // defaultComputeCapability is the GPU's compute capability when neither the
 // spec nor a datasheet gives it: Hopper's.
 const defaultComputeCapability = 9.0
 
 // FillFromDatasheet gives what the spec leaves out (zero) of c.GPU from the
 // datasheet of the GPU its name names (LookupGPU): the compute capability
-// (else Hopper's), and the other figures when the spec's bf16 peak is the
-// datasheet's within 10% (a different peak means the name does not describe
-// these figures, e.g. a sparse peak written as dense, and the estimate
-// derives them from the bf16 peak instead). An NVLink domain left out is the
+// (else Hopper's), and the other figures when the datasheet Describes the
+// spec's bf16 peak (else the estimate derives them from that peak). An NVLink domain left out is the
 // datasheet's (NVL72) when the node divides it, else the node.
 func (c *Cluster) FillFromDatasheet() {
 	g := &c.GPU
@@ -135,7 +141,7 @@ func (c *Cluster) FillFromDatasheet() {
 	if ok {
 		fill(&g.ComputeCapability, d.CC)
 	}
-	if ok && math.Abs(g.BF16TFLOPs/d.BF16-1) <= 0.1 {
+	if ok && d.Describes(g.BF16TFLOPs) {
 		fill(&g.FP8TFLOPs, d.FP8)
 		fill(&g.FP4TFLOPs, d.FP4)
 		fill(&g.HBMGBps, d.HBMGBps)

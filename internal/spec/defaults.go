@@ -6,8 +6,6 @@ package spec
 // on (Megatron-Bridge and NeMo: tp > 1 with sequence parallelism, Hopper and
 // later) and where Megatron allows it (validate_args: sequence parallelism;
 // --deterministic-mode forbids it). Megatron's own default is off.
-//
-// TPCommOverlapOn is what the spec runs: its own setting, else this.
 func DefaultTPCommOverlap(s *Spec) bool {
 	p := s.Parallel
 	return p.TP > 1 && (p.SP == nil || *p.SP) && s.Cluster.GPU.ComputeCapability >= 9 && !s.Train.DeterministicMode
