@@ -60,7 +60,10 @@
 //     one-stage estimate shared by all assignments with the same tp, cp,
 //     ep, etp and links, scaled by the micro batch), then the whole model's
 //     exact microbatch time as one pipeline stage for the micro batch and
-//     recompute mode (bound.go says why each bounds the step). They are
+//     recompute mode (bound.go says why each bounds the step), and, when
+//     parc chooses the group size, the step time with the largest group
+//     once the plan fits (no group is faster; its group is chosen only if
+//     that is within reach of the top). They are
 //     taken in order of their bound; the search stops when the bound exceeds
 //     both the K-th fastest shape and the noise band of the fastest. The top
 //     shapes' remaining assignments are estimated at the end, so their

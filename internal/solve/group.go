@@ -145,8 +145,9 @@ func (sv *solver) groupValue(lf *leaf) int {
 // time with it is step0: the smallest group of the least step time among
 // those that fit. It returns the memory and step time with it, and whether
 // no valid group, fitting or not, makes the plan faster than the one
-// chosen.
-func (sv *solver) chooseGroup(lf *leaf, s *spec.Spec, sizes []int, mem0 estimate.Memory, step0 float64) (estimate.Memory, float64, bool) {
+// chosen. When even the largest group's step time is above limit, it
+// stops there and returns that step time with deferred set.
+func (sv *solver) chooseGroup(lf *leaf, s *spec.Spec, sizes []int, mem0 estimate.Memory, step0, limit float64) (_ estimate.Memory, _ float64, all, deferred bool) {
 	links := sv.grids[lf.grid].links.links
 	pp := int(lf.pp)
 	set := func(i int) spec.Derived {
@@ -161,28 +162,33 @@ func (sv *solver) chooseGroup(lf *leaf, s *spec.Spec, sizes []int, mem0 estimate
 	}
 	step := func(i int) float64 { return estimate.StepTime(s, set(i), links).StepTimeS }
 	last := len(sizes) - 1
-	if step(last) >= step0 {
+	least := step(last)
+	if least >= step0 {
 		// No group is faster (the step time does not grow with it).
 		set(0)
-		return mem0, step0, true
+		return mem0, step0, true, false
+	}
+	if least > limit {
+		set(0)
+		return mem0, least, false, true
 	}
 	// The largest group that fits: the peak grows with the group, and
 	// sizes[0] fits (mem0).
 	lo := sort.Search(len(sizes), func(i int) bool { return i > 0 && !fits(i) }) - 1
-	all := lo == last
+	all = lo == last
 	if lo == 0 {
 		set(0)
-		return mem0, step0, all
+		return mem0, step0, all, false
 	}
 	best := step(lo)
 	if best >= step0 {
 		set(0)
-		return mem0, step0, all
+		return mem0, step0, all, false
 	}
 	// The smallest group as fast: the step time does not grow with it, and
 	// sizes[0] is slower (step0 > best).
 	b := sort.Search(lo, func(i int) bool { return i > 0 && step(i) <= best })
-	return estimate.Fit(s, set(b)), best, all
+	return estimate.Fit(s, set(b)), best, all, false
 }
 
 // setGroup writes leaf group g (0: Megatron's default) into p.

@@ -2,6 +2,7 @@ package solve
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -102,7 +103,8 @@ func TestGroupChoice(t *testing.T) {
 			}
 			lf.g = leafGroup(sizes[0], int(lf.pp))
 			s := sv.leafSpec(&lf)
-			mem, step, _ := sv.chooseGroup(&lf, &s, sizes, estimate.Fit(&s, spec.Derive(&s)), all[0].step)
+			mem, step, _, deferred := sv.chooseGroup(&lf, &s, sizes, estimate.Fit(&s, spec.Derive(&s)), all[0].step, math.Inf(1))
+			assert.False(t, deferred, label)
 			assert.Equal(t, leafGroup(sizes[want], int(lf.pp)), lf.g, label)
 			assert.Equal(t, all[want].step, step, label)
 			assert.Equal(t, all[want].peak, mem.PerGPUPeakBytes, label)
@@ -156,5 +158,30 @@ func TestOpenGroupSize(t *testing.T) {
 			m := 1792 / (c.Train.MicroBatch * c.Parallel.DP)
 			assert.True(t, check.InterleaveGroupValid(g, m, c.Parallel.PP), c.Label())
 		}
+	}
+}
+
+// TestDeferredGroupChoice: a plan whose fastest group cannot reach the top
+// goes back to the heap instead of having its group chosen (evaluate); the
+// candidates, their variants and the explanation are the same as when
+// every plan that fits has its group chosen, and fewer plans are estimated
+// in full.
+func TestDeferredGroupChoice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("solves three acceptance specs twice")
+	}
+	for _, f := range []string{"llama3-405b-1k", "llama3-405b-16k", "deepseek-v3-1k"} {
+		res := loadFile(t, "testdata/acceptance/"+f+".cue")
+		deferred, _ := Solve(res, Options{})
+		deferGroupChoice = false
+		full, _ := Solve(res, Options{})
+		deferGroupChoice = true
+		require.NotEmpty(t, full.Candidates, f)
+		assert.Equal(t, full.Candidates, deferred.Candidates, f)
+		assert.Equal(t, full.Explanation, deferred.Explanation, f)
+		assert.Equal(t, full.Space, deferred.Space, f)
+		assert.Equal(t, full.Space, deferred.Pruned+deferred.Infeasible+deferred.Feasible+deferred.Bounded, f)
+		assert.Less(t, deferred.Feasible, full.Feasible, f)
+		t.Logf("%s: %d feasible estimated in full, %d with every group chosen", f, deferred.Feasible, full.Feasible)
 	}
 }

@@ -324,7 +324,11 @@ func (sv *solver) searchTo(k int) {
 		if sv.memoryRuledOut(lf) || sv.tighten(i, k) || sv.behindNone(i, k) {
 			continue
 		}
-		sv.evaluate(i)
+		if sv.opts.Exhaustive || !deferGroupChoice {
+			sv.evaluate(i, math.Inf(1))
+		} else {
+			sv.evaluate(i, sv.threshold(k)*(1+1e-9))
+		}
 	}
 }
 
@@ -409,7 +413,7 @@ func (sv *solver) completeShapes(gs []group) {
 			continue
 		}
 		if !sv.memoryRuledOut(lf) {
-			sv.evaluate(i)
+			sv.evaluate(i, math.Inf(1))
 		}
 	}
 }
@@ -426,10 +430,17 @@ type evaluation struct {
 	// allGroups: no group size parc could choose is above the leaf's
 	// memory (none is faster than the one chosen).
 	allGroups bool
+	// deferred: the leaf fits, but with parc choosing its group size even
+	// the fastest group (the largest: the step time does not grow with it)
+	// takes step, above the limit evaluateLeaf was given, so the group was
+	// not chosen.
+	deferred bool
 }
 
-// evaluateLeaf computes leaf lf's evaluation.
-func (sv *solver) evaluateLeaf(lf leaf) (ev evaluation) {
+// evaluateLeaf computes leaf lf's evaluation. When parc chooses the leaf's
+// group size and no group can make the step time reach limit, it stops
+// there (ev.deferred, ev.step the least step time of any group).
+func (sv *solver) evaluateLeaf(lf leaf, limit float64) (ev evaluation) {
 	if n := sv.groupMin(&lf); n > 0 {
 		lf.g = leafGroup(n, int(lf.pp))
 	}
@@ -446,23 +457,36 @@ func (sv *solver) evaluateLeaf(lf leaf) (ev evaluation) {
 	// one fits does not depend on its step time.
 	ev.mem = sv.fitLeaf(&lf, s, d)
 	ev.rl = lf.rl
-	limit := sv.opts.MemoryHeadroom * float64(ev.mem.GPUBytes)
-	if ev.over = ev.mem.ExceedsGPU() || float64(ev.mem.PerGPUPeakBytes) > limit; ev.over {
+	if ev.over = ev.mem.ExceedsGPU() || float64(ev.mem.PerGPUPeakBytes) > sv.opts.MemoryHeadroom*float64(ev.mem.GPUBytes); ev.over {
 		return ev
 	}
 	ev.step = estimate.StepTime(s, d, sv.grids[lf.grid].links.links).StepTimeS
 	ev.allGroups = true
 	if sizes := sv.leafGroups(&lf); len(sizes) > 1 {
-		ev.mem, ev.step, ev.allGroups = sv.chooseGroup(&lf, s, sizes, ev.mem, ev.step)
+		ev.mem, ev.step, ev.allGroups, ev.deferred = sv.chooseGroup(&lf, s, sizes, ev.mem, ev.step, limit)
 		ev.g = lf.g
 	}
 	return ev
 }
 
-// evaluate runs check.Run and the estimate on one leaf.
-func (sv *solver) evaluate(i int32) {
+// deferGroupChoice is evaluate's deferral (on; TestDeferredGroupChoice
+// turns it off to compare).
+var deferGroupChoice = true
+
+// evaluate runs check.Run and the estimate on one leaf. A leaf that fits
+// but cannot reach limit whatever group size parc chooses (evaluateLeaf)
+// goes back to the heap with that least step time as its bound, as tighten
+// does: past the threshold, it is estimated in full only if its shape is
+// one of the top (completeShapes, whose limit is +Inf) or the threshold
+// rises past it (a verification failed).
+func (sv *solver) evaluate(i int32, limit float64) {
 	lf := sv.leaves.at(i)
-	ev := sv.evaluateLeaf(*lf)
+	ev := sv.evaluateLeaf(*lf, limit)
+	if ev.deferred {
+		lf.key = max(lf.key, ev.step)
+		sv.push(i)
+		return
+	}
 	ds := ev.ds
 	if sv.checked == 0 {
 		sv.firstChecked = i
@@ -486,7 +510,7 @@ func (sv *solver) evaluate(i int32) {
 	lf.rl, lf.g = ev.rl, ev.g
 	sv.evaluated++
 	fp := foundPlan{leaf: i, peak: mem.PerGPUPeakBytes, frac: mem.FractionOfGPU}
-	limit := sv.opts.MemoryHeadroom * float64(mem.GPUBytes)
+	headroom := sv.opts.MemoryHeadroom * float64(mem.GPUBytes)
 	if ev.over {
 		over := mem.ExceedsGPU()
 		code := CodeAboveHeadroom
@@ -522,7 +546,7 @@ func (sv *solver) evaluate(i int32) {
 			sv.smallest, sv.hasSmallest = fp, true
 		}
 		for _, st := range mem.Stages {
-			if state := st.Weights + st.Gradients + st.Optimizer; float64(state) > limit {
+			if state := st.Weights + st.Gradients + st.Optimizer; float64(state) > headroom {
 				code := CodeAboveHeadroom
 				if state > mem.GPUBytes {
 					code = estimate.CodeMemoryExceedsGPU

@@ -268,8 +268,10 @@ type Result struct {
 	// Evaluated is how many were estimated (some of them infeasible by
 	// memory).
 	Evaluated int `json:"evaluated"`
-	// Bounded is how many were never estimated because their lower bound
-	// was already slower than every plan that could make the top K.
+	// Bounded is how many were never estimated in full because their lower
+	// bound was already slower than every plan that could make the top K:
+	// the bound of package doc's step 3, or, for a plan that fits and whose
+	// group size parc chooses, its step time with the largest group.
 	Bounded int64 `json:"bounded"`
 	// Shapes is how many distinct parallel shapes the feasible plans have.
 	Shapes int `json:"shapes"`
