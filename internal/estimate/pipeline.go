@@ -157,23 +157,16 @@ func peakInFlight(p, v, m, g, r int, weight []float64) []int {
 	if even || warmup >= total {
 		return first
 	}
-	// chunk is interleavedTable(m, v, g)[k] without building the table:
-	// full groups of g microbatches, then the last group's m mod g.
 	full := m / g * g * v
-	last := max(m%g, 1)
-	chunk := func(k int) int {
-		if k < full {
-			return k % (g * v) / g
-		}
-		return (k - full) / last
-	}
 	alive := make([]int, v)
 	var bytes float64
-	for k := range warmup {
-		c := chunk(k)
-		alive[c]++
-		bytes += weight[c]
+	fwd := newChunkSeq(0, full, g, v, max(m%g, 1))
+	for range warmup {
+		alive[fwd.c]++
+		bytes += weight[fwd.c]
+		fwd.next()
 	}
+	bwd := newChunkSeq(0, full, g, v, max(m%g, 1))
 	best, at := -1.0, slices.Clone(alive)
 	// The steady state repeats every g·v steps while its forwards stay in
 	// the full groups: when a period ends in the state it began with
@@ -184,25 +177,72 @@ func peakInFlight(p, v, m, g, r int, weight []float64) []int {
 	for k := 0; warmup+k < total; k++ {
 		if k > 0 && k%period == 0 {
 			if bytes == mark && slices.Equal(alive, markAlive) {
+				skipped := k
 				for warmup+k+period <= full {
 					k += period
+				}
+				if k != skipped {
+					fwd = newChunkSeq(warmup+k, full, g, v, max(m%g, 1))
+					bwd = newChunkSeq(k, full, g, v, max(m%g, 1))
 				}
 			}
 			mark = bytes
 			copy(markAlive, alive)
 		}
-		c := chunk(warmup + k)
+		c := fwd.c
 		alive[c]++
 		bytes += weight[c]
 		if bytes > best {
 			best = bytes
 			copy(at, alive)
 		}
-		b := v - 1 - chunk(k)
+		b := v - 1 - bwd.c
 		alive[b]--
 		bytes -= weight[b]
+		fwd.next()
+		bwd.next()
 	}
 	return at
+}
+
+// chunkSeq walks interleavedTable(m, v, g) without building it: the k-th
+// forward's model chunk is c, (k mod g·v)/g in the full groups of g
+// microbatches (the first full = m/g·g·v forwards), then (k − full)/last in
+// the last group of last = m mod g (peakInFlight's steady state takes one
+// step per forward, and divisions are its cost).
+type chunkSeq struct {
+	k, full, g, v, last int
+	pos, c              int // k's position in its run of one chunk, and the chunk
+}
+
+func newChunkSeq(k, full, g, v, last int) chunkSeq {
+	q := chunkSeq{k: k, full: full, g: g, v: v, last: last}
+	if k < full {
+		q.pos, q.c = k%g, k%(g*v)/g
+	} else {
+		q.pos, q.c = (k-full)%last, (k-full)/last
+	}
+	return q
+}
+
+func (q *chunkSeq) next() {
+	q.k++
+	size := q.last
+	switch {
+	case q.k == q.full:
+		q.pos, q.c = 0, 0
+		return
+	case q.k < q.full:
+		size = q.g
+	}
+	q.pos++
+	if q.pos == size {
+		q.pos = 0
+		q.c++
+		if q.k < q.full && q.c == q.v {
+			q.c = 0
+		}
+	}
 }
 
 // stageLayout returns the layers of every (pipeline rank, virtual stage),
