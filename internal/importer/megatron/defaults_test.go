@@ -44,3 +44,39 @@ func TestDefaultDifferences(t *testing.T) {
 		}
 	}
 }
+
+// TestDerivedDefault: the defaults that depend on other fields come from
+// their one definition (the schema's expression, spec.Derive), evaluated on
+// the imported values; a value they need but do not have gives no default.
+func TestDerivedDefault(t *testing.T) {
+	for _, c := range []struct {
+		path string
+		vals map[string]any
+		want any // nil: no default
+	}{
+		{"train.overlap_param_gather", map[string]any{}, false},
+		{"train.overlap_param_gather", map[string]any{"train.distributed_optimizer": true}, true},
+		{"train.overlap_param_gather", map[string]any{"train.fsdp": true}, true},
+		{"train.overlap_param_gather", map[string]any{"train.distributed_optimizer": true, "train.overlap_grad_reduce": false}, false},
+		{"model.ffn_hidden", map[string]any{"model.hidden": int64(4096)}, int64(16384)},
+		{"model.ffn_hidden", map[string]any{"model.hidden": int64(4096), "model.activation": "swiglu", "model.ffn_hidden": int64(14336)}, int64(10880)},
+		{"model.ffn_hidden", map[string]any{}, nil},
+		{"model.moe.ffn_hidden", map[string]any{"model.hidden": int64(4096), "model.ffn_hidden": int64(14336)}, int64(14336)},
+		{"model.kv_channels", map[string]any{"model.hidden": int64(4096), "model.heads": int64(32)}, int64(128)},
+		{"model.kv_channels", map[string]any{"model.hidden": int64(4096), "model.heads": int64(24)}, nil},
+		{"model.query_groups", map[string]any{"model.heads": int64(32)}, int64(32)},
+		{"model.max_position_embeddings", map[string]any{"train.seq_length": int64(8192)}, int64(8192)},
+		{"parallel.etp", map[string]any{"parallel.tp": int64(4)}, int64(4)},
+		{"parallel.etp", map[string]any{}, int64(1)},
+		{"parallel.tp_comm_overlap", map[string]any{"parallel.tp": int64(4)}, true},
+		{"parallel.tp_comm_overlap", map[string]any{"parallel.tp": int64(4), "parallel.sp": false}, false},
+	} {
+		got, ok := derivedDefault(c.path, c.vals)
+		if c.want == nil {
+			require.False(t, ok, "%s %v: %v", c.path, c.vals, got)
+			continue
+		}
+		require.True(t, ok, "%s %v", c.path, c.vals)
+		require.True(t, mg.Equal(c.want, got), "%s %v: %v, want %v", c.path, c.vals, got, c.want)
+	}
+}

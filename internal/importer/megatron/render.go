@@ -55,62 +55,66 @@ func (n *node) set(p string, v any, comment string) {
 }
 
 // derivedDefault is parc's default for fields whose default depends on
-// others (the schema leaves them optional and derives them as Megatron does).
+// others, from the one place that defines it: spec.Derive for the sizes
+// Megatron derives when the arguments leave them out (ffn_hidden,
+// kv_channels, query_groups, the expert size, max_position_embeddings,
+// etp), the schema's own expression for overlap_param_gather, and
+// spec.DefaultTPCommOverlap for tp_comm_overlap. ok is false when the
+// values it depends on are not known.
 func derivedDefault(p string, vals map[string]any) (any, bool) {
-	get := func(k string) (int64, bool) { return asInt(vals[k]) }
+	get := func(k string) (int, bool) {
+		v, ok := asInt(vals[k])
+		return int(v), ok
+	}
 	switch p {
-	case "model.ffn_hidden":
-		h, ok := get("model.hidden")
-		if !ok {
-			return nil, false
-		}
-		if vals["model.activation"] == "swiglu" {
-			return int64(float64(4*h*2)/3/64) * 64, true
-		}
-		return 4 * h, true
-	case "model.kv_channels":
-		h, ok1 := get("model.hidden")
-		a, ok2 := get("model.heads")
-		if ok1 && ok2 && a > 0 && h%a == 0 {
-			return h / a, true
-		}
-	case "model.query_groups":
-		return vals["model.heads"], vals["model.heads"] != nil
-	case "parallel.etp":
-		if v, ok := vals["parallel.tp"]; ok {
-			return v, true
-		}
-		return int64(1), true
-	case "model.moe.ffn_hidden":
-		if v, ok := vals["model.ffn_hidden"]; ok {
-			return v, true
-		}
-		return derivedDefault("model.ffn_hidden", vals)
-	case "model.max_position_embeddings":
-		return vals["train.seq_length"], vals["train.seq_length"] != nil
 	case "train.overlap_param_gather":
-		// schema/plan.cue: on with sharded parameters and overlap_grad_reduce.
-		on := func(k string, def bool) bool {
-			b, ok := vals[k].(bool)
-			if !ok {
-				return def
-			}
-			return b
-		}
-		return (on("train.distributed_optimizer", false) || on("train.fsdp", false)) && on("train.overlap_grad_reduce", true), true
+		return theSchema().defaultGiven(p, vals)
 	case "parallel.tp_comm_overlap":
-		// spec.DefaultTPCommOverlap of the imported degrees. The cluster
-		// may not be known here: its GPU is taken as Hopper (an explicit
-		// false where parc's default is off anyway changes nothing).
+		// The cluster may not be known here: its GPU is taken as Hopper
+		// (an explicit false where parc's default is off anyway changes
+		// nothing).
 		var s spec.Spec
-		tp, _ := get("parallel.tp")
-		s.Parallel.TP = int(tp)
+		s.Parallel.TP, _ = get("parallel.tp")
 		if sp, ok := vals["parallel.sp"].(bool); ok {
 			s.Parallel.SP = &sp
 		}
 		s.Train.DeterministicMode, _ = vals["train.deterministic_mode"].(bool)
 		s.Cluster.GPU.ComputeCapability = 9.0
 		return spec.DefaultTPCommOverlap(&s), true
+	}
+	// spec.Derive on the known values; each size needs its inputs.
+	var s spec.Spec
+	m := &s.Model
+	hidden, hasHidden := get("model.hidden")
+	heads, hasHeads := get("model.heads")
+	seq, hasSeq := get("train.seq_length")
+	m.Hidden, m.Heads, s.Train.SeqLength = hidden, heads, seq
+	m.Activation, _ = vals["model.activation"].(string)
+	if v, ok := get("model.ffn_hidden"); ok && p != "model.ffn_hidden" {
+		m.FFNHidden = &v // the experts' default size
+	}
+	m.MoE = &spec.MoE{}
+	m.MakeVocabDivisibleBy = 1 // Derive pads the vocabulary, not needed here
+	s.Parallel.TP = 1
+	if v, ok := get("parallel.tp"); ok {
+		s.Parallel.TP = v
+	}
+	d := spec.Derive(&s)
+	switch p {
+	case "model.ffn_hidden":
+		return int64(d.FFNHidden), hasHidden
+	case "model.moe.ffn_hidden":
+		return int64(d.MoEFFNHidden), hasHidden || m.FFNHidden != nil
+	case "model.kv_channels":
+		// Megatron derives it only when heads divide hidden (it asserts
+		// that otherwise).
+		return int64(d.KVChannels), hasHidden && hasHeads && heads > 0 && hidden%heads == 0
+	case "model.query_groups":
+		return vals["model.heads"], hasHeads
+	case "model.max_position_embeddings":
+		return vals["train.seq_length"], hasSeq
+	case "parallel.etp":
+		return int64(d.ETP), true
 	}
 	return nil, false
 }

@@ -3,6 +3,7 @@ package megatron
 import (
 	"encoding/json"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -83,6 +84,29 @@ func (s *schemaView) defaultOf(p string) (any, bool) {
 		return nil, false
 	}
 	if d.IncompleteKind() == cue.StructKind {
+		return nil, false
+	}
+	return goValue(d)
+}
+
+// defaultGiven returns the schema's default at p with the values of the
+// other fields of p's block (vals, by dotted spec path) filled in: a
+// default the schema computes from other fields (overlap_param_gather's
+// from the optimizer sharding and overlap_grad_reduce), evaluated by the
+// schema itself. Values the schema does not accept are left out.
+func (s *schemaView) defaultGiven(p string, vals map[string]any) (any, bool) {
+	block, _, _ := strings.Cut(p, ".")
+	v := s.plan
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
+		if k == p || !strings.HasPrefix(k, block+".") || !s.accepts(k, vals[k]) {
+			continue
+		}
+		f, _ := s.field(k)
+		v = v.FillPath(cue.ParsePath(k), s.ctx.Encode(cueValue(f, vals[k])))
+	}
+	f := v.LookupPath(cue.ParsePath(p))
+	d, ok := f.Default()
+	if !f.Exists() || !ok || !d.IsConcrete() || d.IncompleteKind() == cue.StructKind {
 		return nil, false
 	}
 	return goValue(d)
