@@ -106,7 +106,7 @@ train: {seq_length: 67108864, micro_batch: 1, global_batch: 1073741824, iters: 1
 `},
 	{code: "open-field-no-value", file: "p.cue", run: "solve", text: strings.Replace(tiny, "parallel: {tp: 2, pp: 2}", "parallel: {tp: >5000 & <5001, pp: 2}", 1)},
 	{code: "memory-exceeds-gpu", file: "p.cue", text: dense("1", "40", "tp: 2")},
-	{code: "memory-near-limit", file: "p.cue", text: dense("1", "68", "tp: 2")},
+	{code: "memory-near-limit", file: "p.cue", text: dense("1", "62", "tp: 2")},
 	{code: "cp-crosses-node", file: "p.cue", text: dense("2", "80", "tp: 8, cp: 2")},
 	{code: "ep-crosses-node", file: "p.cue", text: moe("8", "ep: 16")},
 	{code: "etp-crosses-nvlink", file: "p.cue", text: moe("4", "etp: 8")},

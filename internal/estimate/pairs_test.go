@@ -41,9 +41,18 @@ const (
 	pairMinRatio = measured.DistinctRatio
 	// Misordered pairs at 8e3f558: 1 of 7 within a release, 8 of 74
 	// across releases; same plan with other settings (at 8842064): 4 of 69.
+	// With grad_reduce_in_bf16 on by default (bf16 reduction, as 385 of the
+	// 397 runs that record the setting ran) the settings pairs went from 3
+	// to 7 of 68: the four added are Megatron-Bridge's Llama 3 70B FSDP runs
+	// on 64 GB300 (26.02, 26.02.01, 26.04, 26.04.01 against 25.11), measured
+	// 1.11-1.16x faster across releases; 25.11 records no reduction dtype,
+	// and where the old default (fp32) made it the slower plan, the new
+	// one gives it the bf16 reduction the later runs record, and the model
+	// rates the two alike (what changed between the releases is software
+	// it has no setting for).
 	maxMisorderedSameRelease  = 1
 	maxMisorderedCrossRelease = 8
-	maxMisorderedSettings     = 4
+	maxMisorderedSettings     = 7
 	// maxMicroBatchCredit bounds how much of a larger micro batch's
 	// measured advantage the estimate may credit, as the geometric mean of
 	// estimated over measured advantage over every pair of runs of one job

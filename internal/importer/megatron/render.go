@@ -58,7 +58,8 @@ func (n *node) set(p string, v any, comment string) {
 // others, from the one place that defines it: spec.Derive for the sizes
 // Megatron derives when the arguments leave them out (ffn_hidden,
 // kv_channels, query_groups, the expert size, max_position_embeddings,
-// etp), the schema's own expression for overlap_param_gather, and
+// etp), the schema's own expressions for overlap_param_gather and
+// grad_reduce_in_bf16, and
 // spec.DefaultTPCommOverlap for tp_comm_overlap. ok is false when the
 // values it depends on are not known.
 func derivedDefault(p string, vals map[string]any) (any, bool) {
@@ -67,7 +68,7 @@ func derivedDefault(p string, vals map[string]any) (any, bool) {
 		return int(v), ok
 	}
 	switch p {
-	case "train.overlap_param_gather":
+	case "train.overlap_param_gather", "train.grad_reduce_in_bf16":
 		return theSchema().defaultGiven(p, vals)
 	case "parallel.tp_comm_overlap":
 		// The cluster may not be known here: its GPU is taken as Hopper

@@ -158,7 +158,7 @@ func TestArgsCases(t *testing.T) {
 			"--overlap-moe-expert-parallel-comm": nil, "--delay-wgrad-compute": nil,
 		}, nil},
 		{"issue13-defaults-not-emitted", nil, nil, []string{"--fp8-amax-history-len", "--fp8-amax-compute-algo", "--fp8-margin",
-			"--fp8-param-gather", "--grad-reduce-in-bf16", "--recompute-modules", "--use-precision-aware-optimizer",
+			"--fp8-param-gather", "--recompute-modules", "--use-precision-aware-optimizer",
 			"--main-grads-dtype", "--main-params-dtype", "--exp-avg-dtype", "--exp-avg-sq-dtype",
 			"--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute", "--use-nccl-ub", "--fsdp-double-buffer"}},
 		{"megatron-fsdp-options", func(s *spec.Spec) {
