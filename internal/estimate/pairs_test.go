@@ -41,18 +41,15 @@ const (
 	pairMinRatio = measured.DistinctRatio
 	// Misordered pairs at 8e3f558: 1 of 7 within a release, 8 of 74
 	// across releases; same plan with other settings (at 8842064): 4 of 69.
-	// With grad_reduce_in_bf16 on by default (bf16 reduction, as 385 of the
-	// 397 runs that record the setting ran) the settings pairs went from 3
-	// to 7 of 68: the four added are Megatron-Bridge's Llama 3 70B FSDP runs
-	// on 64 GB300 (26.02, 26.02.01, 26.04, 26.04.01 against 25.11), measured
-	// 1.11-1.16x faster across releases; 25.11 records no reduction dtype,
-	// and where the old default (fp32) made it the slower plan, the new
-	// one gives it the bf16 reduction the later runs record, and the model
-	// rates the two alike (what changed between the releases is software
-	// it has no setting for).
+	// A tie (runPair.tie) is not misordered: with grad_reduce_in_bf16 on
+	// by default, four settings pairs became ties (Megatron-Bridge's Llama
+	// 3 70B FSDP runs on 64 GB300, 26.02-26.04.01 against 25.11, measured
+	// 1.11-1.16x apart across releases), where 25.11 records no reduction
+	// dtype and the old default (fp32) had made it the slower; misordered
+	// then: 2 of 68.
 	maxMisorderedSameRelease  = 1
 	maxMisorderedCrossRelease = 8
-	maxMisorderedSettings     = 7
+	maxMisorderedSettings     = 2
 	// maxMicroBatchCredit bounds how much of a larger micro batch's
 	// measured advantage the estimate may credit, as the geometric mean of
 	// estimated over measured advantage over every pair of runs of one job
@@ -80,7 +77,15 @@ type runPair struct {
 // misordered reports whether the estimate ranks the pair against the
 // measurement.
 func (p runPair) misordered() bool {
-	return (p.measured > 1) != (p.estimated > 1)
+	return (p.measured > 1) != (p.estimated > 1) && !p.tie()
+}
+
+// tie: the estimate rates the two runs alike (to 1e-9), as it does when
+// their specs agree in everything it reads: runs of one plan whose recorded
+// settings differ only where one of them records none and parc's default
+// is what the other records. Such a pair orders nothing.
+func (p runPair) tie() bool {
+	return math.Abs(p.estimated-1) < 1e-9
 }
 
 // planKey is what a pair differs in: the parallel degrees, micro batch,
@@ -270,8 +275,9 @@ func pairsReport(pairs []runPair, n, bad map[string]int) string {
 	b.WriteString("recipe, sequence length, global batch) under different plans (parallel degrees, micro batch,\n")
 	fmt.Fprintf(&b, "recomputation, GPU count) or the same plan with other settings, measured more than %.2fx apart\n", pairMinRatio)
 	b.WriteString("in tokens/s/GPU. *measured* and *estimated* are the faster-measured run's throughput over the\n")
-	b.WriteString("other's; a pair is misordered (**no**) when the estimate ranks it the other way. Estimates use\n")
-	b.WriteString("calibration_fitted.go.\n\n")
+	b.WriteString("other's; a pair is misordered (**no**) when the estimate ranks it the other way, a tie when the\n")
+	b.WriteString("estimate rates both alike (their specs agree in everything it reads: one run records a setting\n")
+	b.WriteString("the other leaves to parc's default, which is the same value). Estimates use calibration_fitted.go.\n\n")
 	b.WriteString("| pairs | n | misordered |\n|---|---|---|\n")
 	for _, k := range kinds {
 		fmt.Fprintf(&b, "| %s | %d | %d |\n", k, n[k], bad[k])
@@ -285,8 +291,11 @@ func pairsReport(pairs []runPair, n, bad map[string]int) string {
 				continue
 			}
 			ok := "yes"
-			if p.misordered() {
+			switch {
+			case p.misordered():
 				ok = "**no**"
+			case p.tie():
+				ok = "tie"
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f | %.2f | %s |\n", p.a.id, p.planA, p.b.id, p.planB, p.measured, p.estimated, ok)
 		}
