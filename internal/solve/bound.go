@@ -262,7 +262,7 @@ func (sv *solver) tighten(i int32, k int) bool {
 	if lf.stage >= 2 || sv.opts.Exhaustive {
 		return false
 	}
-	limit := sv.threshold(k) * (1 + 1e-9)
+	limit := sv.reach(k)
 	if len(sv.heap) > 0 {
 		limit = min(limit, sv.heap[0].key)
 	}

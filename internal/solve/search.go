@@ -296,13 +296,22 @@ func (sv *solver) threshold(k int) float64 {
 	return max(sv.shapeTimes[0]*(1+sv.opts.NoiseBand), sv.shapeTimes[k-1])
 }
 
+// reach is the bound past which the search leaves a leaf: threshold(k)
+// with room for the last bit of a sum, +Inf in an exhaustive search.
+func (sv *solver) reach(k int) float64 {
+	if sv.opts.Exhaustive {
+		return math.Inf(1)
+	}
+	return sv.threshold(k) * (1 + 1e-9)
+}
+
 // searchTo estimates leaves in order of their bound until every leaf left
 // is bounded above threshold(k).
 func (sv *solver) searchTo(k int) {
 	for len(sv.heap) > 0 && !sv.exhausted {
 		i := sv.heap[0].i
 		lf := sv.leaves.at(i)
-		if !sv.opts.Exhaustive && lf.key > sv.threshold(k)*(1+1e-9) {
+		if lf.key > sv.reach(k) {
 			return
 		}
 		sv.pop()
@@ -324,11 +333,11 @@ func (sv *solver) searchTo(k int) {
 		if sv.memoryRuledOut(lf) || sv.tighten(i, k) || sv.behindNone(i, k) {
 			continue
 		}
-		if sv.opts.Exhaustive || !deferGroupChoice {
-			sv.evaluate(i, math.Inf(1))
-		} else {
-			sv.evaluate(i, sv.threshold(k)*(1+1e-9))
+		limit := sv.reach(k)
+		if !deferGroupChoice {
+			limit = math.Inf(1)
 		}
+		sv.evaluate(i, limit)
 	}
 }
 
@@ -348,7 +357,7 @@ func (sv *solver) behindNone(i int32, k int) bool {
 		return false
 	}
 	lf.key = step
-	limit := sv.threshold(k) * (1 + 1e-9)
+	limit := sv.reach(k)
 	if lf.key > limit || len(sv.heap) > 0 && heapLess(sv.heap[0], heapItem{lf.key, i}) {
 		sv.push(i)
 		return true
