@@ -157,16 +157,16 @@ func peakInFlight(p, v, m, g, r int, weight []float64) []int {
 	if even || warmup >= total {
 		return first
 	}
-	full := m / g * g * v
+	full, last := m/g*g*v, max(m%g, 1)
 	alive := make([]int, v)
 	var bytes float64
-	fwd := newChunkSeq(0, full, g, v, max(m%g, 1))
+	fwd := newChunkSeq(0, full, g, v, last)
 	for range warmup {
 		alive[fwd.c]++
 		bytes += weight[fwd.c]
 		fwd.next()
 	}
-	bwd := newChunkSeq(0, full, g, v, max(m%g, 1))
+	bwd := newChunkSeq(0, full, g, v, last)
 	best, at := -1.0, slices.Clone(alive)
 	// The steady state repeats every g·v steps while its forwards stay in
 	// the full groups: when a period ends in the state it began with
@@ -182,8 +182,8 @@ func peakInFlight(p, v, m, g, r int, weight []float64) []int {
 					k += period
 				}
 				if k != skipped {
-					fwd = newChunkSeq(warmup+k, full, g, v, max(m%g, 1))
-					bwd = newChunkSeq(k, full, g, v, max(m%g, 1))
+					fwd = newChunkSeq(warmup+k, full, g, v, last)
+					bwd = newChunkSeq(k, full, g, v, last)
 				}
 			}
 			mark = bytes
