@@ -67,23 +67,11 @@ func derivedDefault(p string, vals map[string]any) (any, bool) {
 		v, ok := asInt(vals[k])
 		return int(v), ok
 	}
-	switch p {
-	case "train.overlap_param_gather", "train.grad_reduce_in_bf16":
+	if p == "train.overlap_param_gather" || p == "train.grad_reduce_in_bf16" {
 		return theSchema().defaultGiven(p, vals)
-	case "parallel.tp_comm_overlap":
-		// The cluster may not be known here: its GPU is taken as Hopper
-		// (an explicit false where parc's default is off anyway changes
-		// nothing).
-		var s spec.Spec
-		s.Parallel.TP, _ = get("parallel.tp")
-		if sp, ok := vals["parallel.sp"].(bool); ok {
-			s.Parallel.SP = &sp
-		}
-		s.Train.DeterministicMode, _ = vals["train.deterministic_mode"].(bool)
-		s.Cluster.GPU.ComputeCapability = 9.0
-		return spec.DefaultTPCommOverlap(&s), true
 	}
-	// spec.Derive on the known values; each size needs its inputs.
+	// The imported values as a spec, for spec.DefaultTPCommOverlap and
+	// spec.Derive; each default needs its inputs.
 	var s spec.Spec
 	m := &s.Model
 	hidden, hasHidden := get("model.hidden")
@@ -100,6 +88,17 @@ func derivedDefault(p string, vals map[string]any) (any, bool) {
 	if v, ok := get("parallel.tp"); ok {
 		s.Parallel.TP = v
 	}
+	if sp, ok := vals["parallel.sp"].(bool); ok {
+		s.Parallel.SP = &sp
+	}
+	s.Train.DeterministicMode, _ = vals["train.deterministic_mode"].(bool)
+	if p == "parallel.tp_comm_overlap" {
+		// The cluster may not be known here: its GPU is taken as Hopper
+		// (an explicit false where parc's default is off anyway changes
+		// nothing).
+		s.Cluster.GPU.ComputeCapability = 9.0
+		return spec.DefaultTPCommOverlap(&s), true
+	}
 	d := spec.Derive(&s)
 	switch p {
 	case "model.ffn_hidden":
@@ -111,9 +110,9 @@ func derivedDefault(p string, vals map[string]any) (any, bool) {
 		// that otherwise).
 		return int64(d.KVChannels), hasHidden && hasHeads && heads > 0 && hidden%heads == 0
 	case "model.query_groups":
-		return vals["model.heads"], hasHeads
+		return int64(d.QueryGroups), hasHeads
 	case "model.max_position_embeddings":
-		return vals["train.seq_length"], hasSeq
+		return int64(d.MaxPositions), hasSeq
 	case "parallel.etp":
 		return int64(d.ETP), true
 	}
