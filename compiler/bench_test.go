@@ -26,3 +26,23 @@ func BenchmarkVet(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSolve measures what `parc solve FILE` runs for the issue's
+// acceptance specs: load, the search with the targets' checks, and the
+// explanation (rendering and writing the output are not included).
+func BenchmarkSolve(b *testing.B) {
+	for _, name := range []string{"deepseek-v3-1k", "llama3-405b-16k"} {
+		path := filepath.Join("..", "internal", "solve", "testdata", "acceptance", name+".cue")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if r, diags := Solve(Source{Path: path, Data: data}, 0); r == nil || len(r.Candidates) == 0 {
+					b.Fatal(diags)
+				}
+			}
+		})
+	}
+}

@@ -191,3 +191,21 @@ func TestHCLWideStaysLinear(t *testing.T) {
 	assert.Equal(t, "too-many-fields", l[0].Code)
 	assert.Equal(t, "cluster.env", l[0].Path)
 }
+
+// BenchmarkLoadPresets loads specs built from stdlib presets (every preset
+// field a default the user may override), the common case of parc solve and
+// parc vet.
+//
+//	go test ./internal/load -run XXX -bench LoadPresets
+func BenchmarkLoadPresets(b *testing.B) {
+	for _, name := range []string{"deepseek-v3-1k", "llama3-405b-16k"} {
+		path := "../solve/testdata/acceptance/" + name + ".cue"
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if res, ds := Load(Source{Path: path}); res == nil || ds.HasErrors() {
+					b.Fatal(ds)
+				}
+			}
+		})
+	}
+}

@@ -17,48 +17,69 @@ var presetBlocks = []string{"model", "cluster"}
 // the user's overrides) has a concrete default, that default is filled in:
 // the user's side states the model, the schema's default is the fallback.
 func presetDefaults(user, plan cue.Value) cue.Value {
+	f := defaultFiller{user: user, plan: plan}
 	for _, b := range presetBlocks {
-		user = fillDefaults(user, plan, cue.ParsePath(b))
+		f.fill(cue.ParsePath(b))
 	}
-	return user
+	return f.user
 }
 
 // PresetDefaults applies the same rule to a preset on its own: every field
 // the schema definition def leaves not concrete once unified with the preset
 // takes the preset's default (the stdlib's tests check presets this way).
 func PresetDefaults(preset, def cue.Value) cue.Value {
-	return fillDefaults(preset, def, cue.MakePath())
+	f := defaultFiller{user: preset, plan: def}
+	f.fill(cue.MakePath())
+	return f.user
 }
 
-func fillDefaults(user, plan cue.Value, path cue.Path) cue.Value {
-	u := user.LookupPath(path)
+// defaultFiller walks the user's value and fills the defaults. A preset
+// writes every field as a default, so most fields are checked against the
+// unified plan: it is unified once and again only after a fill changed the
+// user's value (a unification per field made loading a preset cost tens of
+// whole-plan unifications; BenchmarkLoadPresets).
+type defaultFiller struct {
+	user, plan cue.Value
+	unified    cue.Value
+	fresh      bool // unified is user & plan for the current user
+}
+
+// unifiedAt is the plan unified with the current user's value, at path.
+func (f *defaultFiller) unifiedAt(path cue.Path) cue.Value {
+	if !f.fresh {
+		f.unified, f.fresh = f.user.Unify(f.plan), true
+	}
+	return f.unified.LookupPath(path)
+}
+
+func (f *defaultFiller) fill(path cue.Path) {
+	u := f.user.LookupPath(path)
 	if !u.Exists() {
-		return user
+		return
 	}
 	if u.IncompleteKind() == cue.StructKind {
 		it, err := u.Fields()
 		if err != nil {
-			return user
+			return
 		}
 		var sels []cue.Selector
 		for it.Next() {
 			sels = append(sels, it.Selector())
 		}
 		for _, sel := range sels {
-			user = fillDefaults(user, plan, cue.MakePath(append(path.Selectors(), sel)...))
+			f.fill(cue.MakePath(append(path.Selectors(), sel)...))
 		}
-		return user
+		return
 	}
 	if u.IsConcrete() {
-		return user
+		return
 	}
 	d, ok := u.Default()
 	if !ok || !d.IsConcrete() || d.Validate(cue.Concrete(true)) != nil {
-		return user
+		return
 	}
-	unified := user.Unify(plan).LookupPath(path)
-	if unified.Exists() && unified.Validate(cue.Concrete(true)) == nil {
-		return user
+	if unified := f.unifiedAt(path); unified.Exists() && unified.Validate(cue.Concrete(true)) == nil {
+		return
 	}
-	return user.FillPath(path, d)
+	f.user, f.fresh = f.user.FillPath(path, d), false
 }
