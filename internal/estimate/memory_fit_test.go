@@ -47,14 +47,15 @@ func runFit(r *measuredRun) fitRow {
 // no release config of its source has, so the memory settings it ran with
 // are unknown; what parc estimates with its release's settings is said.
 var knownOverGPU = map[string]string{
-	// None today. The three runs listed here before (bridge-25.11-gpt-oss-120b-h100-bf16-64,
-	// bridge-26.02.01-llama3-70b-gb300-mxfp8-64, nemo-25.07-llama3.1-405b-gb200-fp8-128: 154.7%,
-	// 132.1%, 141.6% without recomputation) leave their recomputation unsaid, and their spec
-	// now takes the least that fits (measured.RecomputeConstraint): full recomputation of 5,
-	// 8 and 54 layers per stage. Their published shapes match no configuration of their
-	// release (MBS 4 with GA 2 at GBS 512 and dp 16; MBS 2 at pp 4 without vpp; GBS 64 for
-	// a plan NeMo's csv runs at GBS 256 with 95 layers offloaded), so what they ran with is
-	// unknown.
+	// None today. Two runs listed here before (bridge-25.11-gpt-oss-120b-h100-bf16-64,
+	// nemo-25.07-llama3.1-405b-gb200-fp8-128: 154.7%, 141.6% without recomputation) leave
+	// their recomputation unsaid, and their spec now takes the least that fits
+	// (measured.RecomputeConstraint): full recomputation of 8 and 54 layers per stage. Their
+	// published shapes match no configuration of their release (MBS 4 with GA 2 at GBS 512
+	// and dp 16; GBS 64 for a plan NeMo's csv runs at GBS 256 with 95 layers offloaded), so
+	// what they ran with is unknown. The third, bridge-26.02.01-llama3-70b-gb300-mxfp8-64
+	// (132.1% as its table printed it: MBS 2 at pp 4 without vpp), is now recorded as its
+	// release's config ran it (PP 4, VP 5, MBS 1; runs.jsonl notes).
 }
 
 // TestMeasuredRunsFit: every run of the measured corpus ran, so each must
