@@ -80,9 +80,14 @@ func (c *checker) launchValues() {
 		// Every reserved name of one block goes together: they share the
 		// block's position, so removing one leaves that diagnostic.
 		var reserved, readOnly, noNUL []setting
-		for _, k := range slices.Sorted(maps.Keys(src.env)) {
+		keys := slices.Sorted(maps.Keys(src.env))
+		named := make([]bool, len(keys)) // a name a shell can export
+		for i, k := range keys {
+			named[i] = envNameRE.MatchString(k)
+		}
+		for i, k := range keys {
 			switch {
-			case !envNameRE.MatchString(k):
+			case !named[i]:
 			case slices.Contains(bashReadOnly, k):
 				readOnly = append(readOnly, setting{src.path + "." + k, nil})
 			case slices.Contains(ReservedEnv, k):
@@ -91,9 +96,9 @@ func (c *checker) launchValues() {
 				noNUL = append(noNUL, setting{src.path + "." + k, strings.ReplaceAll(src.env[k], "\x00", "")})
 			}
 		}
-		for _, k := range slices.Sorted(maps.Keys(src.env)) {
+		for i, k := range keys {
 			switch {
-			case !envNameRE.MatchString(k):
+			case !named[i]:
 				c.report("env-name", src.path, "use letters, digits and _ (not starting with a digit)",
 					"%q is not an environment variable name a shell can export", k)
 			case slices.Contains(bashReadOnly, k):

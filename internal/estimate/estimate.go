@@ -296,7 +296,6 @@ type costModel struct {
 	dp, edp, m, g, world     int
 	sharding                 Sharding
 	state                    BytesPerParam
-	megatron                 MegatronMemory
 	o                        Options
 	stageParams              []ParamSplit
 	inFlight                 [][]int
@@ -345,7 +344,6 @@ func (c *costModel) init(s *spec.Spec, d spec.Derived, o Options) {
 	c.ls = c.newLayerShape()
 	c.stages = stageLayout(s, d, c.pp, c.vpp)
 	c.cm.r.tensor = tensorShare(s.Cluster.GPU, c.cal.TensorWPerTFLOP)
-	c.megatron = MegatronTheoreticalMemory(s, d)
 	c.stageParams, c.inFlight = make([]ParamSplit, 0, c.pp), make([][]int, c.pp) // inFlight: memory's
 	for r := range c.pp {
 		c.stageParams = append(c.stageParams, c.sh.stageParams(c.stages, r))
@@ -518,10 +516,12 @@ func (c *costModel) memory(e *Estimate) {
 	if e.Memory.GPUBytes > 0 {
 		e.Memory.FractionOfGPU = float64(e.Memory.PerGPUPeakBytes) / float64(e.Memory.GPUBytes)
 	}
-	e.Memory.MegatronTheoreticalBytes = round(c.megatron.Total)
-	e.Memory.MegatronWeightsOptimizerBytes = round(c.megatron.WeightsAndOptimizer)
-	e.Memory.MegatronActivationsBytes = round(c.megatron.Activations)
-	e.Memory.MegatronFormula = c.megatron.Formula
+	// Megatron's formula here, not in init: StepTime does not read it.
+	mt := MegatronTheoreticalMemory(c.s, c.d)
+	e.Memory.MegatronTheoreticalBytes = round(mt.Total)
+	e.Memory.MegatronWeightsOptimizerBytes = round(mt.WeightsAndOptimizer)
+	e.Memory.MegatronActivationsBytes = round(mt.Activations)
+	e.Memory.MegatronFormula = mt.Formula
 }
 
 // largestLayerPerGPU is the largest decoder layer's share of one GPU (tp/ep
