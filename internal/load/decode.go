@@ -70,6 +70,18 @@ func (r *Result) DecodeValue(v cue.Value) (*spec.Spec, diag.List) {
 			r.skipMissing = append(r.skipMissing, sec.name+".")
 		}
 	}
+	// What an unknown reference (a misspelt preset: `clusters.dgx_a100 &
+	// {nodes: 1}`) leaves empty is that error's consequence, not the
+	// user's omission: no missing-field under its path.
+	skip := slices.Clone(r.skipMissing)
+	for _, d := range diags {
+		if d.Code == "unknown-reference" && d.Path != "" {
+			skip = append(skip, d.Path+".")
+		}
+	}
+	defer func(saved []string) { r.skipMissing = saved }(r.skipMissing)
+	r.skipMissing = skip
+	diags = slices.DeleteFunc(diags, func(d diag.Diagnostic) bool { return d.Code == "missing-field" && r.skipped(d.Path) })
 	r.missing(v, nil, seen, &diags)
 	r.numbers(v, nil, seen, &diags)
 	if diags.HasErrors() {

@@ -178,7 +178,17 @@ func (r *Result) presetHint(_ error, args []any) string {
 	var hints []string
 	for _, pkg := range []string{"models", "clusters"} {
 		names := Presets(pkg)
-		if s := suggest(name, names); s != "" {
+		// The one preset the name begins (clusters.dgx_a100 for
+		// dgx_a100_80g) before the nearest spelling (dgx_h100).
+		var longer []string
+		for _, n := range names {
+			if name != "" && strings.HasPrefix(n, name+"_") {
+				longer = append(longer, n)
+			}
+		}
+		if len(longer) == 1 {
+			hints = append(hints, fmt.Sprintf("did you mean %s.%s?", pkg, longer[0]))
+		} else if s := suggest(name, names); s != "" {
 			hints = append(hints, fmt.Sprintf("did you mean %s.%s?", pkg, s))
 		}
 	}

@@ -204,3 +204,25 @@ func TestOpenDegrees(t *testing.T) {
 	require.Empty(t, l)
 	assert.Equal(t, []string{"parallel.tp", "parallel.pp"}, res.Open())
 }
+
+// TestUnknownPresetUnified: a misspelt preset unified with the user's own
+// fields (`clusters.dgx_a100 & {nodes: 1}`, how specs write a cluster) is
+// one unknown-reference error at the name, not one missing-field per field
+// the preset would have set, and the hint names the preset the name begins.
+func TestUnknownPresetUnified(t *testing.T) {
+	src := mem("plan.cue", `import (
+	"parc.dev/stdlib/clusters"
+	"parc.dev/stdlib/models"
+)
+model:   models.llama3_8b
+cluster: clusters.dgx_a100 & {nodes: 1}
+parallel: {tp: 1}
+train: {seq_length: 4096, micro_batch: 1, global_batch: 8, iters: 10}
+`)
+	l := diagsFor(t, src)
+	require.Len(t, l, 1, "%v", l)
+	assert.Equal(t, "unknown-reference", l[0].Code)
+	assert.Equal(t, 6, l[0].Line)
+	assert.Equal(t, 19, l[0].Column)
+	assert.Contains(t, l[0].Hint, "did you mean clusters.dgx_a100_80g?")
+}
