@@ -31,7 +31,10 @@ const (
 // budget is the search's work account.
 type budget struct {
 	work int64
-	// exhausted is set once work passes searchBudget; every loop of the
+	// limit is the work the search may do (0: searchBudget; a search
+	// trying a hint's fix gets what its caller had left, fixFits).
+	limit int64
+	// exhausted is set once work passes the limit; every loop of the
 	// search stops at its next step.
 	exhausted bool
 }
@@ -39,7 +42,11 @@ type budget struct {
 // spend adds units of work and reports whether the budget is exhausted.
 func (b *budget) spend(units int64) bool {
 	b.work += units
-	if b.work > searchBudget {
+	limit := b.limit
+	if limit <= 0 {
+		limit = searchBudget
+	}
+	if b.work > limit {
 		b.exhausted = true
 	}
 	return b.exhausted

@@ -172,6 +172,7 @@ type solver struct {
 // constraint allows, and computes every field's candidate values.
 func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 	sv := &solver{res: res, at: res.Locator(), opts: opts}
+	sv.limit = opts.budget
 	var ds diag.List
 	vals := map[string]any{}
 	open := res.Open() // with an open group size last: parc chooses it with vpp
@@ -399,6 +400,9 @@ func (sv *solver) domains() {
 			fixed(f, btoi(sv.boolValue(f)))
 		}
 	}
+	if sv.opts.trying == fixDistributedOptimizer {
+		sv.dom[fDO] = []int{1}
+	}
 	sv.shards = nil
 	for _, do := range sv.dom[fDO] {
 		for _, fs := range sv.dom[fFSDP] {
@@ -420,6 +424,13 @@ func (sv *solver) domains() {
 func (sv *solver) recomputeDomain() {
 	t := sv.base.Train
 	sv.recomputes = nil
+	if sv.opts.trying == fixFullRecompute {
+		// Full recomputation as the spec's recompute_method and
+		// recompute_layers (or their defaults) say.
+		sv.recomputes = []recompute{{mode: "full"}}
+		sv.dom[fRC] = []int{0}
+		return
+	}
 	if !sv.open[fRC] {
 		sv.recomputes = []recompute{{mode: t.Recompute, modules: t.RecomputeModules}}
 		sv.dom[fRC] = []int{0}

@@ -63,6 +63,12 @@ type Options struct {
 	// run with check.Options.MeasuredRun (the calibration's and the
 	// solver corpus's published plans; parc solve never sets it).
 	MeasuredRun bool
+	// trying is the fix a no-feasible-plan hint would suggest, tried by a
+	// search of its own before the hint names it (fixFits); such a search
+	// tries no fix itself.
+	trying memoryFix
+	// budget is the work such a search may do (0: searchBudget).
+	budget int64
 }
 
 // checkOptions are the rules' options the solver's checks run with.

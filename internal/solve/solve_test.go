@@ -807,3 +807,37 @@ func TestMeasuredRunTECrossEntropy(t *testing.T) {
 	require.False(t, ds.HasErrors(), "%v", ds)
 	require.NotEmpty(t, r.Candidates)
 }
+
+// TestNoFeasiblePlanHintFixesFit: the settings a no-feasible-plan hint
+// suggests for memory are the ones with which a search finds a plan.
+// Llama 3 70B on 16 H100 without recomputation or a distributed optimizer
+// fits only with full recomputation (the hint says so, and the spec with
+// it solves); DeepSeek-V3 on 32 B200 fits with neither, so the hint
+// suggests no setting (it used to suggest the distributed optimizer).
+func TestNoFeasiblePlanHintFixesFit(t *testing.T) {
+	const spec = `package plan
+import (
+	"parc.dev/stdlib/clusters"
+	"parc.dev/stdlib/models"
+)
+model:   models.%s
+cluster: clusters.%s & {nodes: %d}
+parallel: {tp: int, pp: int, vpp: int, cp: int, ep: int, etp: int}
+train: {seq_length: 4096, micro_batch: int, global_batch: 2048, recompute: %s, distributed_optimizer: %s, iters: 100}
+`
+	res := loadText(t, "plan.cue", fmt.Sprintf(spec, "llama3_70b", "dgx_h100", 2, `"none"`, "false"))
+	_, d := failedSearch(t, res)
+	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code)
+	assert.Contains(t, d.Hint, `leave train.recompute open (or set it to "full")`)
+	assert.NotContains(t, d.Hint, "distributed_optimizer", "with recompute none it does not fit")
+	r, ds := solve.Solve(loadText(t, "plan.cue", fmt.Sprintf(spec, "llama3_70b", "dgx_h100", 2, `"full"`, "false")), solve.Options{})
+	require.NotNil(t, r, "%v", ds)
+	assert.NotEmpty(t, r.Candidates, "the hint's full recomputation fits: %v", ds)
+
+	res = loadText(t, "plan.cue", fmt.Sprintf(spec, "deepseek_v3", "dgx_b200", 4, "string", "false"))
+	_, d = failedSearch(t, res)
+	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code)
+	assert.Equal(t, "add nodes or use GPUs with more memory", d.Hint)
+	_, d = failedSearch(t, loadText(t, "plan.cue", fmt.Sprintf(spec, "deepseek_v3", "dgx_b200", 4, "string", "true")))
+	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code, "the distributed optimizer does not make it fit")
+}

@@ -441,10 +441,11 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 		}
 		if c := counts[0].code; c == estimate.CodeMemoryExceedsGPU || c == CodeAboveHeadroom {
 			fixes := []string{"add nodes", "use GPUs with more memory"}
-			if !sv.open[fRC] && sv.base.Train.Recompute != "full" {
+			// A setting is suggested only when a search with it finds a plan.
+			if !sv.open[fRC] && sv.base.Train.Recompute != "full" && sv.fixFits(fixFullRecompute) {
 				fixes = append(fixes, `leave train.recompute open (or set it to "full")`)
 			}
-			if !sv.base.Train.DistributedOptimizer {
+			if !sv.open[fDO] && !sv.base.Train.DistributedOptimizer && sv.fixFits(fixDistributedOptimizer) {
 				fixes = append(fixes, "set train.distributed_optimizer: true")
 			}
 			// Name only the degrees the spec fixed: one already open needs no advice.
@@ -471,6 +472,31 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 		path = open[0]
 	}
 	sv.diags.Errorf(sv.at(path), path, CodeNoFeasiblePlan, hint, "%s", msg)
+}
+
+// memoryFix is a setting a no-feasible-plan hint may suggest for memory.
+type memoryFix int8
+
+const (
+	noFix                   memoryFix = iota
+	fixFullRecompute                  // train.recompute "full" (what an open recompute may choose)
+	fixDistributedOptimizer           // train.distributed_optimizer: true
+)
+
+// fixFits reports whether a search of the same spec with fix applied finds
+// a plan: the hint names a fix only then. A search that is itself trying a
+// fix tries no other, and each of the two gets half the work this search
+// had left (one that runs out finds no plan: the fix goes unnamed), so the
+// failed search's time stays within twice the budget's.
+func (sv *solver) fixFits(fix memoryFix) bool {
+	if sv.opts.trying != noFix {
+		return false
+	}
+	o := sv.opts
+	o.trying, o.Top = fix, 1
+	o.budget = max((searchBudget-sv.work)/2, 1)
+	r, _ := Solve(sv.res, o)
+	return r != nil && len(r.Candidates) > 0
 }
 
 func (sv *solver) leafLabel(lf *leaf) string {
