@@ -95,7 +95,7 @@ var triggers = []trigger{
 	{code: "hcl-expression", file: "p.hcl", text: "model {\n  layers = var.n\n}\n"},
 	{code: "hcl-block-label", file: "p.hcl", text: "model \"x\" {\n  layers = 4\n}\n"},
 	{code: "hcl-duplicate-block", file: "p.hcl", text: "model {\n  layers = 4\n}\nmodel {\n  hidden = 4\n}\n"},
-	{code: "no-feasible-plan", file: "p.cue", run: "solve", text: strings.Replace(tiny, "parallel: {tp: 2, pp: 2}", "parallel: {tp: 3 | 5, pp: 2}", 1)},
+	{code: "no-feasible-plan", file: "p.cue", run: "solve", text: strings.Replace(tiny, "parallel: {tp: 2, pp: 2}", "parallel: {tp: 3 | 8, pp: 2}", 1)},
 	// The schema's largest model and cluster with degrees open and nothing
 	// that fits: the search stops at its work budget (a few seconds).
 	{code: "solve-search-too-large", file: "p.cue", text: `

@@ -37,6 +37,10 @@ func valuesIn(lo, hi int, ok func(int) bool) []int {
 	return out
 }
 
+// IntList renders a list of integers as "1, 2, 4", long lists elided in the
+// middle, as the checks' own hints write them.
+func IntList(v []int) string { return ints(v) }
+
 // ints renders a list of integers as "1, 2, 4"; long lists are elided in the
 // middle so a hint stays on one line.
 func ints(v []int) string {

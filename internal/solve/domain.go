@@ -228,7 +228,30 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 	}
 	sv.splitImplied()
 	sv.domains()
+	if ds = append(ds, sv.emptyDegrees()...); ds.HasErrors() {
+		return nil, ds
+	}
 	return sv, ds
+}
+
+// emptyDegrees reports each open degree whose constraint allows no divisor
+// of the world (tp: 3 | 5 on 8 GPUs): every plan's degrees divide the number
+// of GPUs, so the search would try nothing and could only report that no
+// plan is feasible, without the reason.
+func (sv *solver) emptyDegrees() diag.List {
+	var ds diag.List
+	divW := divisors(sv.world)
+	for _, f := range []field{fTP, fCP, fPP, fEP, fETP} {
+		if !sv.open[f] || len(sv.dom[f]) > 0 {
+			continue
+		}
+		p := f.Path()
+		ds.Errorf(sv.at(p), p, CodeOpenNoValue,
+			fmt.Sprintf("write %s: int and parc chooses among the divisors of the %d GPUs, or allow some of them in the constraint", p, sv.world),
+			"%s is open but its constraint %v allows no value parc can use: a degree divides the number of GPUs (%s)",
+			p, sv.user[f], check.IntList(divW))
+	}
+	return ds
 }
 
 func triedValues(f field) string {

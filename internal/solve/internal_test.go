@@ -247,3 +247,20 @@ func TestAccounting(t *testing.T) {
 		}
 	}
 }
+
+// TestAsHint: a code's advice that points at a single diagnostic's hint
+// reads on its own as a no-feasible-plan hint, which lists no values.
+func TestAsHint(t *testing.T) {
+	const general = "widen the constraints"
+	for fix, want := range map[string]string{
+		"Add nodes, or lower tp, pp or cp; the hint lists what fits.":                                  "Add nodes, or lower tp, pp or cp.",
+		"Use a tp that divides model.heads (the hint lists them).":                                     "Use a tp that divides model.heads.",
+		"Use an ep that divides model.moe.experts (the hint lists them).":                              "Use an ep that divides model.moe.experts.",
+		"Change the global batch (the hint gives the nearest valid ones) or microbatch_group_size.":    "Change the global batch or microbatch_group_size.",
+		"Change the setting as the hint says.":                                                         general,
+		"Follow the hint; the message gives the character position of a syntax error.":                 general,
+		"Use a tp that divides nvlink_domain (and keep the default order, which places tp innermost).": "Use a tp that divides nvlink_domain (and keep the default order, which places tp innermost).",
+	} {
+		assert.Equal(t, want, asHint(fix, general), fix)
+	}
+}

@@ -735,6 +735,26 @@ func TestOpenFieldWithoutValue(t *testing.T) {
 	assert.Equal(t, solve.CodeOpenNoValue, ds[0].Code)
 }
 
+// TestOpenDegreeNoDivisor: an open degree whose constraint allows no divisor
+// of the GPUs is one error at its field naming the values it could allow,
+// not a no-feasible-plan error after a search that tried nothing.
+func TestOpenDegreeNoDivisor(t *testing.T) {
+	res := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", "tp: 3 | 5, pp: int", "1", `"none"`))
+	r, ds := solve.Solve(res, solve.Options{})
+	assert.Nil(t, r)
+	require.Len(t, ds, 1, "%v", ds)
+	d := ds[0]
+	assert.Equal(t, solve.CodeOpenNoValue, d.Code)
+	assert.Equal(t, "parallel.tp", d.Path)
+	assert.Contains(t, d.Message, "(1, 2, 4, 8)")
+	assert.Equal(t, "write parallel.tp: int and parc chooses among the divisors of the 8 GPUs, or allow some of them in the constraint", d.Hint)
+	// What the hint says to write finds a plan.
+	res = loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", "tp: int, pp: int", "1", `"none"`))
+	r, ds = solve.Solve(res, solve.Options{})
+	require.NotNil(t, r, "%v", ds)
+	assert.NotEmpty(t, r.Candidates, "%v", ds)
+}
+
 func TestBest(t *testing.T) {
 	res := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", "tp: int, pp: int", "1", `"none"`))
 	s, choice, ds := solve.Best(res, nil)

@@ -3,6 +3,7 @@ package solve
 import (
 	"cmp"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -432,7 +433,7 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 	hint := "widen the constraints on the open fields, or change the cluster or the training shape"
 	if len(counts) > 0 {
 		if info, ok := check.Lookup(counts[0].code); ok {
-			hint = info.Fix
+			hint = asHint(info.Fix, hint)
 		}
 		if h, ok := sharedHint[counts[0].code]; ok {
 			// Every plan fails that one diagnostic: its own hint, not the
@@ -472,6 +473,22 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 		path = open[0]
 	}
 	sv.diags.Errorf(sv.at(path), path, CodeNoFeasiblePlan, hint, "%s", msg)
+}
+
+// hintRef is how a code's general advice points at the hint a single
+// diagnostic carries: "(the hint lists them)", "; the hint lists what fits".
+var hintRef = regexp.MustCompile(`\s*\((?:the|as the) hint[^)]*\)|;\s*the hint[^.;]*`)
+
+// asHint is a code's general advice (check.CodeInfo.Fix) as the hint of a
+// no-feasible-plan error, which lists no values of its own: the references
+// to a single diagnostic's hint dropped; general when the advice is only
+// such a reference ("Follow the hint").
+func asHint(fix, general string) string {
+	h := strings.TrimSpace(hintRef.ReplaceAllString(fix, ""))
+	if h == "" || strings.Contains(strings.ToLower(h), "hint") {
+		return general
+	}
+	return h
 }
 
 // memoryFix is a setting a no-feasible-plan hint may suggest for memory.
