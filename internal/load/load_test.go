@@ -226,3 +226,20 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: 8, iters: 10}
 	assert.Equal(t, 19, l[0].Column)
 	assert.Contains(t, l[0].Hint, "did you mean clusters.dgx_a100_80g?")
 }
+
+// TestTwoDefaults: a default written on a field the schema also defaults
+// (tp: *4 | int against #Count | *1) leaves CUE no default; the error says
+// why, not only that the field is not concrete.
+func TestTwoDefaults(t *testing.T) {
+	src := mem("plan.cue", strings.Replace(goodCUE, "parallel: {tp: 2}", "parallel: {tp: *4 | int}", 1))
+	l := diagsFor(t, src)
+	require.Len(t, l, 1, "%v", l)
+	assert.Equal(t, "missing-field", l[0].Code)
+	assert.Equal(t, "parallel.tp has two defaults, the 4 written here and parc's 1, and CUE keeps neither when they disagree, so the field has no value", l[0].Message)
+	assert.Equal(t, "write parallel.tp: 4 for that value, or write it without a default (parallel.tp: int) to let parc solve choose it", l[0].Hint)
+	// Both ways out of the hint load.
+	for _, fix := range []string{"parallel: {tp: 4}", "parallel: {tp: int}", "parallel: {tp: *4 | 8}", "parallel: {tp: *1 | int}"} {
+		_, l := Load(mem("plan.cue", strings.Replace(goodCUE, "parallel: {tp: 2}", fix, 1)))
+		assert.Empty(t, l, fix)
+	}
+}

@@ -195,6 +195,12 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 		sv.open[f] = true
 		sv.user[f] = res.User.LookupPath(cue.ParsePath(p))
 		ph, ok := sv.placeholder(f)
+		if want := fieldKind(f); !ok && sv.user[f].IncompleteKind()&want == 0 {
+			// tp: string, tp: float: no value of the field's type at all.
+			ds.Errorf(sv.at(p), p, "type-mismatch", fmt.Sprintf("write %s as %s", p, kindExamples(f)),
+				"%s has type %v, want %v: its constraint %v allows no value of the field's type", p, sv.user[f].IncompleteKind(), want, sv.user[f])
+			continue
+		}
 		if !ok {
 			ds.Errorf(sv.at(p), p, CodeOpenNoValue, "write the field as a concrete value, a disjunction (1 | 2 | 4 | 8) or bounds (>=2)",
 				"%s is open but parc found no value its constraint %v allows (it tries %s)", p, sv.user[f], triedValues(f))
@@ -262,6 +268,28 @@ func triedValues(f field) string {
 		return "false and true"
 	}
 	return "powers of two and 1–4096"
+}
+
+// fieldKind is the CUE kind of an open field's values.
+func fieldKind(f field) cue.Kind {
+	switch {
+	case f == fRC:
+		return cue.StringKind
+	case isBool(f):
+		return cue.BoolKind
+	}
+	return cue.IntKind
+}
+
+// kindExamples is how an open field of f's kind is written.
+func kindExamples(f field) string {
+	switch {
+	case f == fRC:
+		return `one of "none", "selective", "full", a disjunction of them or string`
+	case isBool(f):
+		return "true, false or bool"
+	}
+	return "an integer, a disjunction (1 | 2 | 4 | 8), bounds (>=2) or int"
 }
 
 func isBool(f field) bool { return f == fEmb || f == fLoss || f == fDO || f == fFSDP }

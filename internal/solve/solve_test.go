@@ -861,3 +861,23 @@ train: {seq_length: 4096, micro_batch: int, global_batch: 2048, recompute: %s, d
 	_, d = failedSearch(t, loadText(t, "plan.cue", fmt.Sprintf(spec, "deepseek_v3", "dgx_b200", 4, "string", "true")))
 	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code, "the distributed optimizer does not make it fit")
 }
+
+// TestOpenFieldOfWrongType: an open field whose constraint is of another
+// type (tp: string, recompute: int) is a type-mismatch at the field naming
+// the type it wants, not a search for values it cannot have.
+func TestOpenFieldOfWrongType(t *testing.T) {
+	for _, c := range []struct{ par, rc, path, want string }{
+		{"tp: string", `"none"`, "parallel.tp", "parallel.tp has type string, want int"},
+		{"tp: float", `"none"`, "parallel.tp", "parallel.tp has type float, want int"},
+		{"tp: 1", "int", "train.recompute", "train.recompute has type int, want string"},
+		{"tp: 1, account_for_loss: string", `"none"`, "parallel.account_for_loss", "parallel.account_for_loss has type string, want bool"},
+	} {
+		res := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", c.par, "1", c.rc))
+		r, ds := solve.Solve(res, solve.Options{})
+		assert.Nil(t, r, c.par)
+		require.Len(t, ds, 1, "%s: %v", c.par, ds)
+		assert.Equal(t, "type-mismatch", ds[0].Code, c.par)
+		assert.Equal(t, c.path, ds[0].Path, c.par)
+		assert.Contains(t, ds[0].Message, c.want, c.par)
+	}
+}
