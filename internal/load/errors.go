@@ -173,11 +173,11 @@ func (r *Result) diagnostic(e cueerrors.Error) diag.Diagnostic {
 			d.Message = fmt.Sprintf("%s is not set to a concrete value (%s)", path, msg)
 		}
 		d.Hint = r.allowedHint(path)
-		if mine, theirs, ok := r.twoDefaults(path, uv); ok {
+		if mine, theirs, kind, ok := r.twoDefaults(path, uv); ok {
 			// tp: *4 | int against the schema's #Count | *1: CUE keeps
 			// no default when two disagree, so the field is left open.
 			d.Message = fmt.Sprintf("%s has two defaults, the %s written here and parc's %s, and CUE keeps neither when they disagree, so the field has no value", path, mine, theirs)
-			d.Hint = fmt.Sprintf("write %s: %s for that value, or write it without a default (%s: int) to let parc solve choose it", path, mine, path)
+			d.Hint = fmt.Sprintf("write %s: %s for that value, or write it without a default (%s: %s) to let parc solve choose it", path, mine, path, kind)
 		}
 	case strings.Contains(format, "undefined field") || strings.Contains(format, "reference") && strings.Contains(format, "not found"):
 		d.Code = "unknown-reference"
@@ -342,16 +342,20 @@ func (r *Result) allowedHint(path string) string {
 // twoDefaults reports the user's default of the field at path and the
 // schema's, when both exist and differ: the reason the unified field is
 // incomplete.
-func (r *Result) twoDefaults(path string, uv cue.Value) (mine, theirs string, ok bool) {
+func (r *Result) twoDefaults(path string, uv cue.Value) (mine, theirs, kind string, ok bool) {
 	if path == "" || !uv.Exists() {
-		return "", "", false
+		return "", "", "", false
 	}
 	ud, ok1 := uv.Default()
 	sd, ok2 := r.schemaField(path).Default()
 	if !ok1 || !ok2 || !ud.IsConcrete() || !sd.IsConcrete() || ud.Equals(sd) {
-		return "", "", false
+		return "", "", "", false
 	}
-	return fmt.Sprint(ud), fmt.Sprint(sd), true
+	kind = sd.Kind().String() // int, string, bool
+	if sd.Kind() == cue.FloatKind {
+		kind = "number"
+	}
+	return fmt.Sprint(ud), fmt.Sprint(sd), kind, true
 }
 
 // schemaField is the schema's value at a dotted path, optional fields

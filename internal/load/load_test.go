@@ -243,3 +243,11 @@ func TestTwoDefaults(t *testing.T) {
 		assert.Empty(t, l, fix)
 	}
 }
+
+// TestTwoDefaultsString: the hint writes the field's own type.
+func TestTwoDefaultsString(t *testing.T) {
+	src := mem("plan.cue", strings.Replace(goodCUE, "parallel: {tp: 2}", "parallel: {tp: 2}\ntrain: recompute: *\"full\" | string", 1))
+	l := diagsFor(t, src)
+	require.Len(t, l, 1, "%v", l)
+	assert.Equal(t, `write train.recompute: "full" for that value, or write it without a default (train.recompute: string) to let parc solve choose it`, l[0].Hint)
+}

@@ -240,22 +240,35 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 	return sv, ds
 }
 
-// emptyDegrees reports each open degree whose constraint allows no divisor
-// of the world (tp: 3 | 5 on 8 GPUs): every plan's degrees divide the number
-// of GPUs, so the search would try nothing and could only report that no
-// plan is feasible, without the reason.
+// emptyDegrees reports each open degree, micro batch or vpp whose
+// constraint allows none of the values Megatron's rules leave it (tp: 3 | 5
+// on 8 GPUs, micro_batch: >100000 with a global batch of 16): the search
+// would try nothing and could only report that no plan is feasible, without
+// the reason.
 func (sv *solver) emptyDegrees() diag.List {
 	var ds diag.List
-	divW := divisors(sv.world)
-	for _, f := range []field{fTP, fCP, fPP, fEP, fETP} {
+	for _, f := range []field{fTP, fCP, fPP, fEP, fETP, fVPP, fMB} {
 		if !sv.open[f] || len(sv.dom[f]) > 0 {
 			continue
 		}
 		p := f.Path()
+		var rule, among string
+		switch f {
+		case fMB:
+			gb := sv.base.Train.GlobalBatch
+			rule = fmt.Sprintf("a micro batch divides the global batch of %d (%s)", gb, check.IntList(divisors(gb)))
+			among = fmt.Sprintf("the divisors of the global batch %d", gb)
+		case fVPP:
+			n := sv.vppCandidates()
+			rule = fmt.Sprintf("vpp splits each pipeline stage's share of the %d layers, so parc tries only %s", sv.base.Model.Layers, check.IntList(n))
+			among = "the values the layers allow"
+		default:
+			rule = fmt.Sprintf("a degree divides the number of GPUs (%s)", check.IntList(divisors(sv.world)))
+			among = fmt.Sprintf("the divisors of the %d GPUs", sv.world)
+		}
 		ds.Errorf(sv.at(p), p, CodeOpenNoValue,
-			fmt.Sprintf("write %s: int and parc chooses among the divisors of the %d GPUs, or allow some of them in the constraint", p, sv.world),
-			"%s is open but its constraint %v allows no value parc can use: a degree divides the number of GPUs (%s)",
-			p, sv.user[f], check.IntList(divW))
+			fmt.Sprintf("write %s: int and parc chooses among %s, or allow some of them in the constraint", p, among),
+			"%s is open but its constraint %v allows no value parc can use: %s", p, sv.user[f], rule)
 	}
 	return ds
 }
@@ -424,12 +437,8 @@ func (sv *solver) domains() {
 		sv.dom[fVPP] = divisors(sv.layoutStages)
 	case !sv.open[fVPP]:
 		fixed(fVPP, s.Parallel.VPP)
-	case sv.searched(fFirst) || sv.searched(fEmb) || sv.searched(fLoss) || sv.searched(fLast):
-		// The split is searched: a vpp divides some stage's layer count,
-		// at most layers + 2 (the embedding and the loss accounted for).
-		pick(fVPP, upTo(s.Model.Layers+2))
 	default:
-		pick(fVPP, divisors(sv.vppBound()))
+		pick(fVPP, sv.vppCandidates())
 	}
 	if sv.open[fMB] {
 		pick(fMB, divisors(s.Train.GlobalBatch))
@@ -600,6 +609,17 @@ func (sv *solver) boolValue(f field) bool {
 // vppBound is a number every valid vpp divides when the split is fixed: the
 // (accounted) layer count of an even split, the gcd of the given first/last
 // stage sizes and the layer count of an uneven one.
+// vppCandidates are the values an open vpp may take before the user's
+// constraint: with the split searched, a vpp divides some stage's layer
+// count, at most layers + 2 (the embedding and the loss accounted for);
+// else the divisors of vppBound.
+func (sv *solver) vppCandidates() []int {
+	if sv.searched(fFirst) || sv.searched(fEmb) || sv.searched(fLoss) || sv.searched(fLast) {
+		return upTo(sv.base.Model.Layers + 2)
+	}
+	return divisors(sv.vppBound())
+}
+
 func (sv *solver) vppBound() int {
 	p, L := sv.base.Parallel, sv.base.Model.Layers
 	if p.FirstStageLayers == nil && p.LastStageLayers == nil {

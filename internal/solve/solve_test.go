@@ -753,6 +753,20 @@ func TestOpenDegreeNoDivisor(t *testing.T) {
 	r, ds = solve.Solve(res, solve.Options{})
 	require.NotNil(t, r, "%v", ds)
 	assert.NotEmpty(t, r.Candidates, "%v", ds)
+
+	// The micro batch divides the global batch (16), vpp a stage's layers.
+	for _, c := range []struct{ par, mb, path, msg string }{
+		{"tp: 1", ">100000", "train.micro_batch", "a micro batch divides the global batch of 16 (1, 2, 4, 8, 16)"},
+		{"tp: 1, pp: 2, vpp: >100", "1", "parallel.vpp", "vpp splits each pipeline stage's share of the 8 layers, so parc tries only 1, 2, 4, 8"},
+	} {
+		res := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", c.par, c.mb, `"none"`))
+		r, ds := solve.Solve(res, solve.Options{})
+		assert.Nil(t, r, c.path)
+		require.Len(t, ds, 1, "%s: %v", c.path, ds)
+		assert.Equal(t, solve.CodeOpenNoValue, ds[0].Code)
+		assert.Equal(t, c.path, ds[0].Path)
+		assert.Contains(t, ds[0].Message, c.msg)
+	}
 }
 
 func TestBest(t *testing.T) {
