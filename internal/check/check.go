@@ -126,10 +126,12 @@ func (c *checker) report(code, path, hint, format string, args ...any) diag.Entr
 // dividing by zero.
 func (c *checker) ranges() bool {
 	s := c.s
-	fields := []struct {
+	type count struct {
 		path string
 		v    int
-	}{
+	}
+	var buf [32]count // on the stack: the checks run once per plan a search estimates
+	fields := append(buf[:0], []count{
 		{"model.layers", s.Model.Layers}, {"model.hidden", s.Model.Hidden}, {"model.heads", s.Model.Heads},
 		{"model.vocab", s.Model.Vocab}, {"model.make_vocab_divisible_by", s.Model.MakeVocabDivisibleBy},
 		{"cluster.nodes", s.Cluster.Nodes}, {"cluster.gpus_per_node", s.Cluster.GPUsPerNode},
@@ -139,13 +141,10 @@ func (c *checker) ranges() bool {
 		{"parallel.distributed_optimizer_instances", s.Parallel.DistributedOptimizerInstances},
 		{"train.seq_length", s.Train.SeqLength}, {"train.micro_batch", s.Train.MicroBatch},
 		{"train.global_batch", s.Train.GlobalBatch},
-	}
+	}...)
 	opt := func(path string, p *int) {
 		if p != nil {
-			fields = append(fields, struct {
-				path string
-				v    int
-			}{path, *p})
+			fields = append(fields, count{path, *p})
 		}
 	}
 	opt("model.ffn_hidden", s.Model.FFNHidden)
@@ -157,16 +156,7 @@ func (c *checker) ranges() bool {
 	opt("parallel.microbatch_group_size", s.Parallel.MicrobatchGroupSize)
 	opt("train.recompute_layers", s.Train.RecomputeLayers)
 	if m := s.Model.MoE; m != nil {
-		fields = append(fields, struct {
-			path string
-			v    int
-		}{"model.moe.experts", m.Experts}, struct {
-			path string
-			v    int
-		}{"model.moe.topk", m.TopK}, struct {
-			path string
-			v    int
-		}{"model.moe.layer_freq", m.LayerFreq})
+		fields = append(fields, count{"model.moe.experts", m.Experts}, count{"model.moe.topk", m.TopK}, count{"model.moe.layer_freq", m.LayerFreq})
 		opt("model.moe.ffn_hidden", m.FFNHidden)
 	}
 	ok := true

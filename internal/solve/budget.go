@@ -13,19 +13,26 @@ const CodeSearchTooLarge = "solve-search-too-large"
 // ran for more than 5 minutes before this budget. Work is counted, not
 // timed, so the outcome does not depend on the machine.
 //
-// One estimate costs estimateFixedWork plus layerWork per layer (about a
-// nanosecond each: 7 µs for one estimate of a 94-layer model, 0.55 ms for
-// 65,536 layers); an enumerated node, a split's stages compared or a layout
-// written nodeWork plus one unit per stage (or layer) it lays out. The
-// budget stops a 65,536-layer search after about 3 s of estimates. The
-// published corpus's largest search (TestPublishedCorpus -corpus, 498 rows,
-// everything open: 137,897 plans estimated) spends about 1e9 units, a
-// third of it; BenchmarkSolveDeepSeek1kOpen 0.07e9.
+// A unit is about a nanosecond of one core of a 2-vCPU AMD EPYC (CI's
+// machine), fitted on four searches (zz timing, December 2026: DeepSeek-V3
+// on 1,024 GPUs, a 65,536-layer model, and two highly divisible worlds with
+// nothing that fits): one estimate costs estimateFixedWork plus layerWork
+// per layer (10 µs plus 17 ns a layer: 11 µs for 61 layers, 1.1 ms for
+// 65,536), a plan taken from the search's heap leafWork (its bound, the
+// memory already found, the heap itself), an enumerated node, a split's
+// stages compared or a layout written nodeWork plus one unit per stage (or
+// layer) it lays out. The budget stops any search after about 8 s there
+// (counted in estimates alone, the units undercounted small models up to
+// tenfold: a 120-layer search on 20,160 GPUs ran 21 s before it stopped).
+// The published corpus's largest search (TestPublishedCorpus -corpus,
+// Qwen3-235B-A22B on 256 GPUs, everything open: 569,087 estimates) spends
+// about 7e9 units; BenchmarkSolveDeepSeek1kOpen 0.6e9.
 const (
-	estimateFixedWork = 800
-	layerWork         = 8
+	estimateFixedWork = 10_000
+	layerWork         = 17
+	leafWork          = 150
 	nodeWork          = 50
-	searchBudget      = 3_000_000_000
+	searchBudget      = 8_000_000_000
 )
 
 // budget is the search's work account.
@@ -65,6 +72,9 @@ func (sv *solver) spendEstimates(n int) bool { return sv.spend(int64(n) * sv.est
 func (sv *solver) stopped(r *Result) *Result {
 	r.Pruned, r.Infeasible, r.Evaluated = sv.pruned, sv.infeasible, sv.evaluated
 	r.Feasible = int64(len(sv.found))
+	// An error every plan checked so far had is likely why nothing was
+	// found: said as it is, it may be what the user has to fix.
+	sv.diags = append(sv.diags, sv.sharedChecked()...)
 	sv.searchTooLarge(r)
 	return r
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"parc.dev/parc/internal/solve"
 )
@@ -33,4 +34,35 @@ func TestSearchBudget(t *testing.T) {
 	assert.Equal(t, 4, d.Line, "at the user's parallel.tp")
 	assert.Contains(t, d.Message, "65536 layers per plan")
 	assert.NotContains(t, d.Hint, "|", "the hint suggests no value it has not checked")
+}
+
+// divisibleOpen has few layers but a world, batch and sequence with many
+// divisors (20,160 GPUs, global batch 55,440), and a model whose hidden
+// size is no multiple of its heads: millions of plans to check, each cheap,
+// none valid. Before its work counted each estimate's fixed cost and each
+// plan taken from the heap, it ran 21 s before the budget stopped it (about
+// 8 s now), and said only that the search was too large.
+const divisibleOpen = `
+model: {layers: 120, hidden: 8192, heads: 120, query_groups: 120, vocab: 128000, activation: "swiglu"}
+cluster: {nodes: 2520, gpus_per_node: 8, gpu: {name: "G", memory_gib: 1, bf16_tflops: 989}, nvlink_gbps: 450, network_gbps: 50}
+parallel: {tp: int, pp: int, cp: int, vpp: int}
+train: {seq_length: 7560, micro_batch: int, global_batch: 55440, iters: 10, recompute: string, distributed_optimizer: bool, fsdp: bool}
+`
+
+// TestSearchBudgetManyPlans: a search of many cheap plans stops at the
+// same budget, and the error every plan it checked had is reported as it
+// is beside it.
+func TestSearchBudgetManyPlans(t *testing.T) {
+	res := loadText(t, "divisible.cue", divisibleOpen)
+	start := time.Now()
+	r, ds := solve.Solve(res, solve.Options{})
+	t.Logf("%.1f s, %d plans checked", time.Since(start).Seconds(), r.Infeasible)
+	require.NotNil(t, r)
+	assert.Empty(t, r.Candidates)
+	var codes []string
+	for _, d := range ds {
+		codes = append(codes, d.Code)
+	}
+	assert.Equal(t, []string{"hidden-heads", solve.CodeSearchTooLarge}, codes)
+	assert.Equal(t, 2, ds[0].Line, "at the user's model.heads")
 }

@@ -315,6 +315,9 @@ func (sv *solver) searchTo(k int) {
 			return
 		}
 		sv.pop()
+		if sv.spend(leafWork) {
+			return
+		}
 		if lf.node {
 			if code := sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, -1}]; code != "" {
 				sv.infeasible += int64(lf.n)

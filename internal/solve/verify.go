@@ -353,6 +353,33 @@ func (sv *solver) rejectVerified(ds diag.List) {
 	sv.reject("verification", 1, nil)
 }
 
+// sharedChecked is the errors every plan checked so far shares (they do
+// not depend on the open fields: model.hidden not a multiple of
+// model.heads), at the user's positions.
+func (sv *solver) sharedChecked() diag.List {
+	if sv.checked == 0 {
+		return nil
+	}
+	var shared []diagKey
+	for k, n := range sv.common {
+		if n == sv.checked {
+			shared = append(shared, k)
+		}
+	}
+	if len(shared) == 0 {
+		return nil
+	}
+	// Check the first leaf again with the locator.
+	var out diag.List
+	s := sv.leafSpec(sv.leaves.at(sv.firstChecked))
+	for _, x := range check.RunWith(&s, spec.Derive(&s), sv.at, sv.opts.checkOptions()) {
+		if slices.Contains(shared, diagKey{x.Code, x.Path, x.Message}) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 // noFeasiblePlan explains why no assignment passed: the errors every
 // checked assignment shares (they do not depend on the open fields) as they
 // are, and a no-feasible-plan error naming the rules that rejected the most.
@@ -366,23 +393,8 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			sharedHint[x.Code] = x.Hint
 		}
 	}
-	if sv.checked > 0 {
-		var shared []diagKey
-		for k, n := range sv.common {
-			if n == sv.checked {
-				shared = append(shared, k)
-			}
-		}
-		if len(shared) > 0 {
-			// Report them at the user's positions: check the first leaf
-			// again with the locator.
-			s := sv.leafSpec(sv.leaves.at(sv.firstChecked))
-			for _, x := range check.RunWith(&s, spec.Derive(&s), sv.at, sv.opts.checkOptions()) {
-				if slices.Contains(shared, diagKey{x.Code, x.Path, x.Message}) {
-					reportShared(x)
-				}
-			}
-		}
+	for _, x := range sv.sharedChecked() {
+		reportShared(x)
 	}
 	// Likewise the errors every failed verification shares, each once.
 	var shared []diagKey
