@@ -201,6 +201,7 @@ func (sv *solver) exactBoundOf(lf *leaf, compute bool) (b float64, ok bool) {
 // first two and the third of the least recomputation when that is known;
 // exact says whether it is the leaf's own third bound.
 func (sv *solver) cheapBound(lf *leaf) (b float64, exact bool) {
+	sv.spend(boundWork)
 	if x, ok := sv.exactBoundOf(lf, false); ok {
 		return x, true
 	}

@@ -19,18 +19,20 @@ const CodeSearchTooLarge = "solve-search-too-large"
 // nothing that fits): one estimate costs estimateFixedWork plus layerWork
 // per layer (10 µs plus 17 ns a layer: 11 µs for 61 layers, 1.1 ms for
 // 65,536), a plan taken from the search's heap leafWork (its bound, the
-// memory already found, the heap itself), an enumerated node, a split's
+// memory already found, the heap itself), a bound from the tables boundWork
+// (a node's micro batches each get one), an enumerated node, a split's
 // stages compared or a layout written nodeWork plus one unit per stage (or
 // layer) it lays out. The budget stops any search after about 8 s there
 // (counted in estimates alone, the units undercounted small models up to
 // tenfold: a 120-layer search on 20,160 GPUs ran 21 s before it stopped).
 // The published corpus's largest search (TestPublishedCorpus -corpus,
 // Qwen3-235B-A22B on 256 GPUs, everything open: 569,087 estimates) spends
-// about 7e9 units; BenchmarkSolveDeepSeek1kOpen 0.6e9.
+// about 6.7e9 units; BenchmarkSolveDeepSeek1kOpen 0.65e9.
 const (
 	estimateFixedWork = 10_000
 	layerWork         = 17
 	leafWork          = 150
+	boundWork         = 45
 	nodeWork          = 50
 	searchBudget      = 8_000_000_000
 )
