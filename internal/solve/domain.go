@@ -606,9 +606,6 @@ func (sv *solver) boolValue(f field) bool {
 	panic(fmt.Sprintf("solve: boolValue(%d)", f))
 }
 
-// vppBound is a number every valid vpp divides when the split is fixed: the
-// (accounted) layer count of an even split, the gcd of the given first/last
-// stage sizes and the layer count of an uneven one.
 // vppCandidates are the values an open vpp may take before the user's
 // constraint: with the split searched, a vpp divides some stage's layer
 // count, at most layers + 2 (the embedding and the loss accounted for);
@@ -620,6 +617,9 @@ func (sv *solver) vppCandidates() []int {
 	return divisors(sv.vppBound())
 }
 
+// vppBound is a number every valid vpp divides when the split is fixed: the
+// (accounted) layer count of an even split, the gcd of the given first/last
+// stage sizes and the layer count of an uneven one.
 func (sv *solver) vppBound() int {
 	p, L := sv.base.Parallel, sv.base.Model.Layers
 	if p.FirstStageLayers == nil && p.LastStageLayers == nil {
