@@ -37,6 +37,10 @@ const (
 	searchBudget      = 8_000_000_000
 )
 
+// minSharedSample is how many plans a stopped search must have checked
+// before it reports the errors they all had as the spec's.
+const minSharedSample = 100
+
 // budget is the search's work account.
 type budget struct {
 	work int64
@@ -74,9 +78,12 @@ func (sv *solver) spendEstimates(n int) bool { return sv.spend(int64(n) * sv.est
 func (sv *solver) stopped(r *Result) *Result {
 	r.Pruned, r.Infeasible, r.Evaluated = sv.pruned, sv.infeasible, sv.evaluated
 	r.Feasible = int64(len(sv.found))
-	// An error every plan checked so far had is likely why nothing was
-	// found: said as it is, it may be what the user has to fix.
-	sv.diags = append(sv.diags, sv.sharedChecked()...)
+	// An error every plan checked so far had (of enough of them to say
+	// so) is likely why nothing was found: said as it is, it may be what
+	// the user has to fix.
+	if sv.checked >= minSharedSample {
+		sv.diags = append(sv.diags, sv.sharedChecked()...)
+	}
 	sv.searchTooLarge(r)
 	return r
 }
