@@ -41,8 +41,8 @@ says why the first was chosen and why each other ranks below it.`,
 			if top < 1 {
 				return usageError{fmt.Errorf("--top must be at least 1, got %d", top)}
 			}
-			// NaN compares false to every bound; 0 is the flag's "not set".
-			if set := cmd.Flags().Changed("memory-headroom"); !(headroom > 0 && headroom <= 1) && (set || headroom != 0) {
+			// Written so that NaN, which compares false to every bound, fails.
+			if cmd.Flags().Changed("memory-headroom") && !(headroom > 0 && headroom <= 1) {
 				return usageError{fmt.Errorf("--memory-headroom must be a fraction of the GPU's memory in (0, 1], got %g", headroom)}
 			}
 			r, diags := compiler.SolveWith(compiler.Source{Path: args[0]}, solve.Options{Top: top, MemoryHeadroom: headroom})
