@@ -1,6 +1,7 @@
 package solve
 
 import (
+	"path/filepath"
 	"testing"
 
 	"parc.dev/parc/internal/load"
@@ -83,5 +84,35 @@ func BenchmarkLoadAndSolveDeepSeek1kOpen(b *testing.B) {
 		if r, ds := Solve(res, Options{}); len(r.Candidates) == 0 {
 			b.Fatalf("no candidate: %v", ds)
 		}
+	}
+}
+
+// BenchmarkWorkUnit measures what a unit of the search's work budget
+// (budget.go) costs: each search's time over the units it counted, reported
+// as ns/unit (about 1 where the units are calibrated) with the units each
+// spends. Two searches that stop at the budget, two that finish:
+//
+//	go test ./internal/solve -run '^$' -bench WorkUnit -benchtime 1x -count 3
+func BenchmarkWorkUnit(b *testing.B) {
+	for _, path := range []string{
+		"testdata/budget/huge.cue",               // 65,536 layers: the per-layer cost
+		"testdata/budget/divisible.cue",          // many cheap plans: the fixed and heap costs
+		"testdata/acceptance/deepseek-v3-1k.cue", // the acceptance searches
+		"testdata/acceptance/llama3-405b-16k.cue",
+	} {
+		res := loadFile(b, path)
+		b.Run(filepath.Base(path), func(b *testing.B) {
+			var units int64
+			for b.Loop() {
+				sv, ds := newSolver(res, Options{Top: DefaultTop, NoiseBand: DefaultNoiseBand})
+				if sv == nil {
+					b.Fatal(ds)
+				}
+				sv.run()
+				units += sv.work
+			}
+			b.ReportMetric(float64(units)/float64(b.N), "units/op")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(units), "ns/unit")
+		})
 	}
 }

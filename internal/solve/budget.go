@@ -14,9 +14,12 @@ const CodeSearchTooLarge = "solve-search-too-large"
 // timed, so the outcome does not depend on the machine.
 //
 // A unit is about a nanosecond of one core of a 2-vCPU AMD EPYC (CI's
-// machine), fitted on four searches (zz timing, December 2026: DeepSeek-V3
-// on 1,024 GPUs, a 65,536-layer model, and two highly divisible worlds with
-// nothing that fits): one estimate costs estimateFixedWork plus layerWork
+// machine), fitted on four searches (DeepSeek-V3 on 1,024 GPUs, a
+// 65,536-layer model, and two highly divisible worlds with nothing that
+// fits). BenchmarkWorkUnit measures it: 0.98 ns/unit for the 65,536-layer
+// search, 1.05-1.10 for testdata/budget/divisible.cue, 1.16 for DeepSeek-V3
+// and 2.7 for Llama 3.1 405B on 16,384 GPUs, a small search whose fixed
+// setup and verification the units undercount. One estimate costs estimateFixedWork plus layerWork
 // per layer (10 µs plus 17 ns a layer: 11 µs for 61 layers, 1.1 ms for
 // 65,536), a plan taken from the search's heap leafWork (its bound, the
 // memory already found, the heap itself), a bound from the tables boundWork

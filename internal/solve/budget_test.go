@@ -1,31 +1,28 @@
 package solve_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/solve"
 )
 
-// hugeOpen is schema-valid and as large as the schema allows where it costs
+// testdata/budget/huge.cue is schema-valid and as large as the schema allows where it costs
 // the search: 65,536 layers, 4,096 nodes of 1,024 GPUs, the longest
 // sequence, and the degrees open. No plan fits, so no bound prunes: before
 // the work budget the search estimated every plan, for minutes (tp, pp, cp
 // and vpp open: past 100 s, 1 GB).
-const hugeOpen = `
-model: {name: "huge", layers: 65536, hidden: 1048576, heads: 65536, vocab: 67108864, activation: "swiglu"}
-cluster: {nodes: 4096, gpus_per_node: 1024, gpu: {name: "G", memory_gib: 4096, bf16_tflops: 100000}, nvlink_gbps: 100000, network_gbps: 100000}
-parallel: {tp: int, pp: int, cp: int, vpp: int}
-train: {seq_length: 67108864, micro_batch: 1, global_batch: 1073741824, iters: 10}
-`
 
 // TestSearchBudget: a search too large to finish stops at its work budget
 // with solve-search-too-large at the first open field, and picks nothing.
 func TestSearchBudget(t *testing.T) {
-	res := loadText(t, "huge.cue", hugeOpen)
+	res := loadPath(t, "testdata/budget/huge.cue")
 	start := time.Now()
 	r, d := failedSearch(t, res)
 	t.Logf("%.1f s, %d plans estimated", time.Since(start).Seconds(), r.Evaluated)
@@ -36,24 +33,18 @@ func TestSearchBudget(t *testing.T) {
 	assert.NotContains(t, d.Hint, "|", "the hint suggests no value it has not checked")
 }
 
-// divisibleOpen has few layers but a world, batch and sequence with many
+// testdata/budget/divisible.cue has few layers but a world, batch and sequence with many
 // divisors (20,160 GPUs, global batch 55,440), and a model whose hidden
 // size is no multiple of its heads: millions of plans to check, each cheap,
 // none valid. Before its work counted each estimate's fixed cost and each
 // plan taken from the heap, it ran 21 s before the budget stopped it (about
 // 8 s now), and said only that the search was too large.
-const divisibleOpen = `
-model: {layers: 120, hidden: 8192, heads: 120, query_groups: 120, vocab: 128000, activation: "swiglu"}
-cluster: {nodes: 2520, gpus_per_node: 8, gpu: {name: "G", memory_gib: 1, bf16_tflops: 989}, nvlink_gbps: 450, network_gbps: 50}
-parallel: {tp: int, pp: int, cp: int, vpp: int}
-train: {seq_length: 7560, micro_batch: int, global_batch: 55440, iters: 10, recompute: string, distributed_optimizer: bool, fsdp: bool}
-`
 
 // TestSearchBudgetManyPlans: a search of many cheap plans stops at the
 // same budget, and the error every plan it checked had is reported as it
 // is beside it.
 func TestSearchBudgetManyPlans(t *testing.T) {
-	res := loadText(t, "divisible.cue", divisibleOpen)
+	res := loadPath(t, "testdata/budget/divisible.cue")
 	start := time.Now()
 	r, ds := solve.Solve(res, solve.Options{})
 	t.Logf("%.1f s, %d plans checked", time.Since(start).Seconds(), r.Infeasible)
@@ -65,4 +56,12 @@ func TestSearchBudgetManyPlans(t *testing.T) {
 	}
 	assert.Equal(t, []string{"hidden-heads", solve.CodeSearchTooLarge}, codes)
 	assert.Equal(t, 2, ds[0].Line, "at the user's model.heads")
+}
+
+// loadPath loads a spec file of testdata.
+func loadPath(t *testing.T, path string) *load.Result {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return loadText(t, filepath.Base(path), string(data))
 }
