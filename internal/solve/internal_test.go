@@ -5,11 +5,13 @@ import (
 	"math"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/estimate"
 	"parc.dev/parc/internal/layout"
@@ -262,5 +264,12 @@ func TestAsHint(t *testing.T) {
 		"Use a tp that divides nvlink_domain (and keep the default order, which places tp innermost).": "Use a tp that divides nvlink_domain (and keep the default order, which places tp innermost).",
 	} {
 		assert.Equal(t, want, asHint(fix, general), fix)
+	}
+	// Every rule's advice, as a no-feasible-plan hint, points at no hint.
+	for _, c := range check.Codes {
+		if h := asHint(c.Fix, general); h != general {
+			assert.NotContains(t, strings.ToLower(h), "hint", c.Code)
+			assert.NotContains(t, h, "()", c.Code)
+		}
 	}
 }
