@@ -28,16 +28,17 @@ func BenchmarkVet(b *testing.B) {
 }
 
 // BenchmarkSolve measures what `parc solve FILE` runs for the issue's
-// acceptance specs: load, the search with the targets' checks, and the
+// acceptance specs, and DeepSeek-V3's at the global batch it trained with
+// (testdata/scale): load, the search with the targets' checks, and the
 // explanation (rendering and writing the output are not included).
 func BenchmarkSolve(b *testing.B) {
-	for _, name := range []string{"deepseek-v3-1k", "llama3-405b-16k"} {
-		path := filepath.Join("..", "internal", "solve", "testdata", "acceptance", name+".cue")
+	for _, name := range []string{"acceptance/deepseek-v3-1k", "acceptance/llama3-405b-16k", "scale/deepseek-v3-1k-gbs15360"} {
+		path := filepath.Join("..", "internal", "solve", "testdata", name+".cue")
 		data, err := os.ReadFile(path)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(name, func(b *testing.B) {
+		b.Run(filepath.Base(name), func(b *testing.B) {
 			for b.Loop() {
 				if r, diags := Solve(Source{Path: path, Data: data}, 0); r == nil || len(r.Candidates) == 0 {
 					b.Fatal(diags)

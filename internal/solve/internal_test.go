@@ -273,3 +273,52 @@ func TestAsHint(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryBelowSound: memoryRules rejects a smaller micro batch of a
+// variant that did not fit when memFail.peakBelow, the failed plan's
+// state plus the rest scaled down by the micro batch, exceeds the GPU. That
+// assumes the rest does not fall faster than the micro batch: here every
+// sampled leaf's memory (as fitLeaf gives it) with each smaller valid micro
+// batch is at least the bound (with a smallest group at least as large, as
+// memoryRules asks). The last spec has the flex dispatcher's HybridEP
+// buffer and fine-grained activation offloading.
+func TestMemoryBelowSound(t *testing.T) {
+	for _, f := range []string{"testdata/bench-405b-16k.cue", "testdata/bench-deepseek-2k.cue", "testdata/mixtral-64.cue", "testdata/deepseek-gb300-offload.cue"} {
+		sv := leavesOf(t, f)
+		fit := func(lf leaf) estimate.Memory {
+			if n := sv.groupMin(&lf); n > 0 {
+				lf.g = leafGroup(n, int(lf.pp))
+			}
+			s := sv.leafSpec(&lf)
+			return sv.fitLeaf(&lf, &s, spec.Derive(&s))
+		}
+		n := 0
+		for _, i := range sample(sv, 150) {
+			lf := *sv.leaves.at(i)
+			if lf.mb == 1 {
+				continue
+			}
+			mem := fit(lf)
+			st := mem.Stages[mem.PeakStage]
+			state := st.Weights + st.Gradients + st.Optimizer
+			mf := memFail{mb: lf.mb, g: int32(sv.groupMin(&lf)), state: state, rest: st.Total - state, gpu: mem.GPUBytes}
+			dp := sv.grids[lf.grid].dp
+			for _, mb := range sv.mbs {
+				small := lf
+				small.mb = mb
+				if mb >= lf.mb || sv.base.Train.GlobalBatch%(int(mb)*dp) != 0 || int32(sv.groupMin(&small)) < mf.g {
+					continue
+				}
+				if code, _ := sv.batchRule(int(lf.pp), int(lf.vpp), dp, int(sv.groupMin(&small)), int(mb)); code != "" {
+					continue
+				}
+				got := fit(small)
+				assert.LessOrEqual(t, mf.peakBelow(mb), float64(got.PerGPUPeakBytes)*(1+1e-12),
+					"%s %s: micro batch %d from %d", f, sv.leafLabel(&small), mb, lf.mb)
+				n++
+			}
+		}
+		assert.Greater(t, n, 100, f)
+		t.Logf("%s: %d pairs", f, n)
+	}
+}

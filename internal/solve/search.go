@@ -122,6 +122,24 @@ type memFail struct {
 	// not choose it): a larger micro batch with a smaller smallest group
 	// may hold fewer activations.
 	g int32
+	// state and rest split the peak pipeline stage's memory with mb: its
+	// weights, gradients and optimizer state, and the rest (activations,
+	// the flex dispatcher's buffer); gpu is the GPU's memory.
+	state, rest, gpu int64
+}
+
+// peakBelow is a lower bound of the peak memory of the variant with a
+// smaller micro batch mb (with a smallest group at least g): the stage's
+// state, and the rest scaled by mb/f.mb. What the rest holds per sample
+// does not fall as the micro batch shrinks: the activations of a
+// microbatch grow with its tokens (the logits, the expert inputs and the
+// flex dispatcher's buffer too) and no slower, the microbatches in flight
+// do not fall as there are more of them, what offloading moves to the host
+// keeps a margin and skips tensors below a size (more stays on the GPU
+// with fewer tokens), and a fixed part scaled down only lowers the bound.
+// TestMemoryBelowSound samples it against the estimate.
+func (f memFail) peakBelow(mb int32) float64 {
+	return float64(f.state) + float64(f.rest)*float64(mb)/float64(f.mb)
 }
 
 func (sv *solver) variantKey(lf *leaf) memKey {
@@ -384,8 +402,17 @@ func (sv *solver) memoryRules(lf *leaf) string {
 	if code := sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}]; code != "" {
 		return code
 	}
-	if f, ok := sv.memoryFailed[sv.variantKey(lf)]; ok && lf.mb >= f.mb && !sv.opts.Exhaustive && int32(sv.groupMin(lf)) >= f.g {
+	f, ok := sv.memoryFailed[sv.variantKey(lf)]
+	if !ok || sv.opts.Exhaustive || int32(sv.groupMin(lf)) < f.g {
+		return ""
+	}
+	if lf.mb >= f.mb {
 		return f.code
+	}
+	// A smaller micro batch whose bound exceeds the GPU exceeds it (the
+	// code the estimate would give), and cannot be the least peak found.
+	if b := f.peakBelow(lf.mb); b > float64(f.gpu) && sv.hasSmallest && b >= float64(sv.smallest.peak) {
+		return estimate.CodeMemoryExceedsGPU
 	}
 	return ""
 }
@@ -551,7 +578,9 @@ func (sv *solver) evaluate(i int32, limit float64) {
 		if code == CodeAboveHeadroom || code == estimate.CodeMemoryExceedsGPU {
 			k := sv.variantKey(lf)
 			if f, ok := sv.memoryFailed[k]; !ok || lf.mb < f.mb {
-				sv.memoryFailed[k] = memFail{mb: lf.mb, code: code, g: int32(sv.groupMin(lf))}
+				st := mem.Stages[mem.PeakStage]
+				state := st.Weights + st.Gradients + st.Optimizer
+				sv.memoryFailed[k] = memFail{mb: lf.mb, code: code, g: int32(sv.groupMin(lf)), state: state, rest: st.Total - state, gpu: mem.GPUBytes}
 			}
 		}
 		if !sv.hasSmallest || fp.peak < sv.smallest.peak {
