@@ -240,6 +240,12 @@ func (m *mapper) explicit() {
 		m.simple("data.tokenizer.type", "tokenizer_type")
 	}
 
+	// CUDA graphs: --cuda-graph-scope is Megatron's deprecated spelling of
+	// --cuda-graph-modules (dest cuda_graph_scope_deprecated at d98e8a64),
+	// which Megatron-Bridge's performance recipes still write; the spec
+	// keeps it as kernels.cuda_graph_scope, which compiles back to it.
+	m.simple("kernels.cuda_graph_scope", "cuda_graph_scope_deprecated")
+
 	// Checkpoints and logging.
 	if m.get("save") != nil || m.get("load") != nil {
 		m.simple("checkpoint.save", "save")

@@ -116,3 +116,20 @@ func TestImportOffloadingFields(t *testing.T) {
 		require.NotContains(t, res.Diags.Codes(), c, "%v", res.Diags)
 	}
 }
+
+// TestImportCUDAGraphScope: --cuda-graph-scope, Megatron's deprecated
+// spelling of --cuda-graph-modules (dest cuda_graph_scope_deprecated at
+// d98e8a64) that Megatron-Bridge's performance recipes still write, becomes
+// kernels.cuda_graph_scope (which compiles back to it), not an extra
+// argument the estimate cannot see.
+func TestImportCUDAGraphScope(t *testing.T) {
+	args := "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 " +
+		"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-4 --eval-interval 10 --mock-data " +
+		"--tokenizer-type NullTokenizer --vocab-size 1024 --cuda-graph-impl transformer_engine --cuda-graph-scope attn mlp"
+	res := Import([]byte(strings.ReplaceAll(args, " ", "\n")), Options{Cluster: "dgx_h100", Nodes: 1})
+	require.NotNil(t, res.Spec, "%v", res.Diags)
+	require.Contains(t, strings.Join(strings.Fields(string(res.Spec)), " "), `cuda_graph_scope: ["attn", "mlp"]`)
+	for _, c := range []string{"import-extra-arg", "import-not-round-trip", "import-megatron-rejects"} {
+		require.NotContains(t, res.Diags.Codes(), c, "%v", res.Diags)
+	}
+}
