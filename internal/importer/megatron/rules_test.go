@@ -41,9 +41,7 @@ func TestRulesNameMegatronDests(t *testing.T) {
 // TestMegatronRejectsVirtualPipelineForms: the forms of the virtual pipeline
 // arguments validate_args asserts on are import errors; a layout alone is not.
 func TestMegatronRejectsVirtualPipelineForms(t *testing.T) {
-	base := "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 " +
-		"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-4 --eval-interval 10 --mock-data " +
-		"--tokenizer-type NullTokenizer --vocab-size 1024 --pipeline-model-parallel-size 2 "
+	base := "--pipeline-model-parallel-size 2 "
 	for _, c := range []struct {
 		args   string
 		reject bool
@@ -57,7 +55,7 @@ func TestMegatronRejectsVirtualPipelineForms(t *testing.T) {
 		{"--num-layers-per-virtual-pipeline-stage 3", true},
 		{"--num-layers-per-virtual-pipeline-stage 2 --decoder-first-pipeline-num-layers 2", true},
 	} {
-		res := Import([]byte(strings.ReplaceAll(base+c.args, " ", "\n")), Options{Cluster: "dgx_h100", Nodes: 1})
+		res := importTiny(base + c.args)
 		require.Equal(t, c.reject, slices.Contains(res.Diags.Codes(), "import-megatron-rejects"), "%s: %v", c.args, res.Diags)
 	}
 }
@@ -66,15 +64,8 @@ func TestMegatronRejectsVirtualPipelineForms(t *testing.T) {
 // train.cpu_offloading_num_layers (issue 13's naming rule), not an extra
 // argument, and the import round-trips.
 func TestImportCPUOffloading(t *testing.T) {
-	args := "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 " +
-		"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-4 --eval-interval 10 --mock-data " +
-		"--tokenizer-type NullTokenizer --vocab-size 1024 --cpu-offloading-num-layers 3"
-	res := Import([]byte(strings.ReplaceAll(args, " ", "\n")), Options{Cluster: "dgx_h100", Nodes: 1})
-	require.NotNil(t, res.Spec, "%v", res.Diags)
+	res := importClean(t, "--cpu-offloading-num-layers 3")
 	require.Contains(t, string(res.Spec), "cpu_offloading_num_layers: 3")
-	for _, c := range []string{"import-extra-arg", "import-not-round-trip", "import-megatron-rejects"} {
-		require.NotContains(t, res.Diags.Codes(), c, "%v", res.Diags)
-	}
 }
 
 // TestImportSlidingWindow: GPT-OSS's attention options (Megatron-LM
@@ -83,17 +74,10 @@ func TestImportCPUOffloading(t *testing.T) {
 // model.softmax_type (issue 13's naming rule), and the import round-trips
 // through the arguments parc generates from them.
 func TestImportSlidingWindow(t *testing.T) {
-	args := "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 " +
-		"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-4 --eval-interval 10 --mock-data " +
-		"--tokenizer-type NullTokenizer --vocab-size 1024 --window-size 127,0 --window-attn-skip-freq 2 --softmax-type learnable"
-	res := Import([]byte(strings.ReplaceAll(args, " ", "\n")), Options{Cluster: "dgx_h100", Nodes: 1})
-	require.NotNil(t, res.Spec, "%v", res.Diags)
+	res := importClean(t, "--window-size 127,0 --window-attn-skip-freq 2 --softmax-type learnable")
 	spec := strings.Join(strings.Fields(string(res.Spec)), " ") // the renderer aligns comments
 	for _, want := range []string{"window_size: [127, 0]", "window_attn_skip_freq: 2", `softmax_type: "learnable"`} {
 		require.Contains(t, spec, want)
-	}
-	for _, c := range []string{"import-extra-arg", "import-not-round-trip", "import-megatron-rejects"} {
-		require.NotContains(t, res.Diags.Codes(), c, "%v", res.Diags)
 	}
 }
 
@@ -101,19 +85,12 @@ func TestImportSlidingWindow(t *testing.T) {
 // deferred output-layer wgrad become their spec fields (train.*,
 // parallel.*), not extra arguments, and the import round-trips.
 func TestImportOffloadingFields(t *testing.T) {
-	args := "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 " +
-		"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-4 --eval-interval 10 --mock-data " +
-		"--tokenizer-type NullTokenizer --vocab-size 1024 --pipeline-model-parallel-size 2 " +
-		"--fine-grained-activation-offloading --offload-modules core_attn attn_proj --activation-offload-fraction 0.5 " +
-		"--min-offloaded-tensor-size 4096 --defer-embedding-wgrad-compute --wgrad-deferral-limit 2"
-	res := Import([]byte(strings.ReplaceAll(args, " ", "\n")), Options{Cluster: "dgx_h100", Nodes: 1})
-	require.NotNil(t, res.Spec, "%v", res.Diags)
+	res := importClean(t, "--pipeline-model-parallel-size 2 "+
+		"--fine-grained-activation-offloading --offload-modules core_attn attn_proj --activation-offload-fraction 0.5 "+
+		"--min-offloaded-tensor-size 4096 --defer-embedding-wgrad-compute --wgrad-deferral-limit 2")
 	for _, want := range []string{"fine_grained_activation_offloading: true", `offload_modules: ["core_attn", "attn_proj"]`,
 		"activation_offload_fraction: 0.5", "min_offloaded_tensor_size: 4096", "defer_embedding_wgrad_compute: true", "wgrad_deferral_limit: 2"} {
 		require.Contains(t, strings.Join(strings.Fields(string(res.Spec)), " "), want)
-	}
-	for _, c := range []string{"import-extra-arg", "import-not-round-trip", "import-megatron-rejects"} {
-		require.NotContains(t, res.Diags.Codes(), c, "%v", res.Diags)
 	}
 }
 
@@ -123,13 +100,28 @@ func TestImportOffloadingFields(t *testing.T) {
 // kernels.cuda_graph_scope (which compiles back to it), not an extra
 // argument the estimate cannot see.
 func TestImportCUDAGraphScope(t *testing.T) {
-	args := "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 " +
-		"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-4 --eval-interval 10 --mock-data " +
-		"--tokenizer-type NullTokenizer --vocab-size 1024 --cuda-graph-impl transformer_engine --cuda-graph-scope attn mlp"
-	res := Import([]byte(strings.ReplaceAll(args, " ", "\n")), Options{Cluster: "dgx_h100", Nodes: 1})
-	require.NotNil(t, res.Spec, "%v", res.Diags)
+	res := importClean(t, "--cuda-graph-impl transformer_engine --cuda-graph-scope attn mlp")
 	require.Contains(t, strings.Join(strings.Fields(string(res.Spec)), " "), `cuda_graph_scope: ["attn", "mlp"]`)
+}
+
+// tinyArgs is a small dense model's complete argument list.
+const tinyArgs = "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 " +
+	"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-4 --eval-interval 10 --mock-data " +
+	"--tokenizer-type NullTokenizer --vocab-size 1024 "
+
+// importTiny imports tinyArgs and extra (space-separated) onto one DGX H100.
+func importTiny(extra string) Result {
+	return Import([]byte(strings.ReplaceAll(tinyArgs+extra, " ", "\n")), Options{Cluster: "dgx_h100", Nodes: 1})
+}
+
+// importClean is importTiny of a plan that must import as it is: a spec,
+// no extra argument, the round trip exact and nothing Megatron rejects.
+func importClean(t *testing.T, extra string) Result {
+	t.Helper()
+	res := importTiny(extra)
+	require.NotNil(t, res.Spec, "%v", res.Diags)
 	for _, c := range []string{"import-extra-arg", "import-not-round-trip", "import-megatron-rejects"} {
 		require.NotContains(t, res.Diags.Codes(), c, "%v", res.Diags)
 	}
+	return res
 }
