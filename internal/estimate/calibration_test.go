@@ -430,11 +430,7 @@ func TestCalibration(t *testing.T) {
 	}
 	var results []calResult
 	var fitErrs, holdErrs, quietErrs, slowHoldErrs, contractErrs []float64
-	runs := map[string]*measuredRun{}
-	all := readMeasuredRuns(t)
-	for i := range all {
-		runs[all[i].ID] = &all[i]
-	}
+	runs := measuredRunsByID(t)
 	contractMissing := 0
 	for _, r := range rows {
 		if r.skip != "" {

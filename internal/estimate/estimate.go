@@ -16,13 +16,18 @@ type Estimate struct {
 	Pipeline     Pipeline            `json:"pipeline"`
 	Comms        map[string]AxisComm `json:"comms"`
 	FLOPsPerStep float64             `json:"flops_per_step"` // Megatron's formula, whole global batch
-	StepTimeS    float64             `json:"step_time_s"`
-	TokensPerS   float64             `json:"tokens_per_s"`
-	// MFU is model FLOPs / (step time · world · dense peak of the precision
+	// ModelFLOPsPerStep is the count model TFLOP/s and MFU divide
+	// (ModelFLOPs: Megatron-Bridge's tables' count), FLOPsPerStep but for
+	// sliding-window layers.
+	ModelFLOPsPerStep float64 `json:"model_flops_per_step"`
+	StepTimeS         float64 `json:"step_time_s"`
+	TokensPerS        float64 `json:"tokens_per_s"`
+	// MFU is model FLOPs (ModelFLOPsPerStep) / (step time · world · dense peak of the precision
 	// the GEMMs run in: fp8 for fp8 training, bf16 for bf16/fp16, TF32 for fp32).
 	MFU float64 `json:"mfu"`
-	// ModelTFLOPsPerGPU is Megatron's FLOPs per step / step time / GPUs, in
-	// TFLOP/s, as Megatron-Bridge's performance tables define it.
+	// ModelTFLOPsPerGPU is the model FLOPs per step (ModelFLOPsPerStep:
+	// Megatron's formula with sliding-window layers at their window) / step
+	// time / GPUs, in TFLOP/s, as Megatron-Bridge's performance tables define it.
 	ModelTFLOPsPerGPU float64     `json:"model_tflops_per_gpu"`
 	Compute           Compute     `json:"compute"`
 	Assumptions       Assumptions `json:"assumptions"`

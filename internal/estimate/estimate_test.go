@@ -51,9 +51,11 @@ func TestExplainJSONContract(t *testing.T) {
 			t.Errorf("%s = %v, want a positive number", p, get(p))
 		}
 	}
-	// model TFLOP/s per GPU is Megatron's FLOPs per step / step time / GPUs.
+	// model TFLOP/s per GPU is the model FLOPs per step / step time / GPUs,
+	// Megatron's FLOPs for a model without sliding windows.
 	near(t, "model_tflops_per_gpu", get("model_tflops_per_gpu").(float64)*1e12*get("step_time_s").(float64)*128,
-		get("flops_per_step").(float64), 1e-12)
+		get("model_flops_per_step").(float64), 1e-12)
+	near(t, "model_flops_per_step", get("model_flops_per_step").(float64), get("flops_per_step").(float64), 1e-15)
 	if m := get("mfu").(float64); m > 1 {
 		t.Errorf("mfu %g above the dense peak", m)
 	}

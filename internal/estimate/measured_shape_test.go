@@ -158,6 +158,16 @@ func TestMeasuredCorpusShape(t *testing.T) {
 }
 
 // readMeasuredRuns reads every run of testdata/measured/runs.jsonl.
+// measuredRunsByID is readMeasuredRuns by row id.
+func measuredRunsByID(t *testing.T) map[string]*measuredRun {
+	all := readMeasuredRuns(t)
+	runs := make(map[string]*measuredRun, len(all))
+	for i := range all {
+		runs[all[i].ID] = &all[i]
+	}
+	return runs
+}
+
 func readMeasuredRuns(t *testing.T) []measuredRun {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", "measured", "runs.jsonl"))

@@ -264,6 +264,44 @@ func MegatronFLOPs(s *spec.Spec, d spec.Derived) float64 {
 	return f.total(a.globalBatch*a.seq, a.globalBatch*a.seq*a.seq)
 }
 
+// ModelFLOPs is the FLOP count of one global batch of s that Megatron-Bridge's
+// performance tables divide by the step time and the GPUs for their model
+// TFLOP/s (flop_utils.num_floating_point_operations, Megatron-Bridge
+// src/megatron/bridge/training/utils/flop_utils.py at 067f987d, since
+// baa0259b): Megatron's formula (MegatronFLOPs), except that a layer with
+// sliding-window attention (model.window_size; which layers:
+// window_attn_skip_freq) counts its core attention over the keys in its
+// window, the exact causal mean W − W(W−1)/(2T) for a window of
+// W = left + right + 1 keys over T tokens, where Megatron-LM's formula
+// (d98e8a64) counts every layer over the whole causal sequence. The two are
+// equal for a model without sliding windows; for GPT-OSS 120B at 4K the
+// tables count 5% less (the 26.06-26.08 rows: tokens/s against model
+// TFLOP/s give 0.95 of Megatron's count per token; TestModelFLOPsMatchTables).
+func ModelFLOPs(s *spec.Spec, d spec.Derived) float64 {
+	total := MegatronFLOPs(s, d)
+	m := &s.Model
+	if len(m.WindowSize) != 2 || m.MLA != nil {
+		return total // Megatron-Bridge windows only the MHA/GQA branch
+	}
+	a := newMegatronArgs(s, d)
+	f := a.flopTerms()
+	T := a.seq
+	W := float64(m.WindowSize[0] + m.WindowSize[1] + 1)
+	if W >= T {
+		return total
+	}
+	swa := W - W*(W-1)/(2*T) // mean keys per query, against T/2 unwindowed
+	windowed := 0.0
+	for l := range m.Layers {
+		if m.WindowedLayer(l) {
+			windowed++
+		}
+	}
+	// The core term per token and layer is selfAttnCore·T (its /2 for the
+	// causal mask is inside selfAttnCore); windowed, selfAttnCore·2·swa.
+	return total - windowed*a.globalBatch*T*f.selfAttnCore*(T-2*swa)
+}
+
 // flopTerms are the per-token factors of Megatron's formula.
 type flopTerms struct {
 	hidden, ffn, ffnFactor, moeFFN, topk, sharedFFN float64

@@ -982,6 +982,7 @@ func (c *costModel) peakFLOPs() float64 {
 // time fills comms, compute, step time, tokens/s and MFU.
 func (c *costModel) time(e *Estimate, link func(string) string) {
 	e.FLOPsPerStep = MegatronFLOPs(c.s, c.d)
+	e.ModelFLOPsPerStep = ModelFLOPs(c.s, c.d)
 	peak := c.peakFLOPs()
 	e.Compute.PeakTFLOPs = peak / 1e12
 
@@ -1084,9 +1085,9 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 	e.StepTimeS = step
 	if step > 0 {
 		e.TokensPerS = float64(c.s.Train.GlobalBatch) * float64(c.s.Train.SeqLength) / step
-		e.ModelTFLOPsPerGPU = e.FLOPsPerStep / step / float64(c.world) / 1e12
+		e.ModelTFLOPsPerGPU = e.ModelFLOPsPerStep / step / float64(c.world) / 1e12
 		if peak > 0 {
-			e.MFU = e.FLOPsPerStep / (step * float64(c.world) * peak)
+			e.MFU = e.ModelFLOPsPerStep / (step * float64(c.world) * peak)
 		}
 	}
 }

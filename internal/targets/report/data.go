@@ -260,7 +260,7 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 	data.Compute = append(data.Compute, []Row{
 		{"step time", Seconds(e.StepTimeS)},
 		{"tokens per second", fmt.Sprintf("%s (%s per GPU)", Rate(e.TokensPerS), Rate(e.TokensPerS/float64(max(p.Derived.World, 1))))},
-		{"model TFLOP/s per GPU", fmt.Sprintf("%.1f (Megatron's FLOPs per step / step time / GPUs)", e.ModelTFLOPsPerGPU)},
+		{"model TFLOP/s per GPU", modelTFLOPs(e)},
 		{"MFU", fmt.Sprintf("%s of the dense %s peak", Percent(e.MFU), peakName(tr.Precision))},
 	}...)
 	for _, f := range e.FasterSettings {
@@ -391,4 +391,17 @@ func settingValue(v any) string {
 		return strconv.Quote(str)
 	}
 	return fmt.Sprint(v)
+}
+
+// modelTFLOPs is the model TFLOP/s row: Megatron's FLOP count as
+// Megatron-Bridge's tables take it, and Megatron-LM's own where the two
+// differ (sliding-window layers).
+func modelTFLOPs(e *estimate.Estimate) string {
+	v := fmt.Sprintf("%.1f (Megatron's FLOPs per step / step time / GPUs)", e.ModelTFLOPsPerGPU)
+	if e.ModelFLOPsPerStep != e.FLOPsPerStep && e.ModelFLOPsPerStep > 0 {
+		v = fmt.Sprintf("%.1f (Megatron-Bridge's FLOPs per step, sliding-window layers over their window, / step time / GPUs; "+
+			"Megatron-LM's formula, which counts them over the whole sequence: %.1f)",
+			e.ModelTFLOPsPerGPU, e.ModelTFLOPsPerGPU*e.FLOPsPerStep/e.ModelFLOPsPerStep)
+	}
+	return v
 }
