@@ -280,8 +280,10 @@ func MegatronFLOPs(s *spec.Spec, d spec.Derived) float64 {
 func ModelFLOPs(s *spec.Spec, d spec.Derived) float64 {
 	total := MegatronFLOPs(s, d)
 	m := &s.Model
-	if len(m.WindowSize) != 2 || m.MLA != nil {
-		return total // Megatron-Bridge windows only the MHA/GQA branch
+	if len(m.WindowSize) != 2 || m.MLA != nil || m.WindowSize[0] < 0 || m.WindowSize[1] < 0 {
+		// Megatron-Bridge windows only the MHA/GQA branch; −1 is an
+		// unbounded side (Megatron's window_size), no window to count.
+		return total
 	}
 	a := newMegatronArgs(s, d)
 	f := a.flopTerms()

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"parc.dev/parc/internal/spec"
 )
 
 // TestModelFLOPsMatchTables: Megatron-Bridge's performance tables print
@@ -67,4 +69,26 @@ func TestModelFLOPsMatchTables(t *testing.T) {
 	require.Greater(t, n, 150)
 	require.Greater(t, windowed, 5)
 	t.Logf("%d rows, %d with sliding windows; deviation median %.2f%%, worst %.2f%%", n, windowed, 100*devs[len(devs)/2], 100*devs[len(devs)-1])
+}
+
+// TestModelFLOPsWindowEdges: a window at least as long as the sequence, or
+// with an unbounded side (−1), counts as Megatron's formula does; a window
+// counts less, and only on the layers window_attn_skip_freq windows.
+func TestModelFLOPsWindowEdges(t *testing.T) {
+	s := baseSpec()
+	s.Model.Layers, s.Model.Hidden, s.Model.Heads, s.Model.Vocab = 4, 1024, 8, 32000
+	s.Train.SeqLength, s.Train.MicroBatch, s.Train.GlobalBatch = 4096, 1, 8
+	d := spec.Derive(s)
+	full := MegatronFLOPs(s, d)
+	for _, w := range [][]int{{-1, 0}, {0, -1}, {s.Train.SeqLength, 0}, {s.Train.SeqLength - 1, 0}} {
+		s.Model.WindowSize = w
+		assert.Equal(t, full, ModelFLOPs(s, spec.Derive(s)), "window %v", w)
+	}
+	s.Model.WindowSize = []int{128, 0}
+	all := ModelFLOPs(s, spec.Derive(s))
+	assert.Less(t, all, full)
+	two := 2
+	s.Model.WindowAttnSkipFreq = &two // layers 2 and 4 full
+	half := ModelFLOPs(s, spec.Derive(s))
+	assert.InEpsilon(t, (full+all)/2, half, 1e-12)
 }
