@@ -3,6 +3,7 @@ package estimate
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -46,9 +47,11 @@ func TestFasterSettingsAgreeWithMeasuredPairs(t *testing.T) {
 					ratio := on.measured / off.measured
 					o := DefaultOptions()
 					base, _ := RunWith(off.s, off.d, off.links, diag.NoPos, o)
-					got := slices.ContainsFunc(FasterSettings(off.s, off.d, off.links, o, base, 1), func(f FasterSetting) bool { return f.Field == c.field })
+					got := slices.ContainsFunc(FasterSettings(off.s, off.d, off.links, o, base, 1), func(f FasterSetting) bool {
+						return f.Field == c.field && reflect.DeepEqual(f.Also, c.also)
+					})
 					pairs++
-					msg := fmt.Sprintf("%s: %s=%v measured %.2fx (%s vs %s)", c.field, c.field, c.value, ratio, on.id, off.id)
+					msg := fmt.Sprintf("%s: %s=%v %v measured %.2fx (%s vs %s)", c.field, c.field, c.value, c.also, ratio, on.id, off.id)
 					t.Log(msg, "suggested:", got)
 					switch {
 					case ratio > 1.05 && !got:

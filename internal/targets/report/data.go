@@ -385,10 +385,17 @@ func FasterSettingText(f estimate.FasterSetting) string {
 }
 
 // settingValue writes a setting's value as the spec writes it (a string
-// quoted).
+// quoted, a list of strings as a CUE list).
 func settingValue(v any) string {
-	if str, ok := v.(string); ok {
-		return strconv.Quote(str)
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	case []string:
+		q := make([]string, len(x))
+		for i, s := range x {
+			q[i] = strconv.Quote(s)
+		}
+		return "[" + strings.Join(q, ", ") + "]"
 	}
 	return fmt.Sprint(v)
 }
