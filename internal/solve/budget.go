@@ -28,9 +28,10 @@ const CodeSearchTooLarge = "solve-search-too-large"
 // layer) it lays out. The budget stops any search after about 8 s there
 // (counted in estimates alone, the units undercounted small models up to
 // tenfold: a 120-layer search on 20,160 GPUs ran 21 s before it stopped).
-// The published corpus's largest search (TestPublishedCorpus -corpus,
-// Qwen3-235B-A22B on 256 GPUs, everything open: 569,087 estimates) spends
-// about 6.7e9 units; BenchmarkSolveDeepSeek1kOpen 0.65e9.
+// The published corpus's largest search (TestPublishedCorpus -corpus) spends
+// about 5.1e9 units (a 128-GPU row; 6.7e9, Qwen3-235B-A22B on 256 GPUs,
+// before smaller micro batches were ruled out by memory: memFail.peakBelow);
+// BenchmarkSolveDeepSeek1kOpen about 0.5e9.
 const (
 	estimateFixedWork = 10_000
 	layerWork         = 17
