@@ -411,7 +411,7 @@ func (sv *solver) memoryRules(lf *leaf) string {
 	}
 	// A smaller micro batch whose bound exceeds the GPU exceeds it (the
 	// code the estimate would give), and cannot be the least peak found.
-	if b := f.peakBelow(lf.mb); b > float64(f.gpu) && sv.hasSmallest && b >= float64(sv.smallest.peak) {
+	if b := f.peakBelow(lf.mb); f.gpu > 0 && b > float64(f.gpu) && sv.hasSmallest && b >= float64(sv.smallest.peak) {
 		return estimate.CodeMemoryExceedsGPU
 	}
 	return ""
