@@ -1,10 +1,12 @@
 package estimate
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"flag"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"os"
 	"parc.dev/parc/internal/measured"
@@ -591,6 +593,7 @@ func calibrationReadme(results []calResult, cal Calibration, fit, hold calStats,
 	fmt.Fprintf(&b, "Fitted constants: large bf16 GEMMs at %.3g of the dense peak, fp8 GEMMs at %.3g of the fp8 peak, grouped expert GEMMs at %.3g of that, flash attention's matrix products at %.3g of the bf16 peak (its exponentials at the GPU's SFU rate), tensor-core work drawing %.3g W per bf16 TFLOP/s against the GPU's power limit, %.3g µs of GPU time per kernel (%.3g of it when replayed from a CUDA graph), %.3g µs of host time to issue a kernel eagerly, %.3g µs of GPU idle time per host synchronisation (one per MoE layer forward unless CUDA graphs capture the MoE block or the experts' inputs are padded to capacity), collectives at NCCL's measured bus bandwidth (not fitted: NVLink by GPU generation, the network at 96%% of the NIC's line rate; see nvlinkRates and networkBus in compute.go).\n\n",
 		cal.GEMMEff, cal.FP8GEMMEff, cal.GroupedRel, cal.AttnEff, cal.TensorWPerTFLOP, cal.KernelS*1e6, cal.GraphKernelRel, cal.HostOpS*1e6, cal.HostSyncS*1e6)
 	b.WriteString("![estimated vs measured](scatter.svg)\n\n")
+	b.WriteString(errorByKind(results))
 	b.WriteString(calibrationWeaknesses)
 	b.WriteString(knownSlowSection(results))
 	b.WriteString("\n<!-- guide -->")
@@ -613,6 +616,58 @@ func calibrationReadme(results []calResult, cal Calibration, fit, hold calStats,
 		fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %.0f | %+.1f%% | %.2f |\n", r.row.id, set, r.row.measuredWhat, r.row.measured, r.est, 100*r.err, r.row.spread)
 	}
 	return b.String()
+}
+
+// errorByKind is the signed error (estimated / measured − 1) of every row
+// counted in the statistics, fit and held out, by GPU and kind of model:
+// where the model is biased, in one table.
+func errorByKind(results []calResult) string {
+	type key struct{ gpu, kind string }
+	errs := map[key][]float64{}
+	for _, r := range results {
+		if r.row.skip != "" || r.row.knownSlow != "" {
+			continue
+		}
+		gpu, _, _ := strings.Cut(r.row.s.Cluster.GPU.Name, "-")
+		kind := "dense"
+		if m := r.row.s.Model.MoE; m != nil {
+			kind = "MoE, up to 16 experts"
+			if m.Experts > 16 {
+				kind = "MoE, more than 16 experts"
+			}
+		}
+		k := key{gpu, kind}
+		errs[k] = append(errs[k], r.err)
+	}
+	keys := slices.SortedFunc(maps.Keys(errs), func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.gpu, b.gpu))
+	})
+	var b strings.Builder
+	b.WriteString("## Error by GPU and kind of model\n\n")
+	b.WriteString("Every row counted above (fit and held out), signed: estimated / measured − 1, so a negative\n")
+	b.WriteString("median is a model that rates those runs slower than they ran.\n\n")
+	b.WriteString("| model | GPU | rows | median | lowest | highest | median \\|error\\| |\n|---|---|---|---|---|---|---|\n")
+	for _, k := range keys {
+		e := slices.Sorted(slices.Values(errs[k]))
+		abs := make([]float64, len(e))
+		for i, x := range e {
+			abs[i] = math.Abs(x)
+		}
+		slices.Sort(abs)
+		fmt.Fprintf(&b, "| %s | %s | %d | %+.1f%% | %+.1f%% | %+.1f%% | %.1f%% |\n", k.kind, k.gpu, len(e),
+			100*median(e), 100*e[0], 100*e[len(e)-1], 100*median(abs))
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// median is the middle of sorted values (the mean of the two middle ones).
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
 // knownSlowSection lists the rows whose source marks the measurement as
