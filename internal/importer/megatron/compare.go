@@ -32,6 +32,8 @@ type Difference struct {
 //   - num_layers_per_virtual_pipeline_stage n: the virtual pipeline size
 //     (num_layers / pp) / n, as num_virtual_stages_per_pipeline_rank says it;
 //   - moe_layer_freq: an integer k and the per-layer list it stands for;
+//   - --recompute-activations and the recompute_granularity 'selective'
+//     validate_args sets for it (over any granularity given);
 //   - options with nargs '+' hold a one-element list where the default is
 //     the bare value (moe_aux_loss_coeff 0.0 and [0.0]).
 //
@@ -136,6 +138,10 @@ func effective(ns *mg.Namespace, world int) map[string]any {
 			v["global_batch_size"] = mbs * (int64(world) / mp)
 		}
 	}
+	if b, _ := v["recompute_activations"].(bool); b {
+		v["recompute_granularity"] = "selective"
+	}
+	v["recompute_activations"] = nil // validate_args turns it into recompute_granularity 'selective' and deletes it
 	if k, ok := asInt(v["moe_layer_freq"]); ok {
 		if layers, _ := asInt(v["num_layers"]); layers > 0 && k > 0 && layers <= 1<<20 {
 			p := make([]any, layers)

@@ -209,9 +209,13 @@ func (m *mapper) explicit() {
 	default:
 		m.assign("train.precision", "fp32", "bf16", "fp16")
 	}
-	switch g := m.get("recompute_granularity"); g {
-	case nil:
-		m.assign("train.recompute", "none", "recompute_granularity")
+	switch g := m.get("recompute_granularity"); {
+	case m.flag("recompute_activations"):
+		// validate_args (d98e8a64): --recompute-activations sets
+		// recompute_granularity 'selective', whatever it was, and is deleted.
+		m.assign("train.recompute", "selective", "recompute_granularity", "recompute_activations")
+	case g == nil:
+		m.assign("train.recompute", "none", "recompute_granularity", "recompute_activations")
 	default:
 		m.simple("train.recompute", "recompute_granularity")
 	}

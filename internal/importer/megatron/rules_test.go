@@ -104,6 +104,19 @@ func TestImportCUDAGraphScope(t *testing.T) {
 	require.Contains(t, strings.Join(strings.Fields(string(res.Spec)), " "), `cuda_graph_scope: ["attn", "mlp"]`)
 }
 
+// TestImportRecomputeActivations: --recompute-activations, which
+// validate_args turns into recompute_granularity 'selective' (over any
+// granularity given) and deletes (arguments.py at d98e8a64), becomes
+// train.recompute "selective", so the estimate and the memory model see the
+// recomputation the run does; it was an extra argument beside recompute
+// "none".
+func TestImportRecomputeActivations(t *testing.T) {
+	for _, extra := range []string{"--recompute-activations", "--recompute-activations --recompute-granularity full"} {
+		res := importClean(t, extra)
+		require.Contains(t, strings.Join(strings.Fields(string(res.Spec)), " "), `recompute: "selective"`, extra)
+	}
+}
+
 // tinyArgs is a small dense model's complete argument list.
 const tinyArgs = "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 " +
 	"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-4 --eval-interval 10 --mock-data " +
