@@ -32,6 +32,8 @@ type Difference struct {
 //   - num_layers_per_virtual_pipeline_stage n: the virtual pipeline size
 //     (num_layers / pp) / n, as num_virtual_stages_per_pipeline_rank says it;
 //   - moe_layer_freq: an integer k and the per-layer list it stands for;
+//   - --enable-cuda-graph and --external-cuda-graph and the cuda_graph_impl
+//     validate_args sets for them ("local", "transformer_engine");
 //   - --recompute-activations and the recompute_granularity 'selective'
 //     validate_args sets for it (over any granularity given);
 //   - options with nargs '+' hold a one-element list where the default is
@@ -138,6 +140,13 @@ func effective(ns *mg.Namespace, world int) map[string]any {
 			v["global_batch_size"] = mbs * (int64(world) / mp)
 		}
 	}
+	if b, _ := v["enable_cuda_graph"].(bool); b {
+		v["cuda_graph_impl"] = "local"
+	}
+	if b, _ := v["external_cuda_graph"].(bool); b {
+		v["cuda_graph_impl"] = "transformer_engine"
+	}
+	v["enable_cuda_graph"], v["external_cuda_graph"] = nil, nil // validate_args turns them into cuda_graph_impl and deletes them
 	if b, _ := v["recompute_activations"].(bool); b {
 		v["recompute_granularity"] = "selective"
 	}

@@ -244,7 +244,16 @@ func (m *mapper) explicit() {
 		m.simple("data.tokenizer.type", "tokenizer_type")
 	}
 
-	// CUDA graphs: --cuda-graph-scope is Megatron's deprecated spelling of
+	// CUDA graphs: validate_args (d98e8a64) turns the deprecated
+	// --enable-cuda-graph into cuda_graph_impl "local" and
+	// --external-cuda-graph into "transformer_engine", and deletes them.
+	switch {
+	case m.flag("enable_cuda_graph"):
+		m.assign("kernels.cuda_graph_impl", "local", "enable_cuda_graph", "cuda_graph_impl")
+	case m.flag("external_cuda_graph"):
+		m.assign("kernels.cuda_graph_impl", "transformer_engine", "external_cuda_graph", "cuda_graph_impl")
+	}
+	// --cuda-graph-scope is Megatron's deprecated spelling of
 	// --cuda-graph-modules (dest cuda_graph_scope_deprecated at d98e8a64),
 	// which Megatron-Bridge's performance recipes still write; the spec
 	// keeps it as kernels.cuda_graph_scope, which compiles back to it.

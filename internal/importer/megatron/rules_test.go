@@ -117,6 +117,18 @@ func TestImportRecomputeActivations(t *testing.T) {
 	}
 }
 
+// TestImportDeprecatedCUDAGraphFlags: --enable-cuda-graph and
+// --external-cuda-graph, which validate_args turns into cuda_graph_impl
+// "local" and "transformer_engine" and deletes (arguments.py at d98e8a64),
+// become kernels.cuda_graph_impl; they were extra arguments the estimate
+// could not see.
+func TestImportDeprecatedCUDAGraphFlags(t *testing.T) {
+	for flag, impl := range map[string]string{"--enable-cuda-graph": "local", "--external-cuda-graph": "transformer_engine"} {
+		res := importClean(t, flag)
+		require.Contains(t, strings.Join(strings.Fields(string(res.Spec)), " "), `cuda_graph_impl: "`+impl+`"`, flag)
+	}
+}
+
 // tinyArgs is a small dense model's complete argument list.
 const tinyArgs = "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 " +
 	"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-4 --eval-interval 10 --mock-data " +
