@@ -32,6 +32,8 @@ type Difference struct {
 //   - num_layers_per_virtual_pipeline_stage n: the virtual pipeline size
 //     (num_layers / pp) / n, as num_virtual_stages_per_pipeline_rank says it;
 //   - moe_layer_freq: an integer k and the per-layer list it stands for;
+//   - --use-rotary-position-embeddings and the position_embedding_type
+//     'rope' validate_args sets for it;
 //   - --enable-cuda-graph and --external-cuda-graph and the cuda_graph_impl
 //     validate_args sets for them ("local", "transformer_engine");
 //   - --recompute-activations and the recompute_granularity 'selective'
@@ -140,6 +142,10 @@ func effective(ns *mg.Namespace, world int) map[string]any {
 			v["global_batch_size"] = mbs * (int64(world) / mp)
 		}
 	}
+	if b, _ := v["use_rotary_position_embeddings"].(bool); b {
+		v["position_embedding_type"] = "rope"
+	}
+	v["use_rotary_position_embeddings"] = nil // said by position_embedding_type
 	if b, _ := v["enable_cuda_graph"].(bool); b {
 		v["cuda_graph_impl"] = "local"
 	}

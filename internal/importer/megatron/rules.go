@@ -106,7 +106,14 @@ func (m *mapper) explicit() {
 		m.assign("model.normalization", "layernorm", "normalization")
 	}
 	m.simple("model.norm_epsilon", "layernorm_epsilon")
-	m.simple("model.position_embedding", "position_embedding_type")
+	if m.flag("use_rotary_position_embeddings") {
+		// Legacy RoPE flag: validate_args (d98e8a64) sets
+		// position_embedding_type 'rope' for it.
+		m.assign("model.position_embedding", "rope", "position_embedding_type", "use_rotary_position_embeddings")
+	} else {
+		m.claim("use_rotary_position_embeddings")
+		m.simple("model.position_embedding", "position_embedding_type")
+	}
 	m.simple("model.rotary_base", "rotary_base")
 	m.simple("model.rotary_percent", "rotary_percent")
 	mla := m.flag("multi_latent_attention")

@@ -129,6 +129,16 @@ func TestImportDeprecatedCUDAGraphFlags(t *testing.T) {
 	}
 }
 
+// TestImportLegacyRoPE: --use-rotary-position-embeddings, for which
+// validate_args sets position_embedding_type 'rope' (arguments.py at
+// d98e8a64), becomes model.position_embedding "rope"; it was an extra
+// argument beside learned absolute position embeddings, which the
+// parameter count and memory then held.
+func TestImportLegacyRoPE(t *testing.T) {
+	res := importClean(t, "--use-rotary-position-embeddings")
+	require.Contains(t, strings.Join(strings.Fields(string(res.Spec)), " "), `position_embedding: "rope"`)
+}
+
 // tinyArgs is a small dense model's complete argument list.
 const tinyArgs = "--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 " +
 	"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-4 --eval-interval 10 --mock-data " +
