@@ -372,11 +372,7 @@ func (c *costModel) newLayerShape() layerShape {
 		ls.dqk, ls.dv = float64(ml.QKHeadDim+ml.QKPosEmbHeadDim), float64(ml.VHeadDim)
 	}
 	if m := &c.s.Model; len(m.WindowSize) == 2 && m.Layers > 0 {
-		n := 0
-		for l := range m.Layers {
-			n += int(boolF(m.WindowedLayer(l)))
-		}
-		ls.windowed = float64(n) / float64(m.Layers)
+		ls.windowed = float64(m.WindowedLayers()) / float64(m.Layers)
 		ls.window = [2]float64{float64(m.WindowSize[0]), float64(m.WindowSize[1])}
 	}
 	return ls

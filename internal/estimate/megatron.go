@@ -259,9 +259,8 @@ func (a megatronArgs) activationMemoryWithoutSP() float64 {
 // MegatronFLOPs is num_floating_point_operations for one global batch of s
 // (BSHD, no packing): forward and backward, every GEMM counted three times.
 func MegatronFLOPs(s *spec.Spec, d spec.Derived) float64 {
-	a := newMegatronArgs(s, d)
-	f := a.flopTerms()
-	return f.total(a.globalBatch*a.seq, a.globalBatch*a.seq*a.seq)
+	megatron, _ := flopCounts(s, d)
+	return megatron
 }
 
 // ModelFLOPs is the FLOP count of one global batch of s that Megatron-Bridge's
@@ -278,30 +277,31 @@ func MegatronFLOPs(s *spec.Spec, d spec.Derived) float64 {
 // tables count 5% less (the 26.06-26.08 rows: tokens/s against model
 // TFLOP/s give 0.95 of Megatron's count per token; TestModelFLOPsMatchTables).
 func ModelFLOPs(s *spec.Spec, d spec.Derived) float64 {
-	total := MegatronFLOPs(s, d)
+	_, model := flopCounts(s, d)
+	return model
+}
+
+// flopCounts is MegatronFLOPs and ModelFLOPs from one evaluation of the
+// formula's terms.
+func flopCounts(s *spec.Spec, d spec.Derived) (megatron, model float64) {
+	a := newMegatronArgs(s, d)
+	f := a.flopTerms()
+	T := a.seq
+	megatron = f.total(a.globalBatch*T, a.globalBatch*T*T)
 	m := &s.Model
 	if len(m.WindowSize) != 2 || m.MLA != nil || m.WindowSize[0] < 0 || m.WindowSize[1] < 0 {
 		// Megatron-Bridge windows only the MHA/GQA branch; −1 is an
 		// unbounded side (Megatron's window_size), no window to count.
-		return total
+		return megatron, megatron
 	}
-	a := newMegatronArgs(s, d)
-	f := a.flopTerms()
-	T := a.seq
 	W := float64(m.WindowSize[0] + m.WindowSize[1] + 1)
 	if W >= T {
-		return total
+		return megatron, megatron
 	}
 	swa := W - W*(W-1)/(2*T) // mean keys per query, against T/2 unwindowed
-	windowed := 0.0
-	for l := range m.Layers {
-		if m.WindowedLayer(l) {
-			windowed++
-		}
-	}
 	// The core term per token and layer is selfAttnCore·T (its /2 for the
 	// causal mask is inside selfAttnCore); windowed, selfAttnCore·2·swa.
-	return total - windowed*a.globalBatch*T*f.selfAttnCore*(T-2*swa)
+	return megatron, megatron - float64(m.WindowedLayers())*a.globalBatch*T*f.selfAttnCore*(T-2*swa)
 }
 
 // flopTerms are the per-token factors of Megatron's formula.

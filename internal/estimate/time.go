@@ -981,8 +981,7 @@ func (c *costModel) peakFLOPs() float64 {
 
 // time fills comms, compute, step time, tokens/s and MFU.
 func (c *costModel) time(e *Estimate, link func(string) string) {
-	e.FLOPsPerStep = MegatronFLOPs(c.s, c.d)
-	e.ModelFLOPsPerStep = ModelFLOPs(c.s, c.d)
+	e.FLOPsPerStep, e.ModelFLOPsPerStep = flopCounts(c.s, c.d)
 	peak := c.peakFLOPs()
 	e.Compute.PeakTFLOPs = peak / 1e12
 

@@ -74,6 +74,18 @@ func (m *Model) WindowedLayer(l int) bool {
 	return (l+1)%*m.WindowAttnSkipFreq != 0
 }
 
+// WindowedLayers is the number of decoder layers with sliding-window
+// attention (WindowedLayer).
+func (m *Model) WindowedLayers() int {
+	n := 0
+	for l := range m.Layers {
+		if m.WindowedLayer(l) {
+			n++
+		}
+	}
+	return n
+}
+
 // MLA is multi-latent attention (DeepSeek-V2/V3).
 type MLA struct {
 	QLoraRank       *int `json:"q_lora_rank,omitempty"`
