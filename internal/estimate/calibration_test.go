@@ -303,11 +303,7 @@ func errStats(errs []float64) calStats {
 		sum += a[i]
 	}
 	sort.Float64s(a)
-	med := a[len(a)/2]
-	if len(a)%2 == 0 {
-		med = (a[len(a)/2-1] + a[len(a)/2]) / 2
-	}
-	return calStats{median: med, worst: a[len(a)-1], mean: sum / float64(len(a))}
+	return calStats{median: median(a), worst: a[len(a)-1], mean: sum / float64(len(a))}
 }
 
 // fitCalibration searches the constants that minimise the fit rows' median
@@ -649,13 +645,8 @@ func errorByKind(results []calResult) string {
 	b.WriteString("| model | GPU | rows | median | lowest | highest | median \\|error\\| |\n|---|---|---|---|---|---|---|\n")
 	for _, k := range keys {
 		e := slices.Sorted(slices.Values(errs[k]))
-		abs := make([]float64, len(e))
-		for i, x := range e {
-			abs[i] = math.Abs(x)
-		}
-		slices.Sort(abs)
 		fmt.Fprintf(&b, "| %s | %s | %d | %+.1f%% | %+.1f%% | %+.1f%% | %.1f%% |\n", k.kind, k.gpu, len(e),
-			100*median(e), 100*e[0], 100*e[len(e)-1], 100*median(abs))
+			100*median(e), 100*e[0], 100*e[len(e)-1], 100*errStats(e).median)
 	}
 	b.WriteString("\n")
 	return b.String()
