@@ -61,13 +61,13 @@ var fasterCandidates = []fasterCandidate{
 	// Qwen3 MoE recipes capture them (cuda_graph_impl "transformer_engine",
 	// scope attn, moe_router, moe_preprocess; 34 runs of the measured corpus).
 	{field: "kernels.cuda_graph_impl", value: "transformer_engine",
-		also: map[string]any{"kernels.cuda_graph_modules": []string{"attn", "moe_router", "moe_preprocess"}},
+		also: map[string]any{"kernels.cuda_graph_modules": moeGraphModules},
 		applies: func(s *spec.Spec) bool {
 			return s.Model.MoE != nil && (s.Kernels.CUDAGraphImpl == "" || s.Kernels.CUDAGraphImpl == "none")
 		},
 		apply: func(s *spec.Spec) {
 			s.Kernels.CUDAGraphImpl = "transformer_engine"
-			s.Kernels.CUDAGraphModules = []string{"attn", "moe_router", "moe_preprocess"}
+			s.Kernels.CUDAGraphModules = slices.Clone(moeGraphModules)
 		}},
 	{field: "kernels.moe_router_fusion", value: true,
 		applies: func(s *spec.Spec) bool { return s.Model.MoE != nil && !s.Kernels.MoERouterFusion },
@@ -102,6 +102,10 @@ func flexDispatcher(backend, needs string) fasterCandidate {
 			withMoE(s, func(m *spec.MoE) { m.Dispatcher, m.FlexDispatcherBackend = "flex", backend })
 		}}
 }
+
+// moeGraphModules are the per-layer CUDA graphs Megatron-Bridge's MoE
+// recipes capture (the faster setting's cuda_graph_modules).
+var moeGraphModules = []string{"attn", "moe_router", "moe_preprocess"}
 
 // withMoE changes a copy of s's MoE block (the spec it was copied from
 // keeps its own); nothing for a dense model.
