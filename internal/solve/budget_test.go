@@ -1,8 +1,6 @@
 package solve_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -61,7 +59,8 @@ func TestSearchBudgetManyPlans(t *testing.T) {
 // loadPath loads a spec file of testdata.
 func loadPath(t *testing.T, path string) *load.Result {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return loadText(t, filepath.Base(path), string(data))
+	res, ds := load.Load(load.Source{Path: path})
+	require.NotNil(t, res, "%v", ds)
+	require.False(t, ds.HasErrors(), "%v", ds)
+	return res
 }

@@ -298,15 +298,12 @@ func TestMemoryBelowSound(t *testing.T) {
 			if lf.mb == 1 {
 				continue
 			}
-			mem := fit(lf)
-			st := mem.Stages[mem.PeakStage]
-			state := st.Weights + st.Gradients + st.Optimizer
-			mf := memFail{mb: lf.mb, g: int32(sv.groupMin(&lf)), state: state, rest: st.Total - state, gpu: mem.GPUBytes}
+			mf := sv.newMemFail(&lf, estimate.CodeMemoryExceedsGPU, fit(lf))
 			dp := sv.grids[lf.grid].dp
 			for _, mb := range sv.mbs {
 				small := lf
 				small.mb = mb
-				if mb >= lf.mb || sv.base.Train.GlobalBatch%(int(mb)*dp) != 0 || int32(sv.groupMin(&small)) < mf.g {
+				if mb >= lf.mb || int32(sv.groupMin(&small)) < mf.g {
 					continue
 				}
 				if code, _ := sv.batchRule(int(lf.pp), int(lf.vpp), dp, int(sv.groupMin(&small)), int(mb)); code != "" {

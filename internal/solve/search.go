@@ -128,6 +128,14 @@ type memFail struct {
 	state, rest, gpu int64
 }
 
+// newMemFail is what leaf lf, with memory mem above the limit (code),
+// rules out of its variant.
+func (sv *solver) newMemFail(lf *leaf, code string, mem estimate.Memory) memFail {
+	st := mem.Stages[mem.PeakStage]
+	state := st.Weights + st.Gradients + st.Optimizer
+	return memFail{mb: lf.mb, code: code, g: int32(sv.groupMin(lf)), state: state, rest: st.Total - state, gpu: mem.GPUBytes}
+}
+
 // peakBelow is a lower bound of the peak memory of the variant with a
 // smaller micro batch mb (with a smallest group at least g): the stage's
 // state, and the rest scaled by mb/f.mb. What the rest holds per sample
@@ -578,9 +586,7 @@ func (sv *solver) evaluate(i int32, limit float64) {
 		if code == CodeAboveHeadroom || code == estimate.CodeMemoryExceedsGPU {
 			k := sv.variantKey(lf)
 			if f, ok := sv.memoryFailed[k]; !ok || lf.mb < f.mb {
-				st := mem.Stages[mem.PeakStage]
-				state := st.Weights + st.Gradients + st.Optimizer
-				sv.memoryFailed[k] = memFail{mb: lf.mb, code: code, g: int32(sv.groupMin(lf)), state: state, rest: st.Total - state, gpu: mem.GPUBytes}
+				sv.memoryFailed[k] = sv.newMemFail(lf, code, mem)
 			}
 		}
 		if !sv.hasSmallest || fp.peak < sv.smallest.peak {
