@@ -32,12 +32,7 @@ type Difference struct {
 //   - num_layers_per_virtual_pipeline_stage n: the virtual pipeline size
 //     (num_layers / pp) / n, as num_virtual_stages_per_pipeline_rank says it;
 //   - moe_layer_freq: an integer k and the per-layer list it stands for;
-//   - --use-rotary-position-embeddings and the position_embedding_type
-//     'rope' validate_args sets for it;
-//   - --enable-cuda-graph and --external-cuda-graph and the cuda_graph_impl
-//     validate_args sets for them ("local", "transformer_engine");
-//   - --recompute-activations and the recompute_granularity 'selective'
-//     validate_args sets for it (over any granularity given);
+//   - a legacy flag (legacyFlags) and the value validate_args gives its dest;
 //   - options with nargs '+' hold a one-element list where the default is
 //     the bare value (moe_aux_loss_coeff 0.0 and [0.0]).
 //
@@ -87,6 +82,20 @@ func asInt(v any) (int64, bool) {
 }
 
 // effective is the namespace with Megatron's derivations applied.
+// legacyFlags are the options validate_args (arguments.py at d98e8a64)
+// turns into another dest's value, over what that dest holds, and then
+// deletes or ignores: the import writes the dest's field, and the round
+// trip compares the dest.
+var legacyFlags = []struct {
+	flag, dest string
+	value      any
+}{
+	{"use_rotary_position_embeddings", "position_embedding_type", "rope"},
+	{"enable_cuda_graph", "cuda_graph_impl", "local"},
+	{"external_cuda_graph", "cuda_graph_impl", "transformer_engine"},
+	{"recompute_activations", "recompute_granularity", "selective"},
+}
+
 func effective(ns *mg.Namespace, world int) map[string]any {
 	v := make(map[string]any, len(ns.Values))
 	for d, x := range ns.Values {
@@ -142,21 +151,12 @@ func effective(ns *mg.Namespace, world int) map[string]any {
 			v["global_batch_size"] = mbs * (int64(world) / mp)
 		}
 	}
-	if b, _ := v["use_rotary_position_embeddings"].(bool); b {
-		v["position_embedding_type"] = "rope"
+	for _, l := range legacyFlags {
+		if b, _ := v[l.flag].(bool); b {
+			v[l.dest] = l.value
+		}
+		v[l.flag] = nil // said by its dest
 	}
-	v["use_rotary_position_embeddings"] = nil // said by position_embedding_type
-	if b, _ := v["enable_cuda_graph"].(bool); b {
-		v["cuda_graph_impl"] = "local"
-	}
-	if b, _ := v["external_cuda_graph"].(bool); b {
-		v["cuda_graph_impl"] = "transformer_engine"
-	}
-	v["enable_cuda_graph"], v["external_cuda_graph"] = nil, nil // validate_args turns them into cuda_graph_impl and deletes them
-	if b, _ := v["recompute_activations"].(bool); b {
-		v["recompute_granularity"] = "selective"
-	}
-	v["recompute_activations"] = nil // validate_args turns it into recompute_granularity 'selective' and deletes it
 	if k, ok := asInt(v["moe_layer_freq"]); ok {
 		if layers, _ := asInt(v["num_layers"]); layers > 0 && k > 0 && layers <= 1<<20 {
 			p := make([]any, layers)

@@ -1,6 +1,7 @@
 package megatron
 
 import (
+	"slices"
 	"strings"
 
 	"parc.dev/parc/internal/spec"
@@ -25,9 +26,16 @@ type mapper struct {
 	unknown map[string]bool // dests the rules name that Megatron's parser lacks (tests)
 }
 
+// get is dest's value as validate_args leaves it: a legacy flag that is on
+// (legacyFlags) gives its dest the flag's value.
 func (m *mapper) get(dest string) any {
 	if _, ok := mg.Defaults[dest]; !ok && m.unknown != nil {
 		m.unknown[dest] = true
+	}
+	for _, l := range legacyFlags {
+		if l.dest == dest && m.flag(l.flag) {
+			return l.value
+		}
 	}
 	return m.ns.Values[dest]
 }
@@ -36,10 +44,31 @@ func (m *mapper) isSet(dest string) bool { _, ok := m.ns.Set[dest]; return ok }
 
 func (m *mapper) flag(dest string) bool { b, _ := m.get(dest).(bool); return b }
 
+// claim marks dests as said by the spec, and with each the legacy flags
+// validate_args turns into it.
 func (m *mapper) claim(dests ...string) {
 	for _, d := range dests {
 		m.claimed[d] = true
+		for _, l := range legacyFlags {
+			if l.dest == d {
+				m.claimed[l.flag] = true
+			}
+		}
 	}
+}
+
+// withLegacy is dests and the legacy flags the input sets for them (the
+// arguments an assignment stands for).
+func (m *mapper) withLegacy(dests []string) []string {
+	out := dests
+	for _, d := range dests {
+		for _, l := range legacyFlags {
+			if l.dest == d && m.isSet(l.flag) && m.flag(l.flag) {
+				out = append(slices.Clip(out), l.flag)
+			}
+		}
+	}
+	return out
 }
 
 // assign writes value at path for dests, if the schema has the field and
@@ -58,7 +87,7 @@ func (m *mapper) assign(path string, value any, dests ...string) bool {
 	if f, ok := m.s.field(path); ok {
 		value = cueValue(f, value)
 	}
-	m.out = append(m.out, assignment{path: path, value: value, dests: dests})
+	m.out = append(m.out, assignment{path: path, value: value, dests: m.withLegacy(dests)})
 	return true
 }
 
@@ -106,14 +135,7 @@ func (m *mapper) explicit() {
 		m.assign("model.normalization", "layernorm", "normalization")
 	}
 	m.simple("model.norm_epsilon", "layernorm_epsilon")
-	if m.flag("use_rotary_position_embeddings") {
-		// Legacy RoPE flag: validate_args (d98e8a64) sets
-		// position_embedding_type 'rope' for it.
-		m.assign("model.position_embedding", "rope", "position_embedding_type", "use_rotary_position_embeddings")
-	} else {
-		m.claim("use_rotary_position_embeddings")
-		m.simple("model.position_embedding", "position_embedding_type")
-	}
+	m.simple("model.position_embedding", "position_embedding_type")
 	m.simple("model.rotary_base", "rotary_base")
 	m.simple("model.rotary_percent", "rotary_percent")
 	mla := m.flag("multi_latent_attention")
@@ -216,13 +238,9 @@ func (m *mapper) explicit() {
 	default:
 		m.assign("train.precision", "fp32", "bf16", "fp16")
 	}
-	switch g := m.get("recompute_granularity"); {
-	case m.flag("recompute_activations"):
-		// validate_args (d98e8a64): --recompute-activations sets
-		// recompute_granularity 'selective', whatever it was, and is deleted.
-		m.assign("train.recompute", "selective", "recompute_granularity", "recompute_activations")
-	case g == nil:
-		m.assign("train.recompute", "none", "recompute_granularity", "recompute_activations")
+	switch g := m.get("recompute_granularity"); g {
+	case nil:
+		m.assign("train.recompute", "none", "recompute_granularity")
 	default:
 		m.simple("train.recompute", "recompute_granularity")
 	}
@@ -251,16 +269,7 @@ func (m *mapper) explicit() {
 		m.simple("data.tokenizer.type", "tokenizer_type")
 	}
 
-	// CUDA graphs: validate_args (d98e8a64) turns the deprecated
-	// --enable-cuda-graph into cuda_graph_impl "local" and
-	// --external-cuda-graph into "transformer_engine", and deletes them.
-	switch {
-	case m.flag("enable_cuda_graph"):
-		m.assign("kernels.cuda_graph_impl", "local", "enable_cuda_graph", "cuda_graph_impl")
-	case m.flag("external_cuda_graph"):
-		m.assign("kernels.cuda_graph_impl", "transformer_engine", "external_cuda_graph", "cuda_graph_impl")
-	}
-	// --cuda-graph-scope is Megatron's deprecated spelling of
+	// CUDA graphs: --cuda-graph-scope is Megatron's deprecated spelling of
 	// --cuda-graph-modules (dest cuda_graph_scope_deprecated at d98e8a64),
 	// which Megatron-Bridge's performance recipes still write; the spec
 	// keeps it as kernels.cuda_graph_scope, which compiles back to it.
