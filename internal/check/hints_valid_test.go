@@ -186,6 +186,7 @@ var optionForms = []optionForm{
 	optForm(`\bparallel\.etp: 1\b`, setting{"parallel.etp", 1}),
 	optForm(`set model\.moe\.grouped_gemm: true`, setting{"model.moe.grouped_gemm", true}),
 	optForm(`use train\.fp8_recipe "tensorwise"`, setting{"train.fp8_recipe", "tensorwise"}),
+	optForm(`set train\.fp8_recipe: "delayed"`, setting{"train.fp8_recipe", "delayed"}),
 	optForm(`set model\.moe\.shared_expert_overlap: false`, setting{"model.moe.shared_expert_overlap", false}),
 	optForm(`set train\.fsdp and train\.nccl_ub to true`, setting{"train.fsdp", true}, setting{"train.nccl_ub", true}),
 	optForm(`\bfsdp_manual_registration: false`, setting{"train.fsdp_manual_registration", false}),
@@ -199,6 +200,7 @@ var optionForms = []optionForm{
 	optForm(`set train\.precision_aware_optimizer: true`, setting{"train.precision_aware_optimizer", true}),
 	{re: regexp.MustCompile(`\b(train\.\w+_dtype): "fp32"`), sets: func(m []string) []setting { return []setting{{m[1], "fp32"}} }},
 	optForm(`\bprecision_aware_optimizer: false`, setting{"train.precision_aware_optimizer", false}),
+	optForm(`\boptimizer_cpu_offload: false`, setting{"train.optimizer_cpu_offload", false}),
 	optForm(`set parallel\.overlap_moe_expert_parallel_comm: true`, setting{"parallel.overlap_moe_expert_parallel_comm", true}),
 	optForm(`\bdelay_wgrad_compute: false`, setting{"parallel.delay_wgrad_compute", false}),
 	optForm(`set model\.moe\.score_function: "sigmoid"`, setting{"model.moe.score_function", "sigmoid"}),
@@ -222,7 +224,7 @@ var optionCodes = []string{
 	// Written as genericSettings reads them (withMoreOptions breaks them).
 	"overlap-param-gather", "fsdp-options-unused", "cuda-max-connections", "moe-flex-backend",
 	"recompute-options-unused", "lr-options-unused", "weight-decay-schedule", "recompute-mtp-uniform", "train-iters-samples",
-	"deterministic-mode", "pipeline-layout", "vpp-pp", "ep-without-moe", "uneven-vpp-no-middle", "order-pp-last",
+	"deterministic-mode", "optimizer-cpu-offload", "pipeline-layout", "vpp-pp", "ep-without-moe", "uneven-vpp-no-middle", "order-pp-last",
 	"order-unsupported", "mtp-position-embedding", "mla-query-groups", "etp-without-moe", "moe-capacity-balancing", "moe-pad-capacity",
 	"lr-warmup-exclusive", "rampup-batch-size-ignored", "microbatch-group-unused", "uneven-account-for",
 	"uneven-single-stage", "sp-without-tp", "tokenizer-files", "lr-wsd-decay", "slurm-nodes", "option-like-path",
@@ -390,6 +392,11 @@ func withOptions(rng *rand.Rand, over map[string]any) {
 	}
 	if coin(6) {
 		train["main_grads_dtype"] = "bf16"
+		train["precision_aware_optimizer"] = coin(2)
+		train["distributed_optimizer"] = coin(2)
+	}
+	if coin(6) {
+		train["optimizer_cpu_offload"] = true
 		train["precision_aware_optimizer"] = coin(2)
 		train["distributed_optimizer"] = coin(2)
 	}

@@ -75,6 +75,7 @@ func (c *checker) optimizerPrecision() {
 			opt("set train.fsdp: true", setting{"train.fsdp", true}), opt("set train.fp8_param_gather: false", setting{"train.fp8_param_gather", false})),
 			"fp8_param_gather keeps only fp8 weights, which needs the distributed optimizer or FSDP to hold the main copy")
 	}
+	c.optimizerOffload()
 	dtypes := []struct{ field, v string }{
 		{"train.main_grads_dtype", t.MainGradsDtype}, {"train.main_params_dtype", t.MainParamsDtype},
 		{"train.exp_avg_dtype", t.ExpAvgDtype}, {"train.exp_avg_sq_dtype", t.ExpAvgSqDtype},
@@ -118,4 +119,32 @@ func (c *checker) gpuDatasheet() {
 	c.report("gpu-peak-not-datasheet", path, c.options("gpu-peak-not-datasheet", path, set, opt(set, setting{path, d.BF16})),
 		"%s = %g is not the dense bf16 peak of the %s that cluster.gpu.name %q names, %g TFLOP/s by its datasheet%s; parc takes none of that GPU's other figures (HBM bandwidth, SMs, power limit) and derives them from %g",
 		path, g.BF16TFLOPs, d.Model, g.Name, d.BF16, why, g.BF16TFLOPs)
+}
+
+// optimizerOffload checks --optimizer-cpu-offload as validate_args does
+// (arguments.py at d98e8a64): Megatron-Core's HybridDeviceOptimizer reuses
+// the precision-aware optimizer's code path, and with fp8 parameter
+// gathering only the delayed recipe's.
+func (c *checker) optimizerOffload() {
+	t := c.s.Train
+	if !t.OptimizerCPUOffload {
+		return
+	}
+	if !t.PrecisionAwareOptim {
+		c.report("optimizer-cpu-offload", "train.optimizer_cpu_offload", c.options("optimizer-cpu-offload", "train.optimizer_cpu_offload",
+			"set train.precision_aware_optimizer: true, or train.optimizer_cpu_offload: false",
+			opt("set train.precision_aware_optimizer: true", setting{"train.precision_aware_optimizer", true}),
+			opt("set train.precision_aware_optimizer: true and train.distributed_optimizer: true",
+				setting{"train.precision_aware_optimizer", true}, setting{"train.distributed_optimizer", true}),
+			opt("set train.optimizer_cpu_offload: false", setting{"train.optimizer_cpu_offload", false})),
+			"optimizer_cpu_offload needs the precision-aware optimizer: Megatron-Core's HybridDeviceOptimizer reuses its code path")
+	}
+	if t.FP8ParamGather && t.FP8Recipe != "delayed" {
+		c.report("optimizer-cpu-offload", "train.optimizer_cpu_offload", c.options("optimizer-cpu-offload", "train.optimizer_cpu_offload",
+			"set train.fp8_recipe: \"delayed\", or train.fp8_param_gather: false, or train.optimizer_cpu_offload: false",
+			opt("set train.fp8_recipe: \"delayed\"", setting{"train.fp8_recipe", "delayed"}),
+			opt("set train.fp8_param_gather: false", setting{"train.fp8_param_gather", false}),
+			opt("set train.optimizer_cpu_offload: false", setting{"train.optimizer_cpu_offload", false})),
+			"optimizer_cpu_offload with fp8_param_gather needs fp8_recipe \"delayed\", not %q", t.FP8Recipe)
+	}
 }

@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"fmt"
 	"math"
 
 	"parc.dev/parc/internal/diag"
@@ -160,6 +161,10 @@ type Compute struct {
 	HostBoundS float64 `json:"host_bound_s"`
 	// OptimizerS is the optimizer step (memory-bound), once per step.
 	OptimizerS float64 `json:"optimizer_s"`
+	// OptimizerHostS is the part of OptimizerS the host takes with
+	// train.optimizer_cpu_offload: Adam on the offloaded elements and,
+	// without overlap, their copies.
+	OptimizerHostS float64 `json:"optimizer_host_s,omitempty"`
 	// OffloadExposedS is the time per step the GPU waits for activation
 	// offloading's copies to or from host memory (train.cpu_offloading_num_layers,
 	// or fine-grained offloading's reloads).
@@ -569,6 +574,10 @@ func (c *costModel) assumptions(o Options) Assumptions {
 			"step time = m x the slowest stage's microbatch (compute + exposed tp/cp/ep/pp comms) + each other stage's microbatch / v (pipeline fill and drain) + exposed data-parallel comms + optimizer step",
 			"collectives: latency per ring step + bytes at NCCL's measured bus bandwidth of the link; expert all-to-all split between NVLink and network by where the peers are",
 		},
+	}
+	if f := c.set.optOffload; f > 0 {
+		a.Notes = append(a.Notes, fmt.Sprintf("optimizer_cpu_offload: the first %.0f%% of each rank's optimizer shard keeps its fp32 main weights and Adam moments in host memory (the optimizer column is what stays on the GPU), and the host runs Adam on it at %.2f ns per element and GPU (fitted on Megatron-Bridge's DGX H100 measurement; another host's CPUs run it at another speed)",
+			100*f, hostAdamS*1e9))
 	}
 	return a
 }

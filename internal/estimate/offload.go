@@ -402,3 +402,36 @@ func (c *costModel) deferredWgrad(slowBwd float64) (perMB, exposed float64) {
 	cooldown := float64(c.pp-1) / float64(c.vpp) * slowBwd
 	return perMB, math.Max(0, n*t-cooldown)
 }
+
+// hostAdamS is the host's time per optimizer element of one GPU's shard
+// with optimizer_cpu_offload: PyTorch's fused CPU AdamW on the fp32 copy,
+// with the eight ranks of a node sharing its CPUs. Fitted on the one
+// measurement it has: Megatron-Bridge's Qwen3-30B-A3B runs on two DGX H100
+// (TP2 PP2 EP4, 1.909 B elements per rank's shard as parc counts them),
+// 100% offloaded without overlap, 996 → 4,189 ms per step
+// (skills/nemo-mbridge-perf-cpu-offloading/card.yaml at Megatron-Bridge
+// 067f987d, measured_results), less the copies at the default host link;
+// the 25/50/75% and the overlapped run are held out
+// (TestOptimizerOffloadMeasured). Another host (Grace, fewer cores per GPU)
+// runs Adam at another speed that no published run gives.
+const hostAdamS = 1.55e-9
+
+// hostOptimizerStep is the optimizer step's host part for a shard of n
+// elements: Adam on the offloaded fraction, after its gradients are copied
+// to the host and before the weights are copied back (4 bytes each way per
+// element: the fp32 main gradients and the fp32 copy). With
+// overlap_cpu_optimizer_d2h_h2d each parameter has its own host optimizer
+// and its copies run on their own streams beside the other parameters'
+// steps, so only Adam is timed; without it the copies and Adam run one
+// after another (HybridDeviceOptimizer.step).
+func (c *costModel) hostOptimizerStep(n float64) float64 {
+	f := c.set.optOffload
+	if f <= 0 {
+		return 0
+	}
+	t := f * n * hostAdamS
+	if !c.set.optOffloadOverlap {
+		t += f * n * 8 / c.hostLinkBytesPerS()
+	}
+	return t
+}

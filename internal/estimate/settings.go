@@ -16,6 +16,15 @@ type settings struct {
 	recomputeModules map[string]bool // train.recompute_modules (selective only)
 	// Optimizer state widths in bytes (precision-aware optimizer).
 	mainGrads, mainParams, expAvg, expAvgSq float64
+	// optOffload is the fraction of each rank's optimizer shard whose Adam
+	// runs on the host (train.optimizer_cpu_offload, 0 without it; with
+	// Megatron-FSDP, whose optimizer parc has not read with the offload,
+	// the state is kept on the GPU); optOffloadOverlap:
+	// train.overlap_cpu_optimizer_d2h_h2d.
+	optOffload        float64
+	optOffloadOverlap bool
+	// precisionAware: train.precision_aware_optimizer.
+	precisionAware bool
 	graphs                                  cudaGraphs
 }
 
@@ -84,6 +93,11 @@ func readSettings(s *spec.Spec) settings {
 	for _, m := range t.RecomputeModuleList() {
 		st.recomputeModules[m] = true
 	}
+	st.precisionAware = t.PrecisionAwareOptim
+	if t.OptimizerCPUOffload && !t.FSDP {
+		st.optOffload = min(max(t.OptimizerOffloadFraction, 0), 1)
+		st.optOffloadOverlap = t.OverlapCPUOptimizerD2HH2D
+	}
 	if t.PrecisionAwareOptim {
 		st.mainGrads = dtypeBytes(t.MainGradsDtype)
 		st.mainParams = dtypeBytes(t.MainParamsDtype)
@@ -133,10 +147,32 @@ func (st settings) stateBytes(precision string) BytesPerParam {
 		b.Gradients = 2
 	}
 	b.Optimizer = st.mainParams + st.expAvg + st.expAvgSq
+	if st.optOffload > 0 {
+		b.Optimizer = st.offloadedOptimizerBytes()
+	}
 	if st.fp8ParamGather && precision == "fp8" {
 		b.Weights = 1
 	}
 	return b
+}
+
+// offloadedOptimizerBytes is the optimizer state the GPU keeps per
+// parameter of its shard with optimizer_cpu_offload (Megatron-Core's
+// HybridDeviceOptimizer, megatron/core/optimizer/cpu_offloading/
+// hybrid_optimizer.py at d98e8a64, param_update_in_fp32): the first
+// optimizer_offload_fraction of the shard's elements get an fp32 copy in
+// pinned host memory and Adam's moments there; the rest get an fp32 copy
+// and fp32 moments on the GPU (its Adam is built without the precision-aware
+// dtypes). With the precision-aware optimizer (Megatron-LM requires it) the
+// distributed optimizer hands the 16-bit weights to it and keeps no fp32
+// main weights of its own; without it (Megatron-Bridge does not check) the
+// distributed optimizer's fp32 main weights stay on the GPU, and only the
+// moments move: what Megatron-Bridge measured (TestOptimizerOffloadMeasured).
+func (st settings) offloadedOptimizerBytes() float64 {
+	if st.precisionAware {
+		return (1 - st.optOffload) * 12
+	}
+	return 4 + (1-st.optOffload)*8
 }
 
 // fusedGroupedMLP reports that the routed experts run as Transformer

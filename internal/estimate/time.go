@@ -1077,7 +1077,10 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 		if c.sharding != ShardNone {
 			shard = float64(dense)/float64(denseShards) + float64(expert)/float64(expertShards)
 		}
-		opt = math.Max(opt, c.cm.optimizerStep(shard, float64(dense+expert), c.state).total())
+		host := c.hostOptimizerStep(shard)
+		if t := c.cm.optimizerStep(shard, float64(dense+expert), c.state).total() + host; t > opt {
+			opt, e.Compute.OptimizerHostS = t, host
+		}
 	}
 	e.Compute.OptimizerS = opt
 	step += opt

@@ -230,6 +230,9 @@ type Train struct {
 	MainParamsDtype                     string   `json:"main_params_dtype"`                                       // --main-params-dtype
 	ExpAvgDtype                         string   `json:"exp_avg_dtype"`                                           // --exp-avg-dtype
 	ExpAvgSqDtype                       string   `json:"exp_avg_sq_dtype"`                                        // --exp-avg-sq-dtype
+	OptimizerCPUOffload                 bool     `json:"optimizer_cpu_offload"`                                   // --optimizer-cpu-offload
+	OptimizerOffloadFraction            float64  `json:"optimizer_offload_fraction"`                              // --optimizer-offload-fraction
+	OverlapCPUOptimizerD2HH2D           bool     `json:"overlap_cpu_optimizer_d2h_h2d"`                           // --overlap-cpu-optimizer-d2h-h2d
 	DistributedOptimizer                bool     `json:"distributed_optimizer"`
 	OverlapParamGatherWithOptimizerStep bool     `json:"overlap_param_gather_with_optimizer_step"` // --overlap-param-gather-with-optimizer-step
 	FSDP                                bool     `json:"fsdp"`

@@ -160,3 +160,18 @@ func importClean(t *testing.T, extra string) Result {
 	}
 	return res
 }
+
+// TestImportOptimizerCPUOffload: --optimizer-cpu-offload and its fraction
+// and overlap become train fields, so the memory model keeps the offloaded
+// optimizer state off the GPU (it was an extra argument, and a run that
+// needs it was judged not to fit); without --use-precision-aware-optimizer
+// Megatron rejects the run (validate_args), and so does parc.
+func TestImportOptimizerCPUOffload(t *testing.T) {
+	res := importClean(t, "--use-distributed-optimizer --use-precision-aware-optimizer --optimizer-cpu-offload --optimizer-offload-fraction 0.4 --overlap-cpu-optimizer-d2h-h2d")
+	spec := strings.Join(strings.Fields(string(res.Spec)), " ")
+	for _, f := range []string{"optimizer_cpu_offload: true", "optimizer_offload_fraction: 0.4", "overlap_cpu_optimizer_d2h_h2d: true"} {
+		require.Contains(t, spec, f)
+	}
+	res = importTiny("--use-distributed-optimizer --optimizer-cpu-offload")
+	require.Contains(t, res.Diags.Codes(), "optimizer-cpu-offload", "%v", res.Diags)
+}

@@ -461,6 +461,13 @@ func (e *emitter) optimizer() {
 	a.choice("--main-params-dtype", tr.MainParamsDtype, "fp32")
 	a.choice("--exp-avg-dtype", tr.ExpAvgDtype, "fp32")
 	a.choice("--exp-avg-sq-dtype", tr.ExpAvgSqDtype, "fp32")
+	a.boolFlag("--optimizer-cpu-offload", tr.OptimizerCPUOffload)
+	// Megatron's default is 1.0; 0 without the offload is a spec built in Go
+	// without the schema's defaults.
+	if f := tr.OptimizerOffloadFraction; f != 1 && (f != 0 || tr.OptimizerCPUOffload) {
+		a.float("--optimizer-offload-fraction", tr.OptimizerOffloadFraction)
+	}
+	a.boolFlag("--overlap-cpu-optimizer-d2h-h2d", tr.OverlapCPUOptimizerD2HH2D)
 	if tr.OverlapGradReduce {
 		a.flag("--overlap-grad-reduce")
 	}

@@ -12,6 +12,7 @@ import (
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/estimate"
 	"parc.dev/parc/internal/plan"
+	"parc.dev/parc/internal/spec"
 	"parc.dev/parc/internal/targets/template"
 )
 
@@ -248,7 +249,7 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 		{"compute per step, slowest stage", fmt.Sprintf("%s = GEMMs %s + attention %s + memory-bound %s + kernel overhead %s + waiting on the host %s",
 			Seconds(e.Compute.TimeS), Seconds(e.Compute.GEMMS), Seconds(e.Compute.AttentionS), Seconds(e.Compute.MemoryBoundS), Seconds(e.Compute.KernelOverheadS), Seconds(e.Compute.HostBoundS))},
 		{"one microbatch on the slowest stage, exposed comms included", Seconds(e.Compute.MicrobatchTimeS)},
-		{"optimizer step", Seconds(e.Compute.OptimizerS)},
+		{"optimizer step", optimizerStep(tr, e)},
 	}
 	if e.Compute.OffloadExposedS > 0 {
 		data.Compute = append(data.Compute, Row{"waiting on activation offloading's copies, per step", Seconds(e.Compute.OffloadExposedS)})
@@ -275,6 +276,20 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 			e.Assumptions.FusedAttention, e.Assumptions.Sharding,
 			e.Assumptions.StateBytes.Weights, e.Assumptions.StateBytes.Gradients, e.Assumptions.StateBytes.Optimizer),
 	}, e.Assumptions.Notes...)
+}
+
+// optimizerStep says the optimizer step's time, and the host's part of it
+// with optimizer_cpu_offload.
+func optimizerStep(t spec.Train, e *estimate.Estimate) string {
+	if e.Compute.OptimizerHostS <= 0 {
+		return Seconds(e.Compute.OptimizerS)
+	}
+	how := "Adam and the copies"
+	if t.OverlapCPUOptimizerD2HH2D {
+		how = "Adam; the copies overlapped"
+	}
+	return fmt.Sprintf("%s, of which %s on the host (%s for %s of each rank's optimizer shard: optimizer_cpu_offload)",
+		Seconds(e.Compute.OptimizerS), Seconds(e.Compute.OptimizerHostS), how, Percent(t.OptimizerOffloadFraction))
 }
 
 func peakName(precision string) string {
