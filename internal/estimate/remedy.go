@@ -15,9 +15,10 @@ type remedy struct {
 	apply func(s *spec.Spec)
 }
 
-// memoryRemedies are the single-field changes that lower a stage's memory
-// without changing the grid: a smaller micro batch, more recomputation,
-// sequence parallelism, the distributed optimizer.
+// memoryRemedies are the changes that lower a stage's memory without
+// changing the grid: a smaller micro batch, more recomputation, sequence
+// parallelism, the distributed optimizer, and, slowest, the optimizer state
+// on the host (with the precision-aware optimizer it needs).
 func (c *costModel) memoryRemedies() []remedy {
 	tr := c.s.Train
 	var out []remedy
@@ -39,6 +40,17 @@ func (c *costModel) memoryRemedies() []remedy {
 	}
 	if c.sharding == ShardNone && !c.shardingGiven && !tr.FSDP {
 		out = append(out, remedy{"train.distributed_optimizer true", func(s *spec.Spec) { s.Train.DistributedOptimizer = true }})
+	}
+	if tr.DistributedOptimizer && !tr.FSDP && !tr.OptimizerCPUOffload {
+		// Last: the host then runs Adam on the whole shard (several times
+		// the GPU's optimizer step; TestOptimizerOffloadMeasured).
+		text, pa := "train.optimizer_cpu_offload true", tr.PrecisionAwareOptim
+		if !pa {
+			text += " and train.precision_aware_optimizer true"
+		}
+		out = append(out, remedy{text, func(s *spec.Spec) {
+			s.Train.OptimizerCPUOffload, s.Train.OptimizerOffloadFraction, s.Train.PrecisionAwareOptim = true, 1, true
+		}})
 	}
 	return out
 }

@@ -19,7 +19,7 @@ func runHinted(s *spec.Spec) (*Estimate, diag.List) {
 }
 
 var (
-	remedyRE = regexp.MustCompile(`(train\.micro_batch (\d+)|train\.recompute "(\w+)"|parallel\.sp true|train\.distributed_optimizer true) \(peak`)
+	remedyRE = regexp.MustCompile(`(train\.micro_batch (\d+)|train\.recompute "(\w+)"|parallel\.sp true|train\.distributed_optimizer true|train\.optimizer_cpu_offload true(?: and train\.precision_aware_optimizer true)?) \(peak`)
 	limitRE  = regexp.MustCompile(`brings it under ([0-9.]+) GiB`)
 	gbRE     = regexp.MustCompile(`train\.global_batch = (\d+)`)
 )
@@ -53,6 +53,11 @@ func hintFails(s *spec.Spec, ds diag.List) []string {
 				case strings.HasPrefix(m[1], "parallel.sp"):
 					on := true
 					s2.Parallel.SP = &on
+				case strings.HasPrefix(m[1], "train.optimizer_cpu_offload"):
+					s2.Train.OptimizerCPUOffload, s2.Train.OptimizerOffloadFraction = true, 1
+					if strings.Contains(m[1], "precision_aware_optimizer") {
+						s2.Train.PrecisionAwareOptim = true
+					}
 				default:
 					s2.Train.DistributedOptimizer = true
 				}
@@ -118,6 +123,9 @@ func TestEstimateHintsSuggestValidValues(t *testing.T) {
 				if remedyRE.MatchString(dg.Hint) {
 					seen["memory-values"]++
 				}
+				if strings.Contains(dg.Hint, "train.optimizer_cpu_offload true") {
+					seen["optimizer-offload-value"]++
+				}
 			}
 		}
 		for _, b := range hintFails(s, ds) {
@@ -127,7 +135,7 @@ func TestEstimateHintsSuggestValidValues(t *testing.T) {
 		}
 	}
 	t.Logf("diagnostics seen: %v", seen)
-	for _, c := range []string{CodeMemoryExceedsGPU, CodePipelineBubble, "memory-values"} {
+	for _, c := range []string{CodeMemoryExceedsGPU, CodePipelineBubble, "memory-values", "optimizer-offload-value"} {
 		if seen[c] == 0 {
 			t.Errorf("no %s exercised", c)
 		}
