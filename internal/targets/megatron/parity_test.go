@@ -44,6 +44,10 @@ var parityCases = []struct {
 	{"recompute-mla-up-proj", `train: {recompute: "selective", recompute_modules: ["mla_up_proj"]}`, false},
 	{"precision-aware", `train: {distributed_optimizer: true, precision_aware_optimizer: true, main_grads_dtype: "bf16", exp_avg_dtype: "bf16", exp_avg_sq_dtype: "bf16"}`, true},
 	{"optimizer-dtype-without-precision-aware", `train: {distributed_optimizer: true, exp_avg_dtype: "bf16"}`, false},
+	{"optimizer-cpu-offload", `train: {distributed_optimizer: true, precision_aware_optimizer: true, optimizer_cpu_offload: true, optimizer_offload_fraction: 0.5, overlap_cpu_optimizer_d2h_h2d: true}`, true},
+	{"optimizer-cpu-offload-without-precision-aware", `train: {distributed_optimizer: true, optimizer_cpu_offload: true}`, false},
+	{"optimizer-cpu-offload-fp8-param-gather-delayed", `train: {precision: "fp8", fp8_recipe: "delayed", fp8_param_gather: true, distributed_optimizer: true, precision_aware_optimizer: true, optimizer_cpu_offload: true}`, true},
+	{"optimizer-cpu-offload-fp8-param-gather-tensorwise", `train: {precision: "fp8", fp8_recipe: "tensorwise", fp8_param_gather: true, distributed_optimizer: true, precision_aware_optimizer: true, optimizer_cpu_offload: true}`, false},
 	{"tp-comm-overlap", `parallel: tp_comm_overlap: true`, true},
 	{"tp-comm-overlap-no-sp", `parallel: {tp_comm_overlap: true, sp: false}`, false},
 	{"ep-overlap", `model: moe: {experts: 8}
