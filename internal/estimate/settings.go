@@ -25,7 +25,7 @@ type settings struct {
 	optOffloadOverlap bool
 	// precisionAware: train.precision_aware_optimizer.
 	precisionAware bool
-	graphs                                  cudaGraphs
+	graphs         cudaGraphs
 }
 
 // cudaGraphs is what CUDA graphs capture (kernels.cuda_graph_impl and
