@@ -44,8 +44,8 @@ func (c *costModel) memoryRemedies() []remedy {
 	if tr.DistributedOptimizer && !tr.FSDP && !tr.OptimizerCPUOffload {
 		// Last: the host then runs Adam on the whole shard (several times
 		// the GPU's optimizer step; TestOptimizerOffloadMeasured).
-		text, pa := "train.optimizer_cpu_offload true", tr.PrecisionAwareOptim
-		if !pa {
+		text := "train.optimizer_cpu_offload true"
+		if !tr.PrecisionAwareOptim {
 			text += " and train.precision_aware_optimizer true"
 		}
 		out = append(out, remedy{text, func(s *spec.Spec) {
