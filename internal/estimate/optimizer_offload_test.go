@@ -56,6 +56,8 @@ func TestOptimizerOffloadMeasured(t *testing.T) {
 	s := loadSpecText(t, offloadSpec)
 	base := offloadMeasured[0]
 	e0 := runOffload(t, s, 0, false)
+	t.Logf("baseline, not compared: parc %.3f s per step and %.1f GB peak, measured %.3f s and %.1f GB",
+		e0.StepTimeS, float64(e0.Memory.PerGPUPeakBytes)/1e9, base.iterMS/1e3, base.memGB)
 	for _, m := range offloadMeasured[1:] {
 		e := runOffload(t, s, m.fraction, m.overlap)
 		freed := float64(e0.Memory.PerGPUPeakBytes-e.Memory.PerGPUPeakBytes) / 1e9
