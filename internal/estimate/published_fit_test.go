@@ -1,12 +1,9 @@
 package estimate
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"parc.dev/parc/internal/diag"
-	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/spec"
 )
 
@@ -93,14 +90,5 @@ func TestMemoryOptionsWidths(t *testing.T) {
 
 func loadSpecText(t *testing.T, body string) *spec.Spec {
 	t.Helper()
-	text := "package plan\n\nimport (\n\t\"parc.dev/stdlib/models\"\n\t\"parc.dev/stdlib/clusters\"\n)\n" + body
-	res, ds := load.Load(load.Source{Path: filepath.Join(os.TempDir(), "published-fit.cue"), Data: []byte(text)})
-	if ds.HasErrors() {
-		t.Fatalf("load: %v", ds)
-	}
-	s, ds := res.Decode()
-	if ds.HasErrors() {
-		t.Fatalf("decode: %v", ds)
-	}
-	return s
+	return loadPlanText(t, "package plan\n\nimport (\n\t\"parc.dev/stdlib/models\"\n\t\"parc.dev/stdlib/clusters\"\n)\n"+body)
 }
