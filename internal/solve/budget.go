@@ -29,8 +29,9 @@ const CodeSearchTooLarge = "solve-search-too-large"
 // (counted in estimates alone, the units undercounted small models up to
 // tenfold: a 120-layer search on 20,160 GPUs ran 21 s before it stopped).
 // The published corpus's largest search (TestPublishedCorpus -corpus, its
-// units read with a temporary counter in Solve) spends about 5.1e9 units (a 128-GPU row; 6.7e9, Qwen3-235B-A22B on 256 GPUs,
-// before smaller micro batches were ruled out by memory: memFail.peakBelow);
+// units read with a temporary counter in Solve) spends about 5.1e9 units
+// (a 128-GPU row; 6.7e9, Qwen3-235B-A22B on 256 GPUs, before smaller micro
+// batches were ruled out by memory: memFail.peakBelow);
 // BenchmarkSolveDeepSeek1kOpen about 0.5e9.
 const (
 	estimateFixedWork = 10_000

@@ -81,7 +81,6 @@ func asInt(v any) (int64, bool) {
 	return 0, false
 }
 
-// effective is the namespace with Megatron's derivations applied.
 // legacyFlags are the options validate_args (arguments.py at d98e8a64)
 // turns into another dest's value, over what that dest holds, and then
 // deletes or ignores: the import writes the dest's field, and the round
@@ -96,6 +95,7 @@ var legacyFlags = []struct {
 	{"recompute_activations", "recompute_granularity", "selective"},
 }
 
+// effective is the namespace with Megatron's derivations applied.
 func effective(ns *mg.Namespace, world int) map[string]any {
 	v := make(map[string]any, len(ns.Values))
 	for d, x := range ns.Values {
