@@ -1,12 +1,9 @@
 package estimate
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"parc.dev/parc/internal/diag"
-	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/spec"
 )
 
@@ -117,14 +114,7 @@ parallel: {tp: 2, pp: 2, ep: 2}
 train: {seq_length: 4096, micro_batch: 1, global_batch: 64, iters: 10}
 kernels: attention_backend: "flash"
 ` + extra
-	res, ds := load.Load(load.Source{Path: filepath.Join(os.TempDir(), "fine-offload.cue"), Data: []byte(text)})
-	if ds.HasErrors() {
-		t.Fatalf("load: %v", ds)
-	}
-	s, ds := res.Decode()
-	if ds.HasErrors() {
-		t.Fatalf("decode: %v", ds)
-	}
+	s := loadPlanText(t, text)
 	return s, spec.Derive(s)
 }
 

@@ -1,9 +1,12 @@
 package estimate
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/spec"
 )
 
@@ -91,4 +94,19 @@ func TestMemoryOptionsWidths(t *testing.T) {
 func loadSpecText(t *testing.T, body string) *spec.Spec {
 	t.Helper()
 	return loadPlanText(t, "package plan\n\nimport (\n\t\"parc.dev/stdlib/models\"\n\t\"parc.dev/stdlib/clusters\"\n)\n"+body)
+}
+
+// loadPlanText loads a whole spec text (package clause and imports
+// included).
+func loadPlanText(t *testing.T, text string) *spec.Spec {
+	t.Helper()
+	res, ds := load.Load(load.Source{Path: filepath.Join(os.TempDir(), "plan.cue"), Data: []byte(text)})
+	if ds.HasErrors() {
+		t.Fatalf("load: %v", ds)
+	}
+	s, ds := res.Decode()
+	if ds.HasErrors() {
+		t.Fatalf("decode: %v", ds)
+	}
+	return s
 }

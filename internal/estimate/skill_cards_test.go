@@ -2,14 +2,11 @@ package estimate
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"parc.dev/parc/internal/diag"
-	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/spec"
 )
 
@@ -83,8 +80,9 @@ func TestLlama70BSFTPlansMeasured(t *testing.T) {
 			base = tf
 		}
 		peak := float64(e.Memory.PerGPUPeakBytes) / 1e9
-		t.Logf("%-34s tp %d pp %d: parc %6.1f TFLOP/s (measured %6.1f, %+5.1f%%; vs the baseline %.3f, measured %.3f), peak %5.1f GB (measured %.1f, %+5.1f%%)",
-			m.name, m.tp, m.pp, tf, m.tflops, 100*(tf/m.tflops-1), tf/base, m.tflops/llama70bSFT[0].tflops, peak, m.peakGB, 100*(peak/m.peakGB-1))
+		t.Logf("%-34s tp %d pp %d: parc %6.1f TFLOP/s (measured %6.1f, %+5.1f%%; vs the baseline %.3f, measured %.3f), peak %5.1f GB (measured %.1f, %+5.1f%%); attention %.1f%% of the step",
+			m.name, m.tp, m.pp, tf, m.tflops, 100*(tf/m.tflops-1), tf/base, m.tflops/llama70bSFT[0].tflops, peak, m.peakGB, 100*(peak/m.peakGB-1),
+			100*e.Compute.AttentionS/e.StepTimeS)
 		if m.tp == 8 {
 			continue // the known miss above
 		}
@@ -192,19 +190,4 @@ func TestMoonlightRecomputeModulesMeasured(t *testing.T) {
 			}
 		}
 	}
-}
-
-// loadPlanText loads a whole spec text (package clause and imports
-// included).
-func loadPlanText(t *testing.T, text string) *spec.Spec {
-	t.Helper()
-	res, ds := load.Load(load.Source{Path: filepath.Join(os.TempDir(), "published-fit.cue"), Data: []byte(text)})
-	if ds.HasErrors() {
-		t.Fatalf("load: %v", ds)
-	}
-	s, ds := res.Decode()
-	if ds.HasErrors() {
-		t.Fatalf("decode: %v", ds)
-	}
-	return s
 }
