@@ -21,7 +21,8 @@ import (
 var publishedLine = regexp.MustCompile(`(?m)^// published: (.*)$`)
 
 // publishedValues reads the "// published: tp=8 pp=16 ..." line of a
-// testdata/published spec: the values its source gives for the open fields.
+// testdata/published spec: the values its source gives for the open fields
+// (and for settings that hold only with them, such as sp=true).
 func publishedValues(t *testing.T, text string) map[string]any {
 	m := publishedLine.FindStringSubmatch(text)
 	require.NotNil(t, m, "no // published: line")
@@ -29,15 +30,16 @@ func publishedValues(t *testing.T, text string) map[string]any {
 	for _, kv := range strings.Fields(m[1]) {
 		k, v, ok := strings.Cut(kv, "=")
 		require.True(t, ok, kv)
-		n, err := strconv.Atoi(v)
 		path := "parallel." + k
 		if k == "micro_batch" || k == "recompute" {
 			path = "train." + k
 		}
-		if err != nil {
-			out[path] = v
-		} else {
+		if n, err := strconv.Atoi(v); err == nil {
 			out[path] = n
+		} else if b, err := strconv.ParseBool(v); err == nil {
+			out[path] = b
+		} else {
+			out[path] = v
 		}
 	}
 	return out
@@ -97,7 +99,7 @@ var knownMisses = map[string]bool{
 // those values written in.
 func TestPublishedPlans(t *testing.T) {
 	if testing.Short() {
-		t.Skip("solves 16 published configurations")
+		t.Skip("solves the published configurations of testdata/published")
 	}
 	files, err := filepath.Glob("testdata/published/*.cue")
 	require.NoError(t, err)
