@@ -103,6 +103,9 @@ func readSettings(s *spec.Spec) settings {
 		st.mainParams = dtypeBytes(t.MainParamsDtype)
 		st.expAvg = dtypeBytes(t.ExpAvgDtype)
 		st.expAvgSq = dtypeBytes(t.ExpAvgSqDtype)
+		if paramRemainders(t) {
+			st.mainParams = 2
+		}
 	}
 	if t.FSDP {
 		// Megatron-FSDP keeps its own main weights and gradient buffer
@@ -118,6 +121,31 @@ func readSettings(s *spec.Spec) settings {
 		}
 	}
 	return st
+}
+
+// paramRemainders reports that the precision-aware optimizer keeps its fp32
+// master weights as the 16 bits the bf16 weights do not hold (Transformer
+// Engine's FusedAdam with store_param_remainders, Megatron's default since
+// TE 2.1: optimizer_config.py store_param_remainders at d98e8a64). Megatron
+// hands the master weights to FusedAdam (master_weights, master_weight_dtype)
+// only when use_precision_aware_optimizer_no_fp8_or_ds_fp8 holds: without
+// fp8 or with delayed scaling (a main_params_dtype other than fp32 is not
+// remainders; with optimizer offloading, offloadedOptimizerBytes applies),
+// and it stores them as int16 with bf16 weights (optimizer/__init__.py and
+// distrib_optimizer.py, where the loaded state's master_param is an int16
+// shard under store_param_remainders and bf16). Megatron-FSDP keeps its own
+// main weights (readSettings).
+func paramRemainders(t *spec.Train) bool {
+	if t.FSDP || t.OptimizerCPUOffload || dtypeBytes(t.MainParamsDtype) != 4 {
+		return false
+	}
+	switch t.Precision {
+	case "bf16":
+		return true
+	case "fp8":
+		return t.FP8Base == "bf16" && t.FP8Recipe == "delayed"
+	}
+	return false
 }
 
 // dtypeBytes is the width of a Megatron dtype name; 0 for "auto" or unknown.
