@@ -22,7 +22,11 @@ type Options struct {
 	// calibration and the solver corpus, through measured.PublishedPlan):
 	// a rule only Megatron-LM's own argument check applies, added after
 	// the software the corpus's runs used, does not report, because the
-	// run did what the rule forbids. Today that is two rules: the
+	// run did what the rule forbids, and a setting Megatron-LM has no flag
+	// for but another front end sets (Megatron-Bridge's SFT recipes
+	// disable Transformer Engine's fp8 weight cache,
+	// kernels.disable_parameter_transpose_cache) is taken as it ran.
+	// Today the rules of the first kind are two: the
 	// overlapped parameter gather without the overlapped gradient
 	// reduction (optimizer; Megatron-Bridge ran it, see there), and
 	// Transformer Engine's cross-entropy fusion (kernels), asserted

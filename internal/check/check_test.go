@@ -299,6 +299,18 @@ func TestMeasuredRunLiftsOnlyArgumentsRules(t *testing.T) {
 	if l := VerdictWith(te, spec.Derive(te), diag.NoPos, measured); len(l) != 0 {
 		t.Errorf("measured run (verdict): %v", l)
 	}
+	// Megatron-LM has no flag for disable_parameter_transpose_cache: vet
+	// rejects it, a measured run (Megatron-Bridge's SFT recipes) keeps it.
+	isCache := func(d diag.Diagnostic) bool {
+		return d.Code == "kernel-options" && d.Path == "kernels.disable_parameter_transpose_cache"
+	}
+	cache := specFrom(t, parse(t, `{"kernels": {"disable_parameter_transpose_cache": true}}`))
+	if l := runSpec(cache); !slices.ContainsFunc(l, isCache) {
+		t.Errorf("vet: disable_parameter_transpose_cache accepted: %v", l)
+	}
+	if l := RunWith(cache, spec.Derive(cache), diag.NoPos, measured); len(l) != 0 {
+		t.Errorf("measured run with the fp8 weight cache disabled: %v", l)
+	}
 	// Every other rule still holds for a measured run.
 	both := specFrom(t, parse(t, `{"kernels": {"cross_entropy_loss_fusion": true, "cross_entropy_fusion_impl": "te",
 		"cuda_graph_scope": ["attn"], "cuda_graph_modules": ["attn"]}}`))

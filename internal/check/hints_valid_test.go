@@ -212,6 +212,7 @@ var optionForms = []optionForm{
 	optForm(`set checkpoint\.format: "fsdp_dtensor"`, setting{"checkpoint.format", "fsdp_dtensor"}),
 	optForm(`use (?:kernels\.)?cross_entropy_fusion_impl "native"`, setting{"kernels.cross_entropy_fusion_impl", "native"}),
 	optForm(`\bcross_entropy_loss_fusion: false`, setting{"kernels.cross_entropy_loss_fusion", false}),
+	optForm(`set kernels\.disable_parameter_transpose_cache: false`, setting{"kernels.disable_parameter_transpose_cache", false}),
 }
 
 // optionCodes are the codes whose hints (those of them optionForms name)
@@ -419,6 +420,9 @@ func withOptions(rng *rand.Rand, over map[string]any) {
 	if coin(8) {
 		kernels["cross_entropy_loss_fusion"] = true
 		kernels["cross_entropy_fusion_impl"] = "te"
+	}
+	if coin(10) {
+		kernels["disable_parameter_transpose_cache"] = true
 	}
 	if coin(4) {
 		par["tp_comm_overlap"] = true

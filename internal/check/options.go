@@ -155,6 +155,13 @@ func (c *checker) kernels() {
 			opt("set kernels.cross_entropy_loss_fusion: false", setting{"kernels.cross_entropy_loss_fusion", false})),
 			"Megatron disables Transformer Engine's cross-entropy fusion (stability issues): cross_entropy_loss_fusion with impl \"te\" is rejected")
 	}
+	if k.DisableParameterTransposeCache && !c.o.MeasuredRun {
+		// arguments.py at d98e8a64 lists disable_parameter_transpose_cache
+		// among the TransformerConfig fields that have no command-line flag.
+		c.report("kernel-options", "kernels.disable_parameter_transpose_cache", c.options("kernel-options", "kernels.disable_parameter_transpose_cache", "set kernels.disable_parameter_transpose_cache: false",
+			opt("set kernels.disable_parameter_transpose_cache: false", setting{"kernels.disable_parameter_transpose_cache", false})),
+			"Megatron-LM has no flag for disable_parameter_transpose_cache (a TransformerConfig field its arguments leave unset), so the generated run would keep Transformer Engine's fp8 weight cache")
+	}
 	if s.Model.MLA != nil && k.ApplyRopeFusion && s.Model.RopeType != nil && *s.Model.RopeType == "rope" {
 		c.report("kernel-options", "kernels.apply_rope_fusion", c.options("kernel-options", "kernels.apply_rope_fusion", `set kernels.apply_rope_fusion: false, or model.rope_type "yarn"`,
 			opt("set kernels.apply_rope_fusion: false", setting{"kernels.apply_rope_fusion", false}), opt(`set model.rope_type "yarn"`, setting{"model.rope_type", "yarn"})),

@@ -34,7 +34,9 @@ import (
 // parallel overlap and sequence parallelism only on H100's TP 4, and the
 // benchmark defaults of perf_recipes/_common.py _benchmark_common (no NaN
 // checks, manual GC every 100 steps, Transformer Engine's cross-entropy
-// fusion, RoPE fusion).
+// fusion, RoPE fusion), and Transformer Engine's fp8 weight cache disabled
+// (model.disable_parameter_transpose_cache, as every Llama SFT recipe sets
+// it, and v0.5.0's set_llama3_common_peft_configs).
 var bridgeSFT = []struct {
 	name             string
 	cluster          string
@@ -59,7 +61,7 @@ train: {
 	distributed_optimizer: true, overlap_grad_reduce: true, overlap_param_gather: true, grad_reduce_in_bf16: true
 	recompute: "none", check_for_nan_in_loss_and_grad: false, manual_gc: true, manual_gc_interval: 100
 }
-kernels: {cuda_graph_impl: "transformer_engine", cuda_graph_modules: ["mlp"], cross_entropy_loss_fusion: true, cross_entropy_fusion_impl: "te", apply_rope_fusion: true}
+kernels: {cuda_graph_impl: "transformer_engine", cuda_graph_modules: ["mlp"], cross_entropy_loss_fusion: true, cross_entropy_fusion_impl: "te", apply_rope_fusion: true, disable_parameter_transpose_cache: true}
 `
 
 // TestBridgeSFTMeasured: parc's tokens/s per GPU of each published SFT run

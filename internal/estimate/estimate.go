@@ -474,6 +474,7 @@ func (c *costModel) memory(e *Estimate) {
 			w += c.embeddingParamsPerGPU(r) / c.weightShards(denseShards)
 			w += c.fp8WeightTransposes(r, dense+expert)
 		}
+		w += c.fp8WeightWorkspaces(r, dense+expert)
 		if c.pp > 1 && c.vpp > 1 {
 			// The chunks' microbatches differ in size: the peak is where
 			// the schedule holds the most bytes, not always where it
@@ -631,6 +632,40 @@ func (c *costModel) fp8WeightTransposes(r int, params int64) float64 {
 		return 0
 	}
 	return math.Max(0, float64(params)-c.embeddingParamsPerGPU(r))
+}
+
+// fp8WeightWorkspaces is the bytes of the quantized weight copies
+// Transformer Engine keeps for rank r's fp8 linear layers (params: its
+// parameters per GPU) when the weights themselves are 16-bit. Megatron
+// passes is_first_microbatch to its TE layers (schedules.py
+// set_is_first_microbatch; TELinear.forward at d98e8a64 passes None only
+// with disable_parameter_transpose_cache, which Megatron-LM has no flag
+// for), so TE quantizes each weight in the step's first microbatch, caches
+// it in the module's _fp8_workspaces for the other microbatches and keeps
+// it between steps (module/linear.py cache_name "weight" at d0067d0d): one
+// byte per linear parameter where one copy serves both the forward and the
+// backward (per-tensor scaling on Blackwell: "Blackwell supports columnwise
+// access natively"), two where the backward needs another copy: the
+// transpose on a GPU before Blackwell, MXFP8's and blockwise scaling's
+// columnwise quantization, whose blocks run the other way ("rowwise and
+// columnwise MXFP8 tensors ... must be quantized independently": TE docs,
+// features/low_precision_training). Megatron-LM's functional tests measure
+// it: the fp8 MoE proxy gpt3_mcore_te_tp2_pp2_ep4_etp1_mtp_resume_torch_dist_fp8
+// keeps 0.64 GiB more allocated between steps than its bf16 twin, where two
+// bytes of its 0.36 B linear parameters per GPU are 0.67 GiB (H100). None with
+// the weights kept in fp8 (fp8_param_gather: the parameter is the quantized
+// tensor) or fully sharded (Megatron-FSDP gathers a layer at a time); the
+// scaling factors (a byte per 32 elements with MXFP8) are left out.
+func (c *costModel) fp8WeightWorkspaces(r int, params int64) float64 {
+	t := c.s.Train
+	if t.Precision != "fp8" || c.fp8Params() || c.sharding == ShardFull || c.s.Kernels.DisableParameterTransposeCache {
+		return 0
+	}
+	perParam := 1.0
+	if c.s.Cluster.GPU.ComputeCapability < 10 || t.FP8Recipe == "mxfp8" || t.FP8Recipe == "blockwise" {
+		perParam = 2
+	}
+	return perParam * math.Max(0, float64(params)-c.embeddingParamsPerGPU(r))
 }
 
 // embeddingParamsPerGPU is the word embeddings and output layer rank r holds

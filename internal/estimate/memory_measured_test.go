@@ -111,7 +111,7 @@ var knownMemoryMisses = map[string]string{
 		"the same arguments at micro batch 4 with 2 layers (deepseek_proxy_fsdp_ep2_fsdp2_1node_gb200) are within 19%, with the activations within 0.1 GiB, so the miss grows with the micro batch and the layers: " +
 		"8.7 GiB, about what fp32 copies of the 8 layers' s^2 attention probabilities would take (softmax in fp32 outside Transformer Engine's fused kernel, saved beside the 16-bit probabilities). " +
 		"TE's FusedScaleMaskSoftmax.is_kernel_available accepts these sizes (sk = 1024, b·np = 256), so this is not confirmed",
-	"gpt3_mcore_te_tp2_pp2_ep4_etp1_resume_torch_dist_attn_cudagraph": "+12.7% (43.2 vs 38.4 GiB): MLA MoE proxy with unfused attention, fp8 tensorwise and Transformer Engine CUDA graphs of the attention modules " +
+	"gpt3_mcore_te_tp2_pp2_ep4_etp1_resume_torch_dist_attn_cudagraph": "+13.5% (43.6 vs 38.4 GiB): MLA MoE proxy with unfused attention, fp8 tensorwise and Transformer Engine CUDA graphs of the attention modules " +
 		"(--cuda-graph-impl transformer_engine --cuda-graph-modules attn); the same model family without them (gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed) is at -5.5%. Not explained",
 }
 
@@ -476,14 +476,14 @@ between steps (mostly that state), measured.
   measured peak: fixed allocations parc does not count (cuBLAS and Transformer Engine workspaces, communication
   buffers, RNG state, the data batch, the gradients of the layer being back-propagated) weigh 0.1–0.5 GiB, a large
   share of a 1 GiB run. Judge the model by the rows of at least 10 GiB and the release runs.
-- **fp8 weight copies.** Without ` + "`fp8_param_gather`" + `, Transformer Engine keeps an fp8 copy (and on Hopper its transpose)
-  of every linear weight between steps (TE's weight workspace, cached because Megatron passes ` + "`is_first_microbatch`" + `
-  unless ` + "`--disable-parameter-transpose-cache`" + `). The fp8 MoE proxy gpt3_mcore_te_tp2_pp2_ep4_etp1_mtp_resume_torch_dist_fp8
-  keeps 0.64 GiB more allocated between steps than its bf16 twin gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed, where
-  2 bytes × its 0.36 B linear parameters per GPU would be 0.67 GiB. parc does not count it yet: with it, six published
-  fp8 runs that ran (internal/estimate/testdata/measured, whose rows do not record ` + "`fp8_param_gather`" + `) would no longer
-  fit, so their settings need checking first.
-- **Transformer Engine CUDA graphs of the attention modules**: a listed known miss (+12.7%), not explained.
+- **fp8 weight copies.** Without ` + "`fp8_param_gather`" + `, Transformer Engine keeps an fp8 copy (and on Hopper its transpose,
+  with MXFP8 its columnwise copy) of every linear weight between steps (TE's weight workspace, cached because Megatron
+  passes ` + "`is_first_microbatch`" + `; the TransformerConfig field disable_parameter_transpose_cache, which Megatron-LM has
+  no flag for, turns it off). The fp8 MoE proxy gpt3_mcore_te_tp2_pp2_ep4_etp1_mtp_resume_torch_dist_fp8 keeps 0.64 GiB
+  more allocated between steps than its bf16 twin gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed, where 2 bytes × its
+  0.36 B linear parameters per GPU are 0.67 GiB. parc counts it (fp8WeightWorkspaces in estimate.go); every published
+  run of internal/estimate/testdata/measured still fits with it.
+- **Transformer Engine CUDA graphs of the attention modules**: a listed known miss (+13.5%), not explained.
 - **Fine-grained activation offloading** (` + "`train.fine_grained_activation_offloading`" + `, four rows of one MLA MoE proxy
   with unfused attention, seven offload modules): the model moves each module's saved tensors of at least
   ` + "`min_offloaded_tensor_size`" + ` elements to host memory and keeps one layer's groups on the GPU (the offload margin),

@@ -66,29 +66,35 @@ train: {seq_length: 8192, micro_batch: 1, global_batch: 2048, precision: "bf16",
 }
 
 // The memory options change the state by exactly Megatron's widths: bf16
-// main gradients save 2 bytes per parameter, fp8 parameters 1 byte per
-// parameter of the linear layers (embeddings and output layer stay 16-bit)
-// from Blackwell on, none before it, where each keeps its transpose.
+// main gradients save 2 bytes per parameter; 16-bit weights of fp8 layers
+// add Transformer Engine's cached fp8 copy (fp8WeightWorkspaces: 2 bytes per
+// linear parameter before Blackwell, the copy and its transpose; 1 from
+// Blackwell on with per-tensor scaling; 2 with MXFP8, rowwise and
+// columnwise; none with the cache disabled); fp8 parameters keep 1 byte per
+// linear parameter (embeddings and output layer stay 16-bit), before
+// Blackwell with their 1-byte transpose.
 func TestMemoryOptionsWidths(t *testing.T) {
 	s := llama70B()
 	s.Train.Precision = "fp8"
 	base := run(t, s)
 	s.Train.GradReduceInBF16 = true
 	bf := run(t, s)
-	st0, st1 := base.Memory.Stages[1], bf.Memory.Stages[1]
-	near(t, "bf16 main gradients", float64(st0.Gradients-st1.Gradients), 2*float64(st0.Params), 1e-9)
+	st0, st1 := base.Memory.Stages[1], bf.Memory.Stages[1] // a middle stage: no embedding
+	n := float64(st0.Params)
+	near(t, "bf16 main gradients", float64(st0.Gradients-st1.Gradients), 2*n, 1e-9)
+	near(t, "16-bit weights and their cached fp8 copy and transpose (H100)", float64(st1.Weights), 4*n, 1e-9)
 	s.Train.FP8ParamGather = true
-	fp := run(t, s)
-	st2 := fp.Memory.Stages[1] // a middle stage: no embedding
-	// Before Blackwell each fp8 weight also keeps its transpose
-	// (fp8WeightTransposes): one byte and one byte, the 16-bit weight's two.
-	near(t, "fp8 parameters with their transposes (H100)", float64(st2.Weights), float64(st1.Weights), 1e-9)
-	s.Cluster.GPU.ComputeCapability = 10 // Blackwell reads fp8 column-wise: no transpose
+	near(t, "fp8 parameters with their transposes (H100)", float64(run(t, s).Memory.Stages[1].Weights), 2*n, 1e-9)
 	s.Train.FP8ParamGather = false
-	st1 = run(t, s).Memory.Stages[1]
+	s.Kernels.DisableParameterTransposeCache = true
+	near(t, "16-bit weights without the cache", float64(run(t, s).Memory.Stages[1].Weights), 2*n, 1e-9)
+	s.Kernels.DisableParameterTransposeCache = false
+	s.Cluster.GPU.ComputeCapability = 10 // Blackwell reads fp8 column-wise: no transpose
+	near(t, "16-bit weights and their cached fp8 copy (compute capability 10)", float64(run(t, s).Memory.Stages[1].Weights), 3*n, 1e-9)
+	s.Train.FP8Recipe = "mxfp8"
+	near(t, "16-bit weights and their rowwise and columnwise MXFP8 copies", float64(run(t, s).Memory.Stages[1].Weights), 4*n, 1e-9)
 	s.Train.FP8ParamGather = true
-	st2 = run(t, s).Memory.Stages[1]
-	near(t, "fp8 parameters (compute capability 10)", float64(st1.Weights-st2.Weights), float64(st0.Params), 1e-9)
+	near(t, "fp8 parameters (compute capability 10)", float64(run(t, s).Memory.Stages[1].Weights), n, 1e-9)
 }
 
 func loadSpecText(t *testing.T, body string) *spec.Spec {

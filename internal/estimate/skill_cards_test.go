@@ -26,7 +26,8 @@ import (
 // parallel, tensor-parallel overlap, deferred embedding wgrad with limit 22,
 // Transformer Engine CUDA graphs of the MLP, bf16 gradient reduction,
 // distributed optimizer with overlapped gradient reduce and parameter
-// gather). The cards give neither the runs' date nor their other settings.
+// gather, Transformer Engine's fp8 weight cache disabled:
+// disable_parameter_transpose_cache). The cards give neither the runs' date nor their other settings.
 // The SFT data are packed sequences (the recipe's packed-sequence specs), whose
 // attention spans each packed sequence; parc times causal attention over the
 // whole 4,096 tokens, about 7% of its step here.
@@ -54,7 +55,7 @@ train: {
 	distributed_optimizer: true, overlap_grad_reduce: true, overlap_param_gather: true, grad_reduce_in_bf16: true
 	recompute: "selective", recompute_modules: [MODULES], iters: 100
 }
-kernels: {cuda_graph_impl: "transformer_engine", cuda_graph_modules: ["mlp"]}
+kernels: {cuda_graph_impl: "transformer_engine", cuda_graph_modules: ["mlp"], disable_parameter_transpose_cache: true}
 `
 
 // TestLlama70BSFTPlansMeasured: parc's model TFLOP/s per GPU of each plan

@@ -321,6 +321,8 @@ type Kernels struct {
 	CrossEntropyFusionImpl     string `json:"cross_entropy_fusion_impl"`    // --cross-entropy-fusion-impl
 	MoEPermuteFusion           bool   `json:"moe_permute_fusion"`           // --moe-permute-fusion
 	MoERouterFusion            bool   `json:"moe_router_fusion"`            // --moe-router-fusion
+	// DisableParameterTransposeCache: TransformerConfig's field, no Megatron-LM flag.
+	DisableParameterTransposeCache bool `json:"disable_parameter_transpose_cache"`
 	// UseTransformerEngineOpFuser: --use-transformer-engine-op-fuser.
 	UseTransformerEngineOpFuser bool     `json:"use_transformer_engine_op_fuser"`
 	CUDAGraphImpl               string   `json:"cuda_graph_impl"`              // --cuda-graph-impl
