@@ -333,6 +333,17 @@ func PublishedPlan(r *Run) (*Plan, error) {
 	if v, ok := set["grad_reduce_in_fp32"].(bool); ok {
 		tr["grad_reduce_in_bf16"] = !v
 	}
+	// The precision-aware optimizer and its state dtypes as the row's
+	// command or recipe gives them (--use-precision-aware-optimizer,
+	// --main-grads-dtype, --exp-avg-dtype, --exp-avg-sq-dtype).
+	if v, ok := set["use_precision_aware_optimizer"].(bool); ok && v {
+		tr["precision_aware_optimizer"] = true
+		for _, k := range []string{"main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype"} {
+			if d, ok := set[k].(string); ok {
+				tr[k] = d
+			}
+		}
+	}
 	if v, ok := set["manual_gc"].(bool); ok {
 		tr["manual_gc"] = v
 	}
