@@ -613,22 +613,32 @@ func (c *costModel) fp8Params() bool {
 	return c.set.fp8ParamGather && c.s.Train.Precision == "fp8"
 }
 
-// fp8WeightTransposes is the bytes of the transposed copies of rank r's fp8
-// weights (params: its parameters per GPU) that Transformer Engine keeps on
-// a GPU before Blackwell. An fp8 GEMM there reads both operands row by row,
-// so the backward's data-gradient GEMM needs each weight's columnwise usage
-// as a physical transpose ("Blackwell supports columnwise access natively,
-// so no transpose is needed": TE docs, features/low_precision_training/
-// performance_considerations, "Handling transposes"). With fp8_param_gather
-// the weights are Float8Tensors that carry the transpose, made in the
-// forward and dropped only when the optimizer step invalidates it
-// (TransformerEngine PR #1596, "Ensure weight transpose is valid for Hopper
-// FP8 training": "weight._transpose is invalidated by the optimizer step"),
-// so at the backward's peak every fp8 weight of the stage has one: one byte
-// per linear parameter (the embeddings and output layer stay 16-bit). Not
-// with fully sharded weights (Megatron-FSDP gathers them layer by layer).
+// fp8WeightTransposes is the bytes of the columnwise copies of rank r's fp8
+// weights (params: its parameters per GPU) that Transformer Engine keeps
+// beside the rowwise ones. The backward's data-gradient GEMM reads each
+// weight columnwise (TE docs, features/low_precision_training/
+// performance_considerations, "Handling transposes"): before Blackwell an
+// fp8 GEMM reads both operands row by row, so that is a physical transpose;
+// from Blackwell on per-tensor scaling reads the same bytes columnwise
+// ("Blackwell supports columnwise access natively, so no transpose is
+// needed"), but MXFP8's and blockwise scaling's columnwise quantization
+// runs its blocks the other way and is a tensor of its own ("rowwise and
+// columnwise MXFP8 tensors are numerically different - one cannot derive one
+// from the other": mxfp8.rst). With fp8_param_gather the weights are
+// quantized tensors made with both usages (module/base.py at d0067d0d:
+// quantizer.set_usage(rowwise=True, columnwise=torch.is_grad_enabled()) for
+// primary fp8 weights), and a Hopper transpose made in the forward is
+// dropped only when the optimizer step invalidates it (TransformerEngine PR
+// #1596, "Ensure weight transpose is valid for Hopper FP8 training"), so at
+// the backward's peak every fp8 weight of the stage has its columnwise copy:
+// one byte per linear parameter (the embeddings and output layer stay
+// 16-bit; MXFP8's scaling factors, a byte per 32 elements, are left out).
+// Not with fully sharded weights (Megatron-FSDP gathers them layer by layer).
 func (c *costModel) fp8WeightTransposes(r int, params int64) float64 {
-	if !c.fp8Params() || c.s.Cluster.GPU.ComputeCapability >= 10 || c.sharding == ShardFull {
+	if !c.fp8Params() || c.sharding == ShardFull {
+		return 0
+	}
+	if rc := c.s.Train.FP8Recipe; c.s.Cluster.GPU.ComputeCapability >= 10 && rc != "mxfp8" && rc != "blockwise" {
 		return 0
 	}
 	return math.Max(0, float64(params)-c.embeddingParamsPerGPU(r))

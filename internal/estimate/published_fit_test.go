@@ -72,7 +72,8 @@ train: {seq_length: 8192, micro_batch: 1, global_batch: 2048, precision: "bf16",
 // Blackwell on with per-tensor scaling; 2 with MXFP8, rowwise and
 // columnwise; none with the cache disabled); fp8 parameters keep 1 byte per
 // linear parameter (embeddings and output layer stay 16-bit), before
-// Blackwell with their 1-byte transpose.
+// Blackwell with their 1-byte transpose, with MXFP8 with their 1-byte
+// columnwise copy.
 func TestMemoryOptionsWidths(t *testing.T) {
 	s := llama70B()
 	s.Train.Precision = "fp8"
@@ -94,6 +95,8 @@ func TestMemoryOptionsWidths(t *testing.T) {
 	s.Train.FP8Recipe = "mxfp8"
 	near(t, "16-bit weights and their rowwise and columnwise MXFP8 copies", float64(run(t, s).Memory.Stages[1].Weights), 4*n, 1e-9)
 	s.Train.FP8ParamGather = true
+	near(t, "MXFP8 parameters, rowwise and columnwise", float64(run(t, s).Memory.Stages[1].Weights), 2*n, 1e-9)
+	s.Train.FP8Recipe = "delayed"
 	near(t, "fp8 parameters (compute capability 10)", float64(run(t, s).Memory.Stages[1].Weights), n, 1e-9)
 }
 
