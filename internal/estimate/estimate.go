@@ -472,9 +472,8 @@ func (c *costModel) memory(e *Estimate) {
 			// fp8_param_gather keeps the linear layers' weights in fp8 only;
 			// embeddings and the output layer stay 16-bit (one more byte).
 			w += c.embeddingParamsPerGPU(r) / c.weightShards(denseShards)
-			w += c.fp8WeightTransposes(r, dense+expert)
 		}
-		w += c.fp8WeightWorkspaces(r, dense+expert)
+		w += c.fp8WeightCopies(r, dense+expert)
 		if c.pp > 1 && c.vpp > 1 {
 			// The chunks' microbatches differ in size: the peak is where
 			// the schedule holds the most bytes, not always where it
@@ -613,69 +612,61 @@ func (c *costModel) fp8Params() bool {
 	return c.set.fp8ParamGather && c.s.Train.Precision == "fp8"
 }
 
-// fp8WeightTransposes is the bytes of the columnwise copies of rank r's fp8
+// fp8WeightCopies is the bytes of the quantized copies of rank r's linear
 // weights (params: its parameters per GPU) that Transformer Engine keeps
-// beside the rowwise ones. The backward's data-gradient GEMM reads each
-// weight columnwise (TE docs, features/low_precision_training/
-// performance_considerations, "Handling transposes"): before Blackwell an
-// fp8 GEMM reads both operands row by row, so that is a physical transpose;
-// from Blackwell on per-tensor scaling reads the same bytes columnwise
-// ("Blackwell supports columnwise access natively, so no transpose is
-// needed"), but MXFP8's and blockwise scaling's columnwise quantization
-// runs its blocks the other way and is a tensor of its own ("rowwise and
-// columnwise MXFP8 tensors are numerically different - one cannot derive one
-// from the other": mxfp8.rst). With fp8_param_gather the weights are
-// quantized tensors made with both usages (module/base.py at d0067d0d:
-// quantizer.set_usage(rowwise=True, columnwise=torch.is_grad_enabled()) for
-// primary fp8 weights), and a Hopper transpose made in the forward is
-// dropped only when the optimizer step invalidates it (TransformerEngine PR
-// #1596, "Ensure weight transpose is valid for Hopper FP8 training"), so at
-// the backward's peak every fp8 weight of the stage has its columnwise copy:
-// one byte per linear parameter (the embeddings and output layer stay
-// 16-bit; MXFP8's scaling factors, a byte per 32 elements, are left out).
-// Not with fully sharded weights (Megatron-FSDP gathers them layer by layer).
-func (c *costModel) fp8WeightTransposes(r int, params int64) float64 {
-	if !c.fp8Params() || c.sharding == ShardFull {
+// beyond the weights' own state bytes, one byte per linear parameter each
+// (the embeddings and output layer stay 16-bit; scaling factors, a byte per
+// 32 elements with MXFP8, are left out; none with fully sharded weights,
+// which Megatron-FSDP gathers a layer at a time):
+//   - 16-bit weights: the rowwise fp8 copy. Megatron passes
+//     is_first_microbatch to its TE layers (schedules.py
+//     set_is_first_microbatch; TELinear.forward at d98e8a64 passes None only
+//     with disable_parameter_transpose_cache, which Megatron-LM has no flag
+//     for), so TE quantizes each weight in the step's first microbatch,
+//     caches it in the module's _fp8_workspaces for the other microbatches
+//     and keeps it between steps (module/linear.py cache_name "weight" at
+//     d0067d0d). Megatron-LM's functional tests measure it: the fp8 MoE
+//     proxy gpt3_mcore_te_tp2_pp2_ep4_etp1_mtp_resume_torch_dist_fp8 keeps
+//     0.64 GiB more allocated between steps than its bf16 twin, where two
+//     bytes of its 0.36 B linear parameters per GPU are 0.67 GiB (H100).
+//   - the columnwise copy, where the backward needs one of its own
+//     (fp8ColumnwiseCopy), for 16-bit weights (the cache holds both usages)
+//     and for weights kept in fp8 (fp8_param_gather: TE makes primary fp8
+//     weights with both usages, module/base.py at d0067d0d,
+//     quantizer.set_usage(rowwise=True, columnwise=torch.is_grad_enabled());
+//     a Hopper transpose made in the forward is dropped only when the
+//     optimizer step invalidates it, TransformerEngine PR #1596, so at the
+//     backward's peak every fp8 weight of the stage has it).
+func (c *costModel) fp8WeightCopies(r int, params int64) float64 {
+	if c.s.Train.Precision != "fp8" || c.sharding == ShardFull {
 		return 0
 	}
-	if rc := c.s.Train.FP8Recipe; c.s.Cluster.GPU.ComputeCapability >= 10 && rc != "mxfp8" && rc != "blockwise" {
-		return 0
+	copies := 0.0
+	if !c.fp8Params() {
+		if c.s.Kernels.DisableParameterTransposeCache {
+			return 0
+		}
+		copies++
 	}
-	return math.Max(0, float64(params)-c.embeddingParamsPerGPU(r))
+	if c.fp8ColumnwiseCopy() {
+		copies++
+	}
+	return copies * math.Max(0, float64(params)-c.embeddingParamsPerGPU(r))
 }
 
-// fp8WeightWorkspaces is the bytes of the quantized weight copies
-// Transformer Engine keeps for rank r's fp8 linear layers (params: its
-// parameters per GPU) when the weights themselves are 16-bit. Megatron
-// passes is_first_microbatch to its TE layers (schedules.py
-// set_is_first_microbatch; TELinear.forward at d98e8a64 passes None only
-// with disable_parameter_transpose_cache, which Megatron-LM has no flag
-// for), so TE quantizes each weight in the step's first microbatch, caches
-// it in the module's _fp8_workspaces for the other microbatches and keeps
-// it between steps (module/linear.py cache_name "weight" at d0067d0d): one
-// byte per linear parameter where one copy serves both the forward and the
-// backward (per-tensor scaling on Blackwell: "Blackwell supports columnwise
-// access natively"), two where the backward needs another copy: the
-// transpose on a GPU before Blackwell, MXFP8's and blockwise scaling's
-// columnwise quantization, whose blocks run the other way ("rowwise and
-// columnwise MXFP8 tensors ... must be quantized independently": TE docs,
-// features/low_precision_training). Megatron-LM's functional tests measure
-// it: the fp8 MoE proxy gpt3_mcore_te_tp2_pp2_ep4_etp1_mtp_resume_torch_dist_fp8
-// keeps 0.64 GiB more allocated between steps than its bf16 twin, where two
-// bytes of its 0.36 B linear parameters per GPU are 0.67 GiB (H100). None with
-// the weights kept in fp8 (fp8_param_gather: the parameter is the quantized
-// tensor) or fully sharded (Megatron-FSDP gathers a layer at a time); the
-// scaling factors (a byte per 32 elements with MXFP8) are left out.
-func (c *costModel) fp8WeightWorkspaces(r int, params int64) float64 {
-	t := c.s.Train
-	if t.Precision != "fp8" || c.fp8Params() || c.sharding == ShardFull || c.s.Kernels.DisableParameterTransposeCache {
-		return 0
-	}
-	perParam := 1.0
-	if c.s.Cluster.GPU.ComputeCapability < 10 || t.FP8Recipe == "mxfp8" || t.FP8Recipe == "blockwise" {
-		perParam = 2
-	}
-	return perParam * math.Max(0, float64(params)-c.embeddingParamsPerGPU(r))
+// fp8ColumnwiseCopy reports that an fp8 weight's columnwise usage, which the
+// backward's data-gradient GEMM reads (TE docs, features/low_precision_
+// training/performance_considerations, "Handling transposes"), is a tensor
+// of its own: before Blackwell an fp8 GEMM reads both operands row by row,
+// so it is a physical transpose; from Blackwell on per-tensor scaling reads
+// the same bytes columnwise ("Blackwell supports columnwise access natively,
+// so no transpose is needed"), but MXFP8's and blockwise scaling's
+// columnwise quantization runs its blocks the other way ("rowwise and
+// columnwise MXFP8 tensors are numerically different - one cannot derive one
+// from the other": mxfp8.rst).
+func (c *costModel) fp8ColumnwiseCopy() bool {
+	rc := c.s.Train.FP8Recipe
+	return c.s.Cluster.GPU.ComputeCapability < 10 || rc == "mxfp8" || rc == "blockwise"
 }
 
 // embeddingParamsPerGPU is the word embeddings and output layer rank r holds
