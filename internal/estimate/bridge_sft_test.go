@@ -1,9 +1,8 @@
 package estimate
 
 import (
+	"fmt"
 	"math"
-	"strconv"
-	"strings"
 	"testing"
 
 	"parc.dev/parc/internal/diag"
@@ -38,31 +37,42 @@ import (
 // (model.disable_parameter_transpose_cache, as every Llama SFT recipe sets
 // it, and v0.5.0's set_llama3_common_peft_configs).
 var bridgeSFT = []struct {
-	name             string
-	cluster          string
-	tp, pp, vp       int
-	recipe           string
-	tokens, tflops   float64 // measured tokens/s and model TFLOP/s per GPU
-	sp, tpOverlapped bool
+	name           string
+	cluster        string
+	tp, pp, vp     int
+	recipe         string
+	tokens, tflops float64 // measured tokens/s and model TFLOP/s per GPU
 }{
-	{"GB300 FP8", "clusters.gb300_nvl72 & {nodes: 8, gpus_per_node: 4, nvlink_domain: 72}", 1, 2, 20, "tensorwise", 4819, 2083, false, false},
-	{"GB300 MXFP8", "clusters.gb300_nvl72 & {nodes: 8, gpus_per_node: 4, nvlink_domain: 72}", 1, 2, 20, "mxfp8", 4312, 1877, false, false},
-	{"GB200 FP8", "clusters.gb200_nvl72 & {nodes: 8, gpus_per_node: 4, nvlink_domain: 72}", 1, 8, 10, "tensorwise", 3864, 1671, false, false},
-	{"GB200 MXFP8", "clusters.gb200_nvl72 & {nodes: 8, gpus_per_node: 4, nvlink_domain: 72}", 1, 8, 10, "mxfp8", 3593, 1553, false, false},
-	{"H100 FP8", "clusters.dgx_h100 & {nodes: 4}", 4, 4, 5, "tensorwise", 1638, 710, true, true},
+	{"GB300 FP8", "clusters.gb300_nvl72 & {nodes: 8, gpus_per_node: 4, nvlink_domain: 72}", 1, 2, 20, "tensorwise", 4819, 2083},
+	{"GB300 MXFP8", "clusters.gb300_nvl72 & {nodes: 8, gpus_per_node: 4, nvlink_domain: 72}", 1, 2, 20, "mxfp8", 4312, 1877},
+	{"GB200 FP8", "clusters.gb200_nvl72 & {nodes: 8, gpus_per_node: 4, nvlink_domain: 72}", 1, 8, 10, "tensorwise", 3864, 1671},
+	{"GB200 MXFP8", "clusters.gb200_nvl72 & {nodes: 8, gpus_per_node: 4, nvlink_domain: 72}", 1, 8, 10, "mxfp8", 3593, 1553},
+	{"H100 FP8", h100x32, 4, 4, 5, "tensorwise", 1638, 710},
 }
 
-const bridgeSFTSpec = `
+// h100x32 is the 32 H100 of the H100 runs.
+const h100x32 = "clusters.dgx_h100 & {nodes: 4}"
+
+// llama70bSFTSpec is Llama 3 70B SFT on 32 GPUs (sequence 4,096, micro batch
+// 1, global batch 32) as Megatron-Bridge's SFT recipes run it (bridgeSFT
+// says which), with the given plan, fp8 recipe and recomputation (a spec's
+// train.recompute fields, e.g. `recompute: "none"`). Sequence parallelism
+// and tensor-parallel overlap go with tp > 1, as the recipes set them
+// (v0.5.0 llama3_llm_finetune.py: tp_comm_overlap=bool(tp > 1)).
+func llama70bSFTSpec(t *testing.T, cluster string, tp, pp, vp int, recipe, recompute string) *spec.Spec {
+	t.Helper()
+	return loadSpecText(t, fmt.Sprintf(`
 model:   models.llama3_70b
-cluster: CLUSTER
-parallel: {tp: TP, pp: PP, vpp: VP, cp: 1, sp: SP, tp_comm_overlap: OVERLAP, defer_embedding_wgrad_compute: true, wgrad_deferral_limit: 22}
+cluster: %s
+parallel: {tp: %d, pp: %d, vpp: %d, cp: 1, sp: %[5]t, tp_comm_overlap: %[5]t, defer_embedding_wgrad_compute: true, wgrad_deferral_limit: 22}
 train: {
-	seq_length: 4096, micro_batch: 1, global_batch: 32, precision: "fp8", fp8_recipe: "RECIPE", iters: 50
+	seq_length: 4096, micro_batch: 1, global_batch: 32, precision: "fp8", fp8_recipe: %q, iters: 50
 	distributed_optimizer: true, overlap_grad_reduce: true, overlap_param_gather: true, grad_reduce_in_bf16: true
-	recompute: "none", check_for_nan_in_loss_and_grad: false, manual_gc: true, manual_gc_interval: 100
+	%s, check_for_nan_in_loss_and_grad: false, manual_gc: true, manual_gc_interval: 100
 }
 kernels: {cuda_graph_impl: "transformer_engine", cuda_graph_modules: ["mlp"], cross_entropy_loss_fusion: true, cross_entropy_fusion_impl: "te", apply_rope_fusion: true, disable_parameter_transpose_cache: true}
-`
+`, cluster, tp, pp, vp, tp > 1, recipe, recompute))
+}
 
 // TestBridgeSFTMeasured: parc's tokens/s per GPU of each published SFT run
 // within 10% of the measured, and the plan fitting its GPU (it ran). parc
@@ -74,9 +84,7 @@ kernels: {cuda_graph_impl: "transformer_engine", cuda_graph_modules: ["mlp"], cr
 // ones by about half that each.
 func TestBridgeSFTMeasured(t *testing.T) {
 	for _, m := range bridgeSFT {
-		r := strings.NewReplacer("CLUSTER", m.cluster, "TP", strconv.Itoa(m.tp), "PP", strconv.Itoa(m.pp), "VP", strconv.Itoa(m.vp),
-			"RECIPE", m.recipe, "SP", strconv.FormatBool(m.sp), "OVERLAP", strconv.FormatBool(m.tpOverlapped))
-		s := loadSpecText(t, r.Replace(bridgeSFTSpec))
+		s := llama70bSFTSpec(t, m.cluster, m.tp, m.pp, m.vp, m.recipe, `recompute: "none"`)
 		d := spec.Derive(s)
 		e, ds := Run(s, d, DefaultLinks(s, d), diag.NoPos)
 		if ds.HasErrors() {
