@@ -29,6 +29,15 @@ import (
 //     one pipeline stage (Compute.MicrobatchTimeS), per unit, micro batch
 //     and recompute mode — shared by every pp, vpp, split and dp with that
 //     unit, so the GEMM costs of one layer shape are estimated once.
+//  4. rerunBoundOf: for full recomputation whose layers parc chooses, the
+//     third bound with the layers the leaf reruns once fitLeaf has chosen
+//     them (the third bound itself reruns one layer, the least any such leaf
+//     reruns): every layer, or, when the model's decoder layers are all of
+//     one kind (all dense or all MoE, so any layers cost alike), as many
+//     layers as the leaf reruns over all its model chunks. Each layer is
+//     timed by its shape whatever rank it sits on, so the one-stage plan
+//     rerunning the same number of layers of the same kinds does the same
+//     work as the leaf's ranks together.
 //
 // Why the one-stage time bounds a pipelined plan: a pipeline rank's
 // microbatch time is the time of its layers (each layer's time depends on
@@ -62,6 +71,10 @@ type unit struct {
 	// exact[mbIndex·len(recomputes) + rc] is the third bound's microbatch
 	// time (−1: not computed).
 	exact []float64
+	// rerun[{mb, K}] is the fourth bound's microbatch time, the whole model
+	// as one stage with full recomputation of its first K layers (K = −1:
+	// every layer).
+	rerun map[[2]int32]float64
 }
 
 // unitFor returns the unit index of a grid's degrees and links.
@@ -97,6 +110,8 @@ func (sv *solver) prepareBounds() {
 		sv.spendEstimates(1)
 		sv.sampleCompute[rc] = e.Compute.IdealTimeS // proportional to FLOPs, below any plan's compute
 	}
+	moe := spec.Derive(&sv.base).MoELayers
+	sv.oneLayerKind = !slices.Contains(moe, true) || !slices.Contains(moe, false)
 	sv.rcLeast = int8(sv.dom[fRC][0])
 	for _, rc := range sv.dom[fRC] {
 		if sv.sampleCompute[rc] < sv.sampleCompute[sv.rcLeast] {
@@ -123,10 +138,20 @@ var allNVLink = map[string]string{
 // oneStage is estimate.Run on the leaf's spec as one pipeline stage with
 // micro batch mb and recompute mode rc.
 func (sv *solver) oneStage(lf *leaf, mb int32, rc int8) *estimate.Estimate {
+	return sv.oneStageRerun(lf, mb, rc, 0)
+}
+
+// oneStageRerun is oneStage with full recomputation of the first rerun
+// layers of the whole model (−1: every layer; 0: as the recompute mode
+// says, whatever layers the leaf reruns: one with the block method).
+func (sv *solver) oneStageRerun(lf *leaf, mb int32, rc int8, rerun int) *estimate.Estimate {
 	one := *lf
-	one.mb, one.rc = mb, rc
+	one.mb, one.rc, one.rl = mb, rc, 0
 	s := &sv.scratch
 	sv.leafSpecAt(&one, s)
+	if rerun != 0 {
+		setRecomputeLayers(&s.Train, rerun)
+	}
 	p := &s.Parallel
 	p.PP, p.VPP = 1, 1
 	p.FirstStageLayers, p.LastStageLayers, p.Layout = nil, nil, nil
@@ -192,6 +217,43 @@ func (sv *solver) exactBoundOf(lf *leaf, compute bool) (b float64, ok bool) {
 	T, ok := sv.exactUnit(lf, lf.mb, lf.rc, compute)
 	if !ok {
 		return 0, false
+	}
+	return sv.slots(lf) * T, true
+}
+
+// rerunBoundOf is the fourth bound of leaf lf, whose full recomputation
+// reruns lf.rl layers of each model chunk (−1: every layer) as fitLeaf chose
+// them, with d its derived values; ok is false where it does not apply (not
+// full recomputation parc chooses the layers of, or fewer than every layer
+// of a model whose decoder layers are not all of one kind). It writes the
+// solver's scratch spec only when it computes a new unit, and restores it.
+func (sv *solver) rerunBoundOf(lf *leaf, d spec.Derived) (b float64, ok bool) {
+	if !sv.recomputes[lf.rc].layersImplied || lf.rl == 0 {
+		return 0, false
+	}
+	K := -1
+	if lf.rl > 0 {
+		if !sv.oneLayerKind {
+			return 0, false
+		}
+		K = 0
+		for _, st := range d.Stages {
+			for _, ch := range st {
+				K += min(int(lf.rl), ch.Count)
+			}
+		}
+	}
+	u := &sv.units[sv.grids[lf.grid].unit]
+	key := [2]int32{lf.mb, int32(K)}
+	T, ok := u.rerun[key]
+	if !ok {
+		saved := sv.scratch
+		T = sv.oneStageRerun(lf, lf.mb, lf.rc, K).Compute.MicrobatchTimeS
+		sv.scratch = saved
+		if u.rerun == nil {
+			u.rerun = map[[2]int32]float64{}
+		}
+		u.rerun[key] = T
 	}
 	return sv.slots(lf) * T, true
 }

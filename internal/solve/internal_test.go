@@ -186,6 +186,54 @@ func TestBoundsBelowStepTime(t *testing.T) {
 	}
 }
 
+// TestRerunBoundBelowStepTime: the fourth bound (rerunBoundOf) stays at or
+// below the step time of full recomputation rerunning rl layers of each
+// model chunk, for every rl, on a dense model and an all-MoE one (any rl)
+// and on DeepSeek-V3, whose first layers are dense (every layer only).
+func TestRerunBoundBelowStepTime(t *testing.T) {
+	for _, f := range []string{"testdata/llama3-70b-64.cue", "testdata/mixtral-64.cue", "testdata/bench-deepseek-2k.cue"} {
+		sv := leavesOf(t, f)
+		n, tighter := 0, 0
+		for _, i := range sample(sv, 1500) {
+			lf := *sv.leaves.at(i)
+			if !sv.recomputes[lf.rc].layersImplied {
+				continue
+			}
+			s := sv.leafSpec(&lf)
+			d := spec.Derive(&s)
+			most := 0
+			for _, st := range d.Stages {
+				for _, ch := range st {
+					most = max(most, ch.Count)
+				}
+			}
+			for _, rl := range []int16{-1, 1, 2, int16(most / 2), int16(most - 1)} {
+				if rl == 0 || int(rl) >= most {
+					continue
+				}
+				lf.rl = rl
+				b, ok := sv.rerunBoundOf(&lf, d)
+				if rl > 0 && !sv.oneLayerKind {
+					assert.False(t, ok, f)
+					continue
+				}
+				require.True(t, ok, f)
+				s := sv.leafSpec(&lf)
+				e := estimate.StepTime(&s, spec.Derive(&s), sv.grids[lf.grid].links.links)
+				assert.LessOrEqual(t, b, e.StepTimeS*(1+1e-12), "%s %s rl=%d", f, sv.leafLabel(&lf), rl)
+				n++
+				if third, _ := sv.exactBoundOf(&lf, true); b > 1.1*third {
+					tighter++
+				}
+			}
+		}
+		assert.Greater(t, n, 100, f)
+		// The bound is worth its estimate: often well above the third.
+		assert.Greater(t, tighter, n/10, f)
+		t.Logf("%s: %d bounds checked, %d more than 10%% above the third bound", f, n, tighter)
+	}
+}
+
 // TestStateBoundIgnoresBatchAndRecompute: the memory shortcut assumes the
 // weights, gradients and optimizer state of a stage do not depend on
 // micro_batch or recompute.

@@ -31,6 +31,9 @@ type search struct {
 	mbs []int32
 	// rcLeast is the recompute mode of least compute.
 	rcLeast int8
+	// oneLayerKind: the model's decoder layers are all dense or all MoE
+	// (rerunBoundOf).
+	oneLayerKind bool
 	// pairs is nodeExactBound's scratch table.
 	pairs []struct {
 		mb    int32
@@ -477,16 +480,19 @@ type evaluation struct {
 	// allGroups: no group size parc could choose is above the leaf's
 	// memory (none is faster than the one chosen).
 	allGroups bool
-	// deferred: the leaf fits, but with parc choosing its group size even
-	// the fastest group (the largest: the step time does not grow with it)
-	// takes step, above the limit evaluateLeaf was given, so the group was
-	// not chosen.
+	// deferred: the leaf fits, but its step time is at least step, above
+	// the limit evaluateLeaf was given: the bound with the layers its full
+	// recomputation reruns (rerunBoundOf) is, or, with parc choosing its
+	// group size, even the fastest group (the largest: the step time does
+	// not grow with it) takes step, so the group was not chosen.
 	deferred bool
 }
 
-// evaluateLeaf computes leaf lf's evaluation. When parc chooses the leaf's
-// group size and no group can make the step time reach limit, it stops
-// there (ev.deferred, ev.step the least step time of any group).
+// evaluateLeaf computes leaf lf's evaluation. When the leaf's step time
+// cannot reach limit (the bound with the layers its full recomputation
+// reruns, or, when parc chooses its group size, no group can), it stops
+// there (ev.deferred, ev.step that bound or the least step time of any
+// group).
 func (sv *solver) evaluateLeaf(lf leaf, limit float64) (ev evaluation) {
 	if n := sv.groupMin(&lf); n > 0 {
 		lf.g = leafGroup(n, int(lf.pp))
@@ -505,6 +511,13 @@ func (sv *solver) evaluateLeaf(lf leaf, limit float64) (ev evaluation) {
 	ev.mem = sv.fitLeaf(&lf, s, d)
 	ev.rl = lf.rl
 	if ev.over = ev.mem.ExceedsGPU() || float64(ev.mem.PerGPUPeakBytes) > sv.opts.MemoryHeadroom*float64(ev.mem.GPUBytes); ev.over {
+		return ev
+	}
+	// The layers full recomputation reruns are known now: a leaf whose
+	// bound with them cannot reach limit goes back (every group size:
+	// the bound does not depend on it).
+	if b, ok := sv.rerunBoundOf(&lf, d); ok && b > limit {
+		ev.deferred, ev.step = true, b
 		return ev
 	}
 	ev.step = estimate.StepTime(s, d, sv.grids[lf.grid].links.links).StepTimeS
