@@ -99,6 +99,7 @@ func leavesOf(t *testing.T, path string, setup ...func(*solver)) *solver {
 	sv.stateTooLarge = map[stateKey]string{}
 	sv.memoryFailed = map[memKey]memFail{}
 	sv.noneFits = map[noneKey]float64{}
+	sv.rerunFloors = map[memKey][]rerunAt{}
 	sv.shapeBest, sv.failed = map[shapeKey]float64{}, map[int32]bool{}
 	sv.prepareBounds()
 	sv.enumerate()
@@ -234,6 +235,52 @@ func TestRerunBoundBelowStepTime(t *testing.T) {
 	}
 }
 
+// TestRerunFloorSound samples rerunFloor's premise: with full recomputation
+// whose layers parc chooses, the layers fitLeaf chooses for a variant do not
+// fall as the micro batch grows (with a smallest group at least as large).
+// The last spec has the flex dispatcher's HybridEP buffer and fine-grained
+// activation offloading.
+func TestRerunFloorSound(t *testing.T) {
+	for _, f := range []string{"testdata/bench-405b-16k.cue", "testdata/bench-deepseek-2k.cue", "testdata/mixtral-64.cue", "testdata/llama3-70b-64.cue", "testdata/deepseek-gb300-offload.cue"} {
+		sv := leavesOf(t, f)
+		rerun := func(lf leaf) int16 {
+			if n := sv.groupMin(&lf); n > 0 {
+				lf.g = leafGroup(n, int(lf.pp))
+			}
+			s := sv.leafSpec(&lf)
+			sv.fitLeaf(&lf, &s, spec.Derive(&s), math.Inf(1))
+			return lf.rl
+		}
+		n, more := 0, 0
+		for _, i := range sample(sv, 1200) {
+			lf := *sv.leaves.at(i)
+			if lf.mb == 1 || !sv.recomputes[lf.rc].layersImplied {
+				continue
+			}
+			rl := rerun(lf)
+			dp := sv.grids[lf.grid].dp
+			for _, mb := range sv.mbs {
+				small := lf
+				small.mb = mb
+				if mb >= lf.mb || sv.groupMin(&small) > sv.groupMin(&lf) {
+					continue
+				}
+				if code, _ := sv.batchRule(int(lf.pp), int(lf.vpp), dp, int(sv.groupMin(&small)), int(mb)); code != "" {
+					continue
+				}
+				got := rerun(small)
+				assert.False(t, rerunMore(got, rl), "%s %s: micro batch %d reruns %d layers per chunk, %d reruns %d",
+					f, sv.leafLabel(&lf), mb, got, lf.mb, rl)
+				n++
+				more += btoi(rerunMore(rl, got))
+			}
+		}
+		assert.Greater(t, n, 30, f)
+		assert.Greater(t, more, 0, f) // the micro batch does move the layers
+		t.Logf("%s: %d pairs, %d with more layers at the larger micro batch", f, n, more)
+	}
+}
+
 // TestStateBoundIgnoresBatchAndRecompute: the memory shortcut assumes the
 // weights, gradients and optimizer state of a stage do not depend on
 // micro_batch or recompute.
@@ -338,7 +385,8 @@ func TestMemoryBelowSound(t *testing.T) {
 				lf.g = leafGroup(n, int(lf.pp))
 			}
 			s := sv.leafSpec(&lf)
-			return sv.fitLeaf(&lf, &s, spec.Derive(&s))
+			m, _ := sv.fitLeaf(&lf, &s, spec.Derive(&s), math.Inf(1))
+			return m
 		}
 		n := 0
 		for _, i := range sample(sv, 150) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 
 	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
@@ -59,6 +58,10 @@ type search struct {
 	// noneFits is the step time of each variant and micro batch found
 	// feasible without recomputation (behindNone).
 	noneFits map[noneKey]float64
+	// rerunFloors are, per variant of full recomputation whose layers parc
+	// chooses, the layers fitLeaf chose at the micro batches estimated
+	// (rerunFloor).
+	rerunFloors map[memKey][]rerunAt
 
 	found []foundPlan // feasible leaves, in the order found
 	// shapeBest is the least step time found for each parallel shape;
@@ -111,6 +114,48 @@ type stateKey struct{ grid, vpp, split, shard int32 }
 type memKey struct {
 	stateKey
 	rc int8
+}
+
+// rerunAt is the layers per model chunk fitLeaf chose (−1: every layer)
+// for micro batch mb, whose smallest group size parc could choose is g.
+type rerunAt struct {
+	mb, g int32
+	rl    int16
+}
+
+// rerunMore reports whether rerunning a layers per model chunk reruns more
+// than b (−1, every layer, is the most).
+func rerunMore(a, b int16) bool {
+	if a == b || b == -1 {
+		return false
+	}
+	return a == -1 || a > b
+}
+
+// rerunFloor is the fewest layers per model chunk the full recomputation
+// of leaf lf can rerun (0: not known), from the layers fitLeaf chose for
+// the same variant with a micro batch at most lf's and a smallest group at
+// most lf's: the peak memory of a variant with given layers does not fall
+// as the micro batch grows (memoryRules' premise), so the least number of
+// layers that fits does not fall either. TestRerunFloorSound samples it.
+func (sv *solver) rerunFloor(lf *leaf) int16 {
+	var rl int16
+	g := int32(sv.groupMin(lf))
+	for _, at := range sv.rerunFloors[sv.variantKey(lf)] {
+		if at.mb <= lf.mb && at.g <= g && (rl == 0 || rerunMore(at.rl, rl)) {
+			rl = at.rl
+		}
+	}
+	return rl
+}
+
+// noteRerun records the layers fitLeaf chose for leaf lf (rerunFloor).
+func (sv *solver) noteRerun(lf *leaf, rl int16) {
+	if !sv.recomputes[lf.rc].layersImplied || rl == 0 || sv.opts.Exhaustive {
+		return
+	}
+	k := sv.variantKey(lf)
+	sv.rerunFloors[k] = append(sv.rerunFloors[k], rerunAt{mb: lf.mb, g: int32(sv.groupMin(lf)), rl: rl})
 }
 
 type noneKey struct {
@@ -502,22 +547,53 @@ func (sv *solver) evaluateLeaf(lf leaf, limit float64) (ev evaluation) {
 	s := &sv.scratch
 	sv.leafSpecAt(&lf, s)
 	d := spec.Derive(s)
-	ev.ds = check.VerdictWith(s, d, diag.NoPos, sv.opts.checkOptions()) // codes only: no hints to verify
-	if ev.ds.HasErrors() {
+	// The layers a smaller micro batch of the same variant reran bound
+	// those this one reruns: a leaf that cannot reach limit with them goes
+	// back before its rules and memory are estimated.
+	if floor := sv.rerunFloor(&lf); floor != 0 && floor != 1 {
+		at := lf
+		at.rl = floor
+		if b, ok := sv.rerunBoundOf(&at, d); ok && b > limit {
+			ev.deferred, ev.step, ev.rl = true, b, 0
+			return ev
+		}
+	}
+	// With full recomputation whose layers parc chooses, the rules run
+	// after the layers are chosen: a leaf the bound with them sends back is
+	// not checked yet. They see the leaf as before (Megatron's block method,
+	// one layer per chunk).
+	rerun := sv.recomputes[lf.rc].layersImplied
+	rules := func() bool {
+		if rerun {
+			setRecomputeLayers(&s.Train, 1)
+			defer setRecomputeLayers(&s.Train, int(lf.rl))
+		}
+		ev.ds = check.VerdictWith(s, d, diag.NoPos, sv.opts.checkOptions()) // codes only: no hints to verify
+		return !ev.ds.HasErrors()
+	}
+	if !rerun && !rules() {
 		return ev
 	}
 	// The memory first: most plans a search reaches do not fit, and whether
 	// one fits does not depend on its step time.
-	ev.mem = sv.fitLeaf(&lf, s, d)
+	var past float64
+	ev.mem, past = sv.fitLeaf(&lf, s, d, limit)
 	ev.rl = lf.rl
-	if ev.over = ev.mem.ExceedsGPU() || float64(ev.mem.PerGPUPeakBytes) > sv.opts.MemoryHeadroom*float64(ev.mem.GPUBytes); ev.over {
+	if past > 0 {
+		// fitLeaf learned that the leaf reruns at least lf.rl layers, and
+		// that bound cannot reach limit.
+		ev.deferred, ev.step = true, past
 		return ev
 	}
+	ev.over = ev.mem.ExceedsGPU() || float64(ev.mem.PerGPUPeakBytes) > sv.opts.MemoryHeadroom*float64(ev.mem.GPUBytes)
 	// The layers full recomputation reruns are known now: a leaf whose
 	// bound with them cannot reach limit goes back (every group size:
 	// the bound does not depend on it).
-	if b, ok := sv.rerunBoundOf(&lf, d); ok && b > limit {
+	if b, ok := sv.rerunBoundOf(&lf, d); ok && !ev.over && b > limit {
 		ev.deferred, ev.step = true, b
+		return ev
+	}
+	if rerun && !rules() || ev.over {
 		return ev
 	}
 	ev.step = estimate.StepTime(s, d, sv.grids[lf.grid].links.links).StepTimeS
@@ -542,6 +618,7 @@ var deferGroupChoice = true
 func (sv *solver) evaluate(i int32, limit float64) {
 	lf := sv.leaves.at(i)
 	ev := sv.evaluateLeaf(*lf, limit)
+	sv.noteRerun(lf, ev.rl)
 	if ev.deferred {
 		lf.key = max(lf.key, ev.step)
 		sv.push(i)
@@ -644,10 +721,13 @@ func (sv *solver) evaluate(i int32, limit float64) {
 // charged a little. Every layer (the uniform method) when the block method
 // cannot rerun fewer than all of the largest chunk's layers, or when no
 // fewer fits. The peak falls as k grows (each rerun layer keeps only its
-// input), so the search halves the range.
-func (sv *solver) fitLeaf(lf *leaf, s *spec.Spec, d spec.Derived) estimate.Memory {
+// input), so the search halves the range. Each k found not to fit makes
+// k+1 a floor of the layers the leaf reruns; once the fourth bound with the
+// floor is above limit (rerunBoundOf), fitLeaf stops there and returns that
+// bound as past (> 0) with the floor in lf.rl and no memory.
+func (sv *solver) fitLeaf(lf *leaf, s *spec.Spec, d spec.Derived, limit float64) (mem estimate.Memory, past float64) {
 	if !sv.recomputes[lf.rc].layersImplied {
-		return estimate.Fit(s, d)
+		return estimate.Fit(s, d), 0
 	}
 	most := 0 // the layers of the largest model chunk
 	for _, st := range d.Stages {
@@ -663,22 +743,50 @@ func (sv *solver) fitLeaf(lf *leaf, s *spec.Spec, d spec.Derived) estimate.Memor
 		peak, gpu := estimate.PeakMemory(s, d)
 		return float64(peak) <= sv.opts.MemoryHeadroom*float64(gpu)
 	}
+	// beyond reports whether rerunning at least k layers (fewer+1: every
+	// layer) already bounds the leaf above limit, and keeps k in lf.rl.
+	beyond := func(k int) bool {
+		if k > fewer {
+			k = -1
+		}
+		at := *lf
+		at.rl = int16(k)
+		b, ok := sv.rerunBoundOf(&at, d)
+		if ok && b > limit {
+			lf.rl, past = int16(k), b
+			return true
+		}
+		return false
+	}
 	k := -1 // every layer: when no fewer fits (the estimate then says by how much)
 	switch {
 	case fewer < 1:
 	case fits(1):
 		k = 1
+	case beyond(2):
+		return mem, past
 	case fits(-1):
 		// The least k in 2..fewer that fits (1 does not; fewer+1, every
 		// layer, does).
-		hi := 2 + sort.Search(fewer-1, func(j int) bool { return fits(j + 2) })
-		if hi <= fewer {
-			k = hi
+		lo, hi := 2, fewer+1
+		for lo < hi {
+			mid := int(uint(lo+hi) >> 1)
+			if fits(mid) {
+				hi = mid
+				continue
+			}
+			lo = mid + 1
+			if beyond(lo) {
+				return mem, past
+			}
+		}
+		if lo <= fewer {
+			k = lo
 		}
 	}
 	lf.rl = int16(k)
 	setRecomputeLayers(&s.Train, k)
-	return estimate.Fit(s, d)
+	return estimate.Fit(s, d), 0
 }
 
 // noteShape records a feasible plan's step time for its shape.

@@ -35,6 +35,7 @@ func (sv *solver) run() *Result {
 	sv.stateTooLarge = map[stateKey]string{}
 	sv.memoryFailed = map[memKey]memFail{}
 	sv.noneFits = map[noneKey]float64{}
+	sv.rerunFloors = map[memKey][]rerunAt{}
 	sv.shapeBest = map[shapeKey]float64{}
 	sv.failed = map[int32]bool{}
 
