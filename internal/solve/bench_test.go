@@ -67,6 +67,12 @@ func BenchmarkSolveDeepSeek1kOpen(b *testing.B) {
 	benchSolve(b, "testdata/acceptance/deepseek-v3-1k.cue")
 }
 
+// BenchmarkSolveQwen3GB300Open: Qwen3-235B-A22B on 256 GB300, everything
+// open; hundreds of shapes within the noise band.
+func BenchmarkSolveQwen3GB300Open(b *testing.B) {
+	benchSolve(b, "testdata/scale/qwen3-235b-gb300-256.cue")
+}
+
 // BenchmarkLoadAndSolve405B16kOpen includes loading the spec.
 func BenchmarkLoadAndSolve405B16kOpen(b *testing.B) {
 	for b.Loop() {

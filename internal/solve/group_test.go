@@ -1,6 +1,7 @@
 package solve
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -183,5 +184,34 @@ func TestDeferredGroupChoice(t *testing.T) {
 		assert.Equal(t, full.Space, deferred.Pruned+deferred.Infeasible+deferred.Feasible+deferred.Bounded, f)
 		assert.Less(t, deferred.Feasible, full.Feasible, f)
 		t.Logf("%s: %d feasible estimated in full, %d with every group chosen", f, deferred.Feasible, full.Feasible)
+	}
+}
+
+// TestParkedChangesNothing: leaves whose shapes the simplest shapes in the
+// noise band outrank (outranked) are not estimated, and the result is the
+// same: candidates, variants, explanation, suggestions and the accounting.
+func TestParkedChangesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("solves three specs twice")
+	}
+	for _, f := range []string{"acceptance/deepseek-v3-1k", "acceptance/llama3-405b-1k", "scale/qwen3-235b-gb300-256"} {
+		res := loadFile(t, "testdata/"+f+".cue")
+		parked, _ := Solve(res, Options{})
+		parkOutranked = false
+		full, _ := Solve(res, Options{})
+		parkOutranked = true
+		require.NotEmpty(t, full.Candidates, f)
+		// The candidates as parc prints them (the leaves' indices in the
+		// search's store follow the order nodes were expanded in).
+		jf, err := json.Marshal(full.Candidates)
+		require.NoError(t, err)
+		jp, err := json.Marshal(parked.Candidates)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(jf), string(jp), f)
+		assert.Equal(t, full.Explanation, parked.Explanation, f)
+		assert.Equal(t, full.FasterSettings, parked.FasterSettings, f)
+		assert.Equal(t, full.Space, parked.Pruned+parked.Infeasible+parked.Feasible+parked.Bounded, f)
+		assert.Less(t, parked.Feasible, full.Feasible, f)
+		t.Logf("%s: %d feasible estimated, %d without parking", f, parked.Feasible, full.Feasible)
 	}
 }

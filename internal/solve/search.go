@@ -68,6 +68,18 @@ type search struct {
 	// shapeTimes the same values, ascending.
 	shapeBest  map[shapeKey]float64
 	shapeTimes []float64
+	// parked are leaves and nodes out of the heap whose shapes cannot be
+	// among the top shapes (outranked); fail pushes them back.
+	parked []int32
+	// outranking caches outranked's simplicity bound (valid while
+	// outrankingOf is len(found) and the fastest step time it was made
+	// with).
+	outranking   [8]int
+	outrankingOK bool
+	outrankingOf struct {
+		found int
+		best  float64
+	}
 	// failed marks found leaves whose verification failed.
 	failed map[int32]bool
 
@@ -392,6 +404,10 @@ func (sv *solver) searchTo(k int) {
 		if sv.spend(leafWork) {
 			return
 		}
+		if parkOutranked && sv.outranked(lf, k) {
+			sv.parked = append(sv.parked, i)
+			continue
+		}
 		if lf.node {
 			if code := sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, -1}]; code != "" {
 				sv.infeasible += int64(lf.n)
@@ -416,6 +432,39 @@ func (sv *solver) searchTo(k int) {
 		}
 		sv.evaluate(i, limit)
 	}
+}
+
+// outranked reports whether leaf or node lf (just popped) can change
+// neither the fastest plan nor the top k shapes. Every leaf left has a
+// bound at least lf's; when that is at least the fastest step time found,
+// the fastest is final, and so is the noise band, and which shapes found
+// are in it. The top shapes are the simplest in the band
+// (ranked): with k shapes in the band all strictly simpler than lf's,
+// lf's shape is not among them whatever its plans' step times.
+func (sv *solver) outranked(lf *leaf, k int) bool {
+	if sv.opts.Exhaustive || len(sv.shapeTimes) < k || lf.key < sv.shapeTimes[0] {
+		return false
+	}
+	best := sv.shapeTimes[0]
+	if !sv.outrankingOK || sv.outrankingOf.found != len(sv.found) || sv.outrankingOf.best != best {
+		var in [][8]int
+		for sh, t := range sv.shapeBest {
+			if t <= best*(1+sv.opts.NoiseBand)*(1+1e-12) {
+				in = append(in, sv.simplicity(sh))
+			}
+		}
+		sv.outrankingOK = len(in) >= k
+		if sv.outrankingOK {
+			slices.SortFunc(in, func(a, b [8]int) int { return slices.Compare(a[:], b[:]) })
+			sv.outranking = in[k-1]
+		}
+		sv.outrankingOf.found, sv.outrankingOf.best = len(sv.found), best
+	}
+	if !sv.outrankingOK {
+		return false
+	}
+	sim := sv.simplicity(sv.shapeOf(lf))
+	return slices.Compare(sim[:], sv.outranking[:]) > 0
 }
 
 // behindNone raises the bound of leaf i (just popped) when parc chooses the
@@ -604,6 +653,10 @@ func (sv *solver) evaluateLeaf(lf leaf, limit float64) (ev evaluation) {
 	}
 	return ev
 }
+
+// parkOutranked is searchTo's parking of outranked leaves (on;
+// TestParkedChangesNothing turns it off to compare).
+var parkOutranked = true
 
 // deferGroupChoice is evaluate's deferral (on; TestDeferredGroupChoice
 // turns it off to compare).
@@ -805,7 +858,9 @@ func (sv *solver) noteShape(fp foundPlan) {
 	sv.shapeTimes = slices.Insert(sv.shapeTimes, j, fp.step)
 }
 
-// fail drops a found plan whose verification failed.
+// fail drops a found plan whose verification failed. The fastest plan
+// and the shapes in the noise band may change, so the parked leaves go
+// back to the heap.
 func (sv *solver) fail(leaf int32) {
 	sv.failed[leaf] = true
 	sv.infeasible++
@@ -815,6 +870,12 @@ func (sv *solver) fail(leaf int32) {
 	for _, fp := range sv.found {
 		sv.noteShape(fp)
 	}
+	sv.outrankingOK = false
+	sv.outrankingOf.found = -1
+	for _, i := range sv.parked {
+		sv.push(i)
+	}
+	sv.parked = sv.parked[:0]
 }
 
 // stable rounds x to 12 significant digits. estimate.Run sums the exposed

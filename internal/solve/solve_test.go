@@ -530,6 +530,13 @@ func TestBoundChangesNothing(t *testing.T) {
 		b, _ := solve.Solve(res, solve.Options{Top: 8, Exhaustive: true})
 		require.NotEmpty(t, a.Candidates)
 		assert.Equal(t, labels(b.Candidates), labels(a.Candidates), f)
+		// The whole candidates: reasons, variants, memory.
+		ja, err := json.Marshal(a.Candidates)
+		require.NoError(t, err)
+		jb, err := json.Marshal(b.Candidates)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(jb), string(ja), f)
+		assert.Equal(t, b.Explanation, a.Explanation, f)
 		assert.Less(t, a.Evaluated, b.Evaluated, "the bound should spare estimates: %s", f)
 	}
 }

@@ -177,6 +177,9 @@ func (sv *solver) run() *Result {
 	for _, h := range sv.heap {
 		r.Bounded += int64(sv.leaves.at(h.i).n)
 	}
+	for _, i := range sv.parked {
+		r.Bounded += int64(sv.leaves.at(i).n)
+	}
 	r.Shapes = len(groups)
 	if len(verified) == 0 {
 		sv.noFeasiblePlan(r)
