@@ -168,50 +168,67 @@ func TestOpenGroupSize(t *testing.T) {
 // every plan that fits has its group chosen, and fewer plans are estimated
 // in full.
 func TestDeferredGroupChoice(t *testing.T) {
-	if testing.Short() {
-		t.Skip("solves three acceptance specs twice")
-	}
-	for _, f := range []string{"llama3-405b-1k", "llama3-405b-16k", "deepseek-v3-1k"} {
-		res := loadFile(t, "testdata/acceptance/"+f+".cue")
-		deferred, _ := Solve(res, Options{})
-		deferGroupChoice = false
-		full, _ := Solve(res, Options{})
-		deferGroupChoice = true
-		require.NotEmpty(t, full.Candidates, f)
-		assert.Equal(t, full.Candidates, deferred.Candidates, f)
-		assert.Equal(t, full.Explanation, deferred.Explanation, f)
-		assert.Equal(t, full.Space, deferred.Space, f)
-		assert.Equal(t, full.Space, deferred.Pruned+deferred.Infeasible+deferred.Feasible+deferred.Bounded, f)
-		assert.Less(t, deferred.Feasible, full.Feasible, f)
-		t.Logf("%s: %d feasible estimated in full, %d with every group chosen", f, deferred.Feasible, full.Feasible)
-	}
+	shortcutChangesNothing(t, &deferGroupChoice, "acceptance/llama3-405b-1k", "acceptance/llama3-405b-16k", "acceptance/deepseek-v3-1k")
 }
 
 // TestParkedChangesNothing: leaves whose shapes the simplest shapes in the
 // noise band outrank (outranked) are not estimated, and the result is the
-// same: candidates, variants, explanation, suggestions and the accounting.
+// same (parking with >= or without the fastest-step condition fails it).
 func TestParkedChangesNothing(t *testing.T) {
+	shortcutChangesNothing(t, &parkOutranked, "acceptance/deepseek-v3-1k", "acceptance/llama3-405b-1k", "scale/qwen3-235b-gb300-256")
+}
+
+// shortcutChangesNothing solves each spec (testdata/NAME.cue) with a
+// shortcut of the search on and off (*on false): the same candidates,
+// variants, explanation and suggestions, the accounting adds up, and fewer
+// plans are estimated with it.
+func shortcutChangesNothing(t *testing.T, on *bool, names ...string) {
 	if testing.Short() {
-		t.Skip("solves three specs twice")
+		t.Skip("solves each spec twice")
 	}
-	for _, f := range []string{"acceptance/deepseek-v3-1k", "acceptance/llama3-405b-1k", "scale/qwen3-235b-gb300-256"} {
+	for _, f := range names {
 		res := loadFile(t, "testdata/"+f+".cue")
-		parked, _ := Solve(res, Options{})
-		parkOutranked = false
-		full, _ := Solve(res, Options{})
-		parkOutranked = true
-		require.NotEmpty(t, full.Candidates, f)
-		// The candidates as parc prints them (the leaves' indices in the
-		// search's store follow the order nodes were expanded in).
-		jf, err := json.Marshal(full.Candidates)
-		require.NoError(t, err)
-		jp, err := json.Marshal(parked.Candidates)
-		require.NoError(t, err)
-		assert.JSONEq(t, string(jf), string(jp), f)
-		assert.Equal(t, full.Explanation, parked.Explanation, f)
-		assert.Equal(t, full.FasterSettings, parked.FasterSettings, f)
-		assert.Equal(t, full.Space, parked.Pruned+parked.Infeasible+parked.Feasible+parked.Bounded, f)
-		assert.Less(t, parked.Feasible, full.Feasible, f)
-		t.Logf("%s: %d feasible estimated, %d without parking", f, parked.Feasible, full.Feasible)
+		with, _ := Solve(res, Options{})
+		*on = false
+		without, _ := Solve(res, Options{})
+		*on = true
+		require.NotEmpty(t, without.Candidates, f)
+		sameResult(t, without, with, f)
+		assert.Equal(t, without.Space, with.Pruned+with.Infeasible+with.Feasible+with.Bounded, f)
+		assert.Less(t, with.Feasible, without.Feasible, f)
+		t.Logf("%s: %d feasible estimated in full, %d without the shortcut", f, with.Feasible, without.Feasible)
+	}
+}
+
+// sameResult asserts that two searches of one spec print alike: the
+// candidates as JSON (the leaves' indices in the search's store follow the
+// order nodes were expanded in), the explanation and the suggestions.
+func sameResult(t *testing.T, want, got *Result, msg string) {
+	t.Helper()
+	jw, err := json.Marshal(want.Candidates)
+	require.NoError(t, err)
+	jg, err := json.Marshal(got.Candidates)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(jw), string(jg), msg)
+	assert.Equal(t, want.Explanation, got.Explanation, msg)
+	assert.Equal(t, want.FasterSettings, got.FasterSettings, msg)
+}
+
+// TestBoundChangesNothing: with and without the bound (and every other
+// shortcut), the same result.
+func TestBoundChangesNothing(t *testing.T) {
+	mixtral16, err := os.ReadFile("testdata/mixtral-64.cue")
+	require.NoError(t, err)
+	for f, data := range map[string][]byte{
+		"testdata/mixtral-16.cue":    []byte(strings.Replace(string(mixtral16), "nodes: 8", "nodes: 2", 1)),
+		"testdata/llama3-70b-64.cue": nil,
+	} {
+		res, ds := load.Load(load.Source{Path: f, Data: data})
+		require.NotNil(t, res, "%v", ds)
+		a, _ := Solve(res, Options{Top: 8})
+		b, _ := Solve(res, Options{Top: 8, Exhaustive: true})
+		require.NotEmpty(t, a.Candidates)
+		sameResult(t, b, a, f)
+		assert.Less(t, a.Evaluated, b.Evaluated, "the bound should spare estimates: %s", f)
 	}
 }
