@@ -28,11 +28,12 @@ func BenchmarkVet(b *testing.B) {
 }
 
 // BenchmarkSolve measures what `parc solve FILE` runs for the issue's
-// acceptance specs, and DeepSeek-V3's at the global batch it trained with
-// (testdata/scale): load, the search with the targets' checks, and the
+// acceptance specs, DeepSeek-V3's at the global batch it trained with and
+// Qwen3-235B-A22B on 256 GB300, where hundreds of shapes fall within the
+// noise band (testdata/scale): load, the search with the targets' checks, and the
 // explanation (rendering and writing the output are not included).
 func BenchmarkSolve(b *testing.B) {
-	for _, name := range []string{"acceptance/deepseek-v3-1k", "acceptance/llama3-405b-16k", "scale/deepseek-v3-1k-gbs15360"} {
+	for _, name := range []string{"acceptance/deepseek-v3-1k", "acceptance/llama3-405b-16k", "scale/deepseek-v3-1k-gbs15360", "scale/qwen3-235b-gb300-256"} {
 		path := filepath.Join("..", "internal", "solve", "testdata", name+".cue")
 		data, err := os.ReadFile(path)
 		if err != nil {
