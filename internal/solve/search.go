@@ -608,19 +608,22 @@ func (sv *solver) evaluateLeaf(lf leaf, limit float64) (ev evaluation) {
 		}
 	}
 	// With full recomputation whose layers parc chooses, the rules run
-	// after the layers are chosen: a leaf the bound with them sends back is
-	// not checked yet. They see the leaf as before (Megatron's block method,
-	// one layer per chunk).
-	rerun := sv.recomputes[lf.rc].layersImplied
+	// after the layers are chosen when the leaf may go back (limit is
+	// finite): a leaf the bound with them sends back is not checked yet.
+	// They see the leaf as before (Megatron's block method, one layer per
+	// chunk). With no limit (no plan found yet, or every plan of a top
+	// shape) they run first, so a plan that breaks a rule costs no memory
+	// estimate: a spec whose every plan breaks one is searched as fast.
+	late := sv.recomputes[lf.rc].layersImplied && !math.IsInf(limit, 1)
 	rules := func() bool {
-		if rerun {
+		if late {
 			setRecomputeLayers(&s.Train, 1)
 			defer setRecomputeLayers(&s.Train, int(lf.rl))
 		}
 		ev.ds = check.VerdictWith(s, d, diag.NoPos, sv.opts.checkOptions()) // codes only: no hints to verify
 		return !ev.ds.HasErrors()
 	}
-	if !rerun && !rules() {
+	if !late && !rules() {
 		return ev
 	}
 	// The memory first: most plans a search reaches do not fit, and whether
@@ -642,7 +645,7 @@ func (sv *solver) evaluateLeaf(lf leaf, limit float64) (ev evaluation) {
 		ev.deferred, ev.step = true, b
 		return ev
 	}
-	if rerun && !rules() || ev.over {
+	if late && !rules() || ev.over {
 		return ev
 	}
 	ev.step = estimate.StepTime(s, d, sv.grids[lf.grid].links.links).StepTimeS

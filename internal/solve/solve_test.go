@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -687,10 +688,7 @@ func TestSharedErrorReportedAsIs(t *testing.T) {
 	r, ds := solve.Solve(res, solve.Options{})
 	require.NotNil(t, r)
 	assert.Empty(t, r.Candidates)
-	var got []string
-	for _, d := range ds {
-		got = append(got, d.Code)
-	}
+	got := codesOf(ds)
 	assert.Contains(t, got, "lr-warmup")
 	assert.Contains(t, got, solve.CodeNoFeasiblePlan)
 	// The no-feasible-plan hint is that error's own (it names the values
@@ -875,4 +873,27 @@ func TestOpenFieldOfWrongType(t *testing.T) {
 		assert.Equal(t, c.path, ds[0].Path, c.par)
 		assert.Contains(t, ds[0].Message, c.want, c.par)
 	}
+}
+
+// TestEveryPlanBreaksARule: when a spec-level rule rejects every plan, the
+// rules run before any memory estimate (no plan found, so no leaf can go
+// back to the heap), and the search ends with no-feasible-plan within its
+// budget instead of solve-search-too-large. Running the memory first for full
+// recomputation had Mixtral 8x22B on 128 H100 hit the budget.
+func TestEveryPlanBreaksARule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("searches every plan of Mixtral 8x22B on 128 H100")
+	}
+	data, err := os.ReadFile("testdata/mixtral-64.cue")
+	require.NoError(t, err)
+	src := strings.NewReplacer("mixtral_8x7b", "mixtral_8x22b", "nodes: 8", "nodes: 16", "global_batch:          256", "global_batch:          1024").Replace(string(data)) +
+		"\nmodel: max_position_embeddings: 1024\n"
+	res, ds := load.Load(load.Source{Path: "mixtral-8x22b-128.cue", Data: []byte(src)})
+	require.NotNil(t, res, "%v", ds)
+	r, ds := solve.Solve(res, solve.Options{})
+	require.Empty(t, r.Candidates)
+	codes := codesOf(ds)
+	assert.Contains(t, codes, "max-positions")
+	assert.Contains(t, codes, solve.CodeNoFeasiblePlan)
+	assert.NotContains(t, codes, "solve-search-too-large")
 }
