@@ -67,6 +67,12 @@ type group struct {
 	simplest [8]int
 }
 
+// inBand reports whether step time t is within the noise band of the
+// fastest, best (with room for the last bit of a sum).
+func (sv *solver) inBand(t, best float64) bool {
+	return t <= best*(1+sv.opts.NoiseBand)*(1+1e-12)
+}
+
 // ranked groups the feasible plans found by shape and orders the shapes:
 // first every shape whose best plan is within the noise band of the fastest
 // (simplest first, then by step time), then the rest by step time, then the
@@ -93,7 +99,7 @@ func (sv *solver) ranked() []group {
 		best = min(best, gs[i].plans[0].step)
 	}
 	for i := range gs {
-		gs[i].inBand = gs[i].plans[0].step <= best*(1+sv.opts.NoiseBand)*(1+1e-12)
+		gs[i].inBand = sv.inBand(gs[i].plans[0].step, best)
 	}
 	slices.SortFunc(gs, func(a, b group) int {
 		pa, pb := a.plans[0], b.plans[0]

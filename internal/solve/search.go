@@ -71,15 +71,12 @@ type search struct {
 	// parked are leaves and nodes out of the heap whose shapes cannot be
 	// among the top shapes (outranked); fail pushes them back.
 	parked []int32
-	// outranking caches outranked's simplicity bound (valid while
-	// outrankingOf is len(found) and the fastest step time it was made
-	// with).
-	outranking   [8]int
-	outrankingOK bool
-	outrankingOf struct {
-		found int
-		best  float64
-	}
+	// outranking caches outranked's simplicity bound: the k-th simplest
+	// shape in the noise band (none when fewer are), made when found had
+	// outrankingAt plans (−1: not made). Between verification failures
+	// (fail) plans are only added, so the count says when to make it anew.
+	outranking   *[8]int
+	outrankingAt int
 	// failed marks found leaves whose verification failed.
 	failed map[int32]bool
 
@@ -445,22 +442,20 @@ func (sv *solver) outranked(lf *leaf, k int) bool {
 	if sv.opts.Exhaustive || len(sv.shapeTimes) < k || lf.key < sv.shapeTimes[0] {
 		return false
 	}
-	best := sv.shapeTimes[0]
-	if !sv.outrankingOK || sv.outrankingOf.found != len(sv.found) || sv.outrankingOf.best != best {
+	if sv.outrankingAt != len(sv.found) {
 		var in [][8]int
 		for sh, t := range sv.shapeBest {
-			if t <= best*(1+sv.opts.NoiseBand)*(1+1e-12) {
+			if sv.inBand(t, sv.shapeTimes[0]) {
 				in = append(in, sv.simplicity(sh))
 			}
 		}
-		sv.outrankingOK = len(in) >= k
-		if sv.outrankingOK {
+		sv.outranking, sv.outrankingAt = nil, len(sv.found)
+		if len(in) >= k {
 			slices.SortFunc(in, func(a, b [8]int) int { return slices.Compare(a[:], b[:]) })
-			sv.outranking = in[k-1]
+			sv.outranking = &in[k-1]
 		}
-		sv.outrankingOf.found, sv.outrankingOf.best = len(sv.found), best
 	}
-	if !sv.outrankingOK {
+	if sv.outranking == nil {
 		return false
 	}
 	sim := sv.simplicity(sv.shapeOf(lf))
@@ -873,8 +868,7 @@ func (sv *solver) fail(leaf int32) {
 	for _, fp := range sv.found {
 		sv.noteShape(fp)
 	}
-	sv.outrankingOK = false
-	sv.outrankingOf.found = -1
+	sv.outrankingAt = -1
 	for _, i := range sv.parked {
 		sv.push(i)
 	}

@@ -38,6 +38,7 @@ func (sv *solver) run() *Result {
 	sv.rerunFloors = map[memKey][]rerunAt{}
 	sv.shapeBest = map[shapeKey]float64{}
 	sv.failed = map[int32]bool{}
+	sv.outrankingAt = -1
 
 	if sv.modulesImplied {
 		r.Implied = append(r.Implied, recomputeModulesPath)
