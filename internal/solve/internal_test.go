@@ -94,13 +94,7 @@ func leavesOf(t *testing.T, path string, setup ...func(*solver)) *solver {
 	for _, f := range setup {
 		f(sv)
 	}
-	sv.rejected, sv.examples, sv.common = map[string]int64{}, map[string]string{}, map[diagKey]int{}
-	sv.leafRejected = map[string]int64{}
-	sv.stateTooLarge = map[stateKey]string{}
-	sv.memoryFailed = map[memKey]memFail{}
-	sv.noneFits = map[noneKey]float64{}
-	sv.rerunFloors = map[memKey][]rerunAt{}
-	sv.shapeBest, sv.failed = map[shapeKey]float64{}, map[int32]bool{}
+	sv.startSearch(map[string]int64{})
 	sv.prepareBounds()
 	sv.enumerate()
 	// Expand every node: the tests look at complete assignments.

@@ -16,18 +16,10 @@ import (
 	"parc.dev/parc/internal/spec"
 )
 
-// run does the whole search.
-func (sv *solver) run() *Result {
-	r := &Result{Rejected: map[string]int64{}, NoiseBand: sv.opts.NoiseBand, MemoryHeadroom: sv.opts.MemoryHeadroom}
-	for f := range nFields {
-		switch {
-		case sv.open[f]:
-			r.Open = append(r.Open, f.Path())
-		case sv.implied[f]:
-			r.Implied = append(r.Implied, f.Path())
-		}
-	}
-	sv.rejected = r.Rejected
+// startSearch makes the search's tables empty, counting rejections into
+// rejected.
+func (sv *solver) startSearch(rejected map[string]int64) {
+	sv.rejected = rejected
 	sv.examples = map[string]string{}
 	sv.leafRejected = map[string]int64{}
 	sv.common = map[diagKey]int{}
@@ -39,6 +31,20 @@ func (sv *solver) run() *Result {
 	sv.shapeBest = map[shapeKey]float64{}
 	sv.failed = map[int32]bool{}
 	sv.outrankingAt = -1
+}
+
+// run does the whole search.
+func (sv *solver) run() *Result {
+	r := &Result{Rejected: map[string]int64{}, NoiseBand: sv.opts.NoiseBand, MemoryHeadroom: sv.opts.MemoryHeadroom}
+	for f := range nFields {
+		switch {
+		case sv.open[f]:
+			r.Open = append(r.Open, f.Path())
+		case sv.implied[f]:
+			r.Implied = append(r.Implied, f.Path())
+		}
+	}
+	sv.startSearch(r.Rejected)
 
 	if sv.modulesImplied {
 		r.Implied = append(r.Implied, recomputeModulesPath)
