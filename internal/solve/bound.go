@@ -147,7 +147,7 @@ func (sv *solver) oneStage(lf *leaf, mb int32, rc int8) *estimate.Estimate {
 func (sv *solver) oneStageRerun(lf *leaf, mb int32, rc int8, rerun int) *estimate.Estimate {
 	one := *lf
 	one.mb, one.rc, one.rl = mb, rc, 0
-	s := &sv.scratch
+	s := &sv.oneScratch
 	sv.leafSpecAt(&one, s)
 	if rerun != 0 {
 		setRecomputeLayers(&s.Train, rerun)
@@ -221,25 +221,24 @@ func (sv *solver) exactBoundOf(lf *leaf, compute bool) (b float64, ok bool) {
 	return sv.slots(lf) * T, true
 }
 
-// rerunBoundOf is the fourth bound of leaf lf, whose full recomputation
-// reruns lf.rl layers of each model chunk (−1: every layer) as fitLeaf chose
-// them, with d its derived values; ok is false where it does not apply (not
-// full recomputation parc chooses the layers of, or fewer than every layer
-// of a model whose decoder layers are not all of one kind). It writes the
-// solver's scratch spec only when it computes a new unit, and restores it.
-func (sv *solver) rerunBoundOf(lf *leaf, d spec.Derived) (b float64, ok bool) {
-	if !sv.recomputes[lf.rc].layersImplied || lf.rl == 0 {
+// rerunBoundOf is the fourth bound of leaf lf when its full recomputation
+// reruns rl layers of each model chunk (−1: every layer), with d its
+// derived values; ok is false where it does not apply (not full
+// recomputation parc chooses the layers of, or fewer than every layer of a
+// model whose decoder layers are not all of one kind).
+func (sv *solver) rerunBoundOf(lf *leaf, rl int16, d spec.Derived) (b float64, ok bool) {
+	if !sv.recomputes[lf.rc].layersImplied || rl == 0 {
 		return 0, false
 	}
 	K := -1
-	if lf.rl > 0 {
+	if rl > 0 {
 		if !sv.oneLayerKind {
 			return 0, false
 		}
 		K = 0
 		for _, st := range d.Stages {
 			for _, ch := range st {
-				K += min(int(lf.rl), ch.Count)
+				K += min(int(rl), ch.Count)
 			}
 		}
 	}
@@ -247,9 +246,7 @@ func (sv *solver) rerunBoundOf(lf *leaf, d spec.Derived) (b float64, ok bool) {
 	key := [2]int32{lf.mb, int32(K)}
 	T, ok := u.rerun[key]
 	if !ok {
-		saved := sv.scratch
 		T = sv.oneStageRerun(lf, lf.mb, lf.rc, K).Compute.MicrobatchTimeS
-		sv.scratch = saved
 		if u.rerun == nil {
 			u.rerun = map[[2]int32]float64{}
 		}

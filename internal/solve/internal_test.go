@@ -207,7 +207,7 @@ func TestRerunBoundBelowStepTime(t *testing.T) {
 					continue
 				}
 				lf.rl = rl
-				b, ok := sv.rerunBoundOf(&lf, d)
+				b, ok := sv.rerunBoundOf(&lf, rl, d)
 				if rl > 0 && !sv.oneLayerKind {
 					assert.False(t, ok, f)
 					continue

@@ -50,8 +50,10 @@ type search struct {
 	linkCache     linkCache
 	// layouts are the generated layouts of (split, pp, vpp) (applySplit).
 	layouts map[[3]int32]layoutOf
-	// scratch is the spec evaluateLeaf and oneStage write a leaf into.
-	scratch spec.Spec
+	// scratch is the spec evaluateLeaf writes a leaf into; oneScratch the
+	// one oneStage writes a leaf's one-stage plan into (evaluateLeaf's
+	// bounds need one while it holds the other).
+	scratch, oneScratch spec.Spec
 	// memoryFailed rules out the larger micro batches of a variant that
 	// did not fit.
 	memoryFailed map[memKey]memFail
@@ -595,9 +597,7 @@ func (sv *solver) evaluateLeaf(lf leaf, limit float64) (ev evaluation) {
 	// those this one reruns: a leaf that cannot reach limit with them goes
 	// back before its rules and memory are estimated.
 	if floor := sv.rerunFloor(&lf); floor != 0 && floor != 1 {
-		at := lf
-		at.rl = floor
-		if b, ok := sv.rerunBoundOf(&at, d); ok && b > limit {
+		if b, ok := sv.rerunBoundOf(&lf, floor, d); ok && b > limit {
 			ev.deferred, ev.step, ev.rl = true, b, 0
 			return ev
 		}
@@ -636,7 +636,7 @@ func (sv *solver) evaluateLeaf(lf leaf, limit float64) (ev evaluation) {
 	// The layers full recomputation reruns are known now: a leaf whose
 	// bound with them cannot reach limit goes back (every group size:
 	// the bound does not depend on it).
-	if b, ok := sv.rerunBoundOf(&lf, d); ok && !ev.over && b > limit {
+	if b, ok := sv.rerunBoundOf(&lf, lf.rl, d); ok && !ev.over && b > limit {
 		ev.deferred, ev.step = true, b
 		return ev
 	}
@@ -800,9 +800,7 @@ func (sv *solver) fitLeaf(lf *leaf, s *spec.Spec, d spec.Derived, limit float64)
 		if k > fewer {
 			k = -1
 		}
-		at := *lf
-		at.rl = int16(k)
-		b, ok := sv.rerunBoundOf(&at, d)
+		b, ok := sv.rerunBoundOf(lf, int16(k), d)
 		if ok && b > limit {
 			lf.rl, past = int16(k), b
 			return true
