@@ -166,3 +166,25 @@ func Lookup(code string) (CodeInfo, bool) {
 	c, ok := codeIndex[code]
 	return c, ok
 }
+
+// fixedBySpec are the error codes of the rules that read none of the fields
+// parc solve chooses (the degrees, the micro batch, recomputation, the
+// pipeline split, the optimizer sharding, the microbatch group size) nor
+// anything derived from them: the model's heads and positions, the
+// learning-rate schedule, Slurm's time limit. TestFixedBySpecRulesIgnoreThePlan
+// checks each against plans of other degrees.
+var fixedBySpec = map[string]bool{
+	"query-groups-heads":     true,
+	"hidden-heads":           true,
+	"max-positions":          true,
+	"mla-query-groups":       true,
+	"mtp-position-embedding": true,
+	"moe-topk-experts":       true,
+	"lr-min":                 true,
+	"slurm-time":             true,
+}
+
+// FixedBySpec reports whether the rule behind an error code holds or fails
+// whatever plan fills the spec's open fields: when a spec breaks it, no
+// assignment parc solve could search fixes it.
+func FixedBySpec(code string) bool { return fixedBySpec[code] }

@@ -224,6 +224,36 @@ var mutations = []mutation{
 		s.Cluster.Slurm = &spec.Slurm{Exclusive: true, Time: &v}
 		return true
 	}},
+	{"hidden-heads", func(s *spec.Spec, d spec.Derived) bool {
+		if s.Model.KVChannels != nil {
+			return false
+		}
+		s.Model.Hidden++
+		return s.Model.Hidden%s.Model.Heads != 0
+	}},
+	{"query-groups-heads", func(s *spec.Spec, d spec.Derived) bool {
+		g := s.Model.Heads + 1
+		s.Model.QueryGroups = &g
+		return true
+	}},
+	{"mtp-position-embedding", func(s *spec.Spec, d spec.Derived) bool {
+		s.Model.MTPLayers = 1
+		s.Model.PositionEmbedding = "learned_absolute"
+		return true
+	}},
+	{"mla-query-groups", func(s *spec.Spec, d spec.Derived) bool {
+		g := s.Model.Heads
+		s.Model.QueryGroups = &g
+		s.Model.MLA = &spec.MLA{KVLoraRank: 512, QKHeadDim: 128, QKPosEmbHeadDim: 64, VHeadDim: 128}
+		return true
+	}},
+	{"moe-topk-experts", func(s *spec.Spec, d spec.Derived) bool {
+		if s.Model.MoE == nil {
+			return false
+		}
+		s.Model.MoE.TopK = s.Model.MoE.Experts + 1
+		return true
+	}},
 }
 
 func TestSingleRuleMutationsAreReported(t *testing.T) {
@@ -252,4 +282,91 @@ func TestSingleRuleMutationsAreReported(t *testing.T) {
 		}
 	}
 	t.Log(fmt.Sprint(applied))
+}
+
+// TestFixedBySpecRulesIgnoreThePlan checks FixedBySpec's premise: the rules
+// it names give the same verdict, word for word, whatever fills the fields
+// parc solve chooses. Each mutation that breaks one of them is applied to
+// random plans, and the fields the solver chooses are then overwritten with
+// other values (valid or not): the code's messages must not change, and on
+// the plan without the mutation the code must never appear.
+func TestFixedBySpecRulesIgnoreThePlan(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	pick := func(v []int) int { return v[r.IntN(len(v))] }
+	replan := func(s *spec.Spec) {
+		p, tr := &s.Parallel, &s.Train
+		p.TP, p.PP, p.VPP, p.CP = pick([]int{1, 2, 3, 4, 8}), pick([]int{1, 2, 3, 4, 8}), pick([]int{1, 2, 3}), pick([]int{1, 2, 4})
+		if s.Model.MoE != nil {
+			p.EP = pick([]int{1, 2, 4, 8})
+			etp := pick([]int{1, 2})
+			p.ETP = &etp
+		}
+		p.AccountForEmbedding, p.AccountForLoss = r.IntN(2) == 0, r.IntN(2) == 0
+		p.FirstStageLayers, p.LastStageLayers, p.MicrobatchGroupSize, p.DP = nil, nil, nil, nil
+		if r.IntN(3) == 0 {
+			f := pick([]int{0, 1, 2})
+			p.FirstStageLayers = &f
+		}
+		if r.IntN(3) == 0 {
+			g := pick([]int{1, 2, 4})
+			p.MicrobatchGroupSize = &g
+		}
+		tr.MicroBatch = pick([]int{1, 2, 3, 4, 8})
+		tr.Recompute = []string{"none", "selective", "full"}[r.IntN(3)]
+		tr.RecomputeMethod, tr.RecomputeLayers, tr.RecomputeModules = "", nil, nil
+		if tr.Recompute == "full" {
+			tr.RecomputeMethod = []string{"uniform", "block"}[r.IntN(2)]
+			k := pick([]int{1, 2})
+			tr.RecomputeLayers = &k
+		}
+		tr.DistributedOptimizer = r.IntN(2) == 0
+		tr.FSDP = r.IntN(4) == 0
+	}
+	messages := func(l diag.List, code string) []string {
+		var out []string
+		for _, x := range l {
+			if x.Code == code {
+				out = append(out, x.Path+": "+x.Message)
+			}
+		}
+		return out
+	}
+	tried := map[string]int{}
+	for i := range 60 {
+		o := randomValid(r)
+		for _, m := range mutations {
+			if !FixedBySpec(m.code) {
+				continue
+			}
+			s := specFrom(t, o)
+			if !m.apply(s, spec.Derive(s)) {
+				continue
+			}
+			want := messages(runSpec(s), m.code)
+			if len(want) == 0 {
+				t.Fatalf("case %d: mutation %s not reported", i, m.code)
+			}
+			for range 6 {
+				s2 := specFrom(t, o)
+				m.apply(s2, spec.Derive(s2))
+				replan(s2)
+				if got := messages(runSpec(s2), m.code); !slices.Equal(got, want) {
+					t.Fatalf("case %d: %s changed with the plan (tp=%d pp=%d vpp=%d cp=%d ep=%d micro_batch=%d recompute=%s): %q, want %q",
+						i, m.code, s2.Parallel.TP, s2.Parallel.PP, s2.Parallel.VPP, s2.Parallel.CP, s2.Parallel.EP, s2.Train.MicroBatch, s2.Train.Recompute, got, want)
+				}
+				clean := specFrom(t, o)
+				replan(clean)
+				if got := messages(runSpec(clean), m.code); len(got) > 0 {
+					t.Fatalf("case %d: %s reported on a plan that does not break it: %q", i, m.code, got)
+				}
+			}
+			tried[m.code]++
+		}
+	}
+	for code := range fixedBySpec {
+		if tried[code] == 0 {
+			t.Errorf("%s: no mutation breaks it, so its premise is untested", code)
+		}
+	}
+	t.Log(tried)
 }

@@ -886,14 +886,48 @@ func TestEveryPlanBreaksARule(t *testing.T) {
 	}
 	data, err := os.ReadFile("testdata/mixtral-64.cue")
 	require.NoError(t, err)
+	// Transformer Engine's cross-entropy fusion, which Megatron-LM rejects
+	// (kernel-options): a rule the search checks plan by plan.
 	src := strings.NewReplacer("mixtral_8x7b", "mixtral_8x22b", "nodes: 8", "nodes: 16", "global_batch:          256", "global_batch:          1024").Replace(string(data)) +
-		"\nmodel: max_position_embeddings: 1024\n"
+		"\nkernels: {cross_entropy_loss_fusion: true, cross_entropy_fusion_impl: \"te\"}\n"
 	res, ds := load.Load(load.Source{Path: "mixtral-8x22b-128.cue", Data: []byte(src)})
 	require.NotNil(t, res, "%v", ds)
 	r, ds := solve.Solve(res, solve.Options{})
 	require.Empty(t, r.Candidates)
 	codes := codesOf(ds)
-	assert.Contains(t, codes, "max-positions")
+	assert.Contains(t, codes, "kernel-options")
 	assert.Contains(t, codes, solve.CodeNoFeasiblePlan)
 	assert.NotContains(t, codes, "solve-search-too-large")
+}
+
+// TestFixedRuleStopsTheSearch: a spec that breaks a rule no plan can clear
+// (check.FixedBySpec; here max-positions, a sequence longer than the
+// model's positions) gets that rule's error and hint, as parc vet gives
+// them, and no search: before, Mixtral 8x7B on 512 DGX H100 with 128K
+// sequences rejected plan after plan until the work budget stopped it and
+// reported solve-search-too-large beside the real error.
+func TestFixedRuleStopsTheSearch(t *testing.T) {
+	src := `package plan
+
+import (
+	"parc.dev/stdlib/clusters"
+	"parc.dev/stdlib/models"
+)
+
+model:    models.mixtral_8x7b
+cluster:  clusters.dgx_h100 & {nodes: 512}
+parallel: {tp: int, pp: int, vpp: int, cp: int, ep: int, etp: int}
+train: {seq_length: 131072, micro_batch: int, global_batch: 1536, precision: "bf16", recompute: string, distributed_optimizer: true}
+`
+	res, ds := load.Load(load.Source{Path: "mixtral-128k.cue", Data: []byte(src)})
+	require.NotNil(t, res, "%v", ds)
+	r, ds := solve.Solve(res, solve.Options{})
+	require.Empty(t, r.Candidates)
+	assert.Equal(t, []string{"max-positions"}, codesOf(ds))
+	assert.Zero(t, int64(r.Evaluated)+r.Pruned+r.Infeasible, "the search ran")
+	for _, x := range ds {
+		assert.Contains(t, x.Hint, "set max_position_embeddings ≥ 131072")
+		assert.Equal(t, 8, x.Pos.Line, "the error points at the model's line: %v", x.Pos)
+	}
+	assert.Contains(t, strings.Join(r.Notes, "\n"), "nothing was searched")
 }

@@ -75,6 +75,13 @@ func (sv *solver) run() *Result {
 		r.Notes = append(r.Notes, "no field is open (write e.g. `tp: int` or `pp: 1 | 2 | 4` to let parc choose): this is the spec's own plan")
 		return r
 	}
+	if ds := sv.fixedRuleErrors(); len(ds) > 0 {
+		sv.diags = append(sv.diags, ds...)
+		codes := ds.Codes()
+		slices.Sort(codes)
+		r.Notes = append(r.Notes, fmt.Sprintf("nothing was searched: the spec breaks %s, which no value of the open fields can clear", strings.Join(slices.Compact(codes), ", ")))
+		return r
+	}
 	var splitFields []string
 	for _, f := range spec.PipelineSplitFields {
 		if sv.implied[f] {
@@ -195,6 +202,22 @@ func (sv *solver) run() *Result {
 		r.FasterSettings = resolve.FasterSettings(verified[0].plan, sv.opts.MemoryHeadroom)
 	}
 	return r
+}
+
+// fixedRuleErrors are the spec's errors no plan can clear: the rules
+// check.FixedBySpec names read none of the fields the search fills, so a
+// spec that breaks one breaks it in every plan, and the search would reject
+// them one by one (a large one until its work budget ran out, then
+// reporting solve-search-too-large). They are said as parc vet says them,
+// with their hints, and nothing is searched.
+func (sv *solver) fixedRuleErrors() diag.List {
+	var out diag.List
+	for _, x := range check.RunWith(&sv.base, spec.Derive(&sv.base), sv.at, sv.opts.checkOptions()) {
+		if x.Severity == diag.Error && check.FixedBySpec(x.Code) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // fastest is the group holding the fastest plan found (none when there is
