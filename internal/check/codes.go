@@ -170,8 +170,9 @@ func Lookup(code string) (CodeInfo, bool) {
 // fixedBySpec are the error codes of the rules that read none of the fields
 // parc solve chooses (the degrees, the micro batch, recomputation, the
 // pipeline split, the optimizer sharding, the microbatch group size) nor
-// anything derived from them: the model's heads and positions, the
-// learning-rate schedule, Slurm's time limit. TestFixedBySpecRulesIgnoreThePlan
+// anything derived from them: the model's heads and positions, the router's
+// settings, the learning-rate schedule, the launch environment and
+// programs, the Slurm directives. TestFixedBySpecRulesIgnoreThePlan
 // checks each against plans of other degrees.
 var fixedBySpec = map[string]bool{
 	"query-groups-heads":     true,
@@ -180,8 +181,18 @@ var fixedBySpec = map[string]bool{
 	"mla-query-groups":       true,
 	"mtp-position-embedding": true,
 	"moe-topk-experts":       true,
+	"moe-expert-bias-score":  true,
+	"moe-sinkhorn-aux-loss":  true,
+	"moe-router-groups":      true,
 	"lr-min":                 true,
+	"env-name":               true,
+	"env-reserved":           true,
+	"env-value":              true,
+	"launch-command":         true,
+	"slurm-line-break":       true,
+	"slurm-option":           true,
 	"slurm-time":             true,
+	"slurm-preempt":          true,
 }
 
 // FixedBySpec reports whether the rule behind an error code holds or fails
