@@ -37,12 +37,23 @@ const CodeSearchTooLarge = "solve-search-too-large"
 // (a 128-GPU row; 6.7e9, Qwen3-235B-A22B on 256 GPUs, before smaller micro
 // batches were ruled out by memory: memFail.peakBelow);
 // BenchmarkSolveDeepSeek1kOpen about 0.5e9.
+//
+// A plan's verification (its spec decoded from CUE, every rule with its
+// hints, the layout, the estimate) costs verifyWork: 4.3-6.0 ms each on
+// Llama 3 8B on 56 GPUs, DeepSeek-V3 on 1,024, Llama 3.1 405B on 16,384
+// and Qwen3-235B-A22B on 256 (a temporary test timing 20 verifications of
+// each search's best plan). Counted as four estimates, about 44,000 units,
+// it was undercounted a hundredfold: a search whose every verification
+// failed (a try of another node count whose spec the verification read
+// back with the spec's own nodes) ran 86 s at 2e9 units. A search verifies
+// its top shapes and the fastest plan, some 5-20 plans: 0.1e9 units.
 const (
 	estimateFixedWork = 10_000
 	layerWork         = 17
 	leafWork          = 150
 	boundWork         = 45
 	nodeWork          = 50
+	verifyWork        = 5_000_000
 	searchBudget      = 8_000_000_000
 )
 

@@ -216,6 +216,9 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 	if s == nil {
 		return nil, ds
 	}
+	if opts.nodes > 0 {
+		s.Cluster.Nodes = opts.nodes // a hint's fix (nodesWithPlan)
+	}
 	sv.base = *s
 	if sv.group.open {
 		sv.base.Parallel.MicrobatchGroupSize = nil // the placeholder

@@ -15,6 +15,8 @@ import (
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/estimate"
 	"parc.dev/parc/internal/layout"
+	"parc.dev/parc/internal/plan"
+	"parc.dev/parc/internal/resolve"
 	"parc.dev/parc/internal/spec"
 )
 
@@ -408,4 +410,32 @@ func TestMemoryBelowSound(t *testing.T) {
 		assert.Greater(t, n, 100, f)
 		t.Logf("%s: %d pairs", f, n)
 	}
+}
+
+// TestFailedVerificationsSpendTheBudget: a search whose every verification
+// fails (here a target check that rejects every plan, as parc compile's
+// targets may) verifies plan after plan; each verification is charged its
+// cost (verifyWork), so the budget stops it after at most
+// searchBudget/verifyWork of them (1,600, about 8 s; the test gives the
+// search an eighth of the budget). Charged as four estimates, as before,
+// it could verify 180,000 plans, about 5 ms each.
+func TestFailedVerificationsSpendTheBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("verifies plans until the budget stops the search")
+	}
+	res := loadFile(t, "testdata/llama3-70b-64.cue")
+	reject := func(p *plan.Plan, at diag.Locator) diag.List {
+		var ds diag.List
+		ds.Errorf(at("parallel.tp"), "parallel.tp", "target-rejects", "", "the target rejects every plan")
+		return ds
+	}
+	const budget = searchBudget / 8 // the same bound, sooner
+	sv, ds := newSolver(res, Options{Top: 5, NoiseBand: DefaultNoiseBand, Checks: []resolve.Check{reject}, budget: budget})
+	require.NotNil(t, sv, "%v", ds)
+	r := sv.run()
+	assert.Empty(t, r.Candidates)
+	assert.True(t, sv.exhausted, "the search ended before its budget: %d verifications failed", sv.verifyFailed)
+	assert.LessOrEqual(t, sv.verifyFailed, int(budget/verifyWork)+1)
+	assert.Contains(t, sv.diags.Codes(), CodeSearchTooLarge)
+	t.Logf("%d verifications failed, %d plans found", sv.verifyFailed, len(sv.found))
 }

@@ -64,9 +64,12 @@ type Options struct {
 	// solver corpus's published plans; parc solve never sets it).
 	MeasuredRun bool
 	// trying is the fix a no-feasible-plan hint would suggest, tried by a
-	// search of its own before the hint names it (fixFits); such a search
-	// tries no fix itself.
-	trying memoryFix
+	// search of its own before the hint names it (fixFits, nodesWithPlan);
+	// such a search tries no fix itself.
+	trying hintFix
+	// nodes is the cluster's node count such a search tries instead of
+	// the spec's (0: the spec's).
+	nodes int
 	// budget is the work such a search may do (0: searchBudget).
 	budget int64
 }

@@ -7,7 +7,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -850,9 +852,60 @@ train: {seq_length: 4096, micro_batch: int, global_batch: 2048, recompute: %s, d
 	res = loadText(t, "plan.cue", fmt.Sprintf(spec, "deepseek_v3", "dgx_b200", 4, "string", "false"))
 	_, d = failedSearch(t, res)
 	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code)
-	assert.Equal(t, "add nodes or use GPUs with more memory", d.Hint)
+	assert.Regexp(t, `^add nodes \(with cluster.nodes \d+, now 4, parc finds a plan\) or use GPUs with more memory$`, d.Hint)
+	// The node count it names solves.
+	n := nodesIn(t, d.Hint)
+	assert.Greater(t, n, 4)
+	r, ds = solve.Solve(loadText(t, "plan.cue", fmt.Sprintf(spec, "deepseek_v3", "dgx_b200", n, "string", "false")), solve.Options{})
+	require.NotNil(t, r, "%v", ds)
+	assert.NotEmpty(t, r.Candidates, "the hint's %d nodes: %v", n, ds)
 	_, d = failedSearch(t, loadText(t, "plan.cue", fmt.Sprintf(spec, "deepseek_v3", "dgx_b200", 4, "string", "true")))
 	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code, "the distributed optimizer does not make it fit")
+}
+
+// nodesIn returns the node counts a no-feasible-plan hint names
+// ("cluster.nodes 12 or 14", "with cluster.nodes 8"), the first.
+func nodesIn(t *testing.T, hint string) int {
+	t.Helper()
+	m := regexp.MustCompile(`cluster\.nodes (\d+)`).FindStringSubmatch(hint)
+	require.NotNil(t, m, "no node count in %q", hint)
+	n, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	return n
+}
+
+// TestNoFeasiblePlanHintNamesNodes: when no assignment satisfies
+// Megatron's rules because of the node count's factors (Llama 3 8B on 13
+// DGX H100, 104 GPUs, global batch 1,000: dp divides 1,000, so the factor
+// 13 falls on tp, pp or cp, and neither the 32 heads, the 32 layers nor
+// the sequence takes it), the hint names the nearest node counts below and
+// above with which a search finds a plan, and each does.
+func TestNoFeasiblePlanHintNamesNodes(t *testing.T) {
+	const spec = `package plan
+import (
+	"parc.dev/stdlib/clusters"
+	"parc.dev/stdlib/models"
+)
+model:   models.llama3_8b
+cluster: clusters.dgx_h100 & {nodes: %d}
+parallel: {tp: int, pp: int, vpp: int, cp: int}
+train: {seq_length: 8192, micro_batch: int, global_batch: 1000, recompute: string, iters: 100}
+`
+	_, d := failedSearch(t, loadText(t, "plan.cue", fmt.Sprintf(spec, 13)))
+	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code)
+	assert.Contains(t, d.Message, "no assignment of the open fields satisfies Megatron's rules")
+	m := regexp.MustCompile(`^use cluster\.nodes (\d+) or (\d+) \(now 13\): parc finds a plan with either; or `).FindStringSubmatch(d.Hint)
+	require.NotNil(t, m, "hint %q", d.Hint)
+	for _, k := range m[1:] {
+		n, _ := strconv.Atoi(k)
+		r, ds := solve.Solve(loadText(t, "plan.cue", fmt.Sprintf(spec, n)), solve.Options{})
+		require.NotNil(t, r, "%v", ds)
+		assert.NotEmpty(t, r.Candidates, "the hint's %d nodes: %v", n, ds)
+	}
+	below, _ := strconv.Atoi(m[1])
+	above, _ := strconv.Atoi(m[2])
+	assert.Less(t, below, 13)
+	assert.Greater(t, above, 13)
 }
 
 // TestOpenFieldOfWrongType: an open field whose constraint is of another

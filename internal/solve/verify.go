@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -263,7 +264,7 @@ func (sv *solver) baseLeaf() leaf {
 // layout, the topology checks, the estimate, the targets' checks). It returns nil and the diagnostics when
 // the plan has errors.
 func (sv *solver) verify(i int32) (*Candidate, diag.List) {
-	sv.spendEstimates(4) // CUE, check, layout, the estimate with its hints
+	sv.spend(verifyWork) // CUE, check, layout, the estimate with its hints
 	lf := sv.leaves.at(i)
 	vals := map[string]any{}
 	for f := range nFields {
@@ -292,6 +293,9 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 	if s == nil || ds.HasErrors() {
 		sv.rejectVerified(ds)
 		return nil, ds
+	}
+	if sv.opts.nodes > 0 {
+		s.Cluster.Nodes = sv.opts.nodes // as newSolver set it
 	}
 	if sv.open[fETP] && s.Model.MoE == nil {
 		// etp only shapes the unused expert grid of a dense model: leave it
@@ -486,8 +490,25 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			// code's general advice.
 			hint = h
 		}
+		if passed == 0 {
+			// No plan satisfies the rules: the node count's factors (the
+			// world size every degree and the global batch divide) are
+			// the usual cause, so the nearest counts with a plan are named.
+			if near := sv.nearestNodes(); near != "" {
+				hint = near + "; or " + strings.ToLower(hint[:1]) + hint[1:]
+			}
+		}
 		if c := counts[0].code; c == estimate.CodeMemoryExceedsGPU || c == CodeAboveHeadroom {
-			fixes := []string{"add nodes", "use GPUs with more memory"}
+			add := "add nodes"
+			n := sv.base.Cluster.Nodes
+			var more []int
+			for k := 2 * n; k <= 64*n && k*sv.base.Cluster.GPUsPerNode <= spec.MaxWorld; k *= 2 {
+				more = append(more, k)
+			}
+			if k, ok := sv.nodesWithPlan(more); ok {
+				add = fmt.Sprintf("add nodes (with cluster.nodes %d, now %d, parc finds a plan)", k, n)
+			}
+			fixes := []string{add, "use GPUs with more memory"}
 			// A setting is suggested only when a search with it finds a plan.
 			if !sv.open[fRC] && sv.base.Train.Recompute != "full" && sv.fixFits(fixFullRecompute) {
 				fixes = append(fixes, `leave train.recompute open (or set it to "full")`)
@@ -537,21 +558,22 @@ func asHint(fix, general string) string {
 	return h
 }
 
-// memoryFix is a setting a no-feasible-plan hint may suggest for memory.
-type memoryFix int8
+// hintFix is a setting a no-feasible-plan hint may suggest.
+type hintFix int8
 
 const (
-	noFix                   memoryFix = iota
-	fixFullRecompute                  // train.recompute "full" (what an open recompute may choose)
-	fixDistributedOptimizer           // train.distributed_optimizer: true
+	noFix                   hintFix = iota
+	fixFullRecompute                // train.recompute "full" (what an open recompute may choose)
+	fixDistributedOptimizer         // train.distributed_optimizer: true
+	fixNodes                        // another cluster.nodes (Options.nodes)
 )
 
 // fixFits reports whether a search of the same spec with fix applied finds
 // a plan: the hint names a fix only then. A search that is itself trying a
-// fix tries no other, and each of the two gets half the work this search
-// had left (one that runs out finds no plan: the fix goes unnamed), so the
-// failed search's time stays within twice the budget's.
-func (sv *solver) fixFits(fix memoryFix) bool {
+// fix tries no other, and each try gets half the work this search had left
+// (one that runs out finds no plan: the fix goes unnamed; nodesWithPlan
+// counts the tries).
+func (sv *solver) fixFits(fix hintFix) bool {
 	if sv.opts.trying != noFix {
 		return false
 	}
@@ -560,6 +582,65 @@ func (sv *solver) fixFits(fix memoryFix) bool {
 	o.budget = max((searchBudget-sv.work)/2, 1)
 	r, _ := Solve(sv.res, o)
 	return r != nil && len(r.Candidates) > 0
+}
+
+// nearestNodes names the node counts nearest the spec's, below and above
+// (within half and twice of it), with which a search finds a plan: "use
+// cluster.nodes 12 or 16 (now 13): parc finds a plan with either"; "" when
+// none does.
+func (sv *solver) nearestNodes() string {
+	n := sv.base.Cluster.Nodes
+	const tries = 16
+	var below, above []int
+	for k := n - 1; k >= max(1, n/2) && len(below) < tries; k-- {
+		below = append(below, k)
+	}
+	for k := n + 1; k <= 2*n && k*sv.base.Cluster.GPUsPerNode <= spec.MaxWorld && len(above) < tries; k++ {
+		above = append(above, k)
+	}
+	var found []string
+	for _, counts := range [][]int{below, above} {
+		if k, ok := sv.nodesWithPlan(counts); ok {
+			found = append(found, strconv.Itoa(k))
+		}
+	}
+	switch len(found) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("use cluster.nodes %s (now %d): parc finds a plan with it", found[0], n)
+	}
+	return fmt.Sprintf("use cluster.nodes %s or %s (now %d): parc finds a plan with either", found[0], found[1], n)
+}
+
+// nodesWithPlan returns the first node count of counts with which a search
+// of the same spec finds a plan, one that passes every check, so the hint
+// may name it. The searches share half the work this one had left, in
+// turn, as each of fixFits' tries gets: a failed search makes at most three
+// such tries (a memory failure: the nodes and fixFits' two; a rules
+// failure: the nodes below and above), so its time stays within twice the
+// budget's. The first that runs out ends the list.
+func (sv *solver) nodesWithPlan(counts []int) (int, bool) {
+	if sv.opts.trying != noFix {
+		return 0, false
+	}
+	left := max((searchBudget-sv.work)/2, 1)
+	for _, n := range counts {
+		o := sv.opts
+		o.trying, o.Top, o.nodes, o.budget = fixNodes, 1, n, left
+		t, _ := newSolver(sv.res, o)
+		if t == nil {
+			continue
+		}
+		r := t.run()
+		if len(r.Candidates) > 0 {
+			return n, true
+		}
+		if left -= t.work; t.exhausted || left <= 0 {
+			break
+		}
+	}
+	return 0, false
 }
 
 func (sv *solver) leafLabel(lf *leaf) string {
