@@ -491,9 +491,10 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			hint = h
 		}
 		if passed == 0 {
-			// No plan satisfies the rules: the node count's factors (the
-			// world size every degree and the global batch divide) are
-			// the usual cause, so the nearest counts with a plan are named.
+			// No plan satisfies the rules: the node count's factors are
+			// the usual cause (every degree divides the world size, and
+			// its data-parallel share the global batch), so the nearest
+			// counts with a plan are named.
 			if near := sv.nearestNodes(); near != "" {
 				hint = near + "; or " + strings.ToLower(hint[:1]) + hint[1:]
 			}
