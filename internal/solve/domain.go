@@ -216,9 +216,7 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 	if s == nil {
 		return nil, ds
 	}
-	if opts.nodes > 0 {
-		s.Cluster.Nodes = opts.nodes // a hint's fix (nodesWithPlan)
-	}
+	opts.instead(s) // a hint's fix (withPlan)
 	sv.base = *s
 	if sv.group.open {
 		sv.base.Parallel.MicrobatchGroupSize = nil // the placeholder

@@ -64,14 +64,25 @@ type Options struct {
 	// solver corpus's published plans; parc solve never sets it).
 	MeasuredRun bool
 	// trying is the fix a no-feasible-plan hint would suggest, tried by a
-	// search of its own before the hint names it (fixFits, nodesWithPlan);
+	// search of its own before the hint names it (fixFits, withPlan);
 	// such a search tries no fix itself.
 	trying hintFix
-	// nodes is the cluster's node count such a search tries instead of
-	// the spec's (0: the spec's).
-	nodes int
+	// nodes and globalBatch are the cluster's node count and the global
+	// batch such a search tries instead of the spec's (0: the spec's).
+	nodes, globalBatch int
 	// budget is the work such a search may do (0: searchBudget).
 	budget int64
+}
+
+// instead sets on s the node count and global batch a hint's search tries
+// instead of the spec's (withPlan).
+func (o *Options) instead(s *spec.Spec) {
+	if o.nodes > 0 {
+		s.Cluster.Nodes = o.nodes
+	}
+	if o.globalBatch > 0 {
+		s.Train.GlobalBatch = o.globalBatch
+	}
 }
 
 // checkOptions are the rules' options the solver's checks run with.

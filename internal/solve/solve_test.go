@@ -878,8 +878,9 @@ func nodesIn(t *testing.T, hint string) int {
 // Megatron's rules because of the node count's factors (Llama 3 8B on 13
 // DGX H100, 104 GPUs, global batch 1,000: dp divides 1,000, so the factor
 // 13 falls on tp, pp or cp, and neither the 32 heads, the 32 layers nor
-// the sequence takes it), the hint names the nearest node counts below and
-// above with which a search finds a plan, and each does.
+// the sequence takes it), the hint names the nearest node counts and
+// global batches below and above with which a search finds a plan, and
+// each does.
 func TestNoFeasiblePlanHintNamesNodes(t *testing.T) {
 	const spec = `package plan
 import (
@@ -889,23 +890,28 @@ import (
 model:   models.llama3_8b
 cluster: clusters.dgx_h100 & {nodes: %d}
 parallel: {tp: int, pp: int, vpp: int, cp: int}
-train: {seq_length: 8192, micro_batch: int, global_batch: 1000, recompute: string, iters: 100}
+train: {seq_length: 8192, micro_batch: int, global_batch: %d, recompute: string, iters: 100}
 `
-	_, d := failedSearch(t, loadText(t, "plan.cue", fmt.Sprintf(spec, 13)))
+	_, d := failedSearch(t, loadText(t, "plan.cue", fmt.Sprintf(spec, 13, 1000)))
 	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code)
 	assert.Contains(t, d.Message, "no assignment of the open fields satisfies Megatron's rules")
-	m := regexp.MustCompile(`^use cluster\.nodes (\d+) or (\d+) \(now 13\): parc finds a plan with either; or `).FindStringSubmatch(d.Hint)
+	m := regexp.MustCompile(`^use cluster\.nodes (\d+) or (\d+) \(now 13\), or train\.global_batch (\d+) or (\d+) \(now 1000\): parc finds a plan with each; or `).FindStringSubmatch(d.Hint)
 	require.NotNil(t, m, "hint %q", d.Hint)
-	for _, k := range m[1:] {
-		n, _ := strconv.Atoi(k)
-		r, ds := solve.Solve(loadText(t, "plan.cue", fmt.Sprintf(spec, n)), solve.Options{})
+	v := make([]int, 4)
+	for i, k := range m[1:] {
+		v[i], _ = strconv.Atoi(k)
+		nodes, batch := v[i], 1000
+		if i >= 2 {
+			nodes, batch = 13, v[i]
+		}
+		r, ds := solve.Solve(loadText(t, "plan.cue", fmt.Sprintf(spec, nodes, batch)), solve.Options{})
 		require.NotNil(t, r, "%v", ds)
-		assert.NotEmpty(t, r.Candidates, "the hint's %d nodes: %v", n, ds)
+		assert.NotEmpty(t, r.Candidates, "the hint's %d nodes, global batch %d: %v", nodes, batch, ds)
 	}
-	below, _ := strconv.Atoi(m[1])
-	above, _ := strconv.Atoi(m[2])
-	assert.Less(t, below, 13)
-	assert.Greater(t, above, 13)
+	assert.Less(t, v[0], 13)
+	assert.Greater(t, v[1], 13)
+	assert.Less(t, v[2], 1000)
+	assert.Greater(t, v[3], 1000)
 }
 
 // TestOpenFieldOfWrongType: an open field whose constraint is of another

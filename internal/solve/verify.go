@@ -294,9 +294,7 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 		sv.rejectVerified(ds)
 		return nil, ds
 	}
-	if sv.opts.nodes > 0 {
-		s.Cluster.Nodes = sv.opts.nodes // as newSolver set it
-	}
+	sv.opts.instead(s) // as newSolver set it
 	if sv.open[fETP] && s.Model.MoE == nil {
 		// etp only shapes the unused expert grid of a dense model: leave it
 		// unset (= tp) rather than draw etp-without-moe.
@@ -495,7 +493,7 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			// the usual cause (every degree divides the world size, and
 			// its data-parallel share the global batch), so the nearest
 			// counts with a plan are named.
-			if near := sv.nearestNodes(); near != "" {
+			if near := sv.nearestWithPlan(); near != "" {
 				hint = near + "; or " + strings.ToLower(hint[:1]) + hint[1:]
 			}
 		}
@@ -506,7 +504,7 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			for k := 2 * n; k <= 64*n && k*sv.base.Cluster.GPUsPerNode <= spec.MaxWorld; k *= 2 {
 				more = append(more, k)
 			}
-			if k, ok := sv.nodesWithPlan(more); ok {
+			if k, ok := sv.withPlan(more, setNodes); ok {
 				add = fmt.Sprintf("add nodes (with cluster.nodes %d, now %d, parc finds a plan)", k, n)
 			}
 			fixes := []string{add, "use GPUs with more memory"}
@@ -566,14 +564,14 @@ const (
 	noFix                   hintFix = iota
 	fixFullRecompute                // train.recompute "full" (what an open recompute may choose)
 	fixDistributedOptimizer         // train.distributed_optimizer: true
-	fixNodes                        // another cluster.nodes (Options.nodes)
+	fixShape                        // another cluster.nodes or train.global_batch (Options.nodes, globalBatch)
 )
 
 // fixFits reports whether a search of the same spec with fix applied finds
 // a plan: the hint names a fix only then. A search that is itself trying a
 // fix tries no other, and each try gets half the work this search had left
-// (one that runs out finds no plan: the fix goes unnamed; nodesWithPlan
-// counts the tries).
+// (one that runs out finds no plan: the fix goes unnamed; withPlan counts
+// the tries).
 func (sv *solver) fixFits(fix hintFix) bool {
 	if sv.opts.trying != noFix {
 		return false
@@ -585,50 +583,71 @@ func (sv *solver) fixFits(fix hintFix) bool {
 	return r != nil && len(r.Candidates) > 0
 }
 
-// nearestNodes names the node counts nearest the spec's, below and above
-// (within half and twice of it), with which a search finds a plan: "use
-// cluster.nodes 12 or 16 (now 13): parc finds a plan with either"; "" when
-// none does.
-func (sv *solver) nearestNodes() string {
-	n := sv.base.Cluster.Nodes
-	const tries = 16
-	var below, above []int
-	for k := n - 1; k >= max(1, n/2) && len(below) < tries; k-- {
-		below = append(below, k)
-	}
-	for k := n + 1; k <= 2*n && k*sv.base.Cluster.GPUsPerNode <= spec.MaxWorld && len(above) < tries; k++ {
-		above = append(above, k)
-	}
-	var found []string
-	for _, counts := range [][]int{below, above} {
-		if k, ok := sv.nodesWithPlan(counts); ok {
-			found = append(found, strconv.Itoa(k))
+// nearestWithPlan names the node counts and the global batches nearest the
+// spec's, below and above (within half and twice of them, 16 tries each
+// way), with which a search finds a plan: "use cluster.nodes 12 or 14 (now
+// 13), or train.global_batch 988 or 1001 (now 1000): parc finds a plan with
+// each"; "" when none does.
+func (sv *solver) nearestWithPlan() string {
+	var parts []string
+	values := 0
+	for _, f := range []struct {
+		path string
+		now  int
+		max  int
+		set  func(*Options, int)
+	}{
+		{"cluster.nodes", sv.base.Cluster.Nodes, spec.MaxWorld / sv.base.Cluster.GPUsPerNode, setNodes},
+		{"train.global_batch", sv.base.Train.GlobalBatch, 1 << 30, setGlobalBatch},
+	} {
+		const tries = 16
+		var below, above []int
+		for k := f.now - 1; k >= max(1, f.now/2) && len(below) < tries; k-- {
+			below = append(below, k)
+		}
+		for k := f.now + 1; k <= min(2*f.now, f.max) && len(above) < tries; k++ {
+			above = append(above, k)
+		}
+		var found []string
+		for _, counts := range [][]int{below, above} {
+			if k, ok := sv.withPlan(counts, f.set); ok {
+				found = append(found, strconv.Itoa(k))
+			}
+		}
+		if len(found) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s (now %d)", f.path, strings.Join(found, " or "), f.now))
+			values += len(found)
 		}
 	}
-	switch len(found) {
+	switch values {
 	case 0:
 		return ""
 	case 1:
-		return fmt.Sprintf("use cluster.nodes %s (now %d): parc finds a plan with it", found[0], n)
+		return "use " + parts[0] + ": parc finds a plan with it"
 	}
-	return fmt.Sprintf("use cluster.nodes %s or %s (now %d): parc finds a plan with either", found[0], found[1], n)
+	return "use " + strings.Join(parts, ", or ") + ": parc finds a plan with each"
 }
 
-// nodesWithPlan returns the first node count of counts with which a search
-// of the same spec finds a plan, one that passes every check, so the hint
-// may name it. The searches share half the work this one had left, in
-// turn, as each of fixFits' tries gets: a failed search makes at most three
-// such tries (a memory failure: the nodes and fixFits' two; a rules
-// failure: the nodes below and above), so its time stays within twice the
-// budget's. The first that runs out ends the list.
-func (sv *solver) nodesWithPlan(counts []int) (int, bool) {
+func setNodes(o *Options, n int)       { o.nodes = n }
+func setGlobalBatch(o *Options, n int) { o.globalBatch = n }
+
+// withPlan returns the first value of values with which a search of the
+// same spec, set sets on its options (the node count, the global batch),
+// finds a plan, one that passes every check, so the hint may name it. The
+// searches share half the work this one had left, in turn, as each of
+// fixFits' tries gets: a failed search makes at most four such tries (a
+// memory failure: the nodes and fixFits' two; a rules failure: the nodes
+// and the global batch, below and above), so its time stays within twice
+// the budget's. The first that runs out ends the list.
+func (sv *solver) withPlan(values []int, set func(*Options, int)) (int, bool) {
 	if sv.opts.trying != noFix {
 		return 0, false
 	}
 	left := max((searchBudget-sv.work)/2, 1)
-	for _, n := range counts {
+	for _, n := range values {
 		o := sv.opts
-		o.trying, o.Top, o.nodes, o.budget = fixNodes, 1, n, left
+		o.trying, o.Top, o.budget = fixShape, 1, left
+		set(&o, n)
 		t, _ := newSolver(sv.res, o)
 		if t == nil {
 			continue
