@@ -569,18 +569,33 @@ const (
 
 // fixFits reports whether a search of the same spec with fix applied finds
 // a plan: the hint names a fix only then. A search that is itself trying a
-// fix tries no other, and each try gets half the work this search had left
-// (one that runs out finds no plan: the fix goes unnamed; withPlan counts
-// the tries).
+// fix tries no other, and each try gets hintShare (one that runs out finds
+// no plan: the fix goes unnamed; withPlan counts the tries).
 func (sv *solver) fixFits(fix hintFix) bool {
 	if sv.opts.trying != noFix {
 		return false
 	}
+	found, _, _ := sv.tryFix(fix, sv.hintShare(), func(*Options) {})
+	return found
+}
+
+// hintShare is the work a no-feasible-plan hint's tries get: half what
+// this search had left.
+func (sv *solver) hintShare() int64 { return max((searchBudget-sv.work)/2, 1) }
+
+// tryFix runs a search of the same spec with fix applied and set's change
+// to its options, doing at most budget work: whether it found a plan, the
+// work it did, and whether it ran out.
+func (sv *solver) tryFix(fix hintFix, budget int64, set func(*Options)) (found bool, work int64, exhausted bool) {
 	o := sv.opts
-	o.trying, o.Top = fix, 1
-	o.budget = max((searchBudget-sv.work)/2, 1)
-	r, _ := Solve(sv.res, o)
-	return r != nil && len(r.Candidates) > 0
+	o.trying, o.Top, o.budget = fix, 1, budget
+	set(&o)
+	t, _ := newSolver(sv.res, o)
+	if t == nil {
+		return false, 0, false
+	}
+	r := t.run()
+	return len(r.Candidates) > 0, t.work, t.exhausted
 }
 
 // nearestWithPlan names the node counts and the global batches nearest the
@@ -634,29 +649,22 @@ func setGlobalBatch(o *Options, n int) { o.globalBatch = n }
 // withPlan returns the first value of values with which a search of the
 // same spec, set sets on its options (the node count, the global batch),
 // finds a plan, one that passes every check, so the hint may name it. The
-// searches share half the work this one had left, in turn, as each of
-// fixFits' tries gets: a failed search makes at most four such tries (a
-// memory failure: the nodes and fixFits' two; a rules failure: the nodes
-// and the global batch, below and above), so its time stays within twice
-// the budget's. The first that runs out ends the list.
+// searches share hintShare, in turn, as each of fixFits' tries gets it: a
+// failed search makes at most four such tries (a memory failure: the nodes
+// and fixFits' two; a rules failure: the nodes and the global batch, below
+// and above), so its time stays within twice the budget's. The first that
+// runs out ends the list.
 func (sv *solver) withPlan(values []int, set func(*Options, int)) (int, bool) {
 	if sv.opts.trying != noFix {
 		return 0, false
 	}
-	left := max((searchBudget-sv.work)/2, 1)
+	left := sv.hintShare()
 	for _, n := range values {
-		o := sv.opts
-		o.trying, o.Top, o.budget = fixShape, 1, left
-		set(&o, n)
-		t, _ := newSolver(sv.res, o)
-		if t == nil {
-			continue
-		}
-		r := t.run()
-		if len(r.Candidates) > 0 {
+		found, work, out := sv.tryFix(fixShape, left, func(o *Options) { set(o, n) })
+		if found {
 			return n, true
 		}
-		if left -= t.work; t.exhausted || left <= 0 {
+		if left -= work; out || left <= 0 {
 			break
 		}
 	}
