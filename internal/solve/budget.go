@@ -23,9 +23,11 @@ const CodeSearchTooLarge = "solve-search-too-large"
 // broke hidden-heads; that rule now stops a search before it starts
 // (check.FixedBySpec), and with a rule checked plan by plan instead it
 // measures 0.35-0.39: a plan the rules reject is charged as the two
-// estimates it never gets, so such a search stops after about 3 s. One estimate costs estimateFixedWork plus layerWork
-// per layer (10 µs plus 17 ns a layer: 11 µs for 61 layers, 1.1 ms for
-// 65,536), a plan taken from the search's heap leafWork (its bound, the
+// estimates it never gets, so such a search stops after about 3 s.
+//
+// One estimate costs estimateFixedWork plus layerWork per layer (10 µs plus
+// 17 ns a layer: 11 µs for 61 layers, 1.1 ms for 65,536), a plan taken
+// from the search's heap leafWork (its bound, the
 // memory already found, the heap itself), a bound from the tables boundWork
 // (a node's micro batches each get one), an enumerated node, a split's
 // stages compared or a layout written nodeWork plus one unit per stage (or
