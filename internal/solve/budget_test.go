@@ -37,9 +37,10 @@ func TestSearchBudget(t *testing.T) {
 // kernel-options; a rule the search checks plan by plan, unlike those of
 // check.FixedBySpec, which stop it before it starts): millions of plans to
 // check, each cheap, none valid. (Until check.FixedBySpec it was a model
-// whose hidden size is no multiple of its heads.) Before its work counted each estimate's fixed cost and each
-// plan taken from the heap, it ran 21 s before the budget stopped it, and
-// said only that the search was too large.
+// whose hidden size is no multiple of its heads.) Before its work counted
+// each estimate's fixed cost and each plan taken from the heap, it ran 21 s
+// before the budget stopped it, and said only that the search was too
+// large.
 
 // TestSearchBudgetManyPlans: a search of many cheap plans stops at the
 // same budget, and the error every plan it checked had is reported as it
