@@ -52,7 +52,8 @@
 //     form, without building the groups (see crosses). Each (grid, split,
 //     vpp) becomes one node standing for its micro batches, recompute modes
 //     and optimizer shardings; it is expanded only when the search reaches
-//     it.
+//     it, into one node per micro batch, each expanded into its recompute
+//     modes and shardings in turn.
 //  3. Branch and bound. Every node and assignment gets a lower bound of its
 //     step time: (m + (p−1)/v)/p × the compute of one microbatch through the
 //     whole model, then, lazily, the same with the whole model's exposed
@@ -72,7 +73,8 @@
 //     choice with the same grid, split, vpp and sharding; one whose peak
 //     exceeds it rules out the larger micro batches of the same variant
 //     (the microbatches in flight hold mb·min(m, pp) samples, which never
-//     shrinks as mb grows).
+//     shrinks as mb grows); a node of one micro batch whose every variant
+//     is so ruled out is rejected whole, before its plans are stored.
 //  4. Verification. The plans shown are rebuilt the way `parc vet` builds a
 //     plan: the open fields are filled into the user's CUE value and
 //     decoded, then resolve.Resolve runs on the result. A candidate that

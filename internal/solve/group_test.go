@@ -178,6 +178,35 @@ func TestParkedChangesNothing(t *testing.T) {
 	shortcutChangesNothing(t, &parkOutranked, "acceptance/deepseek-v3-1k", "acceptance/llama3-405b-1k", "scale/qwen3-235b-gb300-256")
 }
 
+// TestMicroBatchNodesChangeNothing: a node expands into one node per micro
+// batch, and a node of one micro batch whose every recompute mode and
+// optimizer sharding the memory found so far rules out is rejected whole
+// (variantsRuledOut), without its assignments in the store and the heap.
+// The result is the same, the accounting adds up, and the search stores
+// fewer plans and nodes (on DeepSeek-V3's global batch of 15,360 a quarter).
+func TestMicroBatchNodesChangeNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("solves each spec twice")
+	}
+	for _, f := range []string{"acceptance/deepseek-v3-1k", "scale/deepseek-v3-1k-gbs15360", "mixtral-64"} {
+		res := loadFile(t, "testdata/"+f+".cue")
+		solve := func() (*Result, int) {
+			sv, ds := newSolver(res, Options{Top: DefaultTop, NoiseBand: DefaultNoiseBand})
+			require.NotNil(t, sv, "%v", ds)
+			return sv.run(), sv.leaves.len()
+		}
+		with, stored := solve()
+		expandByMicroBatch = false
+		without, storedWithout := solve()
+		expandByMicroBatch = true
+		require.NotEmpty(t, without.Candidates, f)
+		sameResult(t, without, with, f)
+		assert.Equal(t, without.Space, with.Pruned+with.Infeasible+with.Feasible+with.Bounded, f)
+		assert.Less(t, stored, storedWithout, f)
+		t.Logf("%s: %d plans and nodes stored, %d without the nodes of one micro batch", f, stored, storedWithout)
+	}
+}
+
 // shortcutChangesNothing solves each spec (testdata/NAME.cue) with a
 // shortcut of the search on and off (*on false): the same candidates,
 // variants, explanation and suggestions, the accounting adds up, and fewer

@@ -99,14 +99,18 @@ func leavesOf(t *testing.T, path string, setup ...func(*solver)) *solver {
 	sv.startSearch(map[string]int64{})
 	sv.prepareBounds()
 	sv.enumerate()
-	// Expand every node: the tests look at complete assignments.
-	n := sv.leaves.len()
-	for i := range n {
-		sv.expand(int32(i))
+	// Expand every node, and the nodes of one micro batch they expand
+	// into: the tests look at complete assignments.
+	for i := 0; i < sv.leaves.len(); i++ {
+		if sv.leaves.at(int32(i)).node {
+			sv.expand(int32(i))
+		}
 	}
 	var rest leafStore
-	for i := n; i < sv.leaves.len(); i++ {
-		rest.add(*sv.leaves.at(int32(i)))
+	for i := range sv.leaves.len() {
+		if lf := sv.leaves.at(int32(i)); !lf.node {
+			rest.add(*lf)
+		}
 	}
 	sv.leaves = rest
 	return sv

@@ -27,8 +27,11 @@ type leaf struct {
 	// vpp) — every valid micro batch, recompute and optimizer sharding —
 	// until the search reaches it and expands it (mb is then the smallest
 	// valid micro batch, rc the least recomputation: its bound is theirs).
-	node bool
-	n    int32
+	// It expands into one node per micro batch (fixedMB, mb that micro
+	// batch), each standing for its recompute modes and optimizer
+	// shardings, which expands into them.
+	node, fixedMB bool
+	n             int32
 }
 
 // gridInfo is what the leaves of one (tp, cp, pp, ep, etp) share.
@@ -371,31 +374,93 @@ func (sv *solver) batchRule(pp, vpp, dp, group, mb int) (string, func() string) 
 	return "", nil
 }
 
-// expand replaces node i by its complete assignments, each with its first
-// bound, and returns their indices.
+// expand replaces node i by its nodes of one micro batch, or a node of one
+// micro batch by its complete assignments, each with its first bound, and
+// returns their indices. An assignment the memory found so far already
+// rules out (memoryRules: a smaller micro batch of its variant did not
+// fit) is rejected here instead: it would be when popped.
 func (sv *solver) expand(i int32) []int32 {
 	nd := *sv.leaves.at(i)
+	if !nd.fixedMB && expandByMicroBatch {
+		per := int32(len(sv.dom[fRC]) * len(sv.shards))
+		var out []int32
+		sv.eachMicroBatch(&nd, func(mb int32) {
+			lf := nd
+			lf.fixedMB, lf.n, lf.stage = true, per, 0
+			lf.mb, lf.rc = mb, sv.rcLeast
+			b, exact := sv.cheapBound(&lf)
+			lf.key = b
+			if exact {
+				lf.stage = 2
+			}
+			out = append(out, sv.leaves.add(lf))
+		})
+		return out
+	}
 	out := make([]int32, 0, nd.n)
 	sv.eachAssignment(&nd, func(mb int32, rc int8) {
 		lf := nd
-		lf.node, lf.n, lf.stage = false, 1, 0
+		lf.node, lf.fixedMB, lf.n, lf.stage = false, false, 1, 0
 		lf.mb, lf.rc = mb, rc
-		b, exact := sv.cheapBound(&lf)
-		lf.key = b
-		if exact {
-			lf.stage = 2
-		}
+		var b float64
+		var exact, bounded bool
 		for sh := range sv.shards {
 			lf.shard = int8(sh)
+			if code := sv.memoryRules(&lf); code != "" {
+				sv.rejectLeaf(code, nil)
+				continue
+			}
+			if !bounded {
+				b, exact = sv.cheapBound(&lf)
+				bounded = true
+			}
+			lf.key, lf.stage = b, 0
+			if exact {
+				lf.stage = 2
+			}
 			out = append(out, sv.leaves.add(lf))
 		}
 	})
 	return out
 }
 
+// expandByMicroBatch is expand's first level, nodes of one micro batch
+// (on; TestMicroBatchNodesChangeNothing turns it off to compare).
+var expandByMicroBatch = true
+
+// variantsRuledOut reports whether the memory found so far rules out every
+// assignment of node nd of one micro batch (memoryRules), and then rejects
+// them.
+func (sv *solver) variantsRuledOut(nd *leaf) bool {
+	if !nd.fixedMB {
+		return false
+	}
+	lf := *nd
+	lf.node, lf.fixedMB = false, false
+	for _, rc := range sv.dom[fRC] {
+		for sh := range sv.shards {
+			lf.rc, lf.shard = int8(rc), int8(sh)
+			if sv.memoryRules(&lf) == "" {
+				return false
+			}
+		}
+	}
+	for _, rc := range sv.dom[fRC] {
+		for sh := range sv.shards {
+			lf.rc, lf.shard = int8(rc), int8(sh)
+			sv.rejectLeaf(sv.memoryRules(&lf), nil)
+		}
+	}
+	return true
+}
+
 // eachMicroBatch calls f with every micro batch the batch rules allow for
 // node nd, in the enumeration's order.
 func (sv *solver) eachMicroBatch(nd *leaf, f func(mb int32)) {
+	if nd.fixedMB {
+		f(nd.mb)
+		return
+	}
 	dp := sv.grids[nd.grid].dp
 	group := int(nd.pp)
 	if g := sv.base.Parallel.MicrobatchGroupSize; g != nil {

@@ -414,7 +414,7 @@ func (sv *solver) searchTo(k int) {
 				sv.leafRejected[code] += int64(lf.n)
 				continue
 			}
-			if sv.tighten(i, k) {
+			if sv.variantsRuledOut(lf) || sv.tighten(i, k) {
 				continue
 			}
 			for _, j := range sv.expand(i) {
