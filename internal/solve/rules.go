@@ -382,7 +382,7 @@ func (sv *solver) batchRule(pp, vpp, dp, group, mb int) (string, func() string) 
 func (sv *solver) expand(i int32) []int32 {
 	nd := *sv.leaves.at(i)
 	if !nd.fixedMB && expandByMicroBatch {
-		per := int32(len(sv.dom[fRC]) * len(sv.shards))
+		per := int32(sv.weightAfter(fMB, int(nd.pp)))
 		var out []int32
 		sv.eachMicroBatch(&nd, func(mb int32) {
 			lf := nd
@@ -402,23 +402,16 @@ func (sv *solver) expand(i int32) []int32 {
 		lf := nd
 		lf.node, lf.fixedMB, lf.n, lf.stage = false, false, 1, 0
 		lf.mb, lf.rc = mb, rc
-		var b float64
-		var exact, bounded bool
+		b, exact := sv.cheapBound(&lf)
+		lf.key = b
+		if exact {
+			lf.stage = 2
+		}
 		for sh := range sv.shards {
 			lf.shard = int8(sh)
-			if code := sv.memoryRules(&lf); code != "" {
-				sv.rejectLeaf(code, nil)
-				continue
+			if !sv.memoryRuledOut(&lf) {
+				out = append(out, sv.leaves.add(lf))
 			}
-			if !bounded {
-				b, exact = sv.cheapBound(&lf)
-				bounded = true
-			}
-			lf.key, lf.stage = b, 0
-			if exact {
-				lf.stage = 2
-			}
-			out = append(out, sv.leaves.add(lf))
 		}
 	})
 	return out
@@ -437,21 +430,20 @@ func (sv *solver) variantsRuledOut(nd *leaf) bool {
 	}
 	lf := *nd
 	lf.node, lf.fixedMB = false, false
-	for _, rc := range sv.dom[fRC] {
-		for sh := range sv.shards {
-			lf.rc, lf.shard = int8(rc), int8(sh)
-			if sv.memoryRules(&lf) == "" {
-				return false
+	variants := func(f func(*leaf)) {
+		for _, rc := range sv.dom[fRC] {
+			for sh := range sv.shards {
+				lf.rc, lf.shard = int8(rc), int8(sh)
+				f(&lf)
 			}
 		}
 	}
-	for _, rc := range sv.dom[fRC] {
-		for sh := range sv.shards {
-			lf.rc, lf.shard = int8(rc), int8(sh)
-			sv.rejectLeaf(sv.memoryRules(&lf), nil)
-		}
+	all := true
+	variants(func(lf *leaf) { all = all && sv.memoryRules(lf) != "" })
+	if all {
+		variants(func(lf *leaf) { sv.memoryRuledOut(lf) })
 	}
-	return true
+	return all
 }
 
 // eachMicroBatch calls f with every micro batch the batch rules allow for
