@@ -597,7 +597,7 @@ var scenarios = []func() map[string]any{
 			"model": map[string]any{"bias": false, "moe": map[string]any{"experts": 32}}, "train": map[string]any{"global_batch": 64}}
 	},
 	func() map[string]any { // a world past the limit whose grid and batch fit the largest one parc lays out
-		return map[string]any{"cluster": map[string]any{"nodes": spec.MaxWorld}, "train": map[string]any{"global_batch": 1 << 30}}
+		return map[string]any{"cluster": map[string]any{"nodes": spec.MaxWorld}, "train": map[string]any{"global_batch": spec.MaxGlobalBatch}}
 	},
 	func() map[string]any { // slurm-segment: segment 4 on 6 nodes
 		return map[string]any{"cluster": map[string]any{"nodes": 6, "slurm": map[string]any{"segment": 4}}, "train": map[string]any{"global_batch": 48}}

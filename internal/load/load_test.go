@@ -1,6 +1,7 @@
 package load
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/spec"
 )
 
 const goodCUE = `
@@ -250,4 +252,21 @@ func TestTwoDefaultsString(t *testing.T) {
 	l := diagsFor(t, src)
 	require.Len(t, l, 1, "%v", l)
 	assert.Equal(t, `write train.recompute: "full" for that value, or write it without a default (train.recompute: string) to let parc solve choose it`, l[0].Hint)
+}
+
+// TestMaxGlobalBatchIsTheSchemas: spec.MaxGlobalBatch, the bound the
+// solver's hints keep a global batch within, is the schema's: it loads, one
+// more is out of range.
+func TestMaxGlobalBatchIsTheSchemas(t *testing.T) {
+	for _, gbs := range []int{spec.MaxGlobalBatch, spec.MaxGlobalBatch + 1} {
+		text := strings.Replace(goodCUE, "global_batch: 64", fmt.Sprintf("global_batch: %d", gbs), 1)
+		l := diagsFor(t, mem("plan.cue", text))
+		d := find(l, "out-of-range")
+		if gbs == spec.MaxGlobalBatch {
+			assert.Nil(t, d, "%d: %v", gbs, l)
+			continue
+		}
+		require.NotNil(t, d, "%d: %v", gbs, l)
+		assert.Equal(t, "train.global_batch", d.Path)
+	}
 }

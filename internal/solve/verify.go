@@ -613,7 +613,7 @@ func (sv *solver) nearestWithPlan() string {
 		set  func(*Options, int)
 	}{
 		{"cluster.nodes", sv.base.Cluster.Nodes, spec.MaxWorld / sv.base.Cluster.GPUsPerNode, setNodes},
-		{"train.global_batch", sv.base.Train.GlobalBatch, 1 << 30, setGlobalBatch},
+		{"train.global_batch", sv.base.Train.GlobalBatch, spec.MaxGlobalBatch, setGlobalBatch},
 	} {
 		const tries = 16
 		var below, above []int

@@ -20,6 +20,10 @@ const (
 // gigabytes.
 const MaxWorld = 1 << 22
 
+// MaxGlobalBatch is the largest train.global_batch the schema accepts
+// (schema/plan.cue; TestMaxGlobalBatchIsTheSchemas).
+const MaxGlobalBatch = 1 << 30
+
 // Replicas is Megatron's grid rule (initialize_model_parallel in
 // megatron/core/parallel_state.py: "world_size (%d) is not divisible by
 // %d"): a grid whose axes have the given degrees — the dense grid tp·pp·cp,
