@@ -168,14 +168,14 @@ func TestOpenGroupSize(t *testing.T) {
 // every plan that fits has its group chosen, and fewer plans are estimated
 // in full.
 func TestDeferredGroupChoice(t *testing.T) {
-	shortcutChangesNothing(t, &deferGroupChoice, "acceptance/llama3-405b-1k", "acceptance/llama3-405b-16k", "acceptance/deepseek-v3-1k")
+	shortcutChangesNothing(t, &deferGroupChoice, feasibleCount, "acceptance/llama3-405b-1k", "acceptance/llama3-405b-16k", "acceptance/deepseek-v3-1k")
 }
 
 // TestParkedChangesNothing: leaves whose shapes the simplest shapes in the
 // noise band outrank (outranked) are not estimated, and the result is the
 // same (parking with >= or without the fastest-step condition fails it).
 func TestParkedChangesNothing(t *testing.T) {
-	shortcutChangesNothing(t, &parkOutranked, "acceptance/deepseek-v3-1k", "acceptance/llama3-405b-1k", "scale/qwen3-235b-gb300-256")
+	shortcutChangesNothing(t, &parkOutranked, feasibleCount, "acceptance/deepseek-v3-1k", "acceptance/llama3-405b-1k", "scale/qwen3-235b-gb300-256")
 }
 
 // TestMicroBatchNodesChangeNothing: a node expands into one node per micro
@@ -185,47 +185,46 @@ func TestParkedChangesNothing(t *testing.T) {
 // The result is the same, the accounting adds up, and the search stores
 // fewer plans and nodes (on DeepSeek-V3's global batch of 15,360 a quarter).
 func TestMicroBatchNodesChangeNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("solves each spec twice")
-	}
-	for _, f := range []string{"acceptance/deepseek-v3-1k", "scale/deepseek-v3-1k-gbs15360", "mixtral-64"} {
-		res := loadFile(t, "testdata/"+f+".cue")
-		solve := func() (*Result, int) {
-			sv, ds := newSolver(res, Options{Top: DefaultTop, NoiseBand: DefaultNoiseBand})
-			require.NotNil(t, sv, "%v", ds)
-			return sv.run(), sv.leaves.len()
-		}
-		with, stored := solve()
-		expandByMicroBatch = false
-		without, storedWithout := solve()
-		expandByMicroBatch = true
-		require.NotEmpty(t, without.Candidates, f)
-		sameResult(t, without, with, f)
-		assert.Equal(t, without.Space, with.Pruned+with.Infeasible+with.Feasible+with.Bounded, f)
-		assert.Less(t, stored, storedWithout, f)
-		t.Logf("%s: %d plans and nodes stored, %d without the nodes of one micro batch", f, stored, storedWithout)
-	}
+	shortcutChangesNothing(t, &expandByMicroBatch, storedCount, "acceptance/deepseek-v3-1k", "scale/deepseek-v3-1k-gbs15360", "mixtral-64")
 }
+
+// shortcutCount is what a shortcut of the search saves, counted on a
+// finished search, and its name.
+type shortcutCount struct {
+	what string
+	of   func(sv *solver, r *Result) int
+}
+
+var (
+	feasibleCount = shortcutCount{"plans estimated in full", func(_ *solver, r *Result) int { return int(r.Feasible) }}
+	storedCount   = shortcutCount{"plans and nodes stored", func(sv *solver, _ *Result) int { return sv.leaves.len() }}
+)
 
 // shortcutChangesNothing solves each spec (testdata/NAME.cue) with a
 // shortcut of the search on and off (*on false): the same candidates,
-// variants, explanation and suggestions, the accounting adds up, and fewer
-// plans are estimated with it.
-func shortcutChangesNothing(t *testing.T, on *bool, names ...string) {
+// variants, explanation and suggestions, the accounting adds up, and with
+// the shortcut count is smaller.
+func shortcutChangesNothing(t *testing.T, on *bool, count shortcutCount, names ...string) {
 	if testing.Short() {
 		t.Skip("solves each spec twice")
 	}
 	for _, f := range names {
 		res := loadFile(t, "testdata/"+f+".cue")
-		with, _ := Solve(res, Options{})
+		solve := func() (*Result, int) {
+			sv, ds := newSolver(res, Options{Top: DefaultTop, NoiseBand: DefaultNoiseBand}) // as Solve fills them
+			require.NotNil(t, sv, "%v", ds)
+			r := sv.run()
+			return r, count.of(sv, r)
+		}
+		with, n := solve()
 		*on = false
-		without, _ := Solve(res, Options{})
+		without, nWithout := solve()
 		*on = true
 		require.NotEmpty(t, without.Candidates, f)
 		sameResult(t, without, with, f)
 		assert.Equal(t, without.Space, with.Pruned+with.Infeasible+with.Feasible+with.Bounded, f)
-		assert.Less(t, with.Feasible, without.Feasible, f)
-		t.Logf("%s: %d feasible estimated in full, %d without the shortcut", f, with.Feasible, without.Feasible)
+		assert.Less(t, n, nWithout, "%s: %s", f, count.what)
+		t.Logf("%s: %d %s, %d without the shortcut", f, n, count.what, nWithout)
 	}
 }
 
