@@ -103,6 +103,7 @@ func BenchmarkWorkUnit(b *testing.B) {
 	for _, path := range []string{
 		"testdata/budget/huge.cue",               // 65,536 layers: the per-layer cost
 		"testdata/budget/divisible.cue",          // many cheap plans: the fixed and heap costs
+		"testdata/budget/wide-moe.cue",           // millions of plans stored: the heap and memory
 		"testdata/acceptance/deepseek-v3-1k.cue", // the acceptance searches
 		"testdata/acceptance/llama3-405b-16k.cue",
 	} {
