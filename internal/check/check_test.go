@@ -321,3 +321,34 @@ func TestMeasuredRunLiftsOnlyArgumentsRules(t *testing.T) {
 		t.Errorf("measured run: %v", l)
 	}
 }
+
+// A pipeline layout wrong in its stage count and in what its stages hold
+// gets both errors in one run: Megatron validates the layout's content
+// whatever its stage count (parc's target writes the layout, not vpp), so
+// the vpp conflict must not hide the misplaced MTP layer or the decoder
+// count (found by the Megatron cross-check: Megatron rejected "Number of
+// mtp layers in layout must match mtp_num_layers" where parc reported only
+// the vpp conflict).
+func TestLayoutStageCountAndContentBothReported(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec string
+		want       []string // the paths of the pipeline-layout errors
+	}{
+		{"vpp conflict and MTP count", `{"model": {"mtp_layers": 1, "position_embedding": "rope"},
+			"parallel": {"vpp": 4, "layout": "Et*4|t*4|t*4|t*4L"}}`, []string{"parallel.vpp", "parallel.layout"}},
+		{"stages not a multiple of pp and decoder count", `{"parallel": {"layout": "Et*8|t*4|t*3L"}}`,
+			[]string{"parallel.layout", "parallel.layout"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, d := range runSpec(specFrom(t, parse(t, tc.spec))) {
+				if d.Code == "pipeline-layout" && d.Severity == diag.Error {
+					got = append(got, d.Path)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("pipeline-layout errors at %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -50,16 +50,18 @@ func (c *checker) pipelineLayout() {
 		c.report("pipeline-layout", path, "write stages of E, t, m, L separated by |, e.g. \"Et*2|t*2|t*2|t*2L\"", "parallel.layout: %s", msg)
 		return
 	}
+	// The stage count against pp and vpp, then what the stages hold: the
+	// two are independent (parc's Megatron target writes the layout, not
+	// vpp, and Megatron validates the layout's content whatever its stage
+	// count), so a plan wrong in both hears of both at once.
 	n := len(l.Stages)
-	if n%p.PP != 0 {
+	stagesOK := n%p.PP == 0
+	if !stagesOK {
 		c.report("pipeline-layout", path, fmt.Sprintf("give pp·vpp stages: a multiple of pp=%d", p.PP),
 			"parallel.layout has %d stages, which is not a multiple of pp=%d", n, p.PP)
-		return
-	}
-	if vpp := n / p.PP; vpp != p.VPP {
+	} else if vpp := n / p.PP; vpp != p.VPP {
 		c.report("pipeline-layout", "parallel.vpp", c.anyOf("pipeline-layout", "parallel.vpp", setOpt(setting{"parallel.vpp", vpp})),
 			"parallel.layout has %d stages = pp %d × %d virtual stages, but vpp=%d", n, p.PP, vpp, p.VPP)
-		return
 	}
 	type fault struct{ hint, msg string }
 	var faults []fault
@@ -87,7 +89,7 @@ func (c *checker) pipelineLayout() {
 	if m := l.Count('m'); m != mtp {
 		add(fmt.Sprintf("place model.mtp_layers=%d MTP layers (m)", mtp),
 			"parallel.layout places %d MTP layers (m), but model.mtp_layers=%d", m, mtp)
-	} else if mtp > 0 {
+	} else if mtp > 0 && stagesOK {
 		vpp := n / p.PP
 		for i, s := range l.Stages {
 			r, v := i%p.PP, i/p.PP
