@@ -70,6 +70,7 @@ func (c *checker) run() {
 	if !c.ranges() {
 		return
 	}
+	c.layoutStages()
 	c.grid()
 	c.tensorParallelFitsDomain()
 	c.attention()
@@ -111,6 +112,10 @@ type checker struct {
 	o Options
 	// verifying marks a re-run that checks a hint's candidate (see accepts).
 	verifying bool
+	// specVPP is parallel.vpp as the spec wrote it when parallel.layout
+	// gives another count of virtual stages: the rules then see the
+	// layout's (layoutStages), and only the layout rule sees this one.
+	specVPP   int
 	baseline  map[string]bool
 	suggested []suggestion
 }
@@ -279,4 +284,29 @@ func gcd(a, b int) int {
 		a, b = b, a%b
 	}
 	return a
+}
+
+// layoutStages makes every rule see the virtual stages parallel.layout gives
+// when parallel.vpp says otherwise: parc's Megatron target writes the layout
+// and not vpp, so Megatron schedules, interleaves and validates with the
+// layout's count. The conflict itself is pipelineLayout's error (at
+// parallel.vpp); the rules that depend on interleaving (the interleaved
+// schedule's microbatch group, overlap_p2p, the parameter gather overlapped
+// with the optimizer step, ...) then judge the plan Megatron would run, so a
+// plan wrong in both hears of both at once.
+func (c *checker) layoutStages() {
+	p := c.s.Parallel
+	if p.Layout == nil || p.PP < 1 {
+		return
+	}
+	l, err := spec.ParsePipelineLayout(*p.Layout)
+	if err != nil || len(l.Stages)%p.PP != 0 {
+		return
+	}
+	if v := len(l.Stages) / p.PP; v != p.VPP {
+		c.specVPP = p.VPP
+		s := *c.s
+		s.Parallel.VPP = v
+		c.s, c.d = &s, spec.Derive(&s)
+	}
 }

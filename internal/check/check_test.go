@@ -323,31 +323,42 @@ func TestMeasuredRunLiftsOnlyArgumentsRules(t *testing.T) {
 }
 
 // A pipeline layout wrong in its stage count and in what its stages hold
-// gets both errors in one run: Megatron validates the layout's content
-// whatever its stage count (parc's target writes the layout, not vpp), so
-// the vpp conflict must not hide the misplaced MTP layer or the decoder
-// count (found by the Megatron cross-check: Megatron rejected "Number of
-// mtp layers in layout must match mtp_num_layers" where parc reported only
-// the vpp conflict).
+// gets both errors in one run, and the rules that depend on interleaving
+// judge the virtual stages the layout gives: parc's Megatron target writes
+// the layout and not vpp, so Megatron validates the layout's content and
+// schedules with its count whatever vpp the spec wrote (found by the
+// Megatron cross-check: Megatron rejected "Number of mtp layers in layout
+// must match mtp_num_layers" and "--overlap-param-gather-with-optimizer-step
+// only supported with interleaved pipeline parallelism" where parc reported
+// only the vpp conflict, and accepted a layout of one virtual stage with
+// overlap_p2p off where parc also reported vpp-pp for the spec's vpp 2).
 func TestLayoutStageCountAndContentBothReported(t *testing.T) {
 	for _, tc := range []struct {
 		name, spec string
-		want       []string // the paths of the pipeline-layout errors
+		want       []string // code@path of every error
 	}{
 		{"vpp conflict and MTP count", `{"model": {"mtp_layers": 1, "position_embedding": "rope"},
-			"parallel": {"vpp": 4, "layout": "Et*4|t*4|t*4|t*4L"}}`, []string{"parallel.vpp", "parallel.layout"}},
+			"parallel": {"vpp": 4, "layout": "Et*4|t*4|t*4|t*4L"}}`,
+			[]string{"pipeline-layout@parallel.layout", "pipeline-layout@parallel.vpp"}},
 		{"stages not a multiple of pp and decoder count", `{"parallel": {"layout": "Et*8|t*4|t*3L"}}`,
-			[]string{"parallel.layout", "parallel.layout"}},
+			[]string{"pipeline-layout@parallel.layout", "pipeline-layout@parallel.layout"}},
+		{"vpp conflict and a rule of the layout's one virtual stage", `{"parallel": {"vpp": 2, "layout": "Et*8|t*8L"},
+			"train": {"distributed_optimizer": true, "overlap_grad_reduce": true, "overlap_param_gather": true,
+				"overlap_param_gather_with_optimizer_step": true}, "checkpoint": {"format": "torch"}}`,
+			[]string{"overlap-param-gather@train.overlap_param_gather_with_optimizer_step", "pipeline-layout@parallel.vpp"}},
+		{"vpp conflict, no rule of the spec's vpp", `{"parallel": {"vpp": 2, "layout": "Et*8|t*8L", "overlap_p2p": false}}`,
+			[]string{"pipeline-layout@parallel.vpp"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
 			for _, d := range runSpec(specFrom(t, parse(t, tc.spec))) {
-				if d.Code == "pipeline-layout" && d.Severity == diag.Error {
-					got = append(got, d.Path)
+				if d.Severity == diag.Error {
+					got = append(got, d.Code+"@"+d.Path)
 				}
 			}
+			slices.Sort(got)
 			if !slices.Equal(got, tc.want) {
-				t.Fatalf("pipeline-layout errors at %v, want %v", got, tc.want)
+				t.Fatalf("errors %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -59,9 +59,10 @@ func (c *checker) pipelineLayout() {
 	if !stagesOK {
 		c.report("pipeline-layout", path, fmt.Sprintf("give pp·vpp stages: a multiple of pp=%d", p.PP),
 			"parallel.layout has %d stages, which is not a multiple of pp=%d", n, p.PP)
-	} else if vpp := n / p.PP; vpp != p.VPP {
+	} else if c.specVPP != 0 { // the spec's vpp, which the other rules do not see (layoutStages)
+		vpp := n / p.PP
 		c.report("pipeline-layout", "parallel.vpp", c.anyOf("pipeline-layout", "parallel.vpp", setOpt(setting{"parallel.vpp", vpp})),
-			"parallel.layout has %d stages = pp %d × %d virtual stages, but vpp=%d", n, p.PP, vpp, p.VPP)
+			"parallel.layout has %d stages = pp %d × %d virtual stages, but vpp=%d", n, p.PP, vpp, c.specVPP)
 	}
 	type fault struct{ hint, msg string }
 	var faults []fault
