@@ -3,6 +3,7 @@ package compiler
 import (
 	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/estimate"
 	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/plan"
 	"parc.dev/parc/internal/resolve"
@@ -67,6 +68,7 @@ func vetLoaded(src Source, res *load.Result) (*plan.Plan, diag.List) {
 	}
 	p.Choice = choice
 	p.Estimate.FasterSettings = resolve.FasterSettings(p, 1) // the plan as written: fit is the GPU
+	p.Estimate.Accuracy = estimate.AccuracyOf(&p.Spec)
 	return p, diags
 }
 

@@ -517,10 +517,19 @@ func TestCalibration(t *testing.T) {
 	// the bounds below are checked on the whole corpus either way.
 	old, _ := os.ReadFile(filepath.Join(dir, "README.md"))
 	sameCorpus := strings.Contains(string(old), stamp)
-	for name, want := range map[string]string{"README.md": readme, "scatter.svg": svg} {
-		got, err := os.ReadFile(filepath.Join(dir, name))
+	// The accuracy explain reports (AccuracyOf) is the report's table by
+	// kind of model and GPU, generated beside it.
+	_, table := errorByKind(results)
+	accuracy := accuracySource(table)
+	if *update {
+		if err := os.WriteFile("accuracy_measured.go", []byte(accuracy), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]string{"testdata/calibration/README.md": readme, "testdata/calibration/scatter.svg": svg, "accuracy_measured.go": accuracy} {
+		got, err := os.ReadFile(filepath.FromSlash(name))
 		if err != nil || string(got) != want {
-			msg := fmt.Sprintf("testdata/calibration/%s is stale: go test ./internal/estimate -run TestCalibration -update", name)
+			msg := fmt.Sprintf("%s is stale: go test ./internal/estimate -run TestCalibration -update", name)
 			if sameCorpus {
 				t.Error(msg)
 			} else {
@@ -589,7 +598,8 @@ func calibrationReadme(results []calResult, cal Calibration, fit, hold calStats,
 	fmt.Fprintf(&b, "Fitted constants: large bf16 GEMMs at %.3g of the dense peak, fp8 GEMMs at %.3g of the fp8 peak, grouped expert GEMMs at %.3g of that, flash attention's matrix products at %.3g of the bf16 peak (its exponentials at the GPU's SFU rate), tensor-core work drawing %.3g W per bf16 TFLOP/s against the GPU's power limit, %.3g µs of GPU time per kernel (%.3g of it when replayed from a CUDA graph), %.3g µs of host time to issue a kernel eagerly, %.3g µs of GPU idle time per host synchronisation (one per MoE layer forward unless CUDA graphs capture the MoE block or the experts' inputs are padded to capacity), collectives at NCCL's measured bus bandwidth (not fitted: NVLink by GPU generation, the network at 96%% of the NIC's line rate; see nvlinkRates and networkBus in compute.go).\n\n",
 		cal.GEMMEff, cal.FP8GEMMEff, cal.GroupedRel, cal.AttnEff, cal.TensorWPerTFLOP, cal.KernelS*1e6, cal.GraphKernelRel, cal.HostOpS*1e6, cal.HostSyncS*1e6)
 	b.WriteString("![estimated vs measured](scatter.svg)\n\n")
-	b.WriteString(errorByKind(results))
+	byKind, _ := errorByKind(results)
+	b.WriteString(byKind)
 	b.WriteString(calibrationWeaknesses)
 	b.WriteString(knownSlowSection(results))
 	b.WriteString("\n<!-- guide -->")
@@ -616,23 +626,16 @@ func calibrationReadme(results []calResult, cal Calibration, fit, hold calStats,
 
 // errorByKind is the signed error (estimated / measured − 1) of every row
 // counted in the statistics, fit and held out, by GPU and kind of model:
-// where the model is biased, in one table.
-func errorByKind(results []calResult) string {
+// where the model is biased, in one table, and the same numbers as the
+// accuracy table explain reports (AccuracyOf, accuracy_measured.go).
+func errorByKind(results []calResult) (string, []Accuracy) {
 	type key struct{ gpu, kind string }
 	errs := map[key][]float64{}
 	for _, r := range results {
 		if r.row.skip != "" || r.row.knownSlow != "" {
 			continue
 		}
-		gpu, _, _ := strings.Cut(r.row.s.Cluster.GPU.Name, "-")
-		kind := "dense"
-		if m := r.row.s.Model.MoE; m != nil {
-			kind = "MoE, up to 16 experts"
-			if m.Experts > 16 {
-				kind = "MoE, more than 16 experts"
-			}
-		}
-		k := key{gpu, kind}
+		k := key{GPUFamily(r.row.s.Cluster.GPU.Name), ModelKind(r.row.s.Model)}
 		errs[k] = append(errs[k], r.err)
 	}
 	keys := slices.SortedFunc(maps.Keys(errs), func(a, b key) int {
@@ -641,14 +644,47 @@ func errorByKind(results []calResult) string {
 	var b strings.Builder
 	b.WriteString("## Error by GPU and kind of model\n\n")
 	b.WriteString("Every row counted above (fit and held out), signed: estimated / measured − 1, so a negative\n")
-	b.WriteString("median is a model that rates those runs slower than they ran.\n\n")
-	b.WriteString("| model | GPU | rows | median | lowest | highest | median \\|error\\| |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("median is a model that rates those runs slower than they ran. `parc explain` reports its plan's\n")
+	b.WriteString("line of this table (`accuracy` in the JSON).\n\n")
+	b.WriteString("| model | GPU | rows | median | 10th percentile | 90th percentile | lowest | highest | median \\|error\\| |\n|---|---|---|---|---|---|---|---|---|\n")
+	var table []Accuracy
 	for _, k := range keys {
 		e := slices.Sorted(slices.Values(errs[k]))
-		fmt.Fprintf(&b, "| %s | %s | %d | %+.1f%% | %+.1f%% | %+.1f%% | %.1f%% |\n", k.kind, k.gpu, len(e),
-			100*median(e), 100*e[0], 100*e[len(e)-1], 100*errStats(e).median)
+		a := Accuracy{Model: k.kind, GPU: k.gpu, Runs: len(e), MedianError: round3(median(e)),
+			P10Error: round3(nearestRank(e, 0.1)), P90Error: round3(nearestRank(e, 0.9)), LowestError: round3(e[0]), HighestError: round3(e[len(e)-1])}
+		table = append(table, a)
+		fmt.Fprintf(&b, "| %s | %s | %d | %+.1f%% | %+.1f%% | %+.1f%% | %+.1f%% | %+.1f%% | %.1f%% |\n", k.kind, k.gpu, len(e),
+			100*median(e), 100*a.P10Error, 100*a.P90Error, 100*e[0], 100*e[len(e)-1], 100*errStats(e).median)
 	}
 	b.WriteString("\n")
+	return b.String(), table
+}
+
+// nearestRank is the p-th percentile of sorted values by the nearest-rank
+// method: the smallest value with at least p of them at or below it.
+func nearestRank(sorted []float64, p float64) float64 {
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+// round3 keeps three decimals (a tenth of a percent), so the generated
+// table is stable.
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// accuracySource is accuracy_measured.go for table.
+func accuracySource(table []Accuracy) string {
+	var b strings.Builder
+	b.WriteString("// Code generated by go test ./internal/estimate -run TestCalibration -update; DO NOT EDIT.\n\n")
+	b.WriteString("package estimate\n\n")
+	b.WriteString("// measuredAccuracy is the signed error of the step-time model on the\n")
+	b.WriteString("// measured corpus, by kind of model and GPU (testdata/calibration/README.md,\n")
+	b.WriteString("// \"Error by GPU and kind of model\").\n")
+	b.WriteString("var measuredAccuracy = []Accuracy{\n")
+	for _, a := range table {
+		fmt.Fprintf(&b, "\t{Model: %q, GPU: %q, Runs: %d, MedianError: %v, P10Error: %v, P90Error: %v, LowestError: %v, HighestError: %v},\n",
+			a.Model, a.GPU, a.Runs, a.MedianError, a.P10Error, a.P90Error, a.LowestError, a.HighestError)
+	}
+	b.WriteString("}\n")
 	return b.String()
 }
 

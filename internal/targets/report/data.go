@@ -106,6 +106,9 @@ func NewData(p *plan.Plan, warnings diag.List) *Data {
 				Bytes(e.Memory.PerGPUPeakBytes), Bytes(e.Memory.GPUBytes), Percent(e.Memory.FractionOfGPU), e.Memory.PeakStage)},
 			Row{"pipeline bubble", Percent(e.Pipeline.BubbleFraction)},
 		)
+		if a := e.Accuracy; a != nil {
+			data.Summary = append(data.Summary, Row{"step-time accuracy", accuracyText(a)})
+		}
 		data.fillEstimate(p, e)
 	}
 	if l := p.Layout; l != nil {
@@ -426,4 +429,20 @@ func modelTFLOPs(e *estimate.Estimate) string {
 			e.ModelTFLOPsPerGPU, e.ModelTFLOPsPerGPU*e.FLOPsPerStep/e.ModelFLOPsPerStep)
 	}
 	return v
+}
+
+// accuracyText says how far the step-time model was from published
+// measurements of this kind of model on this GPU (estimate.AccuracyOf).
+func accuracyText(a *estimate.Accuracy) string {
+	models := "dense models"
+	if a.Model != "dense" {
+		models = strings.Replace(a.Model, "MoE,", "MoE models with", 1)
+	}
+	band := fmt.Sprintf("by %s to %s (median %s)", SignedPercent(a.LowestError), SignedPercent(a.HighestError), SignedPercent(a.MedianError))
+	if a.Runs >= 10 {
+		band = fmt.Sprintf("by %s to %s for 80%% of them (median %s; %s to %s for all)",
+			SignedPercent(a.P10Error), SignedPercent(a.P90Error), SignedPercent(a.MedianError), SignedPercent(a.LowestError), SignedPercent(a.HighestError))
+	}
+	return fmt.Sprintf("on %d published runs of %s on %s, the estimated tokens/s differed from the measured %s; negative: the runs were faster than estimated",
+		a.Runs, models, a.GPU, band)
 }

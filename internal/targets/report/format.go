@@ -89,6 +89,9 @@ func Seconds(s float64) string {
 // Percent formats a fraction as a percentage.
 func Percent(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
 
+// SignedPercent formats a signed fraction as a percentage with its sign.
+func SignedPercent(f float64) string { return fmt.Sprintf("%+.1f%%", 100*f) }
+
 // Rate formats tokens per second.
 func Rate(r float64) string {
 	switch {

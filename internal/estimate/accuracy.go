@@ -1,0 +1,64 @@
+package estimate
+
+import (
+	"strings"
+
+	"parc.dev/parc/internal/spec"
+)
+
+// Accuracy is how far the step-time model was from published measurements
+// of the same kind of model on the same GPU: over the runs of parc's measured
+// corpus that its calibration counts (testdata/calibration, fit and held out,
+// not those their source marks as slow), the signed error of the estimated
+// tokens/s, estimated / measured − 1. A negative error is a model that rated
+// those runs slower than they ran. It says how far to trust a plan's step
+// time, from outside the model: measured runs, not the model's own opinion.
+type Accuracy struct {
+	// Model is the kind of model: ModelKind.
+	Model string `json:"model"`
+	// GPU is the GPU's family (GPUFamily of cluster.gpu.name).
+	GPU string `json:"gpu"`
+	// Runs is how many published runs of that kind on that GPU the corpus
+	// holds.
+	Runs int `json:"runs"`
+	// MedianError, P10Error and P90Error are the median and the 10th and
+	// 90th percentile (nearest rank) of the signed error; LowestError and
+	// HighestError its extremes.
+	MedianError  float64 `json:"median_error"`
+	P10Error     float64 `json:"p10_error"`
+	P90Error     float64 `json:"p90_error"`
+	LowestError  float64 `json:"lowest_error"`
+	HighestError float64 `json:"highest_error"`
+}
+
+// ModelKind is the kind of model the accuracy table groups runs by: dense,
+// or MoE with up to 16 experts (Mixtral's coarse experts) or more
+// (fine-grained experts: DeepSeek, Qwen3, GPT-OSS), whose step times the
+// model gets least right.
+func ModelKind(m spec.Model) string {
+	switch {
+	case m.MoE == nil:
+		return "dense"
+	case m.MoE.Experts > 16:
+		return "MoE, more than 16 experts"
+	}
+	return "MoE, up to 16 experts"
+}
+
+// GPUFamily is a GPU name without its variant: "H100" for "H100-SXM5-80GB".
+func GPUFamily(name string) string {
+	family, _, _ := strings.Cut(name, "-")
+	return family
+}
+
+// AccuracyOf is the measured accuracy for plans of s's kind of model on its
+// GPU, or nil when the corpus holds no published run of them.
+func AccuracyOf(s *spec.Spec) *Accuracy {
+	kind, gpu := ModelKind(s.Model), GPUFamily(s.Cluster.GPU.Name)
+	for i := range measuredAccuracy {
+		if a := measuredAccuracy[i]; a.Model == kind && strings.EqualFold(a.GPU, gpu) {
+			return &a
+		}
+	}
+	return nil
+}
