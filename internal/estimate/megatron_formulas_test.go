@@ -27,8 +27,10 @@ import (
 // formulas.py there: theoretical_memory_usage.py's weight-and-optimizer and
 // activation memory, as report_theoretical_memory picks the activation
 // formula, and training.py's num_floating_point_operations for one global
-// batch). parc's reference line (MegatronTheoreticalMemory) and its FLOP count
-// (MegatronFLOPs, behind model TFLOP/s and MFU) must give the same numbers.
+// batch; and the decoder layers it builds on every pipeline rank and virtual
+// stage). parc's reference line (MegatronTheoreticalMemory), its FLOP count
+// (MegatronFLOPs, behind model TFLOP/s and MFU) and its split of the layers
+// (spec.StageLayers, behind every stage's memory and time) must agree.
 //
 // Regenerate (README.md there):
 //
@@ -56,14 +58,19 @@ type formulaResult struct {
 	Activations       float64 `json:"activations"`
 	ActivationFormula string  `json:"activation_formula"`
 	FLOPs             float64 `json:"flops"`
+	// Stages is, per pipeline rank and virtual stage, the first decoder
+	// layer and the count Megatron builds there
+	// (get_transformer_layer_offset, get_num_layers_to_build).
+	Stages [][][2]int `json:"stages"`
 }
 
 // randomFormulaSpec writes one random plan in CUE: dense, MoE and MLA models
 // with grouped-query attention, SwiGLU or GELU, RMSNorm or LayerNorm, RoPE or
 // learned positions, biases or none, tied or untied embeddings,
 // shared experts, dense leading layers, MoE every other layer, MTP; the
-// degrees, sequence parallelism, recomputation and the distributed
-// optimizer.
+// degrees, pipeline layouts, uneven first and last stages, the embedding and
+// loss accounted in the split, sequence parallelism, recomputation and the
+// distributed optimizer.
 func randomFormulaSpec(r *rand.Rand, i int) string {
 	pick := func(xs ...int) int { return xs[r.IntN(len(xs))] }
 	coin := func(p float64) bool { return r.Float64() < p }
@@ -125,7 +132,9 @@ func randomFormulaSpec(r *rand.Rand, i int) string {
 		}
 		m = append(m, "mla: {"+mla+"}")
 	}
+	mtp := 0
 	if coin(0.2) {
+		mtp = 1
 		m = append(m, "mtp_layers: 1")
 	}
 	nodes := pick(1, 2, 4)
@@ -133,8 +142,61 @@ func randomFormulaSpec(r *rand.Rand, i int) string {
 	tp := pick(1, 2, 4, 8)
 	pp := pick(1, 1, 2, 4)
 	p = append(p, fmt.Sprintf("tp: %d, pp: %d", tp, pp))
+	vpp := 1
 	if pp > 1 && coin(0.3) {
-		p = append(p, "vpp: 2")
+		vpp = 2
+	}
+	switch {
+	case pp == 1:
+	case coin(0.25):
+		// A pipeline layout: the layers dealt at random over pp·vpp
+		// stages, the embedding first, the MTP layer and the loss last.
+		counts := make([]int, pp*vpp)
+		for range layers {
+			counts[r.IntN(len(counts))]++
+		}
+		stages := make([]string, len(counts))
+		for i, n := range counts {
+			if i == 0 {
+				stages[i] = "E"
+			}
+			stages[i] += strings.Repeat("t", n)
+			if i == len(counts)-1 {
+				stages[i] += strings.Repeat("m", mtp) + "L"
+			}
+		}
+		p = append(p, fmt.Sprintf("layout: %q", strings.Join(stages, "|")))
+	case coin(0.35):
+		// Uneven first and last stages, mostly ones Megatron can split
+		// (the middle stages share the rest evenly), some not.
+		first := r.IntN(layers/pp + 2)
+		last := layers - first
+		if pp > 2 {
+			last = (layers - first) % (pp - 2)
+			if last+pp-2 <= layers-first && coin(0.5) {
+				last += pp - 2
+			}
+		}
+		switch {
+		case coin(0.2):
+			p = append(p, fmt.Sprintf("first_stage_layers: %d", first))
+		case coin(0.2):
+			p = append(p, fmt.Sprintf("last_stage_layers: %d", last))
+		default:
+			p = append(p, fmt.Sprintf("first_stage_layers: %d, last_stage_layers: %d", first, last))
+		}
+	case coin(0.4):
+		// The embedding and the loss counted as layers in the split.
+		for _, f := range r.Perm(3) {
+			emb, loss := f != 1, f != 2
+			if (layers+boolInt(emb)+boolInt(loss))%(pp*vpp) == 0 {
+				p = append(p, fmt.Sprintf("account_for_embedding: %v, account_for_loss: %v", emb, loss))
+				break
+			}
+		}
+	}
+	if vpp > 1 {
+		p = append(p, fmt.Sprintf("vpp: %d", vpp))
 	}
 	if coin(0.2) {
 		p = append(p, "cp: 2")
@@ -287,10 +349,41 @@ func TestMegatronFormulasMatchMegatron(t *testing.T) {
 				t.Errorf("%s: %s: parc %.6g, Megatron %.6g (%+.3g%%)\n%s", c.Name, v.what, v.got, v.want, 100*(v.got/v.want-1), c.CUE)
 			}
 		}
+		if !sameStages(d.Stages, m.Stages) {
+			t.Errorf("%s: layers per pipeline rank and virtual stage: parc %v, Megatron %v (first layer, count)\n%s", c.Name, d.Stages, m.Stages, c.CUE)
+		}
 		compared++
 	}
 	if compared < 150 {
 		t.Errorf("only %d of %d cases compared", compared, len(cases))
 	}
 	t.Logf("%d random plans compared with Megatron-LM's formulas", compared)
+}
+
+// sameStages compares parc's split of the decoder layers (spec.StageLayers)
+// with Megatron's: the count everywhere, the first layer where there are
+// layers.
+func sameStages(parc [][]spec.LayerRange, megatron [][][2]int) bool {
+	if len(parc) != len(megatron) {
+		return false
+	}
+	for r := range parc {
+		if len(parc[r]) != len(megatron[r]) {
+			return false
+		}
+		for v, l := range parc[r] {
+			m := megatron[r][v]
+			if l.Count != m[1] || l.Count > 0 && l.First != m[0] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

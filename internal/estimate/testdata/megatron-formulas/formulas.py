@@ -8,8 +8,10 @@
 # parallelism and selective recomputation compute_activation_memory, else
 # compute_activation_memory_without_sp, for the run's number of microbatches)
 # and megatron/training/training.py num_floating_point_operations for one
-# global batch. Write megatron.jsonl: one line per case, the numbers or why
-# Megatron refused the arguments.
+# global batch, and the decoder layers the model builder places on every
+# pipeline rank and virtual stage (get_transformer_layer_offset,
+# get_num_layers_to_build). Write megatron.jsonl: one line per case, the
+# numbers or why Megatron refused the arguments.
 #
 #   MEGATRON_LM=/tmp/mlm /usr/bin/python3 formulas.py   # Debian's python3-torch
 #
@@ -30,6 +32,10 @@ import megatron.training.training as T
 import megatron.training.theoretical_memory_usage as M
 import megatron.core.utils as U
 from megatron.core.tokenizers.utils.build_tokenizer import build_tokenizer
+import megatron.core.parallel_state as ps
+from megatron.training.argument_utils import core_transformer_config_from_args
+from megatron.core.transformer.transformer_block import get_num_layers_to_build
+from megatron.core.transformer.transformer_layer import get_transformer_layer_offset
 from packaging.version import Version
 U._torch_version = Version('2.9.0')  # the containers parc targets, as xcheck.py
 
@@ -66,6 +72,20 @@ for line in open(os.path.join(here, 'cases.jsonl')):
                 row['activation_formula'] = 'compute_activation_memory_without_sp'
                 row['activations'] = M.compute_activation_memory_without_sp(args, num_microbatches=microbatches)
             row['flops'] = T.num_floating_point_operations(args, args.global_batch_size)
+            # The decoder layers of every pipeline rank and virtual stage, as
+            # the model builder asks for them (parallel_state answers for the
+            # rank, as xcheck.py does).
+            cfg = core_transformer_config_from_args(args)
+            pp, vp = args.pipeline_model_parallel_size, cfg.virtual_pipeline_model_parallel_size
+            ps.get_virtual_pipeline_model_parallel_world_size = lambda: vp
+            ps.get_pipeline_model_parallel_world_size = lambda *a, **k: pp
+            stages = []
+            for r in range(pp):
+                ps.get_pipeline_model_parallel_rank = lambda *a, r=r, **k: r
+                stages.append([[get_transformer_layer_offset(cfg, vp_stage=v if vp else None, pp_rank=r),
+                                get_num_layers_to_build(cfg, vp_stage=v if vp else None, pp_rank=r)]
+                               for v in range(vp or 1)])
+            row['stages'] = stages
         n['ok'] += 1
     except BaseException as e:
         row = {'name': c['name'], 'error': (repr(e) + ' ' + ' / '.join(buf.getvalue().strip().splitlines()[-1:]))[:300]}
