@@ -3,6 +3,7 @@ package layout
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -27,6 +28,10 @@ type Config struct {
 	// TieEmbeddings and MTPLayers decide the embd groups (pretrain_gpt.py).
 	TieEmbeddings bool
 	MTPLayers     int
+	// MTPStages are the pipeline ranks a pipeline layout places the MTP
+	// layers on (Megatron's get_mtp_ranks); nil: the last rank, as
+	// without a layout.
+	MTPStages []int
 }
 
 // Layout is the rank layout of a plan: where every rank runs and every process
@@ -122,7 +127,31 @@ func ConfigOf(s *spec.Spec, d spec.Derived) Config {
 		Order:         s.Parallel.Order,
 		TieEmbeddings: s.Model.TieEmbeddings,
 		MTPLayers:     s.Model.MTPLayers,
+		MTPStages:     mtpStages(s),
 	}
+}
+
+// mtpStages are the pipeline ranks whose stages in parallel.layout hold MTP
+// layers (m), or nil without a layout or MTP.
+func mtpStages(s *spec.Spec) []int {
+	p := s.Parallel
+	if s.Model.MTPLayers == 0 || p.Layout == nil || p.PP < 1 {
+		return nil
+	}
+	l, err := spec.ParsePipelineLayout(*p.Layout)
+	if err != nil || len(l.Stages)%p.PP != 0 {
+		return nil
+	}
+	var ranks []int
+	for r := range p.PP {
+		for v := range len(l.Stages) / p.PP {
+			if l.Stage(p.PP, r, v).Count('m') > 0 {
+				ranks = append(ranks, r)
+				break
+			}
+		}
+	}
+	return ranks
 }
 
 // Build lays out the ranks of a spec (New on ConfigOf). The layout stage
@@ -257,10 +286,24 @@ func (l *Layout) megatronOrder(full []string, dense, expert map[string]int) stri
 
 // buildFamilies creates the 16 group families and their summaries.
 func (l *Layout) buildFamilies(c Config) {
-	l.EmbeddingStages = []int{0}
-	if c.PP > 1 && (c.TieEmbeddings || c.MTPLayers > 0) {
-		l.EmbeddingStages = append(l.EmbeddingStages, c.PP-1)
+	// pretrain_gpt.py get_embedding_ranks: the first stage; with more than
+	// one, the last when the output layer shares the embedding, and the
+	// stages that build MTP layers (get_mtp_ranks: the last, or where the
+	// pipeline layout puts them), which use the embedding too.
+	embd := []int{0}
+	if c.PP > 1 {
+		if c.TieEmbeddings {
+			embd = append(embd, c.PP-1)
+		}
+		if c.MTPLayers > 0 && c.MTPStages == nil {
+			embd = append(embd, c.PP-1)
+		}
+		if c.MTPLayers > 0 {
+			embd = append(embd, c.MTPStages...)
+		}
 	}
+	slices.Sort(embd)
+	l.EmbeddingStages = slices.Compact(embd)
 	fam := map[string]*Family{}
 	for _, f := range []struct{ name, grid, token string }{
 		{"dp-cp", "dense", "dp-cp"}, {"dp", "dense", "dp"}, {"cp", "dense", "cp"},

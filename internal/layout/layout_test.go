@@ -390,3 +390,35 @@ func TestBuildFromSpec(t *testing.T) {
 		t.Fatal("a bad order laid out")
 	}
 }
+
+// A pipeline layout may put the MTP layer on a rank before the last (in the
+// last virtual stage of a rank that is not the first): pretrain_gpt.py's
+// get_embedding_ranks then takes that rank (get_mtp_ranks reads the layout),
+// and the last rank only when the output layer shares the embedding. Run on
+// Megatron-LM d98e8a64 with the arguments parc's target renders for the first
+// case (16 GPUs, tp 2, pp 4, untied, layout Et*4|t*4|t*4m|L), it gives
+// [0, 8] for the pipeline group [0, 4, 8, 12] and [1, 9] for [1, 5, 9, 13].
+func TestEmbeddingGroupsFollowTheMTPLayer(t *testing.T) {
+	layout := "Et*4|t*4|t*4m|L"
+	for _, tc := range []struct {
+		tied bool
+		want [][]int
+	}{
+		{false, [][]int{{0, 8}, {1, 9}}},
+		{true, [][]int{{0, 8, 12}, {1, 9, 13}}},
+	} {
+		s := &spec.Spec{
+			Model:    spec.Model{TieEmbeddings: tc.tied, MTPLayers: 1, Layers: 12, Hidden: 64, Heads: 4, Vocab: 1000, MakeVocabDivisibleBy: 128},
+			Train:    spec.Train{MicroBatch: 1, GlobalBatch: 8},
+			Cluster:  spec.Cluster{Nodes: 2, GPUsPerNode: 8, NVLinkDomain: 8},
+			Parallel: spec.Parallel{TP: 2, PP: 4, VPP: 1, CP: 1, EP: 1, Order: spec.OrderDefault, Layout: &layout},
+		}
+		l, err := Build(s, spec.Derive(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Family("embd").Groups()[:2]; !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("tied %v: embd %v, want %v (Megatron's get_embedding_ranks)", tc.tied, got, tc.want)
+		}
+	}
+}
