@@ -21,9 +21,10 @@
 //
 // Embedding groups follow pretrain_gpt.py's get_embedding_ranks, not
 // parallel_state.default_embedding_ranks: for every pipeline group, its first
-// rank, plus its last rank when the embeddings are tied (model.tie_embeddings)
-// or the model has MTP layers (model.mtp_layers > 0; with no custom pipeline
-// layout Megatron puts them on the last stage). With pp = 1 the group is the
+// rank, plus its last rank when the embeddings are tied (model.tie_embeddings),
+// plus the ranks that build MTP layers (model.mtp_layers > 0: the last stage,
+// or, with parallel.layout, the ranks whose stages hold m, as get_mtp_ranks
+// reads the layout; Config.MTPStages). With pp = 1 the group is the
 // single rank. pos_embd is the first rank of every pipeline group (Megatron
 // builds it whatever the position embedding is).
 //
