@@ -295,10 +295,11 @@ func (l *Layout) buildFamilies(c Config) {
 		if c.TieEmbeddings {
 			embd = append(embd, c.PP-1)
 		}
-		if c.MTPLayers > 0 && c.MTPStages == nil {
+		switch {
+		case c.MTPLayers == 0:
+		case c.MTPStages == nil:
 			embd = append(embd, c.PP-1)
-		}
-		if c.MTPLayers > 0 {
+		default:
 			embd = append(embd, c.MTPStages...)
 		}
 	}
