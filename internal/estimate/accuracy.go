@@ -31,6 +31,13 @@ type Accuracy struct {
 	HighestError float64 `json:"highest_error"`
 }
 
+// The kinds of model the accuracy table groups runs by (ModelKind).
+const (
+	KindDense     = "dense"
+	KindCoarseMoE = "MoE, up to 16 experts"
+	KindFineMoE   = "MoE, more than 16 experts"
+)
+
 // ModelKind is the kind of model the accuracy table groups runs by: dense,
 // or MoE with up to 16 experts (Mixtral's coarse experts) or more
 // (fine-grained experts: DeepSeek, Qwen3, GPT-OSS), whose step times the
@@ -38,11 +45,11 @@ type Accuracy struct {
 func ModelKind(m spec.Model) string {
 	switch {
 	case m.MoE == nil:
-		return "dense"
+		return KindDense
 	case m.MoE.Experts > 16:
-		return "MoE, more than 16 experts"
+		return KindFineMoE
 	}
-	return "MoE, up to 16 experts"
+	return KindCoarseMoE
 }
 
 // GPUFamily is a GPU name without its variant: "H100" for "H100-SXM5-80GB".

@@ -434,10 +434,11 @@ func modelTFLOPs(e *estimate.Estimate) string {
 // accuracyText says how far the step-time model was from published
 // measurements of this kind of model on this GPU (estimate.AccuracyOf).
 func accuracyText(a *estimate.Accuracy) string {
-	models := "dense models"
-	if a.Model != "dense" {
-		models = strings.Replace(a.Model, "MoE,", "MoE models with", 1)
-	}
+	models := map[string]string{
+		estimate.KindDense:     "dense models",
+		estimate.KindCoarseMoE: "MoE models with up to 16 experts",
+		estimate.KindFineMoE:   "MoE models with more than 16 experts",
+	}[a.Model]
 	band := fmt.Sprintf("by %s to %s (median %s)", SignedPercent(a.LowestError), SignedPercent(a.HighestError), SignedPercent(a.MedianError))
 	if a.Runs >= 10 {
 		band = fmt.Sprintf("by %s to %s for 80%% of them (median %s; %s to %s for all)",
