@@ -88,6 +88,7 @@ func (c *checker) run() {
 	c.commOverlap()
 	c.optimizer()
 	c.optimizerPrecision()
+	c.optimizerChoice()
 	c.training()
 	c.schedule()
 	c.kernels()

@@ -201,6 +201,9 @@ var optionForms = []optionForm{
 	{re: regexp.MustCompile(`\b(train\.\w+_dtype): "fp32"`), sets: func(m []string) []setting { return []setting{{m[1], "fp32"}} }},
 	optForm(`\bprecision_aware_optimizer: false`, setting{"train.precision_aware_optimizer", false}),
 	optForm(`\boptimizer_cpu_offload: false`, setting{"train.optimizer_cpu_offload", false}),
+	optForm(`set train\.optimizer: "adam"`, setting{"train.optimizer", "adam"}),
+	optForm(`set train\.precision: "bf16"`, setting{"train.precision", "bf16"}),
+	optForm(`set checkpoint\.format: "torch_dist"`, setting{"checkpoint.format", "torch_dist"}),
 	optForm(`set parallel\.overlap_moe_expert_parallel_comm: true`, setting{"parallel.overlap_moe_expert_parallel_comm", true}),
 	optForm(`\bdelay_wgrad_compute: false`, setting{"parallel.delay_wgrad_compute", false}),
 	optForm(`set model\.moe\.score_function: "sigmoid"`, setting{"model.moe.score_function", "sigmoid"}),
@@ -231,6 +234,7 @@ var optionCodes = []string{
 	"uneven-single-stage", "sp-without-tp", "tokenizer-files", "lr-wsd-decay", "slurm-nodes", "option-like-path",
 	"slurm-time", "slurm-mem", "env-reserved", "env-path", "env-value", "slurm-line-break", "uneven-stage-layers",
 	"launch-command", "slurm-option", "layout-world-too-large", "data-split", "window-attn-skip-freq-unused",
+	"optimizer-options",
 }
 
 // Settings a hint names in the spec's own words: options separated by
@@ -400,6 +404,20 @@ func withOptions(rng *rand.Rand, over map[string]any) {
 		train["optimizer_cpu_offload"] = true
 		train["precision_aware_optimizer"] = coin(2)
 		train["distributed_optimizer"] = coin(2)
+	}
+	if coin(6) { // optimizer-options
+		train["optimizer"] = []string{"muon", "sgd"}[rng.Intn(2)]
+		train["precision_aware_optimizer"] = coin(3)
+		train["distributed_optimizer"] = coin(2)
+		if coin(3) {
+			train["fsdp"] = true
+		}
+		if coin(4) {
+			train["precision"] = "fp16"
+		}
+		if coin(4) {
+			train["overlap_param_gather_with_optimizer_step"] = true
+		}
 	}
 	if coin(8) {
 		par["delay_wgrad_compute"] = true

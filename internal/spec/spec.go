@@ -233,6 +233,7 @@ type Train struct {
 	OptimizerCPUOffload                 bool     `json:"optimizer_cpu_offload"`                                   // --optimizer-cpu-offload
 	OptimizerOffloadFraction            float64  `json:"optimizer_offload_fraction"`                              // --optimizer-offload-fraction
 	OverlapCPUOptimizerD2HH2D           bool     `json:"overlap_cpu_optimizer_d2h_h2d"`                           // --overlap-cpu-optimizer-d2h-h2d
+	Optimizer                           string   `json:"optimizer"`                                               // --optimizer: adam, sgd or muon
 	DistributedOptimizer                bool     `json:"distributed_optimizer"`
 	OverlapParamGatherWithOptimizerStep bool     `json:"overlap_param_gather_with_optimizer_step"` // --overlap-param-gather-with-optimizer-step
 	FSDP                                bool     `json:"fsdp"`
@@ -383,4 +384,29 @@ func (t *Train) RecomputeModuleList() []string {
 		return []string{"core_attn"}
 	}
 	return t.RecomputeModules
+}
+
+// OptimizerName is train.optimizer, "adam" when unset (a spec built in Go
+// without the schema's defaults; Megatron's default too).
+func (t *Train) OptimizerName() string {
+	if t.Optimizer == "" {
+		return "adam"
+	}
+	return t.Optimizer
+}
+
+// EmergingOptimizer reports whether train.optimizer is one of Megatron-Core's
+// emerging optimizers (anything but adam and sgd: validate_args then turns the
+// distributed optimizer into the layer-wise one, arguments.py at d98e8a64).
+func (t *Train) EmergingOptimizer() bool {
+	o := t.OptimizerName()
+	return o != "adam" && o != "sgd"
+}
+
+// LayerWiseOptimizer reports whether the optimizer state is sharded by
+// Megatron's LayerWiseDistributedOptimizer (an emerging optimizer with
+// --use-distributed-optimizer: validate_args sets
+// use_layer_wise_distributed_optimizer and clears use_distributed_optimizer).
+func (t *Train) LayerWiseOptimizer() bool {
+	return t.DistributedOptimizer && t.EmergingOptimizer()
 }

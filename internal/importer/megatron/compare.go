@@ -136,6 +136,18 @@ func effective(ns *mg.Namespace, world int) map[string]any {
 	if b, _ := v["use_megatron_fsdp"].(bool); b {
 		v["use_distributed_optimizer"] = true
 	}
+	// validate_args: an emerging optimizer (anything but adam and sgd) with
+	// the distributed optimizer runs Megatron's layer-wise distributed
+	// optimizer instead, and the deprecated dist_muon is muon with it
+	// (arguments.py at d98e8a64).
+	if o, _ := v["optimizer"].(string); o != "" && o != "adam" && o != "sgd" {
+		layerWise, _ := v["use_distributed_optimizer"].(bool)
+		if o == "dist_muon" {
+			v["optimizer"], layerWise = "muon", true
+		}
+		v["use_distributed_optimizer"] = false
+		v["use_layer_wise_distributed_optimizer"] = layerWise
+	}
 	if v["split"] == nil && v["data_path"] != nil {
 		v["split"] = "969, 30, 1"
 	}

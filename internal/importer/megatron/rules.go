@@ -245,7 +245,16 @@ func (m *mapper) explicit() {
 		m.simple("train.recompute", "recompute_granularity")
 	}
 	m.simple("train.recompute_layers", "recompute_num_layers")
-	m.simple("train.distributed_optimizer", "use_distributed_optimizer")
+	if m.get("optimizer") == "dist_muon" {
+		// validate_args turns the deprecated dist_muon into muon with the
+		// layer-wise distributed optimizer, which parc compiles from muon and
+		// the distributed optimizer (arguments.py at d98e8a64).
+		m.assign("train.optimizer", "muon", "optimizer")
+		m.assign("train.distributed_optimizer", true, "optimizer", "use_distributed_optimizer")
+	} else {
+		m.simple("train.optimizer", "optimizer")
+		m.simple("train.distributed_optimizer", "use_distributed_optimizer")
+	}
 	m.simple("train.precision_aware_optimizer", "use_precision_aware_optimizer")
 	m.simple("train.fsdp", "use_megatron_fsdp")
 	m.simple("train.iters", "train_iters")

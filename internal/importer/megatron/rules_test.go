@@ -175,3 +175,25 @@ func TestImportOptimizerCPUOffload(t *testing.T) {
 	res = importTiny("--use-distributed-optimizer --optimizer-cpu-offload")
 	require.Contains(t, res.Diags.Codes(), "optimizer-cpu-offload", "%v", res.Diags)
 }
+
+// TestImportOptimizer: --optimizer becomes train.optimizer (it was an extra
+// argument, so the memory model kept Adam's two moments for a run with one
+// momentum buffer); the deprecated dist_muon, which validate_args turns into
+// muon with the layer-wise distributed optimizer (arguments.py at d98e8a64),
+// becomes muon with train.distributed_optimizer, whose arguments Megatron
+// derives the same plan from. Muon with Megatron-FSDP is rejected by
+// Megatron (validate_args) and by parc.
+func TestImportOptimizer(t *testing.T) {
+	for extra, want := range map[string][]string{
+		"--optimizer sgd": {`optimizer: "sgd"`},
+		"--optimizer muon --use-distributed-optimizer": {`optimizer: "muon"`, "distributed_optimizer: true"},
+		"--optimizer dist_muon":                        {`optimizer: "muon"`, "distributed_optimizer: true"},
+	} {
+		spec := strings.Join(strings.Fields(string(importClean(t, extra).Spec)), " ")
+		for _, f := range want {
+			require.Contains(t, spec, f, extra)
+		}
+	}
+	res := importTiny("--optimizer muon --use-megatron-fsdp --ckpt-format fsdp_dtensor")
+	require.Contains(t, res.Diags.Codes(), "optimizer-options", "%v", res.Diags)
+}

@@ -437,6 +437,7 @@ func (e *emitter) optimizer() {
 	// default) runs on the distributed optimizer and switches it on itself;
 	// passing it says so. optim_grads_params is also Megatron's default
 	// sharding strategy, written out so the plan reads as what it is.
+	a.choice("--optimizer", tr.Optimizer, "adam")
 	if tr.DistributedOptimizer || tr.FSDP {
 		a.flag("--use-distributed-optimizer")
 	}
