@@ -458,6 +458,11 @@ func (c *costModel) memory(e *Estimate) {
 		st := StateBytes(float64(dense), c.state, c.sharding, denseShards)
 		ex := StateBytes(float64(expert), c.state, c.sharding, expertShards)
 		w, g, opt := st.Weights+ex.Weights, st.Gradients+ex.Gradients, st.Optimizer+ex.Optimizer
+		if c.set.muon {
+			// Muon's embedding and output layer are stepped by Adam: a
+			// second fp32 moment, sharded like the rest of the state.
+			opt += StateBytes(c.embeddingParamsPerGPU(r), BytesPerParam{Optimizer: 4}, c.sharding, denseShards).Optimizer
+		}
 		if c.sharding == ShardFull {
 			// The layer being computed and the one prefetched are gathered in full.
 			w += 2 * c.largestLayerPerGPU() * c.state.Weights

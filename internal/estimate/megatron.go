@@ -75,7 +75,7 @@ func newMegatronArgs(s *spec.Spec, d spec.Derived) megatronArgs {
 		etp:                  float64(d.ETP),
 		world:                float64(d.World),
 		vpp:                  d.VPP,
-		distributedOptimizer: t.DistributedOptimizer,
+		distributedOptimizer: t.DistributedOptimizer && !t.EmergingOptimizer(), // validate_args: the layer-wise one instead
 		seq:                  float64(t.SeqLength),
 		micro:                float64(t.MicroBatch),
 		globalBatch:          float64(t.GlobalBatch),

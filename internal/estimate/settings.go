@@ -25,7 +25,10 @@ type settings struct {
 	optOffloadOverlap bool
 	// precisionAware: train.precision_aware_optimizer.
 	precisionAware bool
-	graphs         cudaGraphs
+	// muon: train.optimizer "muon", whose Adam-routed parameters (the
+	// embedding and output layer) keep a second moment the others do not.
+	muon   bool
+	graphs cudaGraphs
 }
 
 // cudaGraphs is what CUDA graphs capture (kernels.cuda_graph_impl and
@@ -107,6 +110,16 @@ func readSettings(s *spec.Spec) settings {
 			st.mainParams = 2
 		}
 	}
+	// SGD with momentum and Muon keep one fp32 buffer per parameter where
+	// Adam keeps two moments: torch.optim.SGD's momentum buffer (Megatron's
+	// --sgd-momentum, 0.9 by default) and Muon's momentum, which it
+	// orthogonalises (megatron/core/optimizer/emerging_optimizers.py at
+	// d98e8a64). Muon hands the embedding, the output layer, norms and
+	// biases to Adam (memory adds the embedding's second moment).
+	if o := t.OptimizerName(); o == "sgd" || o == "muon" {
+		st.expAvgSq = 0
+		st.muon = o == "muon"
+	}
 	if t.FSDP {
 		// Megatron-FSDP keeps its own main weights and gradient buffer
 		// (--megatron-fsdp-main-params-dtype / -main-grads-dtype; "auto"
@@ -168,6 +181,7 @@ func dtypeBytes(d string) float64 {
 func (st settings) stateBytes(precision string) BytesPerParam {
 	b := AdamBytes(precision)
 	if precision == "fp32" {
+		b.Optimizer = st.expAvg + st.expAvgSq // no main copy: the moments only
 		return b
 	}
 	b.Gradients = st.mainGrads
