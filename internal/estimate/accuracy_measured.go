@@ -9,7 +9,7 @@ var measuredAccuracy = []Accuracy{
 	{Model: "MoE, more than 16 experts", GPU: "B200", Runs: 23, MedianError: -0.049, P10Error: -0.164, P90Error: 0.113, LowestError: -0.182, HighestError: 0.375},
 	{Model: "MoE, more than 16 experts", GPU: "B300", Runs: 19, MedianError: -0.05, P10Error: -0.208, P90Error: 0.29, LowestError: -0.297, HighestError: 0.338},
 	{Model: "MoE, more than 16 experts", GPU: "GB200", Runs: 46, MedianError: -0.099, P10Error: -0.194, P90Error: 0.237, LowestError: -0.344, HighestError: 0.602},
-	{Model: "MoE, more than 16 experts", GPU: "GB300", Runs: 35, MedianError: -0.127, P10Error: -0.232, P90Error: 0.01, LowestError: -0.311, HighestError: 0.055},
+	{Model: "MoE, more than 16 experts", GPU: "GB300", Runs: 39, MedianError: -0.148, P10Error: -0.232, P90Error: 0.01, LowestError: -0.311, HighestError: 0.055},
 	{Model: "MoE, more than 16 experts", GPU: "H100", Runs: 33, MedianError: -0.072, P10Error: -0.222, P90Error: 0.05, LowestError: -0.28, HighestError: 0.51},
 	{Model: "MoE, up to 16 experts", GPU: "B200", Runs: 2, MedianError: 0.107, P10Error: 0.078, P90Error: 0.136, LowestError: 0.078, HighestError: 0.136},
 	{Model: "MoE, up to 16 experts", GPU: "GB200", Runs: 2, MedianError: 0.12, P10Error: 0.109, P90Error: 0.132, LowestError: 0.109, HighestError: 0.132},
