@@ -96,7 +96,7 @@ func NewData(p *plan.Plan, warnings diag.List) *Data {
 		{"parallelism", degrees + ", sequence parallel " + sp + ", order " + par.Order},
 		{"batch", fmt.Sprintf("global %d × sequence %d = %s tokens per step; micro batch %d, %d microbatches",
 			tr.GlobalBatch, tr.SeqLength, Thousands(int64(tr.GlobalBatch)*int64(tr.SeqLength)), tr.MicroBatch, d.Microbatches)},
-		{"training", fmt.Sprintf("%s, recompute %s, distributed optimizer %v", tr.Precision, tr.Recompute, tr.DistributedOptimizer)},
+		{"training", fmt.Sprintf("%s, recompute %s, distributed optimizer %v", tr.Precision, tr.Recompute, tr.DistributedOptimizer) + optimizerNote(tr)},
 	}
 	if e := p.Estimate; e != nil {
 		data.HasEstimate = true
@@ -446,4 +446,17 @@ func accuracyText(a *estimate.Accuracy) string {
 	}
 	return fmt.Sprintf("on %d published runs of %s on %s, the estimated tokens/s differed from the measured %s; negative: the runs were faster than estimated",
 		a.Runs, models, a.GPU, band)
+}
+
+// optimizerNote names an optimizer other than Adam (the default) after the
+// training line, and for an emerging one (muon) with the distributed
+// optimizer that Megatron runs its layer-wise distributed optimizer.
+func optimizerNote(tr *spec.Train) string {
+	switch {
+	case tr.LayerWiseOptimizer():
+		return ", optimizer " + tr.OptimizerName() + " (layer-wise distributed)"
+	case tr.OptimizerName() != "adam":
+		return ", optimizer " + tr.OptimizerName()
+	}
+	return ""
 }
