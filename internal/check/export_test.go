@@ -6,8 +6,9 @@ package check
 type XCase = xcase
 
 var (
-	XcheckCorpus     = xcheckCorpus
-	RandomForXcheck  = randomForXcheck
-	OptionsForXcheck = optionsForXcheck
-	ErrorCodes       = errorCodes
+	XcheckCorpus       = xcheckCorpus
+	RandomForXcheck    = randomForXcheck
+	OptionsForXcheck   = optionsForXcheck
+	OptimizerForXcheck = optimizerForXcheck
+	ErrorCodes         = errorCodes
 )

@@ -145,3 +145,40 @@ func optionsForXcheck(t *testing.T, seed int64, n int) []xcase {
 	}
 	return all
 }
+
+// optimizerForXcheck is optionsForXcheck with train.optimizer muon or sgd in
+// every plan, beside the companions Megatron rules on with it (FSDP, fp16,
+// the precision-aware and the distributed optimizer, the parameter gather
+// overlapped with the optimizer step, the checkpoint format): its own
+// generator, so the other seeds' plans stay the ones their results name.
+func optimizerForXcheck(t *testing.T, seed int64, n int) []xcase {
+	r := mrand.New(mrand.NewSource(seed))
+	var all []xcase
+	for range n {
+		over := map[string]any{}
+		withMoreOptions(r, over)
+		train, _ := over["train"].(map[string]any)
+		if train == nil {
+			train = map[string]any{}
+			over["train"] = train
+		}
+		train["optimizer"] = []string{"muon", "sgd"}[r.Intn(2)]
+		train["distributed_optimizer"] = r.Intn(2) == 0
+		for _, f := range []string{"fsdp", "precision_aware_optimizer", "overlap_param_gather_with_optimizer_step"} {
+			if r.Intn(4) == 0 {
+				train[f] = true
+			}
+		}
+		if r.Intn(4) == 0 {
+			train["precision"] = "fp16"
+		}
+		if r.Intn(4) == 0 {
+			over["checkpoint"] = map[string]any{"format": []string{"torch", "torch_dist", "torch_dcp", "fsdp_dtensor"}[r.Intn(4)]}
+		}
+		data, _ := json.Marshal(over)
+		s := specFrom(t, over)
+		l := runSpec(s)
+		all = append(all, xcase{Name: string(data), Spec: s, Derived: spec.Derive(s), Valid: !l.HasErrors(), Codes: codesOf(l), Errors: errorsOf(l)})
+	}
+	return all
+}

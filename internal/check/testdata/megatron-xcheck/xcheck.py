@@ -86,6 +86,13 @@ def megatron_verdict(s, args, env):
     # for Adam and SGD without Megatron-FSDP v2 (parc's train.fsdp is v1).
     if oc.optimizer in ('adam', 'sgd') and oc.use_precision_aware_optimizer and not oc.use_distributed_optimizer:
         return 'optimizer', '--use-precision-aware-optimizer only supported with distributed optimizer'
+    # ... and for the emerging optimizers (muon), _get_megatron_emerging_optimizer's
+    # checks in its order (the emerging-optimizers package taken as installed).
+    if oc.optimizer not in ('adam', 'sgd'):
+        if oc.use_layer_wise_distributed_optimizer and oc.overlap_param_gather_with_optimizer_step:
+            return 'optimizer', 'overlap_param_gather_with_optimizer_step is not supported with use_layer_wise_distributed_optimizer'
+        if oc.fp16:
+            return 'optimizer', 'emerging optimizer with fp16 is not supported.'
     try:
         ConstantNumMicroBatchesCalculator(args.global_batch_size, args.micro_batch_size, args.data_parallel_size, False, 0)
     except BaseException as e:
