@@ -910,14 +910,14 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   DeepEP: 0.811 for 0.893) are the test's other checks.
 - Kimi K2 (four releases of one plan on 256 GB300: pp 4, vpp 4, ep 64, MXFP8, HybridEP, Muon) joined the
   corpus after the constants were fitted and was not used to fit them: its rows are marked fit by their
-  hash, but they are estimated with the constants fitted without them, 13-18% too slow, like the other
+  hash, but they are estimated with the constants fitted without them, 14-19% too slow, like the other
   fine-grained MoE rows on GB300. A refit with them (go test -run TestCalibration -update) finds another
   optimum: HostSyncS from 738 µs to 0, GPU time per kernel from 14.8 to 17.5 µs, GroupedRel 0.488 to
   0.469; held out, median 4.6% to 4.9%, worst 60% to 55%, mean 8.4% to 8.5%, 57 solver-corpus misses
   instead of 62; but it breaks the PR 1760 A/B of the expert-parallel overlap's host cost
   (TestEPOverlapHostCost: host-time ratio 1.137 for the measured 1.075, bound 5%), an outside
   measurement the fit does not see, so the constants stay. Muon's Newton-Schulz iterations at the
-  optimizer step are not timed (about 2% of this step by their FLOPs).
+  optimizer step are timed from their FLOPs (muon.go); no measurement isolates them.
 - DeepSeek-V3 without MTP on GB300 (25.11, pp 2, vpp 4, ep 32) is 15% (FP8-MX) and 29% (BF16, held
   out) too slow. No release config has this plan; the settings every config of it on a test branch of
   the week before the table agree on are recorded (HybridEP, router and preprocess CUDA graphs), its

@@ -234,6 +234,7 @@ type Train struct {
 	OptimizerOffloadFraction            float64  `json:"optimizer_offload_fraction"`                              // --optimizer-offload-fraction
 	OverlapCPUOptimizerD2HH2D           bool     `json:"overlap_cpu_optimizer_d2h_h2d"`                           // --overlap-cpu-optimizer-d2h-h2d
 	Optimizer                           string   `json:"optimizer"`                                               // --optimizer: adam, sgd or muon
+	MuonTPMode                          string   `json:"muon_tp_mode"`                                            // --muon-tp-mode: duplicated, blockwise or distributed
 	DistributedOptimizer                bool     `json:"distributed_optimizer"`
 	OverlapParamGatherWithOptimizerStep bool     `json:"overlap_param_gather_with_optimizer_step"` // --overlap-param-gather-with-optimizer-step
 	FSDP                                bool     `json:"fsdp"`

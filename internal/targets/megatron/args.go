@@ -438,6 +438,7 @@ func (e *emitter) optimizer() {
 	// passing it says so. optim_grads_params is also Megatron's default
 	// sharding strategy, written out so the plan reads as what it is.
 	a.choice("--optimizer", tr.Optimizer, "adam")
+	a.choice("--muon-tp-mode", tr.MuonTPMode, "duplicated")
 	if tr.DistributedOptimizer || tr.FSDP {
 		a.flag("--use-distributed-optimizer")
 	}
