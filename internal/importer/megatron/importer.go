@@ -122,10 +122,10 @@ func Import(src []byte, o Options) Result {
 			"the arguments leave --eval-interval out: Megatron keeps None and stops at start-up dividing train_iters by it (training.py, get_train_valid_test_num_samples); the spec writes eval_interval: null to keep the arguments as they are")
 	}
 	// Dests the input sets that no field took: their arguments, verbatim.
-	extra := map[string]bool{}
+	extra, unclaimed := map[string]bool{}, map[string]bool{}
 	for d := range ns.Set {
 		if !m.claimed[d] {
-			extra[d] = true
+			extra[d], unclaimed[d] = true, true
 		}
 	}
 
@@ -258,6 +258,14 @@ func Import(src []byte, o Options) Result {
 	}
 	for _, d := range slices.Sorted(maps.Keys(extra)) {
 		s := ns.Set[d]
+		if paths := mg.SpecFields[d]; len(paths) == 1 && unclaimed[d] {
+			// The schema has the field, but not this value (--optimizer
+			// lion: train.optimizer takes adam, sgd and muon).
+			r.Diags.Warnf(at(s.Index), "launch.extra_args", "import-extra-arg",
+				"keep it as an extra argument: parc's estimates and checks do not see it",
+				"%s %s is not a value %s takes: carried in launch.extra_args", s.Option, mg.Repr(ns.Values[d]), paths[0])
+			continue
+		}
 		r.Diags.Warnf(at(s.Index), "launch.extra_args", "import-extra-arg",
 			"keep it as an extra argument, or give the schema a field for it",
 			"%s has no spec field: carried in launch.extra_args", s.Option)

@@ -197,3 +197,19 @@ func TestImportOptimizer(t *testing.T) {
 	res := importTiny("--optimizer muon --use-megatron-fsdp --ckpt-format fsdp_dtensor")
 	require.Contains(t, res.Diags.Codes(), "optimizer-options", "%v", res.Diags)
 }
+
+// TestImportOptimizerParcLacks: an optimizer train.optimizer does not take
+// (lion, one of Megatron-Core's emerging optimizers) stays an extra
+// argument, and the warning says that the field exists but not the value.
+func TestImportOptimizerParcLacks(t *testing.T) {
+	res := importTiny("--optimizer lion")
+	require.NotNil(t, res.Spec, "%v", res.Diags)
+	require.Contains(t, strings.Join(strings.Fields(string(res.Spec)), " "), `"--optimizer", "lion"`)
+	var msg string
+	for _, d := range res.Diags {
+		if d.Code == "import-extra-arg" {
+			msg = d.Message
+		}
+	}
+	require.Equal(t, "--optimizer 'lion' is not a value train.optimizer takes: carried in launch.extra_args", msg)
+}
