@@ -463,6 +463,17 @@ func (c *costModel) memory(e *Estimate) {
 			// second fp32 moment, sharded like the rest of the state.
 			opt += StateBytes(c.embeddingParamsPerGPU(r), BytesPerParam{Optimizer: 4}, c.sharding, denseShards).Optimizer
 		}
+		if t := &c.s.Train; t.LayerWiseOptimizer() && !t.LayerWiseParamLayout && c.sharding == ShardOptimizer {
+			// The layer-wise optimizer's legacy path (no parameter layout)
+			// steps every parameter whole on one data-parallel rank: the rank
+			// that steps the embedding (or the output layer) holds all of its
+			// state, not its share (layer_wise_optimizer.py at d98e8a64).
+			state := c.state.Optimizer
+			if c.set.muon {
+				state += 4 // Adam's second moment
+			}
+			opt += c.embeddingParamsPerGPU(r) * state * (1 - 1/float64(denseShards))
+		}
 		if c.sharding == ShardFull {
 			// The layer being computed and the one prefetched are gathered in full.
 			w += 2 * c.largestLayerPerGPU() * c.state.Weights

@@ -235,6 +235,7 @@ type Train struct {
 	OverlapCPUOptimizerD2HH2D           bool     `json:"overlap_cpu_optimizer_d2h_h2d"`                           // --overlap-cpu-optimizer-d2h-h2d
 	Optimizer                           string   `json:"optimizer"`                                               // --optimizer: adam, sgd or muon
 	MuonTPMode                          string   `json:"muon_tp_mode"`                                            // --muon-tp-mode: duplicated, blockwise or distributed
+	LayerWiseParamLayout                bool     `json:"layer_wise_param_layout"`                                 // --no-use-layer-wise-param-layout when false
 	DistributedOptimizer                bool     `json:"distributed_optimizer"`
 	OverlapParamGatherWithOptimizerStep bool     `json:"overlap_param_gather_with_optimizer_step"` // --overlap-param-gather-with-optimizer-step
 	FSDP                                bool     `json:"fsdp"`

@@ -255,6 +255,11 @@ func (m *mapper) explicit() {
 		m.simple("train.optimizer", "optimizer")
 		m.simple("train.distributed_optimizer", "use_distributed_optimizer")
 	}
+	if o, _ := m.get("optimizer").(string); o != "adam" && o != "sgd" {
+		// Only an emerging optimizer reads it (the layer-wise optimizer's
+		// layout); beside adam or sgd it stays an extra argument.
+		m.simple("train.layer_wise_param_layout", "use_layer_wise_param_layout")
+	}
 	m.simple("train.precision_aware_optimizer", "use_precision_aware_optimizer")
 	m.simple("train.fsdp", "use_megatron_fsdp")
 	m.simple("train.iters", "train_iters")

@@ -186,8 +186,9 @@ func TestImportOptimizerCPUOffload(t *testing.T) {
 func TestImportOptimizer(t *testing.T) {
 	for extra, want := range map[string][]string{
 		"--optimizer sgd": {`optimizer: "sgd"`},
-		"--optimizer muon --use-distributed-optimizer": {`optimizer: "muon"`, "distributed_optimizer: true"},
-		"--optimizer dist_muon":                        {`optimizer: "muon"`, "distributed_optimizer: true"},
+		"--optimizer muon --use-distributed-optimizer":                                  {`optimizer: "muon"`, "distributed_optimizer: true"},
+		"--optimizer dist_muon":                                                         {`optimizer: "muon"`, "distributed_optimizer: true"},
+		"--optimizer muon --use-distributed-optimizer --no-use-layer-wise-param-layout": {`optimizer: "muon"`, "layer_wise_param_layout: false"},
 	} {
 		spec := strings.Join(strings.Fields(string(importClean(t, extra).Spec)), " ")
 		for _, f := range want {

@@ -439,6 +439,9 @@ func (e *emitter) optimizer() {
 	// sharding strategy, written out so the plan reads as what it is.
 	a.choice("--optimizer", tr.Optimizer, "adam")
 	a.choice("--muon-tp-mode", tr.MuonTPMode, "duplicated")
+	if tr.EmergingOptimizer() && !tr.LayerWiseParamLayout {
+		a.flag("--no-use-layer-wise-param-layout")
+	}
 	if tr.DistributedOptimizer || tr.FSDP {
 		a.flag("--use-distributed-optimizer")
 	}

@@ -46,6 +46,7 @@ var parityCases = []struct {
 	{"optimizer-dtype-without-precision-aware", `train: {distributed_optimizer: true, exp_avg_dtype: "bf16"}`, false},
 	{"optimizer-muon-layer-wise", `train: {optimizer: "muon", distributed_optimizer: true}`, true},
 	{"optimizer-sgd", `train: {optimizer: "sgd", distributed_optimizer: true}`, true},
+	{"optimizer-muon-legacy-layer-wise", `train: {optimizer: "muon", distributed_optimizer: true, layer_wise_param_layout: false}`, true},
 	{"optimizer-muon-blockwise", `train: {optimizer: "muon", distributed_optimizer: true, muon_tp_mode: "blockwise"}`, true},
 	{"optimizer-muon-megatron-fsdp", `train: {optimizer: "muon", fsdp: true}`, false},
 	{"optimizer-muon-precision-aware", `train: {optimizer: "muon", distributed_optimizer: true, precision_aware_optimizer: true}`, false},
