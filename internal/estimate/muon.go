@@ -86,9 +86,9 @@ func (c *costModel) muonStepFLOPs(r int) float64 {
 			if m.expert {
 				count, tp, shards = count/float64(c.ep), float64(c.etp), float64(expertShards)
 			}
-			if m.expert || shardTP {
-				// Experts are split by expert-tensor parallelism
-				// (each rank's shard is its own parameter).
+			if shardTP {
+				// The routed experts by expert-tensor parallelism (their
+				// duplicated mode gathers over the expert-tensor group).
 				if m.tpRows {
 					rows /= tp
 				}
