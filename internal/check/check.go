@@ -297,14 +297,7 @@ func gcd(a, b int) int {
 // plan wrong in both hears of both at once.
 func (c *checker) layoutStages() {
 	p := c.s.Parallel
-	if p.Layout == nil || p.PP < 1 {
-		return
-	}
-	l, err := spec.ParsePipelineLayout(*p.Layout)
-	if err != nil || len(l.Stages)%p.PP != 0 {
-		return
-	}
-	if v := len(l.Stages) / p.PP; v != p.VPP {
+	if _, v, ok := p.LayoutStages(); ok && v != p.VPP {
 		c.specVPP = p.VPP
 		s := *c.s
 		s.Parallel.VPP = v

@@ -135,16 +135,13 @@ func ConfigOf(s *spec.Spec, d spec.Derived) Config {
 // layers (m), or nil without a layout or MTP.
 func mtpStages(s *spec.Spec) []int {
 	p := s.Parallel
-	if s.Model.MTPLayers == 0 || p.Layout == nil || p.PP < 1 {
-		return nil
-	}
-	l, err := spec.ParsePipelineLayout(*p.Layout)
-	if err != nil || len(l.Stages)%p.PP != 0 {
+	l, vpp, ok := p.LayoutStages()
+	if s.Model.MTPLayers == 0 || !ok {
 		return nil
 	}
 	var ranks []int
 	for r := range p.PP {
-		for v := range len(l.Stages) / p.PP {
+		for v := range vpp {
 			if l.Stage(p.PP, r, v).Count('m') > 0 {
 				ranks = append(ranks, r)
 				break

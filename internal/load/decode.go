@@ -95,8 +95,8 @@ func (r *Result) DecodeValue(v cue.Value) (*spec.Spec, diag.List) {
 	// Megatron derives the virtual stages from a pipeline layout
 	// (validate_args); a vpp the user did not write follows it.
 	if p := &s.Parallel; p.Layout != nil && !r.User.LookupPath(cue.ParsePath("parallel.vpp")).Exists() {
-		if l, err := spec.ParsePipelineLayout(*p.Layout); err == nil && p.PP > 0 && len(l.Stages)%p.PP == 0 {
-			p.VPP = len(l.Stages) / p.PP
+		if _, vpp, ok := p.LayoutStages(); ok {
+			p.VPP = vpp
 		}
 	}
 	return &s, nil

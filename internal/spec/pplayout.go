@@ -189,14 +189,25 @@ func (l *PipelineLayout) Flat() string {
 // Stage returns the stage of pipeline rank r in virtual stage v.
 func (l *PipelineLayout) Stage(pp, r, v int) LayoutStage { return l.Stages[v*pp+r] }
 
+// LayoutStages is parallel.layout parsed, with the virtual stages per
+// pipeline rank it gives (validate_args: its stages over pp); ok is false
+// without a layout, or when it does not parse or its stages are not a
+// multiple of pp.
+func (p Parallel) LayoutStages() (l *PipelineLayout, vpp int, ok bool) {
+	if p.Layout == nil || p.PP < 1 {
+		return nil, 0, false
+	}
+	l, err := ParsePipelineLayout(*p.Layout)
+	if err != nil || len(l.Stages)%p.PP != 0 {
+		return nil, 0, false
+	}
+	return l, len(l.Stages) / p.PP, true
+}
+
 // layoutStageLayers assigns the decoder layers from a layout: [r][v].
 func layoutStageLayers(layers int, p Parallel) [][]LayerRange {
-	l, err := ParsePipelineLayout(*p.Layout)
-	if err != nil || p.PP < 1 || len(l.Stages)%p.PP != 0 {
-		return nil
-	}
-	vpp := len(l.Stages) / p.PP
-	if vpp != p.VPP || l.Count('t') != layers {
+	l, vpp, ok := p.LayoutStages()
+	if !ok || vpp != p.VPP || l.Count('t') != layers {
 		return nil
 	}
 	out := make([][]LayerRange, p.PP)
