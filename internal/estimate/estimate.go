@@ -458,22 +458,7 @@ func (c *costModel) memory(e *Estimate) {
 		st := StateBytes(float64(dense), c.state, c.sharding, denseShards)
 		ex := StateBytes(float64(expert), c.state, c.sharding, expertShards)
 		w, g, opt := st.Weights+ex.Weights, st.Gradients+ex.Gradients, st.Optimizer+ex.Optimizer
-		if c.set.muon {
-			// Muon's embedding and output layer are stepped by Adam: a
-			// second fp32 moment, sharded like the rest of the state.
-			opt += StateBytes(c.embeddingParamsPerGPU(r), BytesPerParam{Optimizer: 4}, c.sharding, denseShards).Optimizer
-		}
-		if t := &c.s.Train; t.LayerWiseOptimizer() && !t.LayerWiseParamLayout && c.sharding == ShardOptimizer {
-			// The layer-wise optimizer's legacy path (no parameter layout)
-			// steps every parameter whole on one data-parallel rank: the rank
-			// that steps the embedding (or the output layer) holds all of its
-			// state, not its share (layer_wise_optimizer.py at d98e8a64).
-			state := c.state.Optimizer
-			if c.set.muon {
-				state += 4 // Adam's second moment
-			}
-			opt += c.embeddingParamsPerGPU(r) * state * (1 - 1/float64(denseShards))
-		}
+		opt += c.embeddingStateExtra(r, denseShards)
 		if c.sharding == ShardFull {
 			// The layer being computed and the one prefetched are gathered in full.
 			w += 2 * c.largestLayerPerGPU() * c.state.Weights
@@ -703,6 +688,30 @@ func (c *costModel) embeddingParamsPerGPU(r int) float64 {
 		n += c.sh.wordEmbeddings() // the MTP stage's own embedding (params.go stageParams)
 	}
 	return float64(n) / float64(c.tp)
+}
+
+// embeddingStateExtra is the optimizer state of rank r's embedding and
+// output layer beyond what StateBytes counts for them (their share of
+// c.state.Optimizer): with Muon they are stepped by Adam, which keeps a
+// second fp32 moment; on the layer-wise optimizer's legacy path (no
+// parameter layout) every parameter is stepped whole on one data-parallel
+// rank, and the rank that steps the embedding holds all of its state
+// (layer_wise_optimizer.py at d98e8a64), not its share.
+func (c *costModel) embeddingStateExtra(r, shards int) float64 {
+	t := &c.s.Train
+	legacy := t.LayerWiseOptimizer() && !t.LayerWiseParamLayout && c.sharding == ShardOptimizer
+	if !c.set.muon && !legacy {
+		return 0
+	}
+	emb, perParam := c.embeddingParamsPerGPU(r), c.state.Optimizer
+	if c.set.muon {
+		perParam += 4 // Adam's second moment
+	}
+	held := StateBytes(emb, BytesPerParam{Optimizer: perParam}, c.sharding, shards).Optimizer
+	if legacy {
+		held = emb * perParam
+	}
+	return held - StateBytes(emb, BytesPerParam{Optimizer: c.state.Optimizer}, c.sharding, shards).Optimizer
 }
 
 // weightShards is how many ways the weights are split over data parallelism.

@@ -72,29 +72,30 @@ func (sh modelShape) layerMatrices(moe bool) []weightMatrix {
 }
 
 // muonStepFLOPs is the Newton-Schulz work of pipeline rank r's GPU at one
-// optimizer step.
+// optimizer step; 0 without Muon.
 func (c *costModel) muonStepFLOPs(r int) float64 {
+	if !c.set.muon {
+		return 0
+	}
 	denseShards, expertShards := 1, 1
 	if c.s.Train.LayerWiseOptimizer() {
 		denseShards, expertShards = c.dataParallelShards()
 	}
 	shardTP := c.s.Train.MuonTPMode == "blockwise" || c.s.Train.MuonTPMode == "distributed"
-	perLayer := func(moe bool) float64 {
+	work := func(ms []weightMatrix) float64 {
 		var f float64
-		for _, m := range c.sh.layerMatrices(moe) {
+		for _, m := range ms {
 			rows, cols, count, tp, shards := m.rows, m.cols, m.count, float64(c.tp), float64(denseShards)
 			if m.expert {
+				// The routed experts: their local share, split by
+				// expert-tensor parallelism.
 				count, tp, shards = count/float64(c.ep), float64(c.etp), float64(expertShards)
 			}
-			if shardTP {
-				// The routed experts by expert-tensor parallelism (their
-				// duplicated mode gathers over the expert-tensor group).
-				if m.tpRows {
-					rows /= tp
-				}
-				if m.tpCols {
-					cols /= tp
-				}
+			if shardTP && m.tpRows {
+				rows /= tp
+			}
+			if shardTP && m.tpCols {
+				cols /= tp
 			}
 			f += count * nsFLOPs(rows, cols) / shards
 		}
@@ -103,25 +104,22 @@ func (c *costModel) muonStepFLOPs(r int) float64 {
 	var flops float64
 	for _, chunk := range c.stages[r] {
 		for l := chunk.First; l < chunk.First+chunk.Count; l++ {
-			flops += perLayer(c.sh.isMoE(l))
+			flops += work(c.sh.layerMatrices(c.sh.isMoE(l)))
 		}
 	}
 	if r == c.pp-1 && c.sh.mtp > 0 {
+		// An MTP layer is a decoder layer like the last one and its eh
+		// projection (2h → h, column-parallel).
 		h := float64(c.sh.h)
-		eh := nsFLOPs(h, 2*h)
-		if !shardTP {
-			eh /= float64(denseShards)
-		} else {
-			eh = nsFLOPs(h/float64(c.tp), 2*h) / float64(denseShards)
-		}
-		flops += float64(c.sh.mtp) * (perLayer(c.sh.isMoE(int(c.sh.layers)-1)) + eh)
+		mtp := append(c.sh.layerMatrices(c.sh.isMoE(int(c.sh.layers)-1)), weightMatrix{rows: h, cols: 2 * h, count: 1, tpRows: true})
+		flops += float64(c.sh.mtp) * work(mtp)
 	}
 	return flops
 }
 
 // muonStepS is muonStepFLOPs at the GEMM efficiency of the bf16 peak.
 func (c *costModel) muonStepS(r int) float64 {
-	if !c.set.muon || c.cm.r.bf16 <= 0 {
+	if c.cm.r.bf16 <= 0 {
 		return 0
 	}
 	return c.muonStepFLOPs(r) / (c.cm.r.bf16 * c.cal.GEMMEff)
