@@ -52,10 +52,14 @@ func ModelKind(m spec.Model) string {
 	return KindCoarseMoE
 }
 
-// GPUFamily is a GPU name without its variant: "H100" for "H100-SXM5-80GB".
+// GPUFamily is the product of the GPU a name names (spec.LookupGPU, the
+// datasheet table's reading of names): "H100" for "H100-SXM5-80GB" and for
+// "NVIDIA H100 80GB HBM3"; the name itself for a GPU parc has no datasheet of.
 func GPUFamily(name string) string {
-	family, _, _ := strings.Cut(name, "-")
-	return family
+	if d, ok := spec.LookupGPU(name, 0); ok {
+		return d.Product()
+	}
+	return name
 }
 
 // AccuracyOf is the measured accuracy for plans of s's kind of model on its

@@ -113,6 +113,10 @@ func LookupGPU(name string, memoryGiB float64) (Datasheet, bool) {
 	return *found, true
 }
 
+// Product is the GPU's product without its variant ("H100" for the H100
+// SXM, PCIe and NVL).
+func (d Datasheet) Product() string { return strings.ToUpper(d.product) }
+
 // Describes reports whether a GPU given with this dense bf16 peak is this
 // datasheet's GPU: the peak within 10% of the datasheet's. A different one
 // (most often the "with sparsity" figure, twice the dense one) means the
