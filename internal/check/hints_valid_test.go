@@ -406,18 +406,7 @@ func withOptions(rng *rand.Rand, over map[string]any) {
 		train["distributed_optimizer"] = coin(2)
 	}
 	if coin(6) { // optimizer-options
-		train["optimizer"] = []string{"muon", "sgd"}[rng.Intn(2)]
-		train["precision_aware_optimizer"] = coin(3)
-		train["distributed_optimizer"] = coin(2)
-		if coin(3) {
-			train["fsdp"] = true
-		}
-		if coin(4) {
-			train["precision"] = "fp16"
-		}
-		if coin(4) {
-			train["overlap_param_gather_with_optimizer_step"] = true
-		}
+		withOptimizer(rng, over, 3)
 	}
 	if coin(8) {
 		par["delay_wgrad_compute"] = true

@@ -116,15 +116,20 @@ func randomForXcheck(t *testing.T, seed uint64, n int) []xcase {
 		}
 		train := map[string]any{"global_batch": pick(8, 12, 16, 24, 32, 48, 64, 96, 128), "micro_batch": pick(1, 2), "seq_length": pick(2048, 4096, 4096, 2046)}
 		cl := map[string]any{"nodes": pick(2, 4, 4)}
-		o := map[string]any{"model": model, "parallel": par, "train": train, "cluster": cl}
-		data, _ := json.Marshal(o)
-		var m map[string]any
-		json.Unmarshal(data, &m)
-		s := specFrom(t, m)
-		l := runSpec(s)
-		all = append(all, xcase{Name: string(data), Spec: s, Derived: spec.Derive(s), Valid: !l.HasErrors(), Codes: codesOf(l), Errors: errorsOf(l)})
+		all = append(all, xcaseOf(t, map[string]any{"model": model, "parallel": par, "train": train, "cluster": cl}))
 	}
 	return all
+}
+
+// xcaseOf is the plan the overrides make (through JSON, as the dump names
+// it) with parc's verdict on it.
+func xcaseOf(t *testing.T, over map[string]any) xcase {
+	data, _ := json.Marshal(over)
+	var m map[string]any
+	json.Unmarshal(data, &m)
+	s := specFrom(t, m)
+	l := runSpec(s)
+	return xcase{Name: string(data), Spec: s, Derived: spec.Derive(s), Valid: !l.HasErrors(), Codes: codesOf(l), Errors: errorsOf(l)}
 }
 
 // optionsForXcheck makes n plans from the base plan with the random options
@@ -133,52 +138,52 @@ func randomForXcheck(t *testing.T, seed uint64, n int) []xcase {
 // cross-check reaches the rules the grid-only plans of randomForXcheck leave
 // alone.
 func optionsForXcheck(t *testing.T, seed int64, n int) []xcase {
+	return optionCases(t, seed, n, func(*mrand.Rand, map[string]any) {})
+}
+
+// optimizerForXcheck is optionsForXcheck with train.optimizer muon or sgd in
+// every plan, beside the companions Megatron rules on with it
+// (withOptimizer): its own generator, so the other seeds' plans stay the
+// ones their results name.
+func optimizerForXcheck(t *testing.T, seed int64, n int) []xcase {
+	return optionCases(t, seed, n, func(r *mrand.Rand, over map[string]any) { withOptimizer(r, over, 4) })
+}
+
+// optionCases makes n plans of withMoreOptions and then more.
+func optionCases(t *testing.T, seed int64, n int, more func(*mrand.Rand, map[string]any)) []xcase {
 	r := mrand.New(mrand.NewSource(seed))
 	var all []xcase
 	for range n {
 		over := map[string]any{}
 		withMoreOptions(r, over)
-		data, _ := json.Marshal(over)
-		s := specFrom(t, over)
-		l := runSpec(s)
-		all = append(all, xcase{Name: string(data), Spec: s, Derived: spec.Derive(s), Valid: !l.HasErrors(), Codes: codesOf(l), Errors: errorsOf(l)})
+		more(r, over)
+		all = append(all, xcaseOf(t, over))
 	}
 	return all
 }
 
-// optimizerForXcheck is optionsForXcheck with train.optimizer muon or sgd in
-// every plan, beside the companions Megatron rules on with it (FSDP, fp16,
-// the precision-aware and the distributed optimizer, the parameter gather
-// overlapped with the optimizer step, the checkpoint format): its own
-// generator, so the other seeds' plans stay the ones their results name.
-func optimizerForXcheck(t *testing.T, seed int64, n int) []xcase {
-	r := mrand.New(mrand.NewSource(seed))
-	var all []xcase
-	for range n {
-		over := map[string]any{}
-		withMoreOptions(r, over)
-		train, _ := over["train"].(map[string]any)
-		if train == nil {
-			train = map[string]any{}
-			over["train"] = train
-		}
-		train["optimizer"] = []string{"muon", "sgd"}[r.Intn(2)]
-		train["distributed_optimizer"] = r.Intn(2) == 0
-		for _, f := range []string{"fsdp", "precision_aware_optimizer", "overlap_param_gather_with_optimizer_step"} {
-			if r.Intn(4) == 0 {
-				train[f] = true
-			}
-		}
-		if r.Intn(4) == 0 {
-			train["precision"] = "fp16"
-		}
-		if r.Intn(4) == 0 {
-			over["checkpoint"] = map[string]any{"format": []string{"torch", "torch_dist", "torch_dcp", "fsdp_dtensor"}[r.Intn(4)]}
-		}
-		data, _ := json.Marshal(over)
-		s := specFrom(t, over)
-		l := runSpec(s)
-		all = append(all, xcase{Name: string(data), Spec: s, Derived: spec.Derive(s), Valid: !l.HasErrors(), Codes: codesOf(l), Errors: errorsOf(l)})
+// withOptimizer sets train.optimizer to muon or sgd, and each of the
+// companions Megatron rules on with it (FSDP, the precision-aware optimizer,
+// the parameter gather overlapped with the optimizer step, fp16, the
+// checkpoint format) one time in odds; the distributed optimizer half of the
+// time.
+func withOptimizer(r *mrand.Rand, over map[string]any, odds int) {
+	train, _ := over["train"].(map[string]any)
+	if train == nil {
+		train = map[string]any{}
+		over["train"] = train
 	}
-	return all
+	train["optimizer"] = []string{"muon", "sgd"}[r.Intn(2)]
+	train["distributed_optimizer"] = r.Intn(2) == 0
+	for _, f := range []string{"fsdp", "precision_aware_optimizer", "overlap_param_gather_with_optimizer_step"} {
+		if r.Intn(odds) == 0 {
+			train[f] = true
+		}
+	}
+	if r.Intn(odds) == 0 {
+		train["precision"] = "fp16"
+	}
+	if r.Intn(odds) == 0 {
+		over["checkpoint"] = map[string]any{"format": []string{"torch", "torch_dist", "torch_dcp", "fsdp_dtensor"}[r.Intn(4)]}
+	}
 }
