@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"parc.dev/parc/internal/spec"
 	"slices"
 	"strings"
 	"sync"
@@ -347,12 +348,12 @@ func PublishedPlan(r *Run) (*Plan, error) {
 	// The optimizer (--optimizer; Megatron-Bridge's optimizer_type). The
 	// deprecated dist_muon is muon with the layer-wise distributed
 	// optimizer, as validate_args makes it.
-	switch v, _ := set["optimizer"].(string); v {
-	case "":
-	case "dist_muon":
-		tr["optimizer"], tr["distributed_optimizer"] = "muon", true
-	default:
-		tr["optimizer"] = v
+	if v, _ := set["optimizer"].(string); v != "" {
+		o, layerWise := spec.MegatronOptimizer(v)
+		tr["optimizer"] = o
+		if layerWise {
+			tr["distributed_optimizer"] = true
+		}
 	}
 	if v, ok := set["manual_gc"].(bool); ok {
 		tr["manual_gc"] = v

@@ -405,6 +405,17 @@ func (t *Train) EmergingOptimizer() bool {
 	return o != "adam" && o != "sgd"
 }
 
+// MegatronOptimizer is what Megatron-LM's validate_args makes of an
+// --optimizer value (arguments.py at d98e8a64): the deprecated dist_muon is
+// muon with the layer-wise distributed optimizer (layerWise); every other
+// name is itself.
+func MegatronOptimizer(name string) (optimizer string, layerWise bool) {
+	if name == "dist_muon" {
+		return "muon", true
+	}
+	return name, false
+}
+
 // LayerWiseOptimizer reports whether the optimizer state is sharded by
 // Megatron's LayerWiseDistributedOptimizer (an emerging optimizer with
 // --use-distributed-optimizer: validate_args sets

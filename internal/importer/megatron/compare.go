@@ -1,6 +1,7 @@
 package megatron
 
 import (
+	"parc.dev/parc/internal/spec"
 	"strings"
 
 	mg "parc.dev/parc/internal/targets/megatron"
@@ -141,12 +142,11 @@ func effective(ns *mg.Namespace, world int) map[string]any {
 	// optimizer instead, and the deprecated dist_muon is muon with it
 	// (arguments.py at d98e8a64).
 	if o, _ := v["optimizer"].(string); o != "" && o != "adam" && o != "sgd" {
-		layerWise, _ := v["use_distributed_optimizer"].(bool)
-		if o == "dist_muon" {
-			v["optimizer"], layerWise = "muon", true
-		}
+		distributed, _ := v["use_distributed_optimizer"].(bool)
+		name, deprecated := spec.MegatronOptimizer(o)
+		v["optimizer"] = name
 		v["use_distributed_optimizer"] = false
-		v["use_layer_wise_distributed_optimizer"] = layerWise
+		v["use_layer_wise_distributed_optimizer"] = distributed || deprecated
 	}
 	if v["split"] == nil && v["data_path"] != nil {
 		v["split"] = "969, 30, 1"

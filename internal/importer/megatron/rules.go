@@ -245,17 +245,17 @@ func (m *mapper) explicit() {
 		m.simple("train.recompute", "recompute_granularity")
 	}
 	m.simple("train.recompute_layers", "recompute_num_layers")
-	if m.get("optimizer") == "dist_muon" {
-		// validate_args turns the deprecated dist_muon into muon with the
-		// layer-wise distributed optimizer, which parc compiles from muon and
-		// the distributed optimizer (arguments.py at d98e8a64).
-		m.assign("train.optimizer", "muon", "optimizer")
+	name, _ := m.get("optimizer").(string)
+	if o, layerWise := spec.MegatronOptimizer(name); layerWise {
+		// dist_muon: muon with the layer-wise distributed optimizer, which
+		// parc compiles from muon and the distributed optimizer.
+		m.assign("train.optimizer", o, "optimizer")
 		m.assign("train.distributed_optimizer", true, "optimizer", "use_distributed_optimizer")
 	} else {
 		m.simple("train.optimizer", "optimizer")
 		m.simple("train.distributed_optimizer", "use_distributed_optimizer")
 	}
-	if o, _ := m.get("optimizer").(string); o != "adam" && o != "sgd" {
+	if name != "adam" && name != "sgd" {
 		// Only an emerging optimizer reads it (the layer-wise optimizer's
 		// layout); beside adam or sgd it stays an extra argument.
 		m.simple("train.layer_wise_param_layout", "use_layer_wise_param_layout")
