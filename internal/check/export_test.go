@@ -6,9 +6,10 @@ package check
 type XCase = xcase
 
 var (
-	XcheckCorpus       = xcheckCorpus
-	RandomForXcheck    = randomForXcheck
-	OptionsForXcheck   = optionsForXcheck
-	OptimizerForXcheck = optimizerForXcheck
-	ErrorCodes         = errorCodes
+	XcheckCorpus        = xcheckCorpus
+	RandomForXcheck     = randomForXcheck
+	OptionsForXcheck    = optionsForXcheck
+	OptimizerForXcheck  = optimizerForXcheck
+	ActivationForXcheck = activationForXcheck
+	ErrorCodes          = errorCodes
 )

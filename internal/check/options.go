@@ -167,6 +167,17 @@ func (c *checker) kernels() {
 			opt("set kernels.apply_rope_fusion: false", setting{"kernels.apply_rope_fusion", false}), opt(`set model.rope_type "yarn"`, setting{"model.rope_type", "yarn"})),
 			"RoPE fusion with multi-latent attention only works with YaRN RoPE, but model.rope_type is \"rope\"")
 	}
+	if s.Model.Activation == "squared_relu" && s.Model.Bias && k.BiasGeluFusion {
+		// Rule S16: argument_utils.py core_transformer_config_from_args at
+		// d98e8a64 passes bias_gelu_fusion as bias_activation_fusion for every
+		// activation but swiglu (validate_args turns it off only without
+		// biases), and TransformerConfig.__post_init__ raises "When
+		// bias_activation_fusion is True, activation function should be
+		// either gelu, swiglu, or quick_geglu".
+		c.report("kernel-options", "kernels.bias_gelu_fusion", c.anyOf("kernel-options", "kernels.bias_gelu_fusion",
+			setOpt(setting{"kernels.bias_gelu_fusion", false}), setOpt(setting{"model.bias", false})),
+			"the squared_relu activation with linear biases cannot use the fused bias-activation kernel (kernels.bias_gelu_fusion, on by default): Megatron fuses only gelu, swiglu and quick_geglu")
+	}
 	if len(k.CUDAGraphScope) > 0 && len(k.CUDAGraphModules) > 0 {
 		c.report("kernel-options", "kernels.cuda_graph_scope", "give the modules once, in kernels.cuda_graph_modules: "+
 			c.anyOf("kernel-options", "kernels.cuda_graph_scope", setOpt(setting{"kernels.cuda_graph_scope", nil})),

@@ -59,12 +59,13 @@ func TestDumpForMegatron(t *testing.T) {
 		"random2.json": forMegatron(check.RandomForXcheck(t, 9, 3000)),
 		"options.json": forMegatron(check.OptionsForXcheck(t, 21, 1000)),
 		// More seeds of the same generators (README: the last four rows).
-		"random66.json":     forMegatron(check.RandomForXcheck(t, 66, 1500)),
-		"options202.json":   forMegatron(check.OptionsForXcheck(t, 202, 3000)),
-		"options303.json":   forMegatron(check.OptionsForXcheck(t, 303, 3000)),
-		"options404.json":   forMegatron(check.OptionsForXcheck(t, 404, 3000)),
-		"optimizer505.json": forMegatron(check.OptimizerForXcheck(t, 505, 1000)),
-		"errors.json":       check.ErrorCodes(),
+		"random66.json":      forMegatron(check.RandomForXcheck(t, 66, 1500)),
+		"options202.json":    forMegatron(check.OptionsForXcheck(t, 202, 3000)),
+		"options303.json":    forMegatron(check.OptionsForXcheck(t, 303, 3000)),
+		"options404.json":    forMegatron(check.OptionsForXcheck(t, 404, 3000)),
+		"optimizer505.json":  forMegatron(check.OptimizerForXcheck(t, 505, 1000)),
+		"activation606.json": forMegatron(check.ActivationForXcheck(t, 606, 600)),
+		"errors.json":        check.ErrorCodes(),
 	} {
 		data, err := json.Marshal(v)
 		if err != nil {

@@ -149,6 +149,32 @@ func optimizerForXcheck(t *testing.T, seed int64, n int) []xcase {
 	return optionCases(t, seed, n, func(r *mrand.Rand, over map[string]any) { withOptimizer(r, over, 4) })
 }
 
+// activationForXcheck is optionsForXcheck with model.activation one of the
+// four in every plan, beside random linear biases and bias-activation
+// fusions (withActivation): what core_transformer_config_from_args and
+// TransformerConfig rule on together (rules S16, S17).
+func activationForXcheck(t *testing.T, seed int64, n int) []xcase {
+	return optionCases(t, seed, n, func(r *mrand.Rand, over map[string]any) { withActivation(r, over) })
+}
+
+// withActivation sets model.activation, model.bias and the two
+// bias-activation fusions at random.
+func withActivation(r *mrand.Rand, over map[string]any) {
+	block := func(name string) map[string]any {
+		b, _ := over[name].(map[string]any)
+		if b == nil {
+			b = map[string]any{}
+			over[name] = b
+		}
+		return b
+	}
+	model, kern := block("model"), block("kernels")
+	model["activation"] = []string{"gelu", "swiglu", "squared_relu", "quick_geglu"}[r.Intn(4)]
+	model["bias"] = r.Intn(2) == 0
+	kern["bias_gelu_fusion"] = r.Intn(2) == 0
+	kern["bias_swiglu_fusion"] = r.Intn(2) == 0
+}
+
 // optionCases makes n plans of withMoreOptions and then more.
 func optionCases(t *testing.T, seed int64, n int, more func(*mrand.Rand, map[string]any)) []xcase {
 	r := mrand.New(mrand.NewSource(seed))

@@ -43,13 +43,19 @@ type megatronArgs struct {
 	moePattern                             []bool
 	mtpLayers                              int
 	swiglu, rmsnorm, untied, addBiasLinear bool
-	mla                                    *spec.MLA
-	tp, pp, cp, ep, etp, world, dp         float64
-	vpp                                    int // 1 = None
-	distributedOptimizer                   bool
-	seq, micro, globalBatch, microbatches  float64
-	sequenceParallel, selectiveRecompute   bool
-	hasMoE                                 bool
+	// gated is a gated MLP (swiglu or quick_geglu: spec.Model.GatedMLP).
+	// The FLOP count takes it, as Megatron-Bridge's does (flop_utils.py:
+	// ffn_expansion_factor 3 with gated_linear_unit); Megatron-LM's
+	// training.py and theoretical_memory_usage.py read args.swiglu alone,
+	// so the weight formula keeps swiglu.
+	gated                                 bool
+	mla                                   *spec.MLA
+	tp, pp, cp, ep, etp, world, dp        float64
+	vpp                                   int // 1 = None
+	distributedOptimizer                  bool
+	seq, micro, globalBatch, microbatches float64
+	sequenceParallel, selectiveRecompute  bool
+	hasMoE                                bool
 }
 
 func newMegatronArgs(s *spec.Spec, d spec.Derived) megatronArgs {
@@ -64,6 +70,7 @@ func newMegatronArgs(s *spec.Spec, d spec.Derived) megatronArgs {
 		paddedVocab:          float64(d.PaddedVocab),
 		mtpLayers:            m.MTPLayers,
 		swiglu:               m.Activation == "swiglu",
+		gated:                m.GatedMLP(),
 		rmsnorm:              m.Normalization == "rmsnorm",
 		untied:               !m.TieEmbeddings,
 		addBiasLinear:        m.Bias,
@@ -330,7 +337,7 @@ func (a megatronArgs) flopTerms() flopTerms {
 	f.denseLayers += (1 - last) * f.mtpLayers
 	f.layers = float64(a.layers) + f.mtpLayers
 	f.ffnFactor = 2
-	if a.swiglu {
+	if a.gated {
 		f.ffnFactor = 3
 	}
 	const fwdBwd, fma = 3, 2

@@ -46,7 +46,7 @@ func newModelShape(s *spec.Spec, d spec.Derived) modelShape {
 		learnedPos: m.PositionEmbedding == "learned_absolute", mla: m.MLA,
 	}
 	sh.q, sh.kv = sh.d*sh.a, sh.d*sh.g
-	if m.Activation == "swiglu" {
+	if m.GatedMLP() {
 		sh.gated = 2
 	}
 	if m.Normalization == "rmsnorm" {

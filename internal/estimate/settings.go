@@ -224,8 +224,10 @@ func (st settings) offloadedOptimizerBytes() float64 {
 // pytorch/ops/fused/forward_grouped_mlp.py, ForwardGroupedMLP_CuTeGEMMSwiGLU_MXFP8,
 // a CuTe DSL kernel of cuDNN front-end). Megatron takes that path with
 // --use-transformer-engine-op-fuser when the experts' tensor-parallel group
-// is 1 and the activation is a GLU (experts.py _is_fused_impl_supported at
-// d98e8a64), and TE's fused op only with NVTE_CUTEDSL_FUSED_GROUPED_MLP set,
+// is 1 and the activation is a GLU of SiLU or quick GELU (swiglu,
+// quick_geglu: experts.py _is_fused_impl_supported at d98e8a64; its fused
+// squared ReLU needs use_fused_weighted_squared_relu, which the spec has no
+// field for), and TE's fused op only with NVTE_CUTEDSL_FUSED_GROUPED_MLP set,
 // MXFP8 and compute capability 10.x (is_supported). Megatron-Bridge's
 // cutedsl_fused_grouped_mlp sets both (scripts/performance/utils/overrides.py
 // and perf_plugins.py at r0.5.0).
@@ -241,7 +243,7 @@ func fusedGroupedMLP(s *spec.Spec, etp int) bool {
 	}
 	cc := s.Cluster.GPU.ComputeCapability
 	return s.Kernels.UseTransformerEngineOpFuser && s.Model.MoE != nil && etp <= 1 &&
-		s.Model.Activation == "swiglu" && s.Train.Precision == "fp8" && s.Train.FP8Recipe == "mxfp8" &&
+		s.Model.GatedMLP() && s.Train.Precision == "fp8" && s.Train.FP8Recipe == "mxfp8" &&
 		cc >= 10 && cc < 11 && env("NVTE_CUTEDSL_FUSED_GROUPED_MLP")
 }
 

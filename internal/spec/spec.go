@@ -33,7 +33,7 @@ type Model struct {
 	Vocab                             int      `json:"vocab"`
 	MakeVocabDivisibleBy              int      `json:"make_vocab_divisible_by"`
 	MaxPositionEmbeddings             *int     `json:"max_position_embeddings,omitempty"`
-	Activation                        string   `json:"activation"`    // "gelu" | "swiglu"
+	Activation                        string   `json:"activation"`    // "gelu" | "swiglu" | "squared_relu" | "quick_geglu"
 	Normalization                     string   `json:"normalization"` // "layernorm" | "rmsnorm"
 	NormEpsilon                       float64  `json:"norm_epsilon"`
 	PositionEmbedding                 string   `json:"position_embedding"` // "learned_absolute" | "rope" | "none"
@@ -59,6 +59,13 @@ type Model struct {
 	MoE                               *MoE     `json:"moe,omitempty"`
 	MTPLayers                         int      `json:"mtp_layers"`
 }
+
+// GatedMLP reports whether the MLP is a gated linear unit (swiglu,
+// quick_geglu): FC1 projects to two ffn_hidden-wide halves, one gating the
+// other (Megatron's gated_linear_unit; argument_utils.py
+// core_transformer_config_from_args at d98e8a64 sets it for --swiglu and
+// --quick-geglu).
+func (m *Model) GatedMLP() bool { return m.Activation == "swiglu" || m.Activation == "quick_geglu" }
 
 // WindowedLayer reports whether decoder layer l (0-based) uses sliding-window
 // attention: Megatron's is_layer_window_attention (megatron/core/transformer/

@@ -107,6 +107,8 @@ func Import(src []byte, file string) Result {
 		put("model.activation", "hidden_act", "swiglu") // gated SiLU MLP (LlamaMLP: down(act(gate)·up))
 	case "gelu", "gelu_new", "gelu_pytorch_tanh":
 		put("model.activation", "hidden_act", "gelu")
+	case "relu2":
+		put("model.activation", "hidden_act", "squared_relu") // ReLU squared, ungated (NemotronMLP: down(act(up)))
 	}
 	if _, ok := num("rms_norm_eps"); ok {
 		put("model.normalization", "rms_norm_eps", "rmsnorm")

@@ -277,3 +277,15 @@ func TestRopeParameters(t *testing.T) {
 		require.Equal(t, a, b, "%s\n%s", file, now.Spec)
 	}
 }
+
+// TestSquaredReLU: transformers' Nemotron models (NemotronMLP, ungated)
+// name ReLU squared "relu2"; it is Megatron's --squared-relu.
+func TestSquaredReLU(t *testing.T) {
+	ctx := cuecontext.New()
+	res := Import([]byte(`{"model_type": "nemotron", "num_hidden_layers": 32, "hidden_size": 6144, "intermediate_size": 24576,
+		"num_attention_heads": 48, "num_key_value_heads": 8, "vocab_size": 256000, "max_position_embeddings": 4096,
+		"hidden_act": "relu2", "tie_word_embeddings": false}`), "config.json")
+	require.False(t, res.Diags.HasErrors(), "%v", res.Diags)
+	m := decode(t, ctx.CompileBytes(res.Spec).LookupPath(cue.ParsePath("model")))
+	require.Equal(t, "squared_relu", m.Activation)
+}

@@ -411,15 +411,28 @@ type rejection struct {
 	msg, hint string
 }
 
-// megatronRejects lists what validate_args (megatron/training/arguments.py at
-// d98e8a64) asserts about the virtual pipeline arguments themselves: a spec
-// has one way to say each of these, so parc could not write the input's
-// form even if it wanted to, and Megatron stops on it.
+// megatronRejects lists what Megatron asserts about arguments a spec has
+// one way to say, so parc could not write the input's form even if it
+// wanted to, and Megatron stops on it: validate_args
+// (megatron/training/arguments.py at d98e8a64) on the virtual pipeline
+// arguments, and core_transformer_config_from_args (argument_utils.py) on
+// the activation flags.
 func megatronRejects(ns *mg.Namespace) []rejection {
 	var out []rejection
 	set := func(d string) (mg.Setting, bool) {
 		s, ok := ns.Set[d]
 		return s, ok && ns.Values[d] != nil
+	}
+	// Rule S17: --squared-relu and --quick-geglu each "assert not
+	// args.swiglu".
+	if sw, ok := set("swiglu"); ok && ns.Values["swiglu"] == true {
+		for _, d := range []string{"squared_relu", "quick_geglu"} {
+			if o, ok := set(d); ok && ns.Values[d] == true {
+				out = append(out, rejection{max(sw.Index, o.Index), fmt.Sprintf("Megatron rejects %s with --swiglu: core_transformer_config_from_args asserts \"not args.swiglu\" (argument_utils.py)", o.Option),
+					"keep one activation flag"})
+				break
+			}
+		}
 	}
 	var given []string
 	idx := -1

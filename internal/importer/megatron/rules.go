@@ -123,10 +123,18 @@ func (m *mapper) explicit() {
 	m.simple("model.vocab", "vocab_size")
 	m.simple("model.make_vocab_divisible_by", "make_vocab_size_divisible_by")
 	m.simple("model.max_position_embeddings", "max_position_embeddings")
-	if m.flag("swiglu") {
-		m.assign("model.activation", "swiglu", "swiglu")
-	} else if !m.otherActivation() {
-		m.assign("model.activation", "gelu", "swiglu")
+	// core_transformer_config_from_args (argument_utils.py at d98e8a64):
+	// --squared-relu wins over --quick-geglu, and either with --swiglu is
+	// rejected (megatronRejects, rule S17).
+	switch {
+	case m.flag("squared_relu"):
+		m.assign("model.activation", "squared_relu", "squared_relu", "quick_geglu", "swiglu")
+	case m.flag("quick_geglu"):
+		m.assign("model.activation", "quick_geglu", "quick_geglu", "squared_relu", "swiglu")
+	case m.flag("swiglu"):
+		m.assign("model.activation", "swiglu", "swiglu", "squared_relu", "quick_geglu")
+	case !m.otherActivation():
+		m.assign("model.activation", "gelu", "swiglu", "squared_relu", "quick_geglu")
 	}
 	switch m.get("normalization") {
 	case "RMSNorm":
@@ -313,7 +321,7 @@ type cueNull struct{}
 // otherActivation reports whether the input picks an activation parc has no
 // name for (it is carried as an extra argument).
 func (m *mapper) otherActivation() bool {
-	for _, d := range []string{"squared_relu", "quick_geglu", "openai_gelu", "onnx_safe"} {
+	for _, d := range []string{"openai_gelu", "onnx_safe"} {
 		if b, ok := m.get(d).(bool); ok && b {
 			return true
 		}

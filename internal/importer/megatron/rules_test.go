@@ -214,3 +214,26 @@ func TestImportOptimizerParcLacks(t *testing.T) {
 	}
 	require.Equal(t, "--optimizer 'lion' is not a value train.optimizer takes: carried in launch.extra_args", msg)
 }
+
+// TestImportActivations: --squared-relu and --quick-geglu are activations
+// of the spec (they were extra arguments); --squared-relu wins over
+// --quick-geglu as core_transformer_config_from_args takes them (the spec
+// has the one activation, and the round trip keeps --quick-geglu as an
+// extra argument), and either with --swiglu is rejected (its assert, rule
+// S17).
+func TestImportActivations(t *testing.T) {
+	for _, c := range []struct{ args, want string }{
+		{"--squared-relu --disable-bias-linear", `activation: "squared_relu"`},
+		{"--quick-geglu", `activation: "quick_geglu"`},
+	} {
+		res := importClean(t, c.args)
+		require.Contains(t, string(res.Spec), c.want, c.args)
+	}
+	res := importTiny("--squared-relu --quick-geglu --disable-bias-linear")
+	require.Contains(t, string(res.Spec), `activation: "squared_relu"`)
+	require.Contains(t, string(res.Spec), `"--quick-geglu"`)
+	for _, a := range []string{"--swiglu --squared-relu", "--quick-geglu --swiglu"} {
+		res := importTiny(a)
+		require.Contains(t, res.Diags.Codes(), "import-megatron-rejects", a)
+	}
+}

@@ -242,8 +242,13 @@ func (e *emitter) modelShape() {
 		a.float("--yarn-beta-slow", *m.YarnBetaSlow)
 	}
 	a.boolFlag("--apply-layernorm-1p", m.ApplyLayernorm1p)
-	if m.Activation == "swiglu" {
+	switch m.Activation {
+	case "swiglu":
 		a.flag("--swiglu")
+	case "squared_relu":
+		a.flag("--squared-relu")
+	case "quick_geglu":
+		a.flag("--quick-geglu")
 	}
 	switch m.Normalization {
 	case "rmsnorm":

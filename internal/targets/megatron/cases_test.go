@@ -64,6 +64,11 @@ func TestArgsCases(t *testing.T) {
 			"--untie-embeddings-and-output-weights": nil, "--disable-bias-linear": nil,
 			"--ffn-hidden-size": {"640"}, // int(4*256*2/3/64)*64
 		}, nil},
+		{"squared-relu", func(s *spec.Spec) { s.Model.Activation, s.Model.Bias = "squared_relu", false },
+			map[string][]string{"--squared-relu": nil, "--ffn-hidden-size": {"1024"}, "--disable-bias-linear": nil},
+			[]string{"--swiglu", "--quick-geglu"}},
+		{"quick-geglu", func(s *spec.Spec) { s.Model.Activation = "quick_geglu" },
+			map[string][]string{"--quick-geglu": nil, "--ffn-hidden-size": {"1024"}}, []string{"--swiglu", "--squared-relu"}},
 		{"fp8", func(s *spec.Spec) {
 			s.Train.Precision, s.Train.FP8Format, s.Train.FP8Recipe = "fp8", "e4m3", "tensorwise"
 		},

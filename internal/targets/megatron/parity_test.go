@@ -21,7 +21,7 @@ import (
 // parityBase is a small plan (world 16 = 2 × 8, tp 2, pp 2, 8 layers) the
 // parity cases add fields to.
 const parityBase = `
-model: {layers: 8, hidden: 256, heads: 8, vocab: 4096, bias: false}
+model: {layers: 8, hidden: 256, heads: 8, vocab: 4096, bias: *false | true}
 cluster: {nodes: 2, gpus_per_node: 8, gpu: {name: "H100", memory_gib: 80, bf16_tflops: 989}, nvlink_gbps: 450, network_gbps: 50}
 parallel: tp: 2 // pp: 2 unless the case sets pp
 train: {seq_length: 512, micro_batch: 1, global_batch: 32, lr: 1e-3, min_lr: 1e-4}
@@ -55,6 +55,12 @@ var parityCases = []struct {
 	{"optimizer-cpu-offload-without-precision-aware", `train: {distributed_optimizer: true, optimizer_cpu_offload: true}`, false},
 	{"optimizer-cpu-offload-fp8-param-gather-delayed", `train: {precision: "fp8", fp8_recipe: "delayed", fp8_param_gather: true, distributed_optimizer: true, precision_aware_optimizer: true, optimizer_cpu_offload: true}`, true},
 	{"optimizer-cpu-offload-fp8-param-gather-tensorwise", `train: {precision: "fp8", fp8_recipe: "tensorwise", fp8_param_gather: true, distributed_optimizer: true, precision_aware_optimizer: true, optimizer_cpu_offload: true}`, false},
+	{"activation-squared-relu", `model: {activation: "squared_relu", bias: false}`, true},
+	{"activation-squared-relu-bias-fusion", `model: {activation: "squared_relu", bias: true}`, false},
+	{"activation-squared-relu-bias-unfused", `model: {activation: "squared_relu", bias: true}
+kernels: bias_gelu_fusion: false`, true},
+	{"activation-quick-geglu", `model: {activation: "quick_geglu", bias: true}`, true},
+	{"activation-quick-geglu-no-bias", `model: activation: "quick_geglu"`, true},
 	{"tp-comm-overlap", `parallel: tp_comm_overlap: true`, true},
 	{"tp-comm-overlap-no-sp", `parallel: {tp_comm_overlap: true, sp: false}`, false},
 	{"ep-overlap", `model: moe: {experts: 8}
