@@ -11,5 +11,6 @@ var (
 	OptionsForXcheck    = optionsForXcheck
 	OptimizerForXcheck  = optimizerForXcheck
 	ActivationForXcheck = activationForXcheck
+	LionForXcheck       = lionForXcheck
 	ErrorCodes          = errorCodes
 )

@@ -406,7 +406,7 @@ func withOptions(rng *rand.Rand, over map[string]any) {
 		train["distributed_optimizer"] = coin(2)
 	}
 	if coin(6) { // optimizer-options
-		withOptimizer(rng, over, 3)
+		withOptimizer(rng, over, 3, "muon", "sgd")
 	}
 	if coin(8) {
 		par["delay_wgrad_compute"] = true

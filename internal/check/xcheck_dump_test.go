@@ -65,6 +65,7 @@ func TestDumpForMegatron(t *testing.T) {
 		"options404.json":    forMegatron(check.OptionsForXcheck(t, 404, 3000)),
 		"optimizer505.json":  forMegatron(check.OptimizerForXcheck(t, 505, 1000)),
 		"activation606.json": forMegatron(check.ActivationForXcheck(t, 606, 600)),
+		"lion707.json":       forMegatron(check.LionForXcheck(t, 707, 500)),
 		"errors.json":        check.ErrorCodes(),
 	} {
 		data, err := json.Marshal(v)

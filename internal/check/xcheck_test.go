@@ -146,7 +146,13 @@ func optionsForXcheck(t *testing.T, seed int64, n int) []xcase {
 // (withOptimizer): its own generator, so the other seeds' plans stay the
 // ones their results name.
 func optimizerForXcheck(t *testing.T, seed int64, n int) []xcase {
-	return optionCases(t, seed, n, func(r *mrand.Rand, over map[string]any) { withOptimizer(r, over, 4) })
+	return optionCases(t, seed, n, func(r *mrand.Rand, over map[string]any) { withOptimizer(r, over, 4, "muon", "sgd") })
+}
+
+// lionForXcheck is optimizerForXcheck with train.optimizer lion in every
+// plan.
+func lionForXcheck(t *testing.T, seed int64, n int) []xcase {
+	return optionCases(t, seed, n, func(r *mrand.Rand, over map[string]any) { withOptimizer(r, over, 4, "lion") })
 }
 
 // activationForXcheck is optionsForXcheck with model.activation one of the
@@ -188,18 +194,18 @@ func optionCases(t *testing.T, seed int64, n int, more func(*mrand.Rand, map[str
 	return all
 }
 
-// withOptimizer sets train.optimizer to muon or sgd, and each of the
+// withOptimizer sets train.optimizer to one of names, and each of the
 // companions Megatron rules on with it (FSDP, the precision-aware optimizer,
 // the parameter gather overlapped with the optimizer step, fp16, the
 // checkpoint format) one time in odds; the distributed optimizer half of the
 // time.
-func withOptimizer(r *mrand.Rand, over map[string]any, odds int) {
+func withOptimizer(r *mrand.Rand, over map[string]any, odds int, names ...string) {
 	train, _ := over["train"].(map[string]any)
 	if train == nil {
 		train = map[string]any{}
 		over["train"] = train
 	}
-	train["optimizer"] = []string{"muon", "sgd"}[r.Intn(2)]
+	train["optimizer"] = names[r.Intn(len(names))]
 	train["distributed_optimizer"] = r.Intn(2) == 0
 	for _, f := range []string{"fsdp", "precision_aware_optimizer", "overlap_param_gather_with_optimizer_step"} {
 		if r.Intn(odds) == 0 {

@@ -110,13 +110,15 @@ func readSettings(s *spec.Spec) settings {
 			st.mainParams = 2
 		}
 	}
-	// SGD with momentum and Muon keep one fp32 buffer per parameter where
-	// Adam keeps two moments: torch.optim.SGD's momentum buffer (Megatron's
-	// --sgd-momentum, 0.9 by default) and Muon's momentum, which it
+	// SGD with momentum, Muon and Lion keep one fp32 buffer per parameter
+	// where Adam keeps two moments: torch.optim.SGD's momentum buffer
+	// (Megatron's --sgd-momentum, 0.9 by default), Muon's momentum, which it
 	// orthogonalises (megatron/core/optimizer/emerging_optimizers.py at
-	// d98e8a64). Muon hands the embedding, the output layer, norms and
-	// biases to Adam (memory adds the embedding's second moment).
-	if o := t.OptimizerName(); o == "sgd" || o == "muon" {
+	// d98e8a64), and Lion's exp_avg (megatron/core/optimizer/__init__.py's
+	// init_state_fn; distrib_optimizer.py's state keys ("exp_avg",) for
+	// Lion). Muon hands the embedding, the output layer, norms and biases
+	// to Adam (memory adds the embedding's second moment).
+	if o := t.OptimizerName(); o == "sgd" || o == "muon" || o == "lion" {
 		st.expAvgSq = 0
 		st.muon = o == "muon"
 	}

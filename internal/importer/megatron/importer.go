@@ -260,7 +260,7 @@ func Import(src []byte, o Options) Result {
 		s := ns.Set[d]
 		if paths := mg.SpecFields[d]; len(paths) == 1 && unclaimed[d] {
 			// The schema has the field, but not this value (--optimizer
-			// lion: train.optimizer takes adam, sgd and muon).
+			// soap: train.optimizer takes adam, sgd, muon and lion).
 			r.Diags.Warnf(at(s.Index), "launch.extra_args", "import-extra-arg",
 				"keep it as an extra argument: parc's estimates and checks do not see it",
 				"%s %s is not a value %s takes: carried in launch.extra_args", s.Option, mg.Repr(ns.Values[d]), paths[0])
