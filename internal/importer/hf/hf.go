@@ -261,8 +261,19 @@ func Import(src []byte, file string) Result {
 		put("model.name", "model_type", mt)
 	}
 
+	if mt == "gpt_oss" {
+		// GptOssAttention: a learned sink logit per head (Megatron's
+		// softmax_type "learnable"); GptOssExperts: a gated quick GELU,
+		// glu = gate·σ(1.702·gate), out = (up + 1)·glu (--quick-geglu), as
+		// Megatron-Bridge's GPTOSSProvider builds it
+		// (src/megatron/bridge/models/gpt_oss/gpt_oss_provider.py).
+		put("model.softmax_type", "model_type", "learnable")
+		put("model.activation", "model_type", "quick_geglu")
+		gptOSSWindows(c, put)
+	}
+
 	// What changes the model and has no field.
-	for _, k := range []string{"sliding_window", "use_sliding_window", "layer_types", "attention_sinks", "swiglu_limit",
+	for _, k := range []string{"sliding_window", "use_sliding_window", "layer_types", "attention_sinks",
 		"mlp_only_layers", "partial_rotary_factor", "attn_logit_softcapping", "final_logit_softcapping"} {
 		v, ok := get(k)
 		if !ok || used[k] {
@@ -284,11 +295,12 @@ func Import(src []byte, file string) Result {
 			"config.json's %s (%v) has no spec field: the spec does not describe it", k, v)
 	}
 	if mt == "gpt_oss" {
-		// GptOssAttention has a learned sink logit per head, and its experts
-		// a clamped, offset GLU; Megatron runs them only with ModelOpt's
-		// --enable-gpt-oss extension.
+		// The +1 on the GLU's linear half and the clamp (swiglu_limit) are
+		// TransformerConfig's glu_linear_offset and
+		// activation_func_clamp_value, which Megatron-LM's arguments have no
+		// flag for.
 		r.Diags.Warnf(pos, "model", "import-hf-unexpressed", "check the spec against the model's architecture",
-			"GPT-OSS's attention sinks and its clamped GLU (x·σ(1.702x)·(up+1)) have no spec field: the spec describes plain attention and SwiGLU experts of the same shapes")
+			"GPT-OSS's GLU adds 1 to its linear half and clamps at swiglu_limit, which Megatron-LM has no flag for (TransformerConfig's glu_linear_offset and activation_func_clamp_value): the spec describes quick GEGLU experts of the same shapes")
 	}
 
 	var b strings.Builder
@@ -440,4 +452,53 @@ func sanitize(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// gptOSSWindows maps GPT-OSS's sliding windows: layer_types naming each
+// layer sliding_attention or full_attention and a sliding_window of W
+// tokens are Megatron's window_size (W, 0) (GPTOSSProvider) on the layers
+// is_layer_window_attention picks: every layer, or all but each k-th
+// (window_attn_skip_freq k, 1-based). Any other pattern is left to the
+// unexpressed-keys warning.
+func gptOSSWindows(c map[string]any, put func(path, key string, v any)) {
+	w, ok := c["sliding_window"].(json.Number)
+	if !ok {
+		return
+	}
+	win, err := w.Int64()
+	if err != nil || win < 1 {
+		return
+	}
+	types, _ := c["layer_types"].([]any)
+	if len(types) == 0 {
+		return
+	}
+	sliding := make([]bool, len(types))
+	for i, t := range types {
+		switch t {
+		case "sliding_attention":
+			sliding[i] = true
+		case "full_attention":
+		default:
+			return
+		}
+	}
+	skip := 0 // 0: every layer windowed
+	for i, sl := range sliding {
+		if !sl {
+			skip = i + 1
+			break
+		}
+	}
+	for i, sl := range sliding {
+		if sl != (skip == 0 || (i+1)%skip != 0) {
+			return
+		}
+	}
+	put("model.window_size", "sliding_window", []any{win, int64(0)})
+	if skip > 0 {
+		put("model.window_attn_skip_freq", "layer_types", int64(skip))
+	} else {
+		put("model.window_size", "layer_types", []any{win, int64(0)}) // marks layer_types used
+	}
 }

@@ -162,9 +162,12 @@ func TestRopeScaling(t *testing.T) {
 	require.Equal(t, 1.0, *m.YarnBetaSlow)
 	require.Equal(t, 0.0, m.MscaleAllDim)
 	joined := strings.Join(msgs, "\n")
-	for _, w := range []string{"truncate false", "sliding_window", "layer_types", "swiglu_limit", "attention sinks"} {
+	for _, w := range []string{"truncate false", "swiglu_limit"} {
 		require.Contains(t, joined, w)
 	}
+	require.Len(t, msgs, 2, "the windows and the sinks are spec fields now")
+	require.Equal(t, []int{128, 0}, m.WindowSize)
+	require.Equal(t, "learnable", m.SoftmaxType)
 	require.Equal(t, 32, m.MoE.Experts)
 	require.Equal(t, 4, m.MoE.TopK)
 	require.Equal(t, 2880, *m.MoE.FFNHidden)
@@ -288,4 +291,32 @@ func TestSquaredReLU(t *testing.T) {
 	require.False(t, res.Diags.HasErrors(), "%v", res.Diags)
 	m := decode(t, ctx.CompileBytes(res.Spec).LookupPath(cue.ParsePath("model")))
 	require.Equal(t, "squared_relu", m.Activation)
+}
+
+// TestGPTOSS: openai/gpt-oss-120b's config.json imports as the stdlib
+// preset (learnable softmax offsets for its sinks, quick GEGLU, windows on
+// every second layer), with warnings for what Megatron-LM has no flag for:
+// the GLU's offset and clamp, and YaRN's unrounded correction range.
+func TestGPTOSS(t *testing.T) {
+	ctx := cuecontext.New()
+	src, err := os.ReadFile("testdata/gpt_oss_120b.json")
+	require.NoError(t, err)
+	res := Import(src, "gpt_oss_120b.json")
+	require.False(t, res.Diags.HasErrors(), "%v", res.Diags)
+	var msgs []string
+	for _, d := range res.Diags {
+		require.Equal(t, "import-hf-unexpressed", d.Code)
+		msgs = append(msgs, d.Message)
+	}
+	require.Len(t, msgs, 2, "%v", msgs)
+	require.Contains(t, strings.Join(msgs, "\n"), "swiglu_limit")
+	require.Contains(t, strings.Join(msgs, "\n"), "truncate false")
+	b, err := stdlib.FS.ReadFile("models/gpt_oss.cue")
+	require.NoError(t, err)
+	preset := ctx.CompileBytes(b).LookupPath(cue.ParsePath("gpt_oss_120b"))
+	got := ctx.CompileBytes(res.Spec).LookupPath(cue.ParsePath("model"))
+	require.Equal(t, withoutLabels(decode(t, preset)), withoutLabels(decode(t, got)), "%s", res.Spec)
+	// A window pattern Megatron's skip frequency cannot say is not written.
+	odd := strings.Replace(string(src), `"full_attention",`, `"sliding_attention",`, 1)
+	require.NotContains(t, string(Import([]byte(odd), "x").Spec), "window_attn_skip_freq")
 }
