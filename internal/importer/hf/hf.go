@@ -110,6 +110,21 @@ func Import(src []byte, file string) Result {
 	case "relu2":
 		put("model.activation", "hidden_act", "squared_relu") // ReLU squared, ungated (NemotronMLP: down(act(up)))
 	}
+	if _, ok := num("norm_eps"); ok && mt == "nemotron" {
+		// transformers' NemotronLayerNorm1P: LayerNorm with weight 1 + γ
+		// (Megatron's --apply-layernorm-1p; NeMo's NemotronConfig
+		// layernorm_zero_centered_gamma).
+		put("model.normalization", "norm_eps", "layernorm")
+		put("model.apply_layernorm_1p", "norm_eps", true)
+		putNum("model.norm_epsilon", "norm_eps")
+	}
+	if f, ok := num("partial_rotary_factor"); ok {
+		// RoPE on that fraction of each head (--rotary-percent; NeMo's
+		// Nemotron importer maps rotary_percent from it).
+		if v, err := f.Float64(); err == nil && v > 0 && v <= 1 {
+			put("model.rotary_percent", "partial_rotary_factor", v)
+		}
+	}
 	if _, ok := num("rms_norm_eps"); ok {
 		put("model.normalization", "rms_norm_eps", "rmsnorm")
 		putNum("model.norm_epsilon", "rms_norm_eps")

@@ -282,15 +282,24 @@ func TestRopeParameters(t *testing.T) {
 }
 
 // TestSquaredReLU: transformers' Nemotron models (NemotronMLP, ungated)
-// name ReLU squared "relu2"; it is Megatron's --squared-relu.
+// name ReLU squared "relu2", Megatron's --squared-relu; their
+// NemotronLayerNorm1P is --apply-layernorm-1p and partial_rotary_factor
+// --rotary-percent. Nemotron-4 15B's shape in transformers' NemotronConfig
+// keys (arXiv:2402.16819 Table 1; NVIDIA publishes the model in NeMo's
+// format, not as a config.json) imports as the nemotron4_15b preset.
 func TestSquaredReLU(t *testing.T) {
 	ctx := cuecontext.New()
 	res := Import([]byte(`{"model_type": "nemotron", "num_hidden_layers": 32, "hidden_size": 6144, "intermediate_size": 24576,
-		"num_attention_heads": 48, "num_key_value_heads": 8, "vocab_size": 256000, "max_position_embeddings": 4096,
-		"hidden_act": "relu2", "tie_word_embeddings": false}`), "config.json")
-	require.False(t, res.Diags.HasErrors(), "%v", res.Diags)
+		"num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 256000, "max_position_embeddings": 4096,
+		"hidden_act": "relu2", "tie_word_embeddings": false, "norm_eps": 1e-05, "partial_rotary_factor": 0.5, "rope_theta": 10000,
+		"attention_bias": false, "mlp_bias": false}`), "config.json")
+	require.Empty(t, res.Diags)
 	m := decode(t, ctx.CompileBytes(res.Spec).LookupPath(cue.ParsePath("model")))
 	require.Equal(t, "squared_relu", m.Activation)
+	b, err := stdlib.FS.ReadFile("models/nemotron4.cue")
+	require.NoError(t, err)
+	preset := ctx.CompileBytes(b).LookupPath(cue.ParsePath("nemotron4_15b"))
+	require.Equal(t, withoutLabels(decode(t, preset)), withoutLabels(m), "%s", res.Spec)
 }
 
 // TestGPTOSS: openai/gpt-oss-120b's config.json imports as the stdlib
