@@ -302,3 +302,30 @@ func codeIndex() map[string]bool {
 	}
 	return m
 }
+
+// TestExpertGroupsInNVL72: where an NVLink domain holds several nodes
+// (GB200 NVL72: 4 GPUs a node, 72 a domain) an expert-parallel group that
+// spans nodes but stays in its domain runs its all-to-all over NVLink and
+// gets no ep-crosses-node; one that leaves the domain does, and its hint
+// names the values whose groups divide the domain.
+func TestExpertGroupsInNVL72(t *testing.T) {
+	spec := func(ep int) []byte {
+		return []byte(fmt.Sprintf(`model: {layers: 8, hidden: 1024, heads: 16, vocab: 32000, bias: false, moe: {experts: 64, topk: 2}}
+cluster: {nodes: 36, gpus_per_node: 4, nvlink_domain: 72, gpu: {name: "GB200", memory_gib: 186, bf16_tflops: 2500}, nvlink_gbps: 900, network_gbps: 50}
+parallel: {tp: 1, pp: 1, ep: %d}
+train: {seq_length: 4096, micro_batch: 1, global_batch: 144, iters: 10}
+`, ep))
+	}
+	_, ds := Vet(Source{Path: "p.cue", Data: spec(8)})
+	require.NotContains(t, ds.Codes(), "ep-crosses-node", "ep 8 spans two 4-GPU nodes inside one 72-GPU domain: %v", ds)
+	_, ds = Vet(Source{Path: "p.cue", Data: spec(16)})
+	var d *diag.Diagnostic
+	for i := range ds {
+		if ds[i].Code == "ep-crosses-node" {
+			d = &ds[i]
+		}
+	}
+	require.NotNil(t, d, "ep 16: the group of ranks 64-79 straddles the domains 0-71 and 72-143: %v", ds)
+	require.Contains(t, d.Message, "1 of 9 expert-parallel groups (size 16) span NVLink domains of 72 GPUs")
+	require.Contains(t, d.Hint, "dividing nvlink_domain=72")
+}

@@ -10,11 +10,11 @@ import (
 // FamilyLink summarizes how one family of process groups (named as in
 // launch.json: "tp", "etp", "cp", "ep", ...) sits on the cluster: the size of
 // each group, how many groups there are, and how many of them span more than
-// one node.
+// one node or one NVLink domain.
 type FamilyLink struct {
-	Family            string
-	Size, Count       int
-	GroupsLeavingNode int
+	Family                                 string
+	Size, Count                            int
+	GroupsLeavingNode, GroupsLeavingDomain int
 }
 
 // Topology checks the rules that need the rank layout: context- and
@@ -26,19 +26,27 @@ func Topology(s *spec.Spec, fams []FamilyLink, at diag.Locator) diag.List {
 		at = diag.NoPos
 	}
 	c := &checker{s: s, d: spec.Derive(s), r: diag.NewReporter(at)}
+	// Where NVLink joins several nodes (GB200/GB300 NVL72) a group that
+	// spans nodes still talks over NVLink while it stays in its domain;
+	// only leaving the domain puts its traffic on the network.
+	rack := s.Cluster.NVLinkDomain > s.Cluster.GPUsPerNode
 	for _, f := range fams {
-		if f.Size <= 1 || f.GroupsLeavingNode == 0 {
+		leaving, where := f.GroupsLeavingNode, "span nodes"
+		if rack {
+			leaving, where = f.GroupsLeavingDomain, fmt.Sprintf("span NVLink domains of %d GPUs", s.Cluster.NVLinkDomain)
+		}
+		if f.Size <= 1 || leaving == 0 {
 			continue
 		}
 		switch f.Family {
 		case "cp":
 			c.report("cp-crosses-node", "parallel.cp", c.nodeHint("cp-crosses-node", "cp", s.Parallel.TP, s.Parallel.CP),
-				"%d of %d context-parallel groups (size %d) span nodes; their ring exchanges run over the network",
-				f.GroupsLeavingNode, f.Count, f.Size)
+				"%d of %d context-parallel groups (size %d) %s; their ring exchanges run over the network",
+				leaving, f.Count, f.Size, where)
 		case "ep":
 			c.report("ep-crosses-node", "parallel.ep", c.nodeHint("ep-crosses-node", "ep", c.etp(), s.Parallel.EP),
-				"%d of %d expert-parallel groups (size %d) span nodes; the token all-to-all runs over the network",
-				f.GroupsLeavingNode, f.Count, f.Size)
+				"%d of %d expert-parallel groups (size %d) %s; the token all-to-all runs over the network",
+				leaving, f.Count, f.Size, where)
 		}
 	}
 	return c.r.List.Sort()
@@ -108,12 +116,17 @@ func (c *checker) domainHint(code, path string, now int) string {
 
 // nodeHint lists the values of cp (or ep) whose group block inner·v (tp·cp,
 // or etp·ep) divides gpus_per_node, so that every group stays on one node,
-// among those that pass every rule.
+// among those that pass every rule; where an NVLink domain holds several
+// nodes, the values whose block divides the domain instead (a block of
+// consecutive ranks aligned to its size stays in a domain it divides).
 func (c *checker) nodeHint(code, name string, inner, now int) string {
-	g := c.s.Cluster.GPUsPerNode
+	g, unit, within := c.s.Cluster.GPUsPerNode, "gpus_per_node", "groups on one node"
+	if d := c.s.Cluster.NVLinkDomain; d > g {
+		g, unit, within = d, "nvlink_domain", "groups in one NVLink domain"
+	}
 	path := "parallel." + name
 	ok := c.near(code, path, now, valuesIn(1, g, func(v int) bool { return g%(inner*v) == 0 }))
 	innerName := map[string]string{"cp": "tp", "ep": "etp"}[name]
-	return listHint(fmt.Sprintf("%s values with %s·%s dividing gpus_per_node=%d (groups on one node)", name, innerName, name, g), ok,
-		fmt.Sprintf("no %s keeps %s·%s within one node of %d GPUs and passes every check; accept the network hop if it is fast", name, innerName, name, g))
+	return listHint(fmt.Sprintf("%s values with %s·%s dividing %s=%d (%s)", name, innerName, name, unit, g, within), ok,
+		fmt.Sprintf("no %s keeps %s·%s within %s=%d and passes every check; accept the network hop if it is fast", name, innerName, name, unit, g))
 }
