@@ -8,9 +8,11 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -60,10 +62,33 @@ func Python(t testing.TB) string {
 	return ""
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that nobody listens on now, for a
-// rendezvous (several jobs on one host must not share a master port).
+// FreePort returns a TCP port that nobody listens on now, for a rendezvous
+// (several jobs on one host must not share a master port). It is drawn at
+// random below the kernel's ephemeral range (net.ipv4.ip_local_port_range),
+// which the kernel hands to outgoing connections: a port from that range
+// (what listening on port 0 gives) can be taken by any connection the
+// workers of another test open between this check and the job's bind, and
+// torchrun's store then fails with "Address already in use" (seen once on a
+// machine running two test packages at a time).
 func FreePort(t testing.TB) int {
 	t.Helper()
+	low := 32768 // Linux's default ip_local_port_range starts here
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 20000 {
+				low = n
+			}
+		}
+	}
+	for range 200 {
+		port := 20000 + rand.IntN(low-20000)
+		l, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("no free port: %v", err)
