@@ -426,8 +426,8 @@ func megatronRejects(ns *mg.Namespace) []rejection {
 	// Rule S17: --squared-relu and --quick-geglu each "assert not
 	// args.swiglu".
 	if sw, ok := set("swiglu"); ok && ns.Values["swiglu"] == true {
-		for _, d := range []string{"squared_relu", "quick_geglu"} {
-			if o, ok := set(d); ok && ns.Values[d] == true {
+		for _, f := range mg.ActivationFlags {
+			if o, ok := set(f.Dest); ok && f.Dest != "swiglu" && ns.Values[f.Dest] == true {
 				out = append(out, rejection{max(sw.Index, o.Index), fmt.Sprintf("Megatron rejects %s with --swiglu: core_transformer_config_from_args asserts \"not args.swiglu\" (argument_utils.py)", o.Option),
 					"keep one activation flag"})
 				break

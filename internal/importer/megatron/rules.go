@@ -123,19 +123,7 @@ func (m *mapper) explicit() {
 	m.simple("model.vocab", "vocab_size")
 	m.simple("model.make_vocab_divisible_by", "make_vocab_size_divisible_by")
 	m.simple("model.max_position_embeddings", "max_position_embeddings")
-	// core_transformer_config_from_args (argument_utils.py at d98e8a64):
-	// --squared-relu wins over --quick-geglu, and either with --swiglu is
-	// rejected (megatronRejects, rule S17).
-	switch {
-	case m.flag("squared_relu"):
-		m.assign("model.activation", "squared_relu", "squared_relu", "quick_geglu", "swiglu")
-	case m.flag("quick_geglu"):
-		m.assign("model.activation", "quick_geglu", "quick_geglu", "squared_relu", "swiglu")
-	case m.flag("swiglu"):
-		m.assign("model.activation", "swiglu", "swiglu", "squared_relu", "quick_geglu")
-	case !m.otherActivation():
-		m.assign("model.activation", "gelu", "swiglu", "squared_relu", "quick_geglu")
-	}
+	m.activation()
 	switch m.get("normalization") {
 	case "RMSNorm":
 		m.assign("model.normalization", "rmsnorm", "normalization")
@@ -317,6 +305,25 @@ func (m *mapper) explicit() {
 
 // cueNull is CUE's null: a field the spec leaves to Megatron's None.
 type cueNull struct{}
+
+// activation maps the activation flags (mg.ActivationFlags: the first one
+// set, in Megatron's precedence; either of the others with --swiglu is
+// rejected, megatronRejects) to model.activation, or gelu when none is set
+// and no activation parc has no name for is either.
+func (m *mapper) activation() {
+	value, dests := "gelu", make([]string, 0, len(mg.ActivationFlags))
+	for _, f := range mg.ActivationFlags {
+		if value == "gelu" && m.flag(f.Dest) {
+			value = f.Dest
+			dests = append([]string{f.Dest}, dests...) // the set flag first: the spec's comment cites it
+			continue
+		}
+		dests = append(dests, f.Dest)
+	}
+	if value != "gelu" || !m.otherActivation() {
+		m.assign("model.activation", value, dests...)
+	}
+}
 
 // otherActivation reports whether the input picks an activation parc has no
 // name for (it is carried as an extra argument).

@@ -242,13 +242,10 @@ func (e *emitter) modelShape() {
 		a.float("--yarn-beta-slow", *m.YarnBetaSlow)
 	}
 	a.boolFlag("--apply-layernorm-1p", m.ApplyLayernorm1p)
-	switch m.Activation {
-	case "swiglu":
-		a.flag("--swiglu")
-	case "squared_relu":
-		a.flag("--squared-relu")
-	case "quick_geglu":
-		a.flag("--quick-geglu")
+	for _, f := range ActivationFlags {
+		if m.Activation == f.Dest {
+			a.flag(f.Flag)
+		}
 	}
 	switch m.Normalization {
 	case "rmsnorm":
@@ -626,6 +623,16 @@ func (e *emitter) data() {
 		a.int("--vocab-size", m.Vocab)
 	}
 	a.int("--make-vocab-size-divisible-by", m.MakeVocabDivisibleBy)
+}
+
+// ActivationFlags are Megatron's activation flags, each named by its
+// argparse dest, which is also the model.activation value it gives (gelu,
+// Megatron's default, has none), in the precedence
+// core_transformer_config_from_args (argument_utils.py at d98e8a64) gives
+// them: --squared-relu over --quick-geglu, and either of those with
+// --swiglu is asserted against (rule S17).
+var ActivationFlags = []struct{ Dest, Flag string }{
+	{"squared_relu", "--squared-relu"}, {"quick_geglu", "--quick-geglu"}, {"swiglu", "--swiglu"},
 }
 
 // kernels emits the fused kernels, the attention backend and CUDA graphs.
