@@ -284,7 +284,18 @@ func Import(src []byte, file string) Result {
 		// (src/megatron/bridge/models/gpt_oss/gpt_oss_provider.py).
 		put("model.softmax_type", "model_type", "learnable")
 		put("model.activation", "model_type", "quick_geglu")
-		gptOSSWindows(c, put)
+		w, _ := num("sliding_window")
+		types, _ := c["layer_types"].([]any)
+		if win, err := w.Int64(); err == nil && win >= 1 {
+			if skip, ok := windowSkipFreq(types); ok {
+				// GPTOSSProvider: window_size (W, 0).
+				put("model.window_size", "sliding_window", []any{win, int64(0)})
+				used["layer_types"] = true
+				if skip > 0 {
+					put("model.window_attn_skip_freq", "layer_types", int64(skip))
+				}
+			}
+		}
 	}
 
 	// What changes the model and has no field.
@@ -469,24 +480,14 @@ func sanitize(s string) string {
 	}, s)
 }
 
-// gptOSSWindows maps GPT-OSS's sliding windows: layer_types naming each
-// layer sliding_attention or full_attention and a sliding_window of W
-// tokens are Megatron's window_size (W, 0) (GPTOSSProvider) on the layers
-// is_layer_window_attention picks: every layer, or all but each k-th
-// (window_attn_skip_freq k, 1-based). Any other pattern is left to the
-// unexpressed-keys warning.
-func gptOSSWindows(c map[string]any, put func(path, key string, v any)) {
-	w, ok := c["sliding_window"].(json.Number)
-	if !ok {
-		return
-	}
-	win, err := w.Int64()
-	if err != nil || win < 1 {
-		return
-	}
-	types, _ := c["layer_types"].([]any)
+// windowSkipFreq reads a layer_types list (sliding_attention or
+// full_attention per layer) as the layers Megatron's
+// is_layer_window_attention windows: every layer (skip 0), or all but each
+// skip-th, counting from 1 (window_attn_skip_freq). ok is false for any
+// other pattern, which the unexpressed-keys warning then names.
+func windowSkipFreq(types []any) (skip int, ok bool) {
 	if len(types) == 0 {
-		return
+		return 0, false
 	}
 	sliding := make([]bool, len(types))
 	for i, t := range types {
@@ -495,25 +496,16 @@ func gptOSSWindows(c map[string]any, put func(path, key string, v any)) {
 			sliding[i] = true
 		case "full_attention":
 		default:
-			return
+			return 0, false
 		}
 	}
-	skip := 0 // 0: every layer windowed
-	for i, sl := range sliding {
-		if !sl {
-			skip = i + 1
-			break
-		}
+	if i := slices.Index(sliding, false); i >= 0 {
+		skip = i + 1
 	}
 	for i, sl := range sliding {
 		if sl != (skip == 0 || (i+1)%skip != 0) {
-			return
+			return 0, false
 		}
 	}
-	put("model.window_size", "sliding_window", []any{win, int64(0)})
-	if skip > 0 {
-		put("model.window_attn_skip_freq", "layer_types", int64(skip))
-	} else {
-		put("model.window_size", "layer_types", []any{win, int64(0)}) // marks layer_types used
-	}
+	return skip, true
 }

@@ -328,4 +328,8 @@ func TestGPTOSS(t *testing.T) {
 	// A window pattern Megatron's skip frequency cannot say is not written.
 	odd := strings.Replace(string(src), `"full_attention",`, `"sliding_attention",`, 1)
 	require.NotContains(t, string(Import([]byte(odd), "x").Spec), "window_attn_skip_freq")
+	// Every layer windowed: the window without a skip frequency.
+	all := string(Import([]byte(strings.ReplaceAll(string(src), `"full_attention"`, `"sliding_attention"`)), "x").Spec)
+	require.Contains(t, all, "window_size: [128, 0]")
+	require.NotContains(t, all, "window_attn_skip_freq")
 }
