@@ -378,14 +378,7 @@ var adviceOnly = regexp.MustCompile(`^(start the layout with E|end the layout wi
 // (from its own generator, so the value hints' plans stay as they were).
 func withOptions(rng *rand.Rand, over map[string]any) {
 	coin := func(n int) bool { return rng.Intn(n) == 0 }
-	sub := func(k string) map[string]any {
-		if m, ok := over[k].(map[string]any); ok {
-			return m
-		}
-		m := map[string]any{}
-		over[k] = m
-		return m
-	}
+	sub := func(k string) map[string]any { return subMap(over, k) }
 	par, train, model, kernels := sub("parallel"), sub("train"), sub("model"), sub("kernels")
 	moe, _ := model["moe"].(map[string]any)
 	if coin(8) {
@@ -895,14 +888,7 @@ func TestOptionHintDropsFailingSetting(t *testing.T) {
 func withMoreOptions(rng *rand.Rand, over map[string]any) {
 	coin := func(n int) bool { return rng.Intn(n) == 0 }
 	pick := func(vs ...int) int { return vs[rng.Intn(len(vs))] }
-	sub := func(m map[string]any, k string) map[string]any {
-		if v, ok := m[k].(map[string]any); ok {
-			return v
-		}
-		v := map[string]any{}
-		m[k] = v
-		return v
-	}
+	sub := subMap
 	par, train, model, kernels := sub(over, "parallel"), sub(over, "train"), sub(over, "model"), sub(over, "kernels")
 	launch, cluster := sub(over, "launch"), sub(over, "cluster")
 	moe, _ := model["moe"].(map[string]any)

@@ -166,19 +166,21 @@ func activationForXcheck(t *testing.T, seed int64, n int) []xcase {
 // withActivation sets model.activation, model.bias and the two
 // bias-activation fusions at random.
 func withActivation(r *mrand.Rand, over map[string]any) {
-	block := func(name string) map[string]any {
-		b, _ := over[name].(map[string]any)
-		if b == nil {
-			b = map[string]any{}
-			over[name] = b
-		}
-		return b
-	}
-	model, kern := block("model"), block("kernels")
+	model, kern := subMap(over, "model"), subMap(over, "kernels")
 	model["activation"] = []string{"gelu", "swiglu", "squared_relu", "quick_geglu"}[r.Intn(4)]
 	model["bias"] = r.Intn(2) == 0
 	kern["bias_gelu_fusion"] = r.Intn(2) == 0
 	kern["bias_swiglu_fusion"] = r.Intn(2) == 0
+}
+
+// subMap is m[k] as a map, made and stored there when m has none.
+func subMap(m map[string]any, k string) map[string]any {
+	if v, ok := m[k].(map[string]any); ok {
+		return v
+	}
+	v := map[string]any{}
+	m[k] = v
+	return v
 }
 
 // optionCases makes n plans of withMoreOptions and then more.
@@ -200,11 +202,7 @@ func optionCases(t *testing.T, seed int64, n int, more func(*mrand.Rand, map[str
 // checkpoint format) one time in odds; the distributed optimizer half of the
 // time.
 func withOptimizer(r *mrand.Rand, over map[string]any, odds int, names ...string) {
-	train, _ := over["train"].(map[string]any)
-	if train == nil {
-		train = map[string]any{}
-		over["train"] = train
-	}
+	train := subMap(over, "train")
 	train["optimizer"] = names[r.Intn(len(names))]
 	train["distributed_optimizer"] = r.Intn(2) == 0
 	for _, f := range []string{"fsdp", "precision_aware_optimizer", "overlap_param_gather_with_optimizer_step"} {
