@@ -26,14 +26,11 @@ func Topology(s *spec.Spec, fams []FamilyLink, at diag.Locator) diag.List {
 		at = diag.NoPos
 	}
 	c := &checker{s: s, d: spec.Derive(s), r: diag.NewReporter(at)}
-	// Where NVLink joins several nodes (GB200/GB300 NVL72) a group that
-	// spans nodes still talks over NVLink while it stays in its domain;
-	// only leaving the domain puts its traffic on the network.
-	rack := s.Cluster.NVLinkDomain > s.Cluster.GPUsPerNode
+	u := c.groupUnit()
 	for _, f := range fams {
 		leaving, where := f.GroupsLeavingNode, "span nodes"
-		if rack {
-			leaving, where = f.GroupsLeavingDomain, fmt.Sprintf("span NVLink domains of %d GPUs", s.Cluster.NVLinkDomain)
+		if u.domain {
+			leaving, where = f.GroupsLeavingDomain, fmt.Sprintf("span NVLink domains of %d GPUs", u.size)
 		}
 		if f.Size <= 1 || leaving == 0 {
 			continue
@@ -114,15 +111,32 @@ func (c *checker) domainHint(code, path string, now int) string {
 		fmt.Sprintf("%s must divide nvlink_domain=%d; %s", name, domain, noValue(path)))
 }
 
+// groupUnit is the block of GPUs a context- or expert-parallel group should
+// stay in: its node, or, where NVLink joins several nodes into one domain
+// (GB200/GB300 NVL72), the domain, inside which a group that spans nodes
+// still talks over NVLink; only leaving it puts the traffic on the network.
+type groupUnit struct {
+	size   int
+	domain bool
+}
+
+func (c *checker) groupUnit() groupUnit {
+	if d, g := c.s.Cluster.NVLinkDomain, c.s.Cluster.GPUsPerNode; d > g {
+		return groupUnit{d, true}
+	}
+	return groupUnit{c.s.Cluster.GPUsPerNode, false}
+}
+
 // nodeHint lists the values of cp (or ep) whose group block inner·v (tp·cp,
 // or etp·ep) divides gpus_per_node, so that every group stays on one node,
 // among those that pass every rule; where an NVLink domain holds several
 // nodes, the values whose block divides the domain instead (a block of
 // consecutive ranks aligned to its size stays in a domain it divides).
 func (c *checker) nodeHint(code, name string, inner, now int) string {
-	g, unit, within := c.s.Cluster.GPUsPerNode, "gpus_per_node", "groups on one node"
-	if d := c.s.Cluster.NVLinkDomain; d > g {
-		g, unit, within = d, "nvlink_domain", "groups in one NVLink domain"
+	u := c.groupUnit()
+	g, unit, within := u.size, "gpus_per_node", "groups on one node"
+	if u.domain {
+		unit, within = "nvlink_domain", "groups in one NVLink domain"
 	}
 	path := "parallel." + name
 	ok := c.near(code, path, now, valuesIn(1, g, func(v int) bool { return g%(inner*v) == 0 }))
