@@ -121,39 +121,31 @@ func (sv *solver) run() *Result {
 	top := sv.opts.Top
 	cache := map[int32]*Candidate{}
 	var groups []group
+	completed := false
 	for {
 		sv.searchTo(top)
 		if sv.exhausted {
 			return sv.stopped(r)
 		}
 		groups = sv.ranked()
-		// Verify the plan of each of the top shapes, and the fastest plan
-		// (the noise band is measured from it).
-		check := groups[:min(top, len(groups))]
-		ok := true
-		for _, g := range append(slices.Clone(check), sv.fastest(groups)...) {
-			i := g.plans[0].leaf
-			if _, done := cache[i]; done {
-				continue
-			}
-			c, _ := sv.verify(i)
-			if c == nil {
-				sv.fail(i)
-				ok = false
-				break
-			}
-			cache[i] = c
+		if !sv.verifyTop(groups, top, cache) {
+			continue
 		}
-		if ok {
+		if completed || len(sv.heap) == 0 {
 			break
 		}
-	}
-	if len(sv.heap) > 0 {
+		// The top shapes' other plans are their variants: evaluate them
+		// all. One may become its shape's best, or a shape may move into
+		// the top, so the top is verified again.
 		sv.completeShapes(groups[:min(top, len(groups))])
 		if sv.exhausted {
 			return sv.stopped(r)
 		}
+		completed = true
 		groups = sv.ranked()
+		if sv.verifyTop(groups, top, cache) {
+			break
+		}
 	}
 	var verified []Candidate
 	for i, g := range groups {
@@ -219,6 +211,26 @@ func (sv *solver) fixedRuleErrors() diag.List {
 		}
 	}
 	return out
+}
+
+// verifyTop verifies the plan of each of the top shapes of gs, and the
+// fastest plan (the noise band is measured from it), keeping each verified
+// candidate in cache. At the first plan the full check rejects, it drops
+// that plan from the search and returns false.
+func (sv *solver) verifyTop(gs []group, top int, cache map[int32]*Candidate) bool {
+	for _, g := range append(slices.Clone(gs[:min(top, len(gs))]), sv.fastest(gs)...) {
+		i := g.plans[0].leaf
+		if _, done := cache[i]; done {
+			continue
+		}
+		c, _ := sv.verify(i)
+		if c == nil {
+			sv.fail(i)
+			return false
+		}
+		cache[i] = c
+	}
+	return true
 }
 
 // fastest is the group holding the fastest plan found (none when there is
