@@ -8,12 +8,23 @@ package estimate
 // A = X·Xᵀ (2m²n FLOPs), B = b·A + c·A² (2m³) and X = a·X + B·X (2m²n), at
 // the bf16 tensor-core rate (--muon-fp32-matmul-prec medium). The
 // embedding, output layer, norms and biases go to Adam; the router's weight
-// is 2-D and goes to Muon. With tensor parallelism, --muon-tp-mode
-// duplicated (Megatron's default) gathers the whole matrix and iterates on
-// it on every tensor-parallel rank; blockwise and distributed iterate on
-// each rank's shard (distributed's all-reduces of X·Xᵀ are not timed). The
-// layer-wise distributed optimizer steps each parameter on one
-// data-parallel rank.
+// is 2-D and goes to Muon. The layer-wise distributed optimizer steps each
+// parameter on one data-parallel rank.
+//
+// With tensor parallelism, --muon-tp-mode decides what a rank does with its
+// shard of a column- or row-parallel weight (TensorParallelMuon in
+// Megatron's emerging_optimizers.py and newton_schulz_tp in the
+// emerging_optimizers package, v0.3.0, the version Megatron-LM's
+// pyproject.toml pins at d98e8a64):
+//   - duplicated (Megatron's default) all-gathers the fp32 momentum over the
+//     tensor-parallel group and iterates on the whole matrix on every rank;
+//   - blockwise iterates on the shard alone, with no collective;
+//   - distributed iterates on the shard with the Gram matrix over the
+//     dimension tensor parallelism does not split (X is transposed so that
+//     dimension is its rows, whichever is smaller): X·Xᵀ and B·X on the
+//     shard, B = b·A + c·A² on the whole Gram matrix on every rank, and an
+//     all-reduce of A (bf16) at every iteration, after one of the squared
+//     norm (fp32) that scales X.
 
 // muonSteps is --muon-num-ns-steps' default.
 const muonSteps = 5
@@ -71,56 +82,79 @@ func (sh modelShape) layerMatrices(moe bool) []weightMatrix {
 	return w
 }
 
-// muonStepFLOPs is the Newton-Schulz work of pipeline rank r's GPU at one
-// optimizer step; 0 without Muon.
-func (c *costModel) muonStepFLOPs(r int) float64 {
+// muonWork is the Newton-Schulz work of pipeline rank r's GPU at one
+// optimizer step and the time of its tensor-parallel collectives (link
+// names a group's link); 0 without Muon.
+func (c *costModel) muonWork(r int, link func(string) string) (flops, commS float64) {
 	if !c.set.muon {
-		return 0
+		return 0, 0
 	}
 	denseShards, expertShards := 1, 1
 	if c.s.Train.LayerWiseOptimizer() {
 		denseShards, expertShards = c.dataParallelShards()
 	}
-	shardTP := c.s.Train.MuonTPMode == "blockwise" || c.s.Train.MuonTPMode == "distributed"
-	work := func(ms []weightMatrix) float64 {
-		var f float64
+	mode := c.s.Train.MuonTPMode
+	work := func(ms []weightMatrix) (f, t float64) {
 		for _, m := range ms {
-			rows, cols, count, tp, shards := m.rows, m.cols, m.count, float64(c.tp), float64(denseShards)
+			rows, cols, count, tp, shards, group := m.rows, m.cols, m.count, c.tp, float64(denseShards), "tp"
 			if m.expert {
 				// The routed experts: their local share, split by
 				// expert-tensor parallelism.
-				count, tp, shards = count/float64(c.ep), float64(c.etp), float64(expertShards)
+				count, tp, shards, group = count/float64(c.ep), c.etp, float64(expertShards), "etp"
 			}
-			if shardTP && m.tpRows {
-				rows /= tp
+			n := count / shards
+			if tp <= 1 || !m.tpRows && !m.tpCols {
+				f += n * nsFLOPs(rows, cols)
+				continue
 			}
-			if shardTP && m.tpCols {
-				cols /= tp
+			switch mode {
+			case "blockwise":
+				if m.tpRows {
+					rows /= float64(tp)
+				} else {
+					cols /= float64(tp)
+				}
+				f += n * nsFLOPs(rows, cols)
+			case "distributed":
+				gram, shard := cols, rows/float64(tp)
+				if m.tpCols {
+					gram, shard = rows, cols/float64(tp)
+				}
+				f += n * muonSteps * (4*gram*gram*shard + 2*gram*gram*gram)
+				l := link(group)
+				t += n * (c.allReduceTime(4, tp, l) + muonSteps*c.allReduceTime(2*gram*gram, tp, l))
+			default: // duplicated
+				f += n * nsFLOPs(rows, cols)
+				t += n * c.gatherTime(4*rows*cols, tp, link(group))
 			}
-			f += count * nsFLOPs(rows, cols) / shards
 		}
-		return f
+		return f, t
 	}
-	var flops float64
+	add := func(ms []weightMatrix, times float64) {
+		f, t := work(ms)
+		flops += times * f
+		commS += times * t
+	}
 	for _, chunk := range c.stages[r] {
 		for l := chunk.First; l < chunk.First+chunk.Count; l++ {
-			flops += work(c.sh.layerMatrices(c.sh.isMoE(l)))
+			add(c.sh.layerMatrices(c.sh.isMoE(l)), 1)
 		}
 	}
 	if r == c.pp-1 && c.sh.mtp > 0 {
 		// An MTP layer is a decoder layer like the last one and its eh
 		// projection (2h → h, column-parallel).
 		h := float64(c.sh.h)
-		mtp := append(c.sh.layerMatrices(c.sh.isMoE(int(c.sh.layers)-1)), weightMatrix{rows: h, cols: 2 * h, count: 1, tpRows: true})
-		flops += float64(c.sh.mtp) * work(mtp)
+		add(append(c.sh.layerMatrices(c.sh.isMoE(int(c.sh.layers)-1)), weightMatrix{rows: h, cols: 2 * h, count: 1, tpRows: true}), float64(c.sh.mtp))
 	}
-	return flops
+	return flops, commS
 }
 
-// muonStepS is muonStepFLOPs at the GEMM efficiency of the bf16 peak.
-func (c *costModel) muonStepS(r int) float64 {
+// muonStepS is muonWork's Newton-Schulz work at the GEMM efficiency of the
+// bf16 peak, and its collectives.
+func (c *costModel) muonStepS(r int, link func(string) string) float64 {
+	flops, commS := c.muonWork(r, link)
 	if c.cm.r.bf16 <= 0 {
-		return 0
+		return commS
 	}
-	return c.muonStepFLOPs(r) / (c.cm.r.bf16 * c.cal.GEMMEff)
+	return flops/(c.cm.r.bf16*c.cal.GEMMEff) + commS
 }
