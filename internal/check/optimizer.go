@@ -2,9 +2,9 @@ package check
 
 // optimizerChoice checks train.optimizer against what Megatron-LM supports
 // with it (d98e8a64):
-//   - an emerging optimizer (muon, lion: anything but adam and sgd) takes neither
-//     torch FSDP2 nor Megatron-FSDP, and only the torch and torch_dist
-//     checkpoint formats (validate_args, O5/O7);
+//   - an emerging optimizer (muon, lion, adaptive_muon, soap: anything but
+//     adam and sgd) takes neither torch FSDP2 nor Megatron-FSDP, and only the
+//     torch and torch_dist checkpoint formats (validate_args, O5/O7);
 //   - the precision-aware optimizer is Transformer Engine's FusedAdam: adam
 //     only (OptimizerConfig.__post_init__, O9);
 //   - an emerging optimizer takes no fp16, and its layer-wise distributed

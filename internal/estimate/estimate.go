@@ -458,7 +458,7 @@ func (c *costModel) memory(e *Estimate) {
 		st := StateBytes(float64(dense), c.state, c.sharding, denseShards)
 		ex := StateBytes(float64(expert), c.state, c.sharding, expertShards)
 		w, g, opt := st.Weights+ex.Weights, st.Gradients+ex.Gradients, st.Optimizer+ex.Optimizer
-		opt += c.embeddingStateExtra(r, denseShards)
+		opt += c.embeddingStateExtra(r, denseShards) + c.soapStateBytes(r)
 		if c.sharding == ShardFull {
 			// The layer being computed and the one prefetched are gathered in full.
 			w += 2 * c.largestLayerPerGPU() * c.state.Weights
@@ -692,19 +692,19 @@ func (c *costModel) embeddingParamsPerGPU(r int) float64 {
 
 // embeddingStateExtra is the optimizer state of rank r's embedding and
 // output layer beyond what StateBytes counts for them (their share of
-// c.state.Optimizer): with Muon they are stepped by Adam, which keeps a
-// second fp32 moment; on the layer-wise optimizer's legacy path (no
+// c.state.Optimizer): with Muon or Lion they are stepped by Adam, which
+// keeps a second fp32 moment; on the layer-wise optimizer's legacy path (no
 // parameter layout) every parameter is stepped whole on one data-parallel
 // rank, and the rank that steps the embedding holds all of its state
 // (layer_wise_optimizer.py at d98e8a64), not its share.
 func (c *costModel) embeddingStateExtra(r, shards int) float64 {
 	t := &c.s.Train
 	legacy := t.LayerWiseOptimizer() && !t.LayerWiseParamLayout && c.sharding == ShardOptimizer
-	if !c.set.muon && !legacy {
+	if !c.set.adamEmbedding && !legacy {
 		return 0
 	}
 	emb, perParam := c.embeddingParamsPerGPU(r), c.state.Optimizer
-	if c.set.muon {
+	if c.set.adamEmbedding {
 		perParam += 4 // Adam's second moment
 	}
 	held := StateBytes(emb, BytesPerParam{Optimizer: perParam}, c.sharding, shards).Optimizer

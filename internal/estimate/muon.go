@@ -44,8 +44,10 @@ type weightMatrix struct {
 	expert            bool
 }
 
-// layerMatrices are the 2-D weights Muon steps in one decoder layer.
-func (sh modelShape) layerMatrices(moe bool) []weightMatrix {
+// layerMatrices are the 2-D weights an emerging optimizer steps in one
+// decoder layer; splitQKV gives the query, key and value projections apart
+// (Muon's --muon-split-qkv), else as the one fused weight Megatron holds.
+func (sh modelShape) layerMatrices(moe, splitQKV bool) []weightMatrix {
 	h := float64(sh.h)
 	var w []weightMatrix
 	if ml := sh.mla; ml != nil {
@@ -61,10 +63,13 @@ func (sh modelShape) layerMatrices(moe bool) []weightMatrix {
 			weightMatrix{rows: a * float64(ml.QKHeadDim+ml.VHeadDim), cols: kv, count: 1, tpRows: true},
 			weightMatrix{rows: h, cols: a * float64(ml.VHeadDim), count: 1, tpCols: true})
 	} else {
-		// --muon-split-qkv (on by default): query, key and value apart.
 		q, kv := float64(sh.q), float64(sh.kv)
-		w = append(w, weightMatrix{rows: q, cols: h, count: 1, tpRows: true}, weightMatrix{rows: kv, cols: h, count: 2, tpRows: true},
-			weightMatrix{rows: h, cols: q, count: 1, tpCols: true})
+		if splitQKV {
+			w = append(w, weightMatrix{rows: q, cols: h, count: 1, tpRows: true}, weightMatrix{rows: kv, cols: h, count: 2, tpRows: true})
+		} else {
+			w = append(w, weightMatrix{rows: q + 2*kv, cols: h, count: 1, tpRows: true})
+		}
+		w = append(w, weightMatrix{rows: h, cols: q, count: 1, tpCols: true})
 	}
 	mlp := func(f, count float64, expert bool) {
 		w = append(w, weightMatrix{rows: f * float64(sh.gated), cols: h, count: count, tpRows: true, expert: expert},
@@ -130,23 +135,30 @@ func (c *costModel) muonWork(r int, link func(string) string) (flops, commS floa
 		}
 		return f, t
 	}
-	add := func(ms []weightMatrix, times float64) {
+	// --muon-split-qkv (on by default): query, key and value apart.
+	c.eachLayerMatrices(r, true, func(ms []weightMatrix, times float64) {
 		f, t := work(ms)
 		flops += times * f
 		commS += times * t
-	}
+	})
+	return flops, commS
+}
+
+// eachLayerMatrices calls f with the 2-D weights of each decoder layer
+// pipeline rank r holds (layerMatrices), and of its MTP layers with the
+// times the rank holds them.
+func (c *costModel) eachLayerMatrices(r int, splitQKV bool, f func(ms []weightMatrix, times float64)) {
 	for _, chunk := range c.stages[r] {
 		for l := chunk.First; l < chunk.First+chunk.Count; l++ {
-			add(c.sh.layerMatrices(c.sh.isMoE(l)), 1)
+			f(c.sh.layerMatrices(c.sh.isMoE(l), splitQKV), 1)
 		}
 	}
 	if r == c.pp-1 && c.sh.mtp > 0 {
 		// An MTP layer is a decoder layer like the last one and its eh
 		// projection (2h → h, column-parallel).
 		h := float64(c.sh.h)
-		add(append(c.sh.layerMatrices(c.sh.isMoE(int(c.sh.layers)-1)), weightMatrix{rows: h, cols: 2 * h, count: 1, tpRows: true}), float64(c.sh.mtp))
+		f(append(c.sh.layerMatrices(c.sh.isMoE(int(c.sh.layers)-1), splitQKV), weightMatrix{rows: h, cols: 2 * h, count: 1, tpRows: true}), float64(c.sh.mtp))
 	}
-	return flops, commS
 }
 
 // muonStepS is muonWork's Newton-Schulz work at the GEMM efficiency of the

@@ -25,9 +25,16 @@ type settings struct {
 	optOffloadOverlap bool
 	// precisionAware: train.precision_aware_optimizer.
 	precisionAware bool
-	// muon: train.optimizer "muon", whose Adam-routed parameters (the
-	// embedding and output layer) keep a second moment the others do not.
-	muon   bool
+	// muon: Muon's Newton-Schulz step (train.optimizer "muon" or
+	// "adaptive_muon").
+	muon bool
+	// adamEmbedding: an emerging optimizer with fewer moments than Adam
+	// (muon, lion), which hands the embedding and output layer to Adam:
+	// they keep a second moment the others do not.
+	adamEmbedding bool
+	// soap: train.optimizer "soap", whose Kronecker factors and eigenbases
+	// add memory and work per 2-D weight (soap.go).
+	soap   bool
 	graphs cudaGraphs
 }
 
@@ -116,12 +123,21 @@ func readSettings(s *spec.Spec) settings {
 	// orthogonalises (megatron/core/optimizer/emerging_optimizers.py at
 	// d98e8a64), and Lion's exp_avg (megatron/core/optimizer/__init__.py's
 	// init_state_fn; distrib_optimizer.py's state keys ("exp_avg",) for
-	// Lion). Muon hands the embedding, the output layer, norms and biases
-	// to Adam (memory adds the embedding's second moment).
-	if o := t.OptimizerName(); o == "sgd" || o == "muon" || o == "lion" {
+	// Lion). The emerging optimizers hand the embedding, the output layer,
+	// norms and biases to Adam (Megatron's _is_nonlinear_or_embedding and
+	// the default parameter overrides of every EmergingOptimizerEntry,
+	// emerging_optimizers.py at d98e8a64): memory adds the embedding's
+	// second moment. adaptive_muon keeps Muon's momentum and a second
+	// moment of the same shape (emerging_optimizers v0.3.0 AdaptiveMuon,
+	// moment2_method "adamuon", Megatron's default); SOAP keeps Adam's two
+	// moments (soap.py: exp_avg, exp_avg_sq).
+	o := t.OptimizerName()
+	if o == "sgd" || o == "muon" || o == "lion" {
 		st.expAvgSq = 0
-		st.muon = o == "muon"
+		st.adamEmbedding = o != "sgd"
 	}
+	st.muon = o == "muon" || o == "adaptive_muon"
+	st.soap = o == "soap"
 	if t.FSDP {
 		// Megatron-FSDP keeps its own main weights and gradient buffer
 		// (--megatron-fsdp-main-params-dtype / -main-grads-dtype; "auto"

@@ -1078,7 +1078,7 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 			shard = float64(dense)/float64(denseShards) + float64(expert)/float64(expertShards)
 		}
 		host := c.hostOptimizerStep(shard)
-		if t := c.cm.optimizerStep(shard, float64(dense+expert), c.state).total() + host + c.muonStepS(r, link); t > opt {
+		if t := c.cm.optimizerStep(shard, float64(dense+expert), c.state).total() + host + c.muonStepS(r, link) + c.soapStepS(r); t > opt {
 			opt, e.Compute.OptimizerHostS = t, host
 		}
 	}

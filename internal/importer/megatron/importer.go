@@ -259,8 +259,9 @@ func Import(src []byte, o Options) Result {
 	for _, d := range slices.Sorted(maps.Keys(extra)) {
 		s := ns.Set[d]
 		if paths := mg.SpecFields[d]; len(paths) == 1 && unclaimed[d] {
-			// The schema has the field, but not this value (--optimizer
-			// soap: train.optimizer takes adam, sgd, muon and lion).
+			// The schema has the field, but not this value
+			// (--moe-router-score-function sqrtsoftplus:
+			// model.moe.score_function takes softmax and sigmoid).
 			r.Diags.Warnf(at(s.Index), "launch.extra_args", "import-extra-arg",
 				"keep it as an extra argument: parc's estimates and checks do not see it",
 				"%s %s is not a value %s takes: carried in launch.extra_args", s.Option, mg.Repr(ns.Values[d]), paths[0])

@@ -199,22 +199,25 @@ func TestImportOptimizer(t *testing.T) {
 	require.Contains(t, res.Diags.Codes(), "optimizer-options", "%v", res.Diags)
 }
 
-// TestImportOptimizerParcLacks: an optimizer train.optimizer does not take
-// (soap, one of Megatron-Core's emerging optimizers) stays an extra
-// argument, and the warning says that the field exists but not the value;
-// lion is a value it takes.
+// TestImportOptimizerParcLacks: a value the spec's field does not take
+// (--moe-router-score-function sqrtsoftplus: model.moe.score_function takes
+// softmax and sigmoid) stays an extra argument, and the warning says that
+// the field exists but not the value; Megatron-Core's emerging optimizers
+// lion, adaptive_muon and soap are values train.optimizer takes.
 func TestImportOptimizerParcLacks(t *testing.T) {
-	require.Regexp(t, `optimizer:\s+"lion"`, string(importClean(t, "--optimizer lion --use-distributed-optimizer").Spec))
-	res := importTiny("--optimizer soap")
+	for _, o := range []string{"lion", "adaptive_muon", "soap"} {
+		require.Regexp(t, `optimizer:\s+"`+o+`"`, string(importClean(t, "--optimizer "+o+" --use-distributed-optimizer").Spec))
+	}
+	res := importTiny("--moe-router-score-function sqrtsoftplus")
 	require.NotNil(t, res.Spec, "%v", res.Diags)
-	require.Contains(t, strings.Join(strings.Fields(string(res.Spec)), " "), `"--optimizer", "soap"`)
+	require.Contains(t, strings.Join(strings.Fields(string(res.Spec)), " "), `"--moe-router-score-function", "sqrtsoftplus"`)
 	var msg string
 	for _, d := range res.Diags {
 		if d.Code == "import-extra-arg" {
 			msg = d.Message
 		}
 	}
-	require.Equal(t, "--optimizer 'soap' is not a value train.optimizer takes: carried in launch.extra_args", msg)
+	require.Equal(t, "--moe-router-score-function 'sqrtsoftplus' is not a value model.moe.score_function takes: carried in launch.extra_args", msg)
 }
 
 // TestImportActivations: --squared-relu and --quick-geglu are activations

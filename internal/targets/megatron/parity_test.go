@@ -52,6 +52,11 @@ var parityCases = []struct {
 	{"optimizer-lion", `train: optimizer: "lion"`, true},
 	{"optimizer-lion-megatron-fsdp", `train: {optimizer: "lion", fsdp: true}`, false},
 	{"optimizer-lion-precision-aware", `train: {optimizer: "lion", distributed_optimizer: true, precision_aware_optimizer: true}`, false},
+	{"optimizer-soap-layer-wise", `train: {optimizer: "soap", distributed_optimizer: true}`, true},
+	{"optimizer-soap-torch-dcp", `train: optimizer: "soap"
+checkpoint: format: "torch_dcp"`, false},
+	{"optimizer-adaptive-muon", `train: optimizer: "adaptive_muon"`, true},
+	{"optimizer-adaptive-muon-megatron-fsdp", `train: {optimizer: "adaptive_muon", fsdp: true}`, false},
 	{"optimizer-muon-megatron-fsdp", `train: {optimizer: "muon", fsdp: true}`, false},
 	{"optimizer-muon-precision-aware", `train: {optimizer: "muon", distributed_optimizer: true, precision_aware_optimizer: true}`, false},
 	{"optimizer-sgd-precision-aware", `train: {optimizer: "sgd", distributed_optimizer: true, precision_aware_optimizer: true}`, false},
