@@ -880,7 +880,7 @@ func nodesIn(t *testing.T, hint string) int {
 // 13 falls on tp, pp or cp, and neither the 32 heads, the 32 layers nor
 // the sequence takes it), the hint names the nearest node counts and
 // global batches below and above with which a search finds a plan, and
-// each does.
+// each does; it adds nothing unverified.
 func TestNoFeasiblePlanHintNamesNodes(t *testing.T) {
 	const spec = `package plan
 import (
@@ -895,7 +895,7 @@ train: {seq_length: 8192, micro_batch: int, global_batch: %d, recompute: string,
 	_, d := failedSearch(t, loadText(t, "plan.cue", fmt.Sprintf(spec, 13, 1000)))
 	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code)
 	assert.Contains(t, d.Message, "no assignment of the open fields satisfies Megatron's rules")
-	m := regexp.MustCompile(`^use cluster\.nodes (\d+) or (\d+) \(now 13\), or train\.global_batch (\d+) or (\d+) \(now 1000\): parc finds a plan with each; or `).FindStringSubmatch(d.Hint)
+	m := regexp.MustCompile(`^use cluster\.nodes (\d+) or (\d+) \(now 13\), or train\.global_batch (\d+) or (\d+) \(now 1000\): parc finds a plan with each$`).FindStringSubmatch(d.Hint)
 	require.NotNil(t, m, "hint %q", d.Hint)
 	v := make([]int, 4)
 	for i, k := range m[1:] {
@@ -912,6 +912,33 @@ train: {seq_length: 8192, micro_batch: int, global_batch: %d, recompute: string,
 	assert.Greater(t, v[1], 13)
 	assert.Less(t, v[2], 1000)
 	assert.Greater(t, v[3], 1000)
+}
+
+// TestNoFeasiblePlanHintBatchMultiple: on 100 nodes at pp 8 (tp and cp 1)
+// every plan's data-parallel size is 100, so no global batch near 2 works;
+// the hint names the nearest multiple of it (with which a search finds a
+// plan), not the advice of the rule most assignments break first
+// (ep-without-moe: with ep 1 the batch still fails).
+func TestNoFeasiblePlanHintBatchMultiple(t *testing.T) {
+	const spec = `package plan
+import (
+	"parc.dev/stdlib/clusters"
+	"parc.dev/stdlib/models"
+)
+model:   models.llama3_8b
+cluster: clusters.dgx_h100 & {nodes: 100}
+parallel: {pp: 8, vpp: 1, ep: int}
+train: {seq_length: 4096, micro_batch: 1 | 4, global_batch: %d, recompute: string, iters: 100}
+`
+	_, d := failedSearch(t, loadText(t, "plan.cue", fmt.Sprintf(spec, 2)))
+	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code)
+	m := regexp.MustCompile(`^use train\.global_batch (\d+) \(now 2\): parc finds a plan with it$`).FindStringSubmatch(d.Hint)
+	require.NotNil(t, m, "hint %q", d.Hint)
+	batch, _ := strconv.Atoi(m[1])
+	assert.Equal(t, 100, batch, "the least multiple of dp = 100 above 2")
+	r, ds := solve.Solve(loadText(t, "plan.cue", fmt.Sprintf(spec, batch)), solve.Options{})
+	require.NotNil(t, r, "%v", ds)
+	assert.NotEmpty(t, r.Candidates, "the hint's global batch %d: %v", batch, ds)
 }
 
 // TestOpenFieldOfWrongType: an open field whose constraint is of another

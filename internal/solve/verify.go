@@ -504,9 +504,13 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			// No plan satisfies the rules: the node count's factors are
 			// the usual cause (every degree divides the world size, and
 			// its data-parallel share the global batch), so the nearest
-			// counts with a plan are named.
+			// counts with a plan are named. The most frequent rule's own
+			// advice is not added to them: it is the first rule each
+			// assignment breaks, not the one that blocks them all (on a
+			// dense model with ep open and a batch no data-parallel size
+			// divides, "set ep to 1" finds no plan).
 			if near := sv.nearestWithPlan(); near != "" {
-				hint = near + "; or " + strings.ToLower(hint[:1]) + hint[1:]
+				hint = near
 			}
 		}
 		if c := counts[0].code; c == estimate.CodeMemoryExceedsGPU || c == CodeAboveHeadroom {
@@ -635,6 +639,17 @@ func (sv *solver) nearestWithPlan() string {
 		for k := f.now + 1; k <= min(2*f.now, f.max) && len(above) < tries; k++ {
 			above = append(above, k)
 		}
+		if f.path == "train.global_batch" {
+			// The batches a plan's micro batch · dp divides, nearest first:
+			// where the neighbours of a small batch are all below every
+			// data-parallel size, one of these is the nearest that can work.
+			lo, hi := sv.batchMultiples(f.now, f.max)
+			near := func(m, n []int) []int {
+				m = m[:min(len(m), tries)]
+				return append(m, slices.DeleteFunc(n, func(k int) bool { return slices.Contains(m, k) })...)
+			}
+			below, above = near(lo, below), near(hi, above)
+		}
 		var found []string
 		for _, counts := range [][]int{below, above} {
 			if k, ok := sv.withPlan(counts, f.set); ok {
@@ -653,6 +668,38 @@ func (sv *solver) nearestWithPlan() string {
 		return "use " + parts[0] + ": parc finds a plan with it"
 	}
 	return "use " + strings.Join(parts, ", or ") + ": parc finds a plan with each"
+}
+
+// batchMultiples are the global batches nearest now, below and above it
+// (up to most), that the least micro batch times one of the data-parallel
+// sizes the searched degrees give divides: for each dp, the multiples of
+// mb·dp either side of now, nearest first.
+func (sv *solver) batchMultiples(now, most int) (below, above []int) {
+	mb := slices.Min(sv.dom[fMB])
+	seen := map[int]bool{}
+	for _, tp := range sv.dom[fTP] {
+		for _, cp := range sv.dom[fCP] {
+			for _, pp := range sv.dom[fPP] {
+				model := tp * cp * pp
+				if model <= 0 || sv.world%model != 0 {
+					continue
+				}
+				unit := max(mb, 1) * sv.world / model
+				if k := now / unit * unit; k >= 1 && k != now && !seen[k] {
+					seen[k] = true
+					below = append(below, k)
+				}
+				if k := (now/unit + 1) * unit; k <= most && !seen[k] {
+					seen[k] = true
+					above = append(above, k)
+				}
+			}
+		}
+	}
+	slices.Sort(below)
+	slices.Reverse(below)
+	slices.Sort(above)
+	return below, above
 }
 
 func setNodes(o *Options, n int)       { o.nodes = n }
