@@ -127,9 +127,14 @@ type Train struct {
 	// RecomputeLayers is train.recompute_layers when full recomputation
 	// reruns only the first layers of each model chunk
 	// (train.recompute_method "block"); absent when it reruns every layer.
-	RecomputeLayers      *int `json:"recompute_layers,omitempty"`
-	DistributedOptimizer bool `json:"distributed_optimizer"`
-	FSDP                 bool `json:"fsdp"`
+	RecomputeLayers *int `json:"recompute_layers,omitempty"`
+	// RecomputeMethod is train.recompute_method with full recomputation:
+	// "block" with RecomputeLayers, "uniform" (in groups of
+	// recompute_layers, 1 unless the spec writes it) otherwise, so the
+	// candidate's fields written into the spec give the plan rated.
+	RecomputeMethod      string `json:"recompute_method,omitempty"`
+	DistributedOptimizer bool   `json:"distributed_optimizer"`
+	FSDP                 bool   `json:"fsdp"`
 }
 
 // Variant is another plan of a candidate's parallel shape: a different

@@ -160,7 +160,8 @@ func (sv *solver) run() *Result {
 			sh := sv.shards[lf.shard]
 			c.Variants = append(c.Variants, Variant{
 				Train: Train{MicroBatch: int(lf.mb), Recompute: sv.recomputes[lf.rc].mode, RecomputeModules: sv.recomputes[lf.rc].modules,
-					RecomputeLayers: blockLayers(sv.recomputes[lf.rc], lf.rl), DistributedOptimizer: sh.distopt, FSDP: sh.fsdp},
+					RecomputeLayers: blockLayers(sv.recomputes[lf.rc], lf.rl), RecomputeMethod: sv.variantMethod(sv.recomputes[lf.rc], lf.rl),
+					DistributedOptimizer: sh.distopt, FSDP: sh.fsdp},
 				MicrobatchGroupSize: groupOf(lf.g),
 				StepTimeS:           fp.step, VsShapePct: 100 * (fp.step - g.plans[0].step) / g.plans[0].step, PerGPUPeakBytes: fp.peak,
 			})
@@ -336,7 +337,7 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 			Layout: s.Parallel.Layout, MicrobatchGroupSize: s.Parallel.MicrobatchGroupSize,
 		},
 		Train: Train{MicroBatch: s.Train.MicroBatch, Recompute: s.Train.Recompute, RecomputeModules: s.Train.RecomputeModules,
-			RecomputeLayers: specBlockLayers(&s.Train), DistributedOptimizer: s.Train.DistributedOptimizer, FSDP: s.Train.FSDP},
+			RecomputeLayers: specBlockLayers(&s.Train), RecomputeMethod: fullMethod(&s.Train), DistributedOptimizer: s.Train.DistributedOptimizer, FSDP: s.Train.FSDP},
 		StepTimeS:  stable(e.StepTimeS),
 		TokensPerS: stable(e.TokensPerS),
 		MFU:        stable(e.MFU),
@@ -787,6 +788,33 @@ func blockLayers(r recompute, rl int16) *int {
 	}
 	k := int(rl)
 	return &k
+}
+
+// fullMethod is a plan's train.recompute_method with full recomputation
+// ("" otherwise).
+func fullMethod(t *spec.Train) string {
+	if t.Recompute != "full" {
+		return ""
+	}
+	if t.RecomputeMethod == "" {
+		return "uniform" // the schema's default
+	}
+	return t.RecomputeMethod
+}
+
+// variantMethod is the recompute_method of a variant with recomputation r
+// and rl block layers: parc's choice when the spec leaves it (block with
+// rl layers, uniform for every layer), else the spec's.
+func (sv *solver) variantMethod(r recompute, rl int16) string {
+	switch {
+	case r.mode != "full":
+		return ""
+	case blockLayers(r, rl) != nil:
+		return "block"
+	case r.layersImplied:
+		return "uniform"
+	}
+	return fullMethod(&sv.base.Train)
 }
 
 // specBlockLayers is a plan's train.recompute_layers with full block
