@@ -941,6 +941,27 @@ train: {seq_length: 4096, micro_batch: 1 | 4, global_batch: %d, recompute: strin
 	assert.NotEmpty(t, r.Candidates, "the hint's global batch %d: %v", batch, ds)
 }
 
+// TestNoFeasiblePlanHintNamesEveryRule: with vpp 3 and pp 1 written, no
+// value of the open tp satisfies the rules, and no other node count or
+// batch helps; several rules reject the assignments, so the hint gives each
+// one's advice (it gave only the most frequent's, a tp that divides the
+// heads, which leaves vpp-pp).
+func TestNoFeasiblePlanHintNamesEveryRule(t *testing.T) {
+	_, d := failedSearch(t, loadText(t, "plan.cue", `package plan
+import (
+	"parc.dev/stdlib/clusters"
+	"parc.dev/stdlib/models"
+)
+model:   models.llama3_8b
+cluster: clusters.dgx_h100 & {nodes: 4}
+parallel: {tp: int, pp: 1, vpp: 3}
+train: {seq_length: 4096, micro_batch: 1, global_batch: 64, iters: 100}
+`))
+	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code)
+	assert.Contains(t, d.Message, "no assignment of the open fields satisfies Megatron's rules")
+	assert.Regexp(t, `^each assignment breaks one of these rules; clear all of them: .*vpp-pp: Set vpp to 1, or raise pp`, d.Hint)
+}
+
 // TestOpenFieldOfWrongType: an open field whose constraint is of another
 // type (tp: string, recompute: int) is a type-mismatch at the field naming
 // the type it wants, not a search for values it cannot have.

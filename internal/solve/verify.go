@@ -203,10 +203,18 @@ func (sv *solver) run() *Result {
 // spec that breaks one breaks it in every plan, and the search would reject
 // them one by one (a large one until its work budget ran out, then
 // reporting solve-search-too-large). They are said as parc vet says them,
-// with their hints, and nothing is searched.
+// with their hints, and nothing is searched. A search that tries a
+// hint's fix shows no diagnostic, so it checks without the hints (whose
+// values the checker verifies by re-running the rules: on 8,192 GPUs a
+// world-size hint's took most of the 11 s that a failed search's 32 tries
+// of other node counts ran).
 func (sv *solver) fixedRuleErrors() diag.List {
+	run := check.RunWith
+	if sv.opts.trying != noFix {
+		run = check.VerdictWith
+	}
 	var out diag.List
-	for _, x := range check.RunWith(&sv.base, spec.Derive(&sv.base), sv.at, sv.opts.checkOptions()) {
+	for _, x := range run(&sv.base, spec.Derive(&sv.base), sv.at, sv.opts.checkOptions()) {
 		if x.Severity == diag.Error && check.FixedBySpec(x.Code) {
 			out = append(out, x)
 		}
@@ -512,6 +520,23 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			// divides, "set ep to 1" finds no plan).
 			if near := sv.nearestWithPlan(); near != "" {
 				hint = near
+			} else if len(counts) > 1 {
+				// Several rules share the assignments: fixing the most
+				// frequent one alone may leave the others (tp open on a
+				// plan with vpp 3 and pp 1: a tp that divides the heads
+				// still breaks vpp-pp), so each one's advice is given.
+				var each []string
+				for i, c := range counts {
+					if i == 3 {
+						break
+					}
+					if info, ok := check.Lookup(c.code); ok && info.Fix != "" {
+						each = append(each, fmt.Sprintf("%s: %s", c.code, strings.TrimSuffix(asHint(info.Fix, ""), ".")))
+					}
+				}
+				if len(each) > 1 {
+					hint = "each assignment breaks one of these rules; clear all of them: " + strings.Join(each, "; ")
+				}
 			}
 		}
 		if c := counts[0].code; c == estimate.CodeMemoryExceedsGPU || c == CodeAboveHeadroom {
