@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,6 +50,34 @@ train: {seq_length: 4096, max_pos: 1, micro_batch: 1, global_batch: 64, iters: 1
 		assert.Equal(t, src.Path, d.File, "%v", d)
 		assert.Positive(t, d.Line, "%v", d)
 	}
+}
+
+// A global batch micro_batch·dp does not divide leaves the grid and the
+// layers defined, so it does not hide the other mistakes: DeepSeek-V3 on
+// 128 H100 at tp 1, ep 16 with a batch of 64 (dp 128) hears the batch,
+// that its weights and optimizer state alone exceed the GPU, and that its
+// expert groups span nodes, in one run; mended to 128, the same memory
+// error and warning. A plan whose rules break elsewhere gets no estimate.
+func TestBatchMistakeDoesNotHideMemory(t *testing.T) {
+	const plan = `package plan
+import (
+	"parc.dev/stdlib/clusters"
+	"parc.dev/stdlib/models"
+)
+model: models.deepseek_v3
+cluster: clusters.dgx_h100 & {nodes: 16}
+parallel: {tp: %d, ep: 16, etp: 1}
+train: {seq_length: 4096, micro_batch: 1, global_batch: %d, iters: 10, distributed_optimizer: true}
+`
+	codes := func(tp, batch int) []string {
+		_, ds := Vet(Source{Path: filepath.Join(t.TempDir(), "plan.cue"), Data: []byte(fmt.Sprintf(plan, tp, batch))})
+		return ds.Codes()
+	}
+	assert.ElementsMatch(t, []string{"global-batch", "memory-exceeds-gpu", "ep-crosses-node"}, codes(1, 64))
+	assert.ElementsMatch(t, []string{"memory-exceeds-gpu", "ep-crosses-node"}, codes(1, 128))
+	broken := codes(3, 64)
+	assert.Contains(t, broken, "tp-heads")
+	assert.NotContains(t, broken, "memory-exceeds-gpu")
 }
 
 // A spec whose only open field is parallel.microbatch_group_size vets: the

@@ -37,6 +37,9 @@ func ResolveWith(source string, s *spec.Spec, at diag.Locator, checks []Check, c
 		// the same mistakes in other words. The targets' checks look at
 		// values (a data path that would be read as an option), not at the
 		// grid: they run, so every mistake shows up in one run.
+		if onlyBatch(diags) {
+			diags = append(diags, besideBatch(s, at, co)...)
+		}
 		return p, append(diags, TargetChecks(p, at, checks)...)
 	}
 	l, err := layout.Build(s, d)
@@ -53,6 +56,53 @@ func ResolveWith(source string, s *spec.Spec, at diag.Locator, checks []Check, c
 	diags = append(diags, ds...)
 	p.Estimate = e
 	return p, append(diags, TargetChecks(p, at, checks)...)
+}
+
+// onlyBatch reports whether the global batch is the only rule a spec's
+// errors break (global-batch: micro_batch·dp does not divide it): the grid
+// tiles and the layers split, so the layout and the memory are defined.
+func onlyBatch(ds diag.List) bool {
+	for _, x := range ds {
+		if x.Severity == diag.Error && x.Code != "global-batch" {
+			return false
+		}
+	}
+	return true
+}
+
+// besideBatch is what a spec whose only broken rule is the global batch
+// would also hear once it is mended, so every mistake shows up in one run:
+// the topology checks and a memory that exceeds the GPU (the weights,
+// gradients, optimizer state and activations do not depend on the batch
+// but through the microbatches in flight, here at most those of the
+// nearest valid batch above it). Nothing, if that batch breaks another
+// rule.
+func besideBatch(s *spec.Spec, at diag.Locator, co check.Options) diag.List {
+	mended := *s
+	d := spec.Derive(&mended)
+	unit := mended.Train.MicroBatch * d.DP
+	if unit <= 0 {
+		return nil
+	}
+	mended.Train.GlobalBatch = (mended.Train.GlobalBatch/unit + 1) * unit
+	d = spec.Derive(&mended)
+	if check.RunWith(&mended, d, at, co).HasErrors() {
+		return nil
+	}
+	l, err := layout.Build(&mended, d)
+	if err != nil {
+		return nil
+	}
+	out := check.Topology(&mended, familyLinks(l), at)
+	o := estimate.DefaultOptions()
+	o.VerifyHints = true
+	_, ds := estimate.RunWith(&mended, d, links(l), at, o)
+	for _, x := range ds {
+		if x.Code == estimate.CodeMemoryExceedsGPU {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // FasterSettings lists the single settings that would shorten p's estimated
