@@ -94,43 +94,26 @@ func (c *costModel) muonWork(r int, link func(string) string) (flops, commS floa
 	if !c.set.muon {
 		return 0, 0
 	}
-	denseShards, expertShards := 1, 1
-	if c.s.Train.LayerWiseOptimizer() {
-		denseShards, expertShards = c.dataParallelShards()
-	}
 	mode := c.s.Train.MuonTPMode
 	work := func(ms []weightMatrix) (f, t float64) {
 		for _, m := range ms {
-			rows, cols, count, tp, shards, group := m.rows, m.cols, m.count, c.tp, float64(denseShards), "tp"
-			if m.expert {
-				// The routed experts: their local share, split by
-				// expert-tensor parallelism.
-				count, tp, shards, group = count/float64(c.ep), c.etp, float64(expertShards), "etp"
-			}
-			n := count / shards
-			if tp <= 1 || !m.tpRows && !m.tpCols {
-				f += n * nsFLOPs(rows, cols)
-				continue
-			}
-			switch mode {
-			case "blockwise":
-				if m.tpRows {
-					rows /= float64(tp)
-				} else {
-					cols /= float64(tp)
-				}
-				f += n * nsFLOPs(rows, cols)
-			case "distributed":
-				gram, shard := cols, rows/float64(tp)
+			n, group, tp := c.stepShare(m)
+			switch {
+			case tp <= 1 || !m.tpRows && !m.tpCols:
+				f += n * nsFLOPs(m.rows, m.cols)
+			case mode == "blockwise":
+				f += n * nsFLOPs(m.shard(tp))
+			case mode == "distributed":
+				gram, shard := m.cols, m.rows/float64(tp)
 				if m.tpCols {
-					gram, shard = rows, cols/float64(tp)
+					gram, shard = m.rows, m.cols/float64(tp)
 				}
 				f += n * muonSteps * (4*gram*gram*shard + 2*gram*gram*gram)
 				l := link(group)
 				t += n * (c.allReduceTime(4, tp, l) + muonSteps*c.allReduceTime(2*gram*gram, tp, l))
 			default: // duplicated
-				f += n * nsFLOPs(rows, cols)
-				t += n * c.gatherTime(4*rows*cols, tp, link(group))
+				f += n * nsFLOPs(m.rows, m.cols)
+				t += n * c.gatherTime(4*m.rows*m.cols, tp, link(group))
 			}
 		}
 		return f, t
@@ -142,6 +125,34 @@ func (c *costModel) muonWork(r int, link func(string) string) (flops, commS floa
 		commS += times * t
 	})
 	return flops, commS
+}
+
+// stepShare is weight w as a GPU steps it with an emerging
+// optimizer: n, how many of it (the routed experts' local share; with the
+// layer-wise distributed optimizer, which steps each weight whole on one
+// data-parallel rank, divided over those ranks), and the tensor-parallel
+// group that splits it ("tp", or "etp" for the routed experts) and its size.
+func (c *costModel) stepShare(w weightMatrix) (n float64, group string, tp int) {
+	dense, expert := 1, 1
+	if c.s.Train.LayerWiseOptimizer() {
+		dense, expert = c.dataParallelShards()
+	}
+	if w.expert {
+		return w.count / float64(c.ep) / float64(expert), "etp", c.etp
+	}
+	return w.count / float64(dense), "tp", c.tp
+}
+
+// shard is w's shape on one rank of a tensor-parallel group of tp.
+func (w weightMatrix) shard(tp int) (rows, cols float64) {
+	rows, cols = w.rows, w.cols
+	if w.tpRows {
+		rows /= float64(tp)
+	}
+	if w.tpCols {
+		cols /= float64(tp)
+	}
+	return rows, cols
 }
 
 // eachLayerMatrices calls f with the 2-D weights of each decoder layer

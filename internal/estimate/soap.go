@@ -42,23 +42,11 @@ func soapMatrixFLOPs(m, n float64) float64 {
 // distributed optimizer each weight is stepped on one of the data-parallel
 // ranks, so a GPU steps its share.
 func (c *costModel) eachSOAPMatrix(r int, f func(m, n, count float64)) {
-	denseShards, expertShards := 1, 1
-	if c.s.Train.LayerWiseOptimizer() {
-		denseShards, expertShards = c.dataParallelShards()
-	}
 	c.eachLayerMatrices(r, false, func(ms []weightMatrix, times float64) {
 		for _, w := range ms {
-			rows, cols, count, tp, shards := w.rows, w.cols, w.count, float64(c.tp), float64(denseShards)
-			if w.expert {
-				count, tp, shards = count/float64(c.ep), float64(c.etp), float64(expertShards)
-			}
-			if w.tpRows {
-				rows /= tp
-			}
-			if w.tpCols {
-				cols /= tp
-			}
-			f(rows, cols, times*count/shards)
+			n, _, tp := c.stepShare(w)
+			rows, cols := w.shard(tp)
+			f(rows, cols, times*n)
 		}
 	})
 }
