@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"fmt"
+	"slices"
 
 	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
@@ -42,20 +43,25 @@ func ResolveWith(source string, s *spec.Spec, at diag.Locator, checks []Check, c
 		}
 		return p, append(diags, TargetChecks(p, at, checks)...)
 	}
+	l, e, topo, est := layOut(s, d, at)
+	p.Layout, p.Estimate = l, e
+	diags = append(append(diags, topo...), est...)
+	return p, append(diags, TargetChecks(p, at, checks)...)
+}
+
+// layOut lays out a spec that passed every rule and estimates the plan,
+// with the topology checks' diagnostics on the layout and the estimate's.
+func layOut(s *spec.Spec, d spec.Derived, at diag.Locator) (l *layout.Layout, e *estimate.Estimate, topo, est diag.List) {
 	l, err := layout.Build(s, d)
 	if err != nil {
 		// check reports every rule the layout refuses, at the user's
 		// fields; a spec that passed it and cannot be laid out is a bug.
 		panic(fmt.Sprintf("parc: a spec that passed every check cannot be laid out: %v", err))
 	}
-	p.Layout = l
-	diags = append(diags, check.Topology(s, familyLinks(l), at)...)
 	o := estimate.DefaultOptions()
 	o.VerifyHints = true // the user reads these hints: their values are checked
-	e, ds := estimate.RunWith(s, d, links(l), at, o)
-	diags = append(diags, ds...)
-	p.Estimate = e
-	return p, append(diags, TargetChecks(p, at, checks)...)
+	e, est = estimate.RunWith(s, d, links(l), at, o)
+	return l, e, check.Topology(s, familyLinks(l), at), est
 }
 
 // onlyBatch reports whether the global batch is the only rule a spec's
@@ -86,23 +92,11 @@ func besideBatch(s *spec.Spec, at diag.Locator, co check.Options) diag.List {
 	}
 	mended.Train.GlobalBatch = (mended.Train.GlobalBatch/unit + 1) * unit
 	d = spec.Derive(&mended)
-	if check.RunWith(&mended, d, at, co).HasErrors() {
+	if check.VerdictWith(&mended, d, at, co).HasErrors() {
 		return nil
 	}
-	l, err := layout.Build(&mended, d)
-	if err != nil {
-		return nil
-	}
-	out := check.Topology(&mended, familyLinks(l), at)
-	o := estimate.DefaultOptions()
-	o.VerifyHints = true
-	_, ds := estimate.RunWith(&mended, d, links(l), at, o)
-	for _, x := range ds {
-		if x.Code == estimate.CodeMemoryExceedsGPU {
-			out = append(out, x)
-		}
-	}
-	return out
+	_, _, topo, est := layOut(&mended, d, at)
+	return append(topo, slices.DeleteFunc(est, func(x diag.Diagnostic) bool { return x.Code != estimate.CodeMemoryExceedsGPU })...)
 }
 
 // FasterSettings lists the single settings that would shorten p's estimated
