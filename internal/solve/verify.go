@@ -136,16 +136,12 @@ func (sv *solver) run() *Result {
 		}
 		// The top shapes' other plans are their variants: evaluate them
 		// all. One may become its shape's best, or a shape may move into
-		// the top, so the top is verified again.
+		// the top, so the next round verifies the top again.
 		sv.completeShapes(groups[:min(top, len(groups))])
 		if sv.exhausted {
 			return sv.stopped(r)
 		}
 		completed = true
-		groups = sv.ranked()
-		if sv.verifyTop(groups, top, cache) {
-			break
-		}
 	}
 	var verified []Candidate
 	for i, g := range groups {
@@ -530,8 +526,10 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 					if i == 3 {
 						break
 					}
-					if info, ok := check.Lookup(c.code); ok && info.Fix != "" {
-						each = append(each, fmt.Sprintf("%s: %s", c.code, strings.TrimSuffix(asHint(info.Fix, ""), ".")))
+					if info, ok := check.Lookup(c.code); ok {
+						if fix := asHint(info.Fix, ""); fix != "" {
+							each = append(each, fmt.Sprintf("%s: %s", c.code, strings.TrimSuffix(fix, ".")))
+						}
 					}
 				}
 				if len(each) > 1 {
