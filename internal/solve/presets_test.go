@@ -144,7 +144,7 @@ func TestRandomSpecsSolve(t *testing.T) {
 	clusters := presetNames(t, "clusters")
 	picks := 0
 	for i := range 40 {
-		var model string
+		model, imports := "", `"parc.dev/stdlib/clusters"`
 		if rng.IntN(2) == 0 {
 			model = fmt.Sprintf(`{layers: %d, hidden: %s, heads: %s, query_groups: %s, vocab: %s, activation: %q, bias: false`,
 				1+rng.IntN(48), pick("256", "512", "1024", "2048"), pick("8", "16", "32"), pick("1", "4", "8"),
@@ -155,9 +155,10 @@ func TestRandomSpecsSolve(t *testing.T) {
 			model += "}"
 		} else {
 			model = "models." + pick("llama3_8b", "qwen3_8b", "mixtral_8x7b", "qwen3_30b_a3b", "llama3_70b", "deepseek_v3")
+			imports += "\n\t\"parc.dev/stdlib/models\""
 		}
-		head := fmt.Sprintf("package plan\n\nimport (\n\t\"parc.dev/stdlib/clusters\"\n\t\"parc.dev/stdlib/models\"\n)\n\nmodel: %s & {max_position_embeddings: 16384}\n_m: models\ncluster: clusters.%s & {nodes: %s}\n",
-			model, clusters[rng.IntN(len(clusters))], pick("1", "2", "3", "4", "8", "12", "16", "64", "128"))
+		head := fmt.Sprintf("package plan\n\nimport (\n\t%s\n)\n\nmodel: %s & {max_position_embeddings: 16384}\ncluster: clusters.%s & {nodes: %s}\n",
+			imports, model, clusters[rng.IntN(len(clusters))], pick("1", "2", "3", "4", "8", "12", "16", "64", "128"))
 		var par []string
 		for _, f := range []string{"tp", "pp", "vpp", "cp", "ep", "etp"} {
 			switch rng.IntN(5) {
