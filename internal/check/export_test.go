@@ -12,5 +12,6 @@ var (
 	OptimizerForXcheck  = optimizerForXcheck
 	ActivationForXcheck = activationForXcheck
 	LionForXcheck       = lionForXcheck
+	EmergingForXcheck   = emergingForXcheck
 	ErrorCodes          = errorCodes
 )

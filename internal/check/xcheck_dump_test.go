@@ -58,7 +58,7 @@ func TestDumpForMegatron(t *testing.T) {
 		"random1.json": forMegatron(check.RandomForXcheck(t, 7, 3000)),
 		"random2.json": forMegatron(check.RandomForXcheck(t, 9, 3000)),
 		"options.json": forMegatron(check.OptionsForXcheck(t, 21, 1000)),
-		// More seeds of the same generators (README: the last four rows).
+		// More seeds of the same generators (README: the rows after options.json).
 		"random66.json":      forMegatron(check.RandomForXcheck(t, 66, 1500)),
 		"options202.json":    forMegatron(check.OptionsForXcheck(t, 202, 3000)),
 		"options303.json":    forMegatron(check.OptionsForXcheck(t, 303, 3000)),
@@ -66,6 +66,7 @@ func TestDumpForMegatron(t *testing.T) {
 		"optimizer505.json":  forMegatron(check.OptimizerForXcheck(t, 505, 1000)),
 		"activation606.json": forMegatron(check.ActivationForXcheck(t, 606, 600)),
 		"lion707.json":       forMegatron(check.LionForXcheck(t, 707, 500)),
+		"emerging808.json":   forMegatron(check.EmergingForXcheck(t, 808, 500)),
 		"errors.json":        check.ErrorCodes(),
 	} {
 		data, err := json.Marshal(v)

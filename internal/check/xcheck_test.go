@@ -155,6 +155,20 @@ func lionForXcheck(t *testing.T, seed int64, n int) []xcase {
 	return optionCases(t, seed, n, func(r *mrand.Rand, over map[string]any) { withOptimizer(r, over, 4, "lion") })
 }
 
+// emergingForXcheck is optimizerForXcheck with train.optimizer soap or
+// adaptive_muon in every plan (the two emerging optimizers session 29
+// added), and with adaptive_muon a tensor-parallel mode at random one time
+// in two.
+func emergingForXcheck(t *testing.T, seed int64, n int) []xcase {
+	return optionCases(t, seed, n, func(r *mrand.Rand, over map[string]any) {
+		withOptimizer(r, over, 4, "soap", "adaptive_muon")
+		train := subMap(over, "train")
+		if train["optimizer"] == "adaptive_muon" && r.Intn(2) == 0 {
+			train["muon_tp_mode"] = []string{"duplicated", "blockwise", "distributed"}[r.Intn(3)]
+		}
+	})
+}
+
 // activationForXcheck is optionsForXcheck with model.activation one of the
 // four in every plan, beside random linear biases and bias-activation
 // fusions (withActivation): what core_transformer_config_from_args and
