@@ -19,12 +19,14 @@ package estimate
 //     (2d³), the correction Q_d·diag·Q_dᵀ (2d³), and its conjugation by the
 //     gradient (2mn(m+n) for each factor);
 //   - sorting the eigenbasis by Q_dᵀ·F_d's diagonal (2d³);
-//   - one power step F_d·Q_d (2d³) and a QR of the d×d result, counted at
-//     Householder's 4/3·d³;
+//   - one power step F_d·Q_d (2d³) and a QR of the d×d result
+//     (eig.py orthogonal_iteration: torch.linalg.qr(Q).Q, which forms Q:
+//     LAPACK's geqrf, 4/3·d³ for a square matrix, and orgqr, another
+//     4/3·d³; LAPACK Working Note 41's operation counts);
 //   - four projections of an m×n tensor onto both eigenbases (the first
 //     moment out of the old basis and into the new, the gradient in, the
 //     update out): 2mn(m+n) each.
-// In all (28/3)(m³+n³) + 12mn(m+n) FLOPs, at the GPU's TF32 rate and the
+// In all (32/3)(m³+n³) + 12mn(m+n) FLOPs, at the GPU's TF32 rate and the
 // fitted GEMM efficiency (the QR runs in cuSOLVER, not as one GEMM: an
 // approximation). The first step's eigendecomposition is not counted.
 
@@ -33,7 +35,7 @@ func soapMatrixBytes(m, n float64) float64 { return 4 * 2 * (m*m + n*n) }
 
 // soapMatrixFLOPs is one SOAP step of an m×n weight.
 func soapMatrixFLOPs(m, n float64) float64 {
-	return 28.0/3*(m*m*m+n*n*n) + 12*m*n*(m+n)
+	return 32.0/3*(m*m*m+n*n*n) + 12*m*n*(m+n)
 }
 
 // eachSOAPMatrix calls f with the shape of each 2-D weight SOAP steps on

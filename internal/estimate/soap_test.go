@@ -10,7 +10,7 @@ import (
 // distributed optimizer over dp 4 works on each weight's shard (SOAP is not
 // tensor-parallel aware): the fused qkv 3072×4096, proj 4096×2048, fc1
 // 14336×4096 and fc2 4096×7168 of each of 32 layers, a quarter of them per
-// GPU, each at (28/3)(m³+n³) + 12mn(m+n) FLOPs (soap.go counts them from
+// GPU, each at (32/3)(m³+n³) + 12mn(m+n) FLOPs (soap.go counts them from
 // emerging_optimizers v0.3.0's soap.py), at the TF32 rate. adaptive_muon
 // does Muon's Newton-Schulz work, and neither Adam nor Muon does SOAP's.
 func TestSOAPStep(t *testing.T) {
@@ -23,7 +23,7 @@ train: {seq_length: 8192, micro_batch: 1, global_batch: 128, iters: 10, distribu
 `)
 		return newCostModel(s, spec.Derive(s), DefaultOptions())
 	}
-	cube := func(m, n float64) float64 { return 28.0/3*(m*m*m+n*n*n) + 12*m*n*(m+n) }
+	cube := func(m, n float64) float64 { return 32.0/3*(m*m*m+n*n*n) + 12*m*n*(m+n) }
 	layer := cube(3072, 4096) + cube(4096, 2048) + cube(14336, 4096) + cube(4096, 7168)
 	c := load("soap")
 	want := 32 * layer / 4 / (c.cm.r.fp32 * c.cal.GEMMEff)
