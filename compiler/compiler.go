@@ -1,6 +1,9 @@
 package compiler
 
 import (
+	"fmt"
+	"strings"
+
 	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/estimate"
@@ -90,16 +93,38 @@ func Solve(src Source, top int) (*solve.Result, diag.List) {
 	return SolveWith(src, solve.Options{Top: top})
 }
 
+// leaveOpenHints adds to the hint of each required field the spec leaves out
+// that parc solve can choose (spec.OpenPaths; train.micro_batch is the one
+// with no default) how to leave it open instead of setting it.
+func leaveOpenHints(ds diag.List) diag.List {
+	for i, d := range ds {
+		if d.Code != "missing-field" {
+			continue
+		}
+		if _, ok := spec.OpenFieldOf(d.Path); !ok {
+			continue
+		}
+		section, field, _ := strings.Cut(d.Path, ".")
+		open := fmt.Sprintf("or leave it open for parc solve to choose: %s: {%s: int}", section, field)
+		if d.Hint == "" {
+			ds[i].Hint = open
+		} else {
+			ds[i].Hint = d.Hint + "; " + open
+		}
+	}
+	return ds
+}
+
 // SolveWith is Solve with every option of the search (the top K, the memory
 // headroom, the noise band).
 func SolveWith(src Source, opts solve.Options) (*solve.Result, diag.List) {
 	res, diags := load.Load(src)
 	if res == nil || diags.HasErrors() {
-		return nil, diags.Sort()
+		return nil, leaveOpenHints(diags).Sort()
 	}
 	if opts.Checks == nil {
 		opts.Checks = targetChecks
 	}
 	r, ds := solve.Solve(res, opts)
-	return r, res.Ranges(append(diags, ds...)).Sort()
+	return r, leaveOpenHints(res.Ranges(append(diags, ds...))).Sort()
 }

@@ -100,3 +100,40 @@ func TestOnlyGroupSizeOpen(t *testing.T) {
 	assert.LessOrEqual(t, *g, m)
 	assert.True(t, m%*g == 0 || m%*g >= pp, "group %d with %d microbatches, pp %d", *g, m, pp)
 }
+
+// A spec for parc solve that leaves out train.micro_batch (required: it has
+// no default) is told, beside what the field must be, how to leave it open;
+// written so, the search runs and picks a micro batch.
+func TestSolveMissingMicroBatchHint(t *testing.T) {
+	spec := func(micro string) Source {
+		return Source{Path: filepath.Join(t.TempDir(), "plan.cue"), Data: []byte(`package plan
+
+import (
+	"parc.dev/stdlib/clusters"
+	"parc.dev/stdlib/models"
+)
+
+model:    models.llama3_8b
+cluster:  clusters.dgx_h100 & {nodes: 1}
+parallel: {tp: int}
+train: {seq_length: 4096, global_batch: 64, precision: "bf16", iters: 10` + micro + `}
+`)}
+	}
+	_, diags := Solve(spec(""), 3)
+	require.True(t, diags.HasErrors())
+	var hint string
+	for _, d := range diags {
+		if d.Code == "missing-field" && d.Path == "train.micro_batch" {
+			hint = d.Hint
+		}
+	}
+	require.NotEmpty(t, hint, "%v", diags)
+	assert.Contains(t, hint, "or leave it open for parc solve to choose: train: {micro_batch: int}")
+	r, diags := Solve(spec(", micro_batch: int"), 3)
+	require.False(t, diags.HasErrors(), "%v", diags)
+	require.NotEmpty(t, r.Candidates)
+	_, diags = Vet(spec(""))
+	for _, d := range diags {
+		assert.NotContains(t, d.Hint, "parc solve", "vet's hint is the field's own")
+	}
+}
