@@ -150,8 +150,8 @@ var Codes = []CodeInfo{
 	// nodes (Topology, on the rank layout).
 	{Code: "tp-crosses-nvlink", Severity: diag.Error, Rule: "", Meaning: "A tensor-parallel group spans more than one NVLink domain; its all-reduces would run over the inter-node network on every layer.", Fix: "Use a tp that divides nvlink_domain (and keep the default order, which places tp innermost)."},
 	{Code: "etp-crosses-nvlink", Severity: diag.Error, Rule: "", Meaning: "An expert-tensor-parallel group spans more than one NVLink domain.", Fix: "Use an etp that divides nvlink_domain."},
-	{Code: "cp-crosses-node", Severity: diag.Warning, Rule: "", Meaning: "Context-parallel groups span nodes (or, where NVLink joins nodes into a larger domain, NVLink domains); their ring exchanges run over the network.", Fix: "Keep tp·cp within gpus_per_node (or nvlink_domain) if the network is slow."},
-	{Code: "ep-crosses-node", Severity: diag.Warning, Rule: "", Meaning: "Expert-parallel groups span nodes (or, where NVLink joins nodes into a larger domain, NVLink domains); the token all-to-all runs over the network.", Fix: "Keep etp·ep within gpus_per_node (or nvlink_domain) if the network is slow."},
+	{Code: "cp-crosses-node", Severity: diag.Warning, Rule: "", Meaning: "Context-parallel groups span nodes (or, where NVLink joins nodes into a larger domain, NVLink domains); their ring exchanges run over the network.", Fix: "Keep tp·cp within gpus_per_node (or nvlink_domain) if the network is slow; on a multi-node NVLink domain (NVL72) the job can instead run in Slurm segments (cluster.slurm.segment) whose GPUs tp·cp divides, with nvlink_domain set to them."},
+	{Code: "ep-crosses-node", Severity: diag.Warning, Rule: "", Meaning: "Expert-parallel groups span nodes (or, where NVLink joins nodes into a larger domain, NVLink domains); the token all-to-all runs over the network.", Fix: "Keep etp·ep within gpus_per_node (or nvlink_domain) if the network is slow; on a multi-node NVLink domain (NVL72) the job can instead run in Slurm segments (cluster.slurm.segment) whose GPUs etp·ep divides, with nvlink_domain set to them."},
 }
 
 var codeIndex = func() map[string]CodeInfo {

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/layout"
 	"parc.dev/parc/internal/spec"
@@ -606,6 +609,15 @@ var scenarios = []func() map[string]any{
 		return map[string]any{"cluster": map[string]any{"nodes": 32, "gpus_per_node": 4, "nvlink_domain": 72, "slurm": map[string]any{"segment": 16}},
 			"train": map[string]any{"global_batch": 128}}
 	},
+	func() map[string]any { // ep-crosses-node across NVL72 domains: ep 64 on 32 four-GPU nodes (the segment option)
+		return map[string]any{"parallel": map[string]any{"tp": 1, "pp": 1, "ep": 64},
+			"cluster": map[string]any{"nodes": 32, "gpus_per_node": 4, "nvlink_domain": 72},
+			"model":   map[string]any{"bias": false, "moe": map[string]any{"experts": 64}}, "train": map[string]any{"global_batch": 128}}
+	},
+	func() map[string]any { // cp-crosses-node across NVL72 domains: tp·cp = 16 on 36 four-GPU nodes
+		return map[string]any{"parallel": map[string]any{"tp": 4, "pp": 1, "cp": 4},
+			"cluster": map[string]any{"nodes": 36, "gpus_per_node": 4, "nvlink_domain": 72}, "train": map[string]any{"global_batch": 72}}
+	},
 	func() map[string]any { // etp 4 inside an NVLink domain of 4: an expert grid that reaches the layout
 		return map[string]any{"parallel": map[string]any{"tp": 2, "pp": 1, "ep": 2, "etp": 4},
 			"cluster": map[string]any{"nvlink_domain": 4},
@@ -767,7 +779,7 @@ func vetAll(s *spec.Spec) diag.List {
 	}
 	var fams []FamilyLink
 	for _, f := range lay.Summaries {
-		fams = append(fams, FamilyLink{Family: f.Name, Size: f.Size, Count: f.Count, GroupsLeavingNode: f.GroupsLeavingNode})
+		fams = append(fams, FamilyLink{Family: f.Name, Size: f.Size, Count: f.Count, GroupsLeavingNode: f.GroupsLeavingNode, GroupsLeavingDomain: f.GroupsLeavingDomain})
 	}
 	return append(l, Topology(s, fams, nil)...)
 }
@@ -1273,5 +1285,45 @@ func TestWithValueCopies(t *testing.T) {
 	}
 	if s5, ok := withValue(s, "checkpoint.format", "torch"); !ok || s5.Checkpoint.Format != "torch" || s.Checkpoint != nil {
 		t.Fatalf("a field of a block the spec leaves out: %v", ok)
+	}
+}
+
+// TestSegmentOptionKeepsGroupsInDomains: expert- and context-parallel groups
+// that straddle GB200 NVL72 domains (blocks of 72 consecutive ranks) are
+// offered, beside the degrees that divide the domain, Slurm segments whose
+// GPUs the group block divides, with nvlink_domain set to them; applied, the
+// layout keeps every group in one domain and nothing else fails.
+func TestSegmentOptionKeepsGroupsInDomains(t *testing.T) {
+	for _, tc := range []struct {
+		over, code, want string
+	}{
+		{`{"parallel": {"tp": 1, "pp": 1, "ep": 64}, "cluster": {"nodes": 32, "gpus_per_node": 4, "nvlink_domain": 72},
+			"model": {"bias": false, "moe": {"experts": 64}}, "train": {"global_batch": 128}}`,
+			"ep-crosses-node", "or keep ep=64 and run the job in Slurm segments of 16 nodes, 64 GPUs in one NVLink domain each: set cluster.slurm.segment: 16 and cluster.nvlink_domain: 64"},
+		{`{"parallel": {"tp": 4, "pp": 1, "cp": 4}, "cluster": {"nodes": 36, "gpus_per_node": 4, "nvlink_domain": 72}, "train": {"global_batch": 72}}`,
+			"cp-crosses-node", "or keep cp=4 and run the job in Slurm segments of 12 nodes, 48 GPUs in one NVLink domain each: set cluster.slurm.segment: 12 and cluster.nvlink_domain: 48"},
+	} {
+		s := specFrom(t, parse(t, tc.over))
+		l := vetAll(s)
+		i := slices.IndexFunc(l, func(d diag.Diagnostic) bool { return d.Code == tc.code })
+		require.GreaterOrEqual(t, i, 0, "%s: no %s in %v", tc.code, tc.code, l)
+		assert.Contains(t, l[i].Hint, tc.want)
+		seg, dom := 16, 64
+		if tc.code == "cp-crosses-node" {
+			seg, dom = 12, 48
+		}
+		s2, ok := withValue(s, "cluster.slurm.segment", seg)
+		require.True(t, ok)
+		s2, ok = withValue(s2, "cluster.nvlink_domain", dom)
+		require.True(t, ok)
+		after := vetAll(s2)
+		assert.Empty(t, after, "%s: with the segments", tc.code)
+	}
+	// A spec that already sets a segment is judged by slurm-segment-domain,
+	// and a job inside one domain gets no segment option.
+	s := specFrom(t, parse(t, `{"parallel": {"tp": 1, "pp": 1, "ep": 64}, "cluster": {"nodes": 16, "gpus_per_node": 4, "nvlink_domain": 72},
+		"model": {"bias": false, "moe": {"experts": 64}}, "train": {"global_batch": 128}}`))
+	for _, d := range vetAll(s) {
+		assert.NotContains(t, d.Hint, "segment", d.Code)
 	}
 }

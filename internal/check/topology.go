@@ -141,6 +141,44 @@ func (c *checker) nodeHint(code, name string, inner, now int) string {
 	path := "parallel." + name
 	ok := c.near(code, path, now, valuesIn(1, g, func(v int) bool { return g%(inner*v) == 0 }))
 	innerName := map[string]string{"cp": "tp", "ep": "etp"}[name]
-	return listHint(fmt.Sprintf("%s values with %s·%s dividing %s=%d (%s)", name, innerName, name, unit, g, within), ok,
+	hint := listHint(fmt.Sprintf("%s values with %s·%s dividing %s=%d (%s)", name, innerName, name, unit, g, within), ok,
 		fmt.Sprintf("no %s keeps %s·%s within %s=%d and passes every check; accept the network hop if it is fast", name, innerName, name, unit, g))
+	if seg := c.segmentOption(code, name, inner, now); seg != "" {
+		hint += "; or " + seg
+	}
+	return hint
+}
+
+// segmentOption is the other way to keep groups of inner·now consecutive
+// ranks inside NVLink where one domain joins several nodes (GB200/GB300
+// NVL72) and the job is larger than a domain: run it in Slurm segments
+// (cluster.slurm.segment, Slurm's --segment with topology/block) whose
+// GPUs the group block divides, each segment in one rack, and let parc
+// place its NVLink domains on the segments (cluster.nvlink_domain: the
+// segment's GPUs, what slurmSegment asks for). Megatron-Bridge's launcher
+// runs 64 four-GPU GB200 nodes so, in segments of 16 nodes: 64-GPU domains
+// (scripts/performance/utils/executors.py slurm_executor; NeMo's
+// scripts/performance/utils.py takes the largest divisor of the node count
+// up to 18). The segment offered is the largest that divides the node count
+// and fits a domain, and its settings pass every check; "" when none does or
+// the spec already sets a segment (slurmSegment judges it).
+func (c *checker) segmentOption(code, name string, inner, now int) string {
+	cl := c.s.Cluster
+	gpn, domain := cl.GPUsPerNode, cl.NVLinkDomain
+	block := inner * now
+	if cl.Slurm != nil && cl.Slurm.Segment != nil || gpn < 1 || domain <= gpn || c.world() <= domain || block < 1 {
+		return ""
+	}
+	for seg := min(domain/gpn, cl.Nodes-1); seg >= 1; seg-- {
+		if cl.Nodes%seg != 0 || (seg*gpn)%block != 0 {
+			continue
+		}
+		set := []setting{{"cluster.slurm.segment", seg}, {"cluster.nvlink_domain", seg * gpn}}
+		if !c.verifying && !c.acceptsAll(code, set...) {
+			continue
+		}
+		return fmt.Sprintf("keep %s=%d and run the job in Slurm segments of %d nodes, %d GPUs in one NVLink domain each: %s",
+			name, now, seg, seg*gpn, settingsText(set))
+	}
+	return ""
 }
