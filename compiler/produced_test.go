@@ -327,5 +327,6 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: 144, iters: 10}
 	}
 	require.NotNil(t, d, "ep 16: the group of ranks 64-79 straddles the domains 0-71 and 72-143: %v", ds)
 	require.Contains(t, d.Message, "1 of 9 expert-parallel groups (size 16) span NVLink domains of 72 GPUs")
+	require.Contains(t, d.Message, "parc's step time does not charge it yet", "the estimate times an expert-parallel group within a domain's size as inside one")
 	require.Contains(t, d.Hint, "dividing nvlink_domain=72")
 }
