@@ -1296,25 +1296,22 @@ func TestWithValueCopies(t *testing.T) {
 func TestSegmentOptionKeepsGroupsInDomains(t *testing.T) {
 	for _, tc := range []struct {
 		over, code, want string
+		segment, domain  int
 	}{
 		{`{"parallel": {"tp": 1, "pp": 1, "ep": 64}, "cluster": {"nodes": 32, "gpus_per_node": 4, "nvlink_domain": 72},
 			"model": {"bias": false, "moe": {"experts": 64}}, "train": {"global_batch": 128}}`,
-			"ep-crosses-node", "or keep ep=64 and run the job in Slurm segments of 16 nodes, 64 GPUs in one NVLink domain each: set cluster.slurm.segment: 16 and cluster.nvlink_domain: 64"},
+			"ep-crosses-node", "or keep ep=64 and run the job in Slurm segments of 16 nodes, 64 GPUs in one NVLink domain each: set cluster.slurm.segment: 16 and cluster.nvlink_domain: 64", 16, 64},
 		{`{"parallel": {"tp": 4, "pp": 1, "cp": 4}, "cluster": {"nodes": 36, "gpus_per_node": 4, "nvlink_domain": 72}, "train": {"global_batch": 72}}`,
-			"cp-crosses-node", "or keep cp=4 and run the job in Slurm segments of 12 nodes, 48 GPUs in one NVLink domain each: set cluster.slurm.segment: 12 and cluster.nvlink_domain: 48"},
+			"cp-crosses-node", "or keep cp=4 and run the job in Slurm segments of 12 nodes, 48 GPUs in one NVLink domain each: set cluster.slurm.segment: 12 and cluster.nvlink_domain: 48", 12, 48},
 	} {
 		s := specFrom(t, parse(t, tc.over))
 		l := vetAll(s)
 		i := slices.IndexFunc(l, func(d diag.Diagnostic) bool { return d.Code == tc.code })
 		require.GreaterOrEqual(t, i, 0, "%s: no %s in %v", tc.code, tc.code, l)
 		assert.Contains(t, l[i].Hint, tc.want)
-		seg, dom := 16, 64
-		if tc.code == "cp-crosses-node" {
-			seg, dom = 12, 48
-		}
-		s2, ok := withValue(s, "cluster.slurm.segment", seg)
+		s2, ok := withValue(s, "cluster.slurm.segment", tc.segment)
 		require.True(t, ok)
-		s2, ok = withValue(s2, "cluster.nvlink_domain", dom)
+		s2, ok = withValue(s2, "cluster.nvlink_domain", tc.domain)
 		require.True(t, ok)
 		after := vetAll(s2)
 		assert.Empty(t, after, "%s: with the segments", tc.code)

@@ -41,13 +41,13 @@ func Topology(s *spec.Spec, fams []FamilyLink, at diag.Locator) diag.List {
 				"%d of %d context-parallel groups (size %d) %s; their ring exchanges run over the network",
 				leaving, f.Count, f.Size, where)
 		case "ep":
-			// The step-time model places an expert-parallel group that fits
-			// a domain (etp·ep ≤ nvlink_domain) inside one
-			// (internal/estimate epDomainRanks: it takes the groups as
-			// aligned to the domains), so it does not charge the network
-			// hop of one that straddles two: say so.
+			// The step-time model splits an expert-parallel group by
+			// spec.ExpertRanksPerNVLinkDomain as if the groups were aligned
+			// to the domains, so a group no larger than that lies inside one
+			// for it, and the network hop of one that straddles two is not
+			// charged: say so.
 			uncharged := ""
-			if u.domain && c.etp()*s.Parallel.EP <= u.size {
+			if u.domain && s.Parallel.EP <= spec.ExpertRanksPerNVLinkDomain(s.Cluster.NVLinkDomain, c.etp()) {
 				uncharged = " (parc's step time does not charge it yet: it times these groups as if inside one domain)"
 			}
 			c.report("ep-crosses-node", "parallel.ep", c.nodeHint("ep-crosses-node", "ep", c.etp(), s.Parallel.EP),
@@ -183,7 +183,7 @@ func (c *checker) segmentOption(code, name string, inner, now int) string {
 			continue
 		}
 		set := []setting{{"cluster.slurm.segment", seg}, {"cluster.nvlink_domain", seg * gpn}}
-		if !c.verifying && !c.acceptsAll(code, set...) {
+		if !c.acceptsAll(code, set...) {
 			continue
 		}
 		return fmt.Sprintf("keep %s=%d and run the job in Slurm segments of %d nodes, %d GPUs in one NVLink domain each: %s",
