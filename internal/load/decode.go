@@ -19,12 +19,19 @@ import (
 // Open lists the solver fields (spec.OpenPaths) the user left open (`tp: int`,
 // `tp: 1 | 2 | 4 | 8`, `pp: >=2`). Openness is decided on the user's own
 // value, before the schema's defaults could make it concrete. An open
+// parallel.layout and train.recompute_modules follow (spec.LayoutPath,
+// spec.RecomputeModulesPath: a list is open when it may grow, `[...string]`,
+// which CUE would otherwise read as the empty list), and an open
 // parallel.microbatch_group_size (spec.GroupSizePath) is listed last.
 func (r *Result) Open() []string {
 	var out []string
-	for _, p := range append(spec.OpenPaths(), spec.GroupSizePath) {
+	for _, p := range append(spec.OpenPaths(), spec.LayoutPath, spec.RecomputeModulesPath, spec.GroupSizePath) {
 		v := r.User.LookupPath(cue.ParsePath(p))
 		if !v.Exists() {
+			continue
+		}
+		if p == spec.RecomputeModulesPath && v.IsConcrete() && v.Allows(cue.AnyIndex) {
+			out = append(out, p)
 			continue
 		}
 		if _, hasDefault := v.Default(); hasDefault {

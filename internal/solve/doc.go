@@ -3,8 +3,10 @@
 // etp, the pipeline split account_for_embedding, account_for_loss,
 // first_stage_layers, last_stage_layers, and train.micro_batch, recompute,
 // distributed_optimizer, fsdp — written as `tp: int`, `tp: 1 | 2 | 4 | 8`,
-// `pp: >=2`, `account_for_loss: bool`) and ranks the complete plans by the
-// estimated step time.
+// `pp: >=2`, `account_for_loss: bool`), and parallel.layout and
+// train.recompute_modules (`layout: string`, `recompute_modules:
+// [...string]`, disjunctions of them; choice.go), and ranks the complete
+// plans by the estimated step time.
 //
 // The pipeline split is searched with pp, as experts choose it: when pp is
 // open (or does not divide the layers) and the spec writes none of the four

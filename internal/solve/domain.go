@@ -75,9 +75,10 @@ func setRecomputeLayers(t *spec.Train, k int) {
 	t.RecomputeMethod, t.RecomputeLayers = "block", &k
 }
 
-// String is "full", "selective", "selective[mla_up_proj,mlp]".
+// String is "full", "selective", "selective[mla_up_proj,mlp]" (a list
+// beside another mode, which Megatron ignores, is not shown).
 func (r recompute) String() string {
-	if r.modules == nil {
+	if r.modules == nil || r.mode != "selective" {
 		return r.mode
 	}
 	return r.mode + "[" + strings.Join(r.modules, ",") + "]"
@@ -150,6 +151,22 @@ type solver struct {
 	// layoutsSearched: the split is parc's to choose (splitImplied) and
 	// the spec writes no layout, so the generated layouts are tried too.
 	layoutsSearched bool
+	// layoutOpen: the user left parallel.layout open (choice.go), with the
+	// constraint layoutUser; userLayouts are its layouts when it is a
+	// disjunction of them (then the only ones tried). vppFromLayout: the
+	// spec writes no vpp, so each plan's is its layout's stages over pp.
+	layoutOpen    bool
+	layoutUser    cue.Value
+	userLayouts   []string
+	vppFromLayout bool
+	// modulesOpen: the user left train.recompute_modules open (choice.go),
+	// with the constraint modulesUser; userModules are its lists when it is
+	// a disjunction of them; modulesPlaceholder is the value decoded in
+	// place of an open one that is not a list yet (nil: none needed).
+	modulesOpen        bool
+	modulesUser        cue.Value
+	userModules        [][]string
+	modulesPlaceholder any
 	// recomputes are the recomputation choices tried, least first;
 	// modulesImplied: parc chooses train.recompute_modules (recompute is
 	// open and the spec writes no modules).
@@ -177,6 +194,28 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 	vals := map[string]any{}
 	open := res.Open() // with an open group size last: parc chooses it with vpp
 	for _, p := range open {
+		switch p {
+		case spec.LayoutPath:
+			ph, ok := sv.openLayout(res.User.LookupPath(cue.ParsePath(p)))
+			if !ok {
+				ds.Errorf(sv.at(p), p, CodeOpenNoValue, `write parallel.layout as a layout, a disjunction of layouts or string`,
+					"%s is open but parc found no layout its constraint %v allows", p, sv.layoutUser)
+				continue
+			}
+			vals[p] = ph
+			continue
+		case spec.RecomputeModulesPath:
+			ph, ok := sv.openModules(res.User.LookupPath(cue.ParsePath(p)))
+			if !ok {
+				ds.Errorf(sv.at(p), p, CodeOpenNoValue, `write train.recompute_modules as a list, a disjunction of lists or [...string]`,
+					"%s is open but parc found no module list its constraint %v allows", p, sv.modulesUser)
+				continue
+			}
+			if ph != nil {
+				vals[p], sv.modulesPlaceholder = ph, ph
+			}
+			continue
+		}
 		f, ok := spec.OpenFieldOf(p)
 		if !ok && p == groupPath {
 			// Open like a degree: parc chooses it (group.go).
@@ -221,6 +260,18 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 	if sv.group.open {
 		sv.base.Parallel.MicrobatchGroupSize = nil // the placeholder
 	}
+	if sv.layoutOpen {
+		sv.base.Parallel.Layout = nil // the placeholder
+		if !sv.open[fVPP] && !res.User.LookupPath(cue.ParsePath("parallel.vpp")).Exists() {
+			sv.base.Parallel.VPP, sv.vppFromLayout = 1, true
+		}
+		if ds = append(ds, sv.layoutConflicts()...); ds.HasErrors() {
+			return nil, ds
+		}
+	}
+	if sv.modulesOpen {
+		sv.base.Train.RecomputeModules = nil // the placeholder, or [] for [...string]
+	}
 	sv.world = s.Cluster.Nodes * s.Cluster.GPUsPerNode
 	if sv.opts.MemoryHeadroom <= 0 {
 		sv.opts.MemoryHeadroom = DefaultMemoryHeadroom
@@ -228,7 +279,7 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 			sv.opts.MemoryHeadroom = *s.Solve.MemoryHeadroom
 		}
 	}
-	if l := s.Parallel.Layout; l != nil {
+	if l := sv.base.Parallel.Layout; l != nil {
 		if pl, err := spec.ParsePipelineLayout(*l); err == nil {
 			sv.layoutStages = len(pl.Stages)
 		}
@@ -316,6 +367,20 @@ func isBool(f field) bool { return f == fEmb || f == fLoss || f == fDO || f == f
 // layer fewer on the first and the last stage); a split the user wrote,
 // even as its default value, is kept.
 func (sv *solver) splitImplied() {
+	if sv.layoutOpen {
+		// The user asks parc to place the layers: every split of it, as
+		// a layout (choice.go), or the disjunction's layouts alone.
+		if sv.userLayouts != nil {
+			return
+		}
+		sv.layoutsSearched = true
+		for _, f := range spec.PipelineSplitFields {
+			if !sv.res.User.LookupPath(cue.ParsePath(f.Path())).Exists() {
+				sv.implied[f] = true
+			}
+		}
+		return
+	}
 	if sv.res.User.LookupPath(cue.ParsePath("parallel.layout")).Exists() {
 		return // the layout places every layer
 	}
@@ -436,6 +501,20 @@ func (sv *solver) domains() {
 	case !sv.open[fVPP] && sv.layoutStages > 0 && !sv.res.User.LookupPath(cue.ParsePath("parallel.vpp")).Exists():
 		// Megatron derives vpp from the layout: its stages over pp.
 		sv.dom[fVPP] = divisors(sv.layoutStages)
+	case sv.vppFromLayout:
+		// Each plan's layout gives its vpp (choice.go).
+		sv.dom[fVPP] = sv.vppCandidates()
+		if sv.userLayouts != nil {
+			sv.dom[fVPP] = nil
+			for _, v := range upTo(sv.base.Model.Layers + 2) {
+				if slices.ContainsFunc(sv.userLayouts, func(l string) bool {
+					pl, err := spec.ParsePipelineLayout(l)
+					return err == nil && len(pl.Stages)%v == 0
+				}) {
+					sv.dom[fVPP] = append(sv.dom[fVPP], v)
+				}
+			}
+		}
 	case !sv.open[fVPP]:
 		fixed(fVPP, s.Parallel.VPP)
 	default:
@@ -494,7 +573,15 @@ func (sv *solver) recomputeDomain() {
 	}
 	if !sv.open[fRC] {
 		sv.recomputes = []recompute{{mode: t.Recompute, modules: t.RecomputeModules}}
-		sv.dom[fRC] = []int{0}
+		if sv.modulesOpen && t.Recompute == "selective" {
+			sv.recomputes = nil
+			for _, mods := range sv.chosenModules() {
+				sv.recomputes = append(sv.recomputes, recompute{mode: "selective", modules: mods})
+			}
+		}
+		for i := range sv.recomputes {
+			sv.dom[fRC] = append(sv.dom[fRC], i)
+		}
 		return
 	}
 	sv.modulesImplied = !sv.res.User.LookupPath(cue.ParsePath("train.recompute_modules")).Exists()
@@ -511,17 +598,18 @@ func (sv *solver) recomputeDomain() {
 			sv.recomputes = append(sv.recomputes, recompute{mode: m, layersImplied: true})
 			continue
 		}
-		if m != "selective" || !sv.modulesImplied {
-			sv.recomputes = append(sv.recomputes, recompute{mode: m, modules: t.RecomputeModules})
-			continue
-		}
-		for _, mods := range moduleLists {
-			r := recompute{mode: m, modules: mods}
-			if slices.Equal(mods, []string{"mlp"}) && sv.base.Model.MoE != nil {
-				continue
+		switch {
+		case m == "selective" && sv.modulesOpen:
+			for _, mods := range sv.chosenModules() {
+				sv.recomputes = append(sv.recomputes, recompute{mode: m, modules: mods})
 			}
-			if mods == nil || sv.modulesApply(r) {
-				sv.recomputes = append(sv.recomputes, r)
+		case m != "selective" && sv.modulesOpen:
+			sv.recomputes = append(sv.recomputes, recompute{mode: m})
+		case m != "selective" || !sv.modulesImplied:
+			sv.recomputes = append(sv.recomputes, recompute{mode: m, modules: t.RecomputeModules})
+		default:
+			for _, mods := range sv.chosenModules() {
+				sv.recomputes = append(sv.recomputes, recompute{mode: m, modules: mods})
 			}
 		}
 	}

@@ -20,6 +20,8 @@ type split struct {
 	// model's layers and MTP layers.
 	layout      int8
 	layers, mtp int
+	// text is the layout of a layoutUser split.
+	text string
 }
 
 // The pipeline layouts parc generates when it chooses the split
@@ -35,6 +37,9 @@ const (
 	// count one slot each, split evenly over the S stages ("Et|(tt|)*30mL":
 	// 64 slots over 32).
 	layoutSlots = 2
+	// layoutUser: one of the layouts of the user's open parallel.layout
+	// (choice.go), as written.
+	layoutUser = 3
 )
 
 // layoutFor is the layout of split s with pp ranks and vpp virtual
@@ -47,6 +52,8 @@ func (s split) layoutFor(pp, vpp int) (string, bool) {
 	S := pp * vpp
 	var stages []string
 	switch s.layout {
+	case layoutUser:
+		return s.text, true
 	case layoutEdge:
 		per := (s.layers + S - 1) / S
 		rest := s.layers - per*(S-1)
@@ -79,6 +86,10 @@ func (s split) layoutFor(pp, vpp int) (string, bool) {
 // the model's layers).
 func (s split) hasLayout(pp, vpp int) bool {
 	S := pp * vpp
+	if s.layout == layoutUser {
+		pl, err := spec.ParsePipelineLayout(s.text)
+		return err == nil && len(pl.Stages) == S
+	}
 	if s.layout == 0 || pp < 2 || S < 2 {
 		return false
 	}
@@ -178,6 +189,9 @@ func placeLayout(p *spec.Parallel, l string, ok bool) {
 
 // String is the split's fields as a plan sets them ("" for an even split).
 func (s split) String() string {
+	if s.layout == layoutUser {
+		return "layout " + s.text
+	}
 	if s.layout > 0 {
 		return map[int8]string{layoutEdge: "layout (edge)", layoutSlots: "layout (slots)"}[s.layout]
 	}
@@ -232,6 +246,13 @@ func (sv *solver) splitsFor(pp int) []int32 {
 		sv.splits = append(sv.splits, s)
 		return int32(len(sv.splits) - 1)
 	}
+	if sv.layoutOpen && sv.userLayouts != nil {
+		var out []int32
+		for _, s := range sv.userLayoutSplits(pp) {
+			out = append(out, add(s))
+		}
+		return out
+	}
 	searched := false
 	for _, f := range spec.PipelineSplitFields {
 		searched = searched || sv.searched(f)
@@ -244,7 +265,13 @@ func (sv *solver) splitsFor(pp int) []int32 {
 		if p.LastStageLayers != nil {
 			own.last = max(*p.LastStageLayers, 0)
 		}
-		return []int32{add(own)}
+		out := []int32{add(own)}
+		if sv.layoutsSearched && pp >= 2 {
+			for _, k := range []int8{layoutEdge, layoutSlots} {
+				out = append(out, add(split{layout: k, layers: L, mtp: sv.base.Model.MTPLayers}))
+			}
+		}
+		return out
 	}
 	boolOK := func(f field, b bool) bool {
 		return slices.Contains(sv.dom[f], btoi(b))

@@ -54,6 +54,30 @@ func (sv *solver) run() *Result {
 		r.Implied = append(r.Implied, recomputeMethodPath, recomputeLayersPath)
 		r.Notes = append(r.Notes, "train.recompute is open and the spec writes neither train.recompute_method nor train.recompute_layers, so with full recomputation parc reruns the fewest layers that fit the headroom: the first k of each model chunk (Megatron's block method), or every layer when fewer do not fit (write either field to fix it)")
 	}
+	if sv.layoutOpen {
+		r.Open = append(r.Open, spec.LayoutPath)
+		what := "every pipeline split parc tries (the even one, the accounted and uneven ones, and the layouts of Megatron-Bridge's recipes), each written as the layout that places the same layers, that its constraint allows"
+		if sv.userLayouts != nil {
+			what = "the layouts it lists"
+		}
+		vpp := ""
+		if sv.vppFromLayout {
+			vpp = "; the spec writes no parallel.vpp, so each plan's is its layout's stages over pp, as Megatron derives it"
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("parallel.layout is open, so parc chose where the layers go among %s%s", what, vpp))
+	}
+	if sv.modulesOpen {
+		r.Open = append(r.Open, recomputeModulesPath)
+		var lists []string
+		for _, rc := range sv.recomputes {
+			if rc.mode == "selective" {
+				lists = append(lists, "["+strings.Join(modulesWritten(rc.modules), ",")+"]")
+			}
+		}
+		if len(lists) > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("train.recompute_modules is open, so with selective recomputation parc chose the list among %s (Megatron's default, the lists of Megatron-Bridge's recipes and the constraint's own lists that apply to the model and that the constraint allows)", strings.Join(lists, ", ")))
+		}
+	}
 	if sv.group.open {
 		sv.groupChosen = true
 		r.Open = append(r.Open, groupPath)
@@ -89,7 +113,7 @@ func (sv *solver) run() *Result {
 			splitFields = append(splitFields, f.Path())
 		}
 	}
-	if len(splitFields) > 0 {
+	if len(splitFields) > 0 && !sv.layoutOpen { // an open layout's note says it
 		r.Notes = append(r.Notes, fmt.Sprintf("the spec sets no pipeline split and %s, so parc also chose the split: the even one, account_for_embedding/account_for_loss, first/last stages of %d layers fewer to %d more than the others, or a parallel.layout as Megatron-Bridge writes them (write any of %s or parallel.layout to fix it)",
 			map[bool]string{true: "parallel.pp is open", false: fmt.Sprintf("%d layers do not split evenly over pp=%d", sv.base.Model.Layers, sv.base.Parallel.PP)}[sv.open[fPP]],
 			unevenLighter, unevenHeavier, strings.Join(splitFields, ", ")))
@@ -154,8 +178,12 @@ func (sv *solver) run() *Result {
 		for _, fp := range g.plans[1:] {
 			lf := sv.leaves.at(fp.leaf)
 			sh := sv.shards[lf.shard]
+			mods := sv.recomputes[lf.rc].modules
+			if sv.modulesOpen && sv.recomputes[lf.rc].mode == "selective" {
+				mods = modulesWritten(mods) // as verify writes it
+			}
 			c.Variants = append(c.Variants, Variant{
-				Train: Train{MicroBatch: int(lf.mb), Recompute: sv.recomputes[lf.rc].mode, RecomputeModules: sv.recomputes[lf.rc].modules,
+				Train: Train{MicroBatch: int(lf.mb), Recompute: sv.recomputes[lf.rc].mode, RecomputeModules: mods,
 					RecomputeLayers: blockLayers(sv.recomputes[lf.rc], lf.rl), RecomputeMethod: sv.variantMethod(sv.recomputes[lf.rc], lf.rl),
 					DistributedOptimizer: sh.distopt, FSDP: sh.fsdp},
 				MicrobatchGroupSize: groupOf(lf.g),
@@ -285,20 +313,41 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 	lf := sv.leaves.at(i)
 	vals := map[string]any{}
 	for f := range nFields {
+		if sv.layoutOpen && slices.Contains(spec.PipelineSplitFields, f) {
+			continue // the layout below places the layers
+		}
 		if sv.searched(f) {
 			if x, ok := sv.openValue(f, lf); ok {
 				vals[f.Path()] = x
 			}
 		}
 	}
-	if m := sv.recomputes[lf.rc].modules; sv.modulesImplied && m != nil {
-		vals[recomputeModulesPath] = m
+	rc := sv.recomputes[lf.rc]
+	switch {
+	case sv.modulesOpen && rc.mode == "selective":
+		vals[recomputeModulesPath] = modulesWritten(rc.modules)
+	case sv.modulesOpen && sv.modulesPlaceholder != nil:
+		vals[recomputeModulesPath] = sv.modulesPlaceholder // Megatron ignores it: cleared below
+	case sv.modulesImplied && rc.modules != nil:
+		vals[recomputeModulesPath] = rc.modules
 	}
-	if sv.recomputes[lf.rc].layersImplied && lf.rl > 0 {
+	if rc.layersImplied && lf.rl > 0 {
 		vals[recomputeMethodPath], vals[recomputeLayersPath] = "block", int(lf.rl)
 	}
-	if l, ok := sv.splits[lf.split].layoutFor(int(lf.pp), int(lf.vpp)); ok {
-		vals["parallel.layout"] = l
+	sp := sv.splits[lf.split]
+	if l, ok := sp.layoutFor(int(lf.pp), int(lf.vpp)); ok {
+		vals[spec.LayoutPath] = l
+	} else if sv.layoutOpen {
+		q := spec.Parallel{PP: int(lf.pp), VPP: int(lf.vpp)}
+		sp.apply(&q)
+		l, ok := splitLayout(sv.base.Model.Layers, sv.base.Model.MTPLayers, q)
+		if !ok {
+			var ds diag.List
+			ds.Errorf(sv.at(spec.LayoutPath), spec.LayoutPath, "pipeline-layout", "", "no layout places the layers as %s with pp=%d vpp=%d", sp, lf.pp, lf.vpp)
+			sv.rejectVerified(ds)
+			return nil, ds
+		}
+		vals[spec.LayoutPath] = l
 	}
 	switch {
 	case sv.group.open:
@@ -312,6 +361,9 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 		return nil, ds
 	}
 	sv.opts.instead(s) // as newSolver set it
+	if sv.modulesOpen && s.Train.Recompute != "selective" {
+		s.Train.RecomputeModules = nil
+	}
 	if sv.open[fETP] && s.Model.MoE == nil {
 		// etp only shapes the unused expert grid of a dense model: leave it
 		// unset (= tp) rather than draw etp-without-moe.

@@ -51,6 +51,17 @@ func (f OpenField) Path() string { return openPaths[f] }
 // with the interleaved schedule (internal/solve/group.go), not as a degree.
 const GroupSizePath = "parallel.microbatch_group_size"
 
+// LayoutPath is parallel.layout and RecomputeModulesPath
+// train.recompute_modules. A user may leave them open too (`layout: string`,
+// `layout: "Et|(tt|)*30mL" | "Et*4|(t*4|)*14tmL"`, `recompute_modules:
+// [...string]`, a disjunction of lists); they are not OpenFields because the
+// solver chooses them with the pipeline split and the recomputation
+// (internal/solve/choice.go), not as degrees.
+const (
+	LayoutPath           = "parallel.layout"
+	RecomputeModulesPath = "train.recompute_modules"
+)
+
 // OpenPaths lists every field a user may leave open, in OpenField order.
 func OpenPaths() []string { return append([]string(nil), openPaths[:]...) }
 

@@ -1,0 +1,188 @@
+package solve
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"cuelang.org/go/cue"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/spec"
+)
+
+// An open parallel.layout or train.recompute_modules (spec.LayoutPath,
+// spec.RecomputeModulesPath) is a choice the solver makes with the pipeline
+// split and the recomputation, not a degree of its own.
+//
+// parallel.layout open (`layout: string`, a pattern, or a disjunction of
+// layouts): parc chooses where the layers go and writes every plan's
+// placement as a layout, since a layout excludes the split fields
+// (Megatron-LM arguments.py and TransformerConfig at d98e8a64). A
+// disjunction of layouts is searched as written; any other constraint gets
+// the splits parc tries when it chooses the split (the even one, the
+// accounted and uneven ones, and its two layout families), each written as
+// the layout that places the same layers (splitLayout), and keeps those the
+// constraint allows. Megatron derives vpp from a layout, so when the spec
+// writes no vpp it is the layout's stages over pp.
+//
+// train.recompute_modules open (`[...string]`, a disjunction of lists):
+// parc chooses the list selective recomputation reruns among Megatron's
+// default and the lists of Megatron-Bridge's recipes (moduleLists), and a
+// disjunction's own lists, keeping those the constraint allows.
+
+// openLayout takes the user's open layout v: it records the constraint and
+// returns a value it allows, for decoding the spec once (newSolver).
+func (sv *solver) openLayout(v cue.Value) (string, bool) {
+	sv.layoutOpen, sv.layoutUser = true, v
+	sv.userLayouts = concreteDisjuncts[string](v)
+	tries := append(slices.Clone(sv.userLayouts), "", "E|L", "Et|tL")
+	for _, l := range tries {
+		if allows(v, l) {
+			return l, true
+		}
+	}
+	return "", false
+}
+
+// openModules takes the user's open recompute_modules v and returns a value
+// it allows for decoding the spec once (nil: v is a list already).
+func (sv *solver) openModules(v cue.Value) (any, bool) {
+	sv.modulesOpen, sv.modulesUser = true, v
+	sv.userModules = concreteDisjuncts[[]string](v)
+	if v.IsConcrete() {
+		return nil, true
+	}
+	for _, m := range append(slices.Clone(sv.userModules), moduleLists[1:]...) {
+		if allows(v, m) {
+			return m, true
+		}
+	}
+	for _, m := range []string{"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp"} {
+		if allows(v, []string{m}) {
+			return []string{m}, true
+		}
+	}
+	return nil, false
+}
+
+// concreteDisjuncts are the values of v's disjuncts when v is a disjunction
+// of concrete values of type T (nil otherwise).
+func concreteDisjuncts[T any](v cue.Value) []T {
+	op, args := v.Expr()
+	if op != cue.OrOp {
+		return nil
+	}
+	var out []T
+	for _, a := range args {
+		var x T
+		if !a.IsConcrete() || a.Decode(&x) != nil {
+			return nil
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// allows reports whether constraint v admits the value x.
+func allows(v cue.Value, x any) bool {
+	return v.Unify(v.Context().Encode(x)).Validate(cue.Concrete(true)) == nil
+}
+
+// layoutConflicts reports an open layout beside an open split field: a
+// layout places every layer and excludes the split fields, so one of them
+// must be written.
+func (sv *solver) layoutConflicts() diag.List {
+	var ds diag.List
+	if !sv.layoutOpen {
+		return nil
+	}
+	for _, f := range spec.PipelineSplitFields {
+		if sv.open[f] {
+			ds.Errorf(sv.at(spec.LayoutPath), spec.LayoutPath, CodeOpenNoValue,
+				fmt.Sprintf("leave either parallel.layout or %s open, not both", f.Path()),
+				"parallel.layout and %s are both open: a layout places every layer and excludes the pipeline-split fields (Megatron-LM), so no plan can set both", f.Path())
+		}
+	}
+	return ds
+}
+
+// userLayoutSplits are the splits of the user's disjunction of layouts
+// whose stages pp divides.
+func (sv *solver) userLayoutSplits(pp int) []split {
+	var out []split
+	for _, l := range sv.userLayouts {
+		pl, err := spec.ParsePipelineLayout(l)
+		if err != nil || len(pl.Stages)%pp != 0 {
+			continue
+		}
+		out = append(out, split{layout: layoutUser, text: l})
+	}
+	return out
+}
+
+// splitLayout is the layout that places the layers as p does with its
+// split fields (pp·vpp stages in Megatron's order, virtual stage v of rank r
+// at v·pp + r; the embedding on the first, the MTP layers and the loss on
+// the last, where Megatron builds them without a layout).
+func splitLayout(layers, mtp int, p spec.Parallel) (string, bool) {
+	st := spec.StageLayers(layers, p)
+	if st == nil {
+		return "", false
+	}
+	S := p.PP * p.VPP
+	stages := make([]string, S)
+	for v := range p.VPP {
+		for r := range p.PP {
+			i := v*p.PP + r
+			s := strings.Repeat("t", st[r][v].Count)
+			if i == 0 {
+				s = "E" + s
+			}
+			if i == S-1 {
+				s += strings.Repeat("m", mtp) + "L"
+			}
+			stages[i] = s
+		}
+	}
+	return compactLayout(stages), true
+}
+
+// chosenModules are the module lists tried with selective recomputation
+// when parc chooses them: moduleLists that apply to the model, then a
+// disjunction's own lists, each kept when the user's open list allows it
+// (the default, nil, is written as Megatron's ["core_attn"]).
+func (sv *solver) chosenModules() [][]string {
+	var out [][]string
+	seen := map[string]bool{}
+	for _, mods := range append(slices.Clone(moduleLists), sv.userModules...) {
+		key := strings.Join(mods, ",")
+		if mods == nil {
+			key = "core_attn"
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		if slices.Equal(mods, []string{"mlp"}) && sv.base.Model.MoE != nil && !slices.ContainsFunc(sv.userModules, func(u []string) bool { return slices.Equal(u, mods) }) {
+			continue
+		}
+		if sv.modulesOpen && !allows(sv.modulesUser, modulesWritten(mods)) {
+			continue
+		}
+		r := recompute{mode: "selective", modules: mods}
+		if mods == nil || sv.modulesApply(r) {
+			out = append(out, mods)
+		}
+	}
+	return out
+}
+
+// modulesWritten is how a module list is written in the spec: Megatron's
+// default for nil.
+func modulesWritten(mods []string) []string {
+	if mods == nil {
+		return []string{"core_attn"}
+	}
+	return mods
+}

@@ -1,0 +1,166 @@
+package solve_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"parc.dev/parc/compiler"
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/solve"
+	"parc.dev/parc/internal/spec"
+)
+
+// TestOpenChoicesListed: parallel.layout left open (a type, a pattern, a
+// disjunction) and train.recompute_modules left open (a list that may grow,
+// which CUE alone reads as the empty list, or a disjunction) are open; a
+// layout or a closed list, even empty, is written.
+func TestOpenChoicesListed(t *testing.T) {
+	for _, tc := range []struct {
+		parallel, modules string
+		want              []string
+	}{
+		{`tp: 1, layout: string`, ``, []string{spec.LayoutPath}},
+		{`tp: 1, layout: =~"^E"`, ``, []string{spec.LayoutPath}},
+		{`tp: 1, layout: "Etttt|ttttL" | "Et|tttttttL"`, ``, []string{spec.LayoutPath}},
+		{`tp: 1, layout: *"Etttt|ttttL" | string`, ``, nil},
+		{`tp: 1, layout: "Etttt|ttttL"`, ``, nil},
+		{`tp: 1`, `recompute_modules: [...string]`, []string{spec.RecomputeModulesPath}},
+		{`tp: 1`, `recompute_modules: ["core_attn", ...string]`, []string{spec.RecomputeModulesPath}},
+		{`tp: 1`, `recompute_modules: ["core_attn"] | ["mlp"]`, []string{spec.RecomputeModulesPath}},
+		{`tp: 1`, `recompute_modules: []`, nil},
+		{`tp: 1`, `recompute_modules: ["mlp"]`, nil},
+	} {
+		text := fmt.Sprintf(tiny, "80", tc.parallel, "1", `"selective"`)
+		if tc.modules != "" {
+			text = strings.Replace(text, `recompute: "selective"`, `recompute: "selective", `+tc.modules, 1)
+		}
+		res := loadText(t, "plan.cue", text)
+		assert.Equal(t, tc.want, res.Open(), "%s %s", tc.parallel, tc.modules)
+	}
+}
+
+// TestOpenLayoutPlacesAsSplits: with parallel.layout open parc searches the
+// splits it searches when it chooses the split, each written as the layout
+// that places the same layers (Megatron excludes a layout beside the split
+// fields): the same plans, at the same step time and peak, in the same
+// order, each with a layout whose stages hold what the split gave them and
+// whose vpp Megatron derives from it.
+func TestOpenLayoutPlacesAsSplits(t *testing.T) {
+	splits := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", `tp: int, pp: int, vpp: int`, "int", `"none"`))
+	layouts := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", `tp: int, pp: int, vpp: int, layout: string`, "int", `"none"`))
+	want, ds := solve.Solve(splits, solve.Options{Top: 1000})
+	require.False(t, ds.HasErrors(), "%v", ds)
+	got, ds := solve.Solve(layouts, solve.Options{Top: 1000})
+	require.False(t, ds.HasErrors(), "%v", ds)
+	assert.Contains(t, got.Open, spec.LayoutPath)
+	require.Equal(t, len(want.Candidates), len(got.Candidates), "shapes:\n%s\nwith layouts:\n%s", strings.Join(labels(want.Candidates), "\n"), strings.Join(labels(got.Candidates), "\n"))
+	for i, c := range got.Candidates {
+		w := want.Candidates[i]
+		assert.Equal(t, []int{w.Parallel.TP, w.Parallel.PP, w.Parallel.VPP, w.Train.MicroBatch}, []int{c.Parallel.TP, c.Parallel.PP, c.Parallel.VPP, c.Train.MicroBatch}, "rank %d", i+1)
+		assert.Equal(t, w.StepTimeS, c.StepTimeS, "rank %d: %s", i+1, c.Label())
+		assert.Equal(t, w.Memory.PerGPUPeakBytes, c.Memory.PerGPUPeakBytes, "rank %d: %s", i+1, c.Label())
+		require.NotNil(t, c.Parallel.Layout, c.Label())
+		assert.Nil(t, c.Parallel.FirstStageLayers, c.Label())
+		assert.Nil(t, c.Parallel.LastStageLayers, c.Label())
+		assert.False(t, c.Parallel.AccountForEmbedding || c.Parallel.AccountForLoss, c.Label())
+		pw, ds := compiler.Resolve("plan.cue", w.Spec, diag.NoPos)
+		require.False(t, ds.HasErrors(), "%v", ds)
+		pg, ds := compiler.Resolve("plan.cue", c.Spec, diag.NoPos)
+		require.False(t, ds.HasErrors(), "%v", ds)
+		assert.Equal(t, pw.Estimate.Pipeline.LayersPerStage, pg.Estimate.Pipeline.LayersPerStage, c.Label())
+	}
+}
+
+// TestOpenLayoutDisjunction: a disjunction of layouts is searched as
+// written: every candidate runs one of them, its vpp their stages over pp,
+// and the pick is the fastest of the plans each layout gives alone.
+func TestOpenLayoutDisjunction(t *testing.T) {
+	ls := []string{"Et|tt|ttt|ttL", "Etttt|ttttL", "Etttttttt|L"}
+	q := make([]string, len(ls))
+	for i, l := range ls {
+		q[i] = fmt.Sprintf("%q", l)
+	}
+	res := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", `tp: int, pp: int, layout: `+strings.Join(q, " | "), "1", `"none"`))
+	r, ds := solve.Solve(res, solve.Options{Top: 1000})
+	require.False(t, ds.HasErrors(), "%v", ds)
+	require.NotEmpty(t, r.Candidates)
+	for _, f := range spec.PipelineSplitFields {
+		assert.NotContains(t, r.Implied, f.Path(), "the layouts place the layers")
+	}
+	best := 0.0
+	for _, l := range ls {
+		one := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", fmt.Sprintf(`tp: int, pp: int, layout: %q`, l), "1", `"none"`))
+		r1, _ := solve.Solve(one, solve.Options{Top: 1})
+		if len(r1.Candidates) > 0 && (best == 0 || r1.Candidates[0].StepTimeS < best) {
+			best = r1.Candidates[0].StepTimeS
+		}
+	}
+	for _, c := range r.Candidates {
+		require.NotNil(t, c.Parallel.Layout, c.Label())
+		assert.Contains(t, ls, *c.Parallel.Layout)
+		pl, err := spec.ParsePipelineLayout(*c.Parallel.Layout)
+		require.NoError(t, err)
+		assert.Equal(t, len(pl.Stages), c.Parallel.PP*c.Parallel.VPP, c.Label())
+	}
+	assert.InDelta(t, best, r.Candidates[0].StepTimeS, best*solve.DefaultNoiseBand, "the pick against the best layout solved alone")
+}
+
+// TestOpenLayoutBesideOpenSplit: a layout excludes the split fields, so
+// both open is an error at the layout, before any search.
+func TestOpenLayoutBesideOpenSplit(t *testing.T) {
+	res := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", `tp: int, pp: int, layout: string, first_stage_layers: int`, "1", `"none"`))
+	r, ds := solve.Solve(res, solve.Options{})
+	assert.Nil(t, r)
+	require.True(t, ds.HasErrors())
+	assert.Equal(t, solve.CodeOpenNoValue, ds[0].Code)
+	assert.Equal(t, spec.LayoutPath, ds[0].Path)
+	assert.Contains(t, ds[0].Message, "parallel.first_stage_layers")
+}
+
+// TestOpenRecomputeModules: with train.recompute_modules open parc chooses
+// the list selective recomputation reruns among those the model can use
+// (grouped-GEMM experts: Megatron's default, moe_act, layernorm+moe_act),
+// and the pick is the fastest of the plans each list gives alone; beside
+// another recomputation the list is left out, as Megatron ignores it.
+func TestOpenRecomputeModules(t *testing.T) {
+	moe := strings.Replace(tinyMoE, "shared_ffn_hidden: 64}", "shared_ffn_hidden: 64, grouped_gemm: true}", 1)
+	text := func(rc, mods string) string {
+		return strings.Replace(fmt.Sprintf(moe, "ep: int, pp: 2", "int"), `recompute: "none"`, fmt.Sprintf("recompute: %s, recompute_modules: %s", rc, mods), 1)
+	}
+	lists := []string{`["core_attn"]`, `["moe_act"]`, `["layernorm", "moe_act"]`}
+	best := 0.0
+	for _, l := range lists {
+		r1, ds := solve.Solve(loadText(t, "plan.cue", text(`"selective"`, l)), solve.Options{Top: 1})
+		require.False(t, ds.HasErrors(), "%s: %v", l, ds)
+		if best == 0 || r1.Candidates[0].StepTimeS < best {
+			best = r1.Candidates[0].StepTimeS
+		}
+	}
+	for _, mods := range []string{`[...string]`, strings.Join(lists, " | ")} {
+		r, ds := solve.Solve(loadText(t, "plan.cue", text(`"selective"`, mods)), solve.Options{Top: 1000})
+		require.False(t, ds.HasErrors(), "%s: %v", mods, ds)
+		assert.Contains(t, r.Open, spec.RecomputeModulesPath)
+		seen := map[string]bool{}
+		for _, c := range r.Candidates {
+			require.NotEmpty(t, c.Spec.Train.RecomputeModules, c.Label())
+			seen[strings.Join(c.Spec.Train.RecomputeModules, ",")] = true
+			for _, v := range c.Variants {
+				seen[strings.Join(v.Train.RecomputeModules, ",")] = true
+			}
+		}
+		assert.Subset(t, []string{"core_attn", "moe_act", "layernorm,moe_act"}, slices.Sorted(maps.Keys(seen)), mods)
+		assert.Greater(t, len(seen), 1, "%s: the candidates run more than one list", mods)
+		assert.Equal(t, best, r.Candidates[0].StepTimeS, "%s: the pick against the best list solved alone", mods)
+	}
+	r, ds := solve.Solve(loadText(t, "plan.cue", text(`"none"`, `[...string]`)), solve.Options{Top: 3})
+	require.False(t, ds.HasErrors(), "%v", ds)
+	for _, c := range r.Candidates {
+		assert.Nil(t, c.Spec.Train.RecomputeModules, c.Label())
+	}
+}
