@@ -66,8 +66,10 @@ func (sv *solver) openModules(v cue.Value) (any, bool) {
 	return nil, false
 }
 
-// concreteDisjuncts are the values of v's disjuncts when v is a disjunction
-// of concrete values of type T (nil otherwise).
+// concreteDisjuncts are the values of type T among v's disjuncts when v is
+// a disjunction of concrete values (nil otherwise: a disjunct such as
+// string allows every value). A disjunct of another type is left out: the
+// schema's type rules it out.
 func concreteDisjuncts[T any](v cue.Value) []T {
 	op, args := v.Expr()
 	if op != cue.OrOp {
@@ -75,11 +77,13 @@ func concreteDisjuncts[T any](v cue.Value) []T {
 	}
 	var out []T
 	for _, a := range args {
-		var x T
-		if !a.IsConcrete() || a.Decode(&x) != nil {
+		if !a.IsConcrete() {
 			return nil
 		}
-		out = append(out, x)
+		var x T
+		if a.Decode(&x) == nil {
+			out = append(out, x)
+		}
 	}
 	return out
 }
