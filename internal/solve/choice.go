@@ -26,6 +26,13 @@ import (
 // constraint allows. Megatron derives vpp from a layout, so when the spec
 // writes no vpp it is the layout's stages over pp.
 //
+// parallel.dp and parallel.sp open (`dp: int`, `dp: >=16`, `sp: bool`):
+// each plan's is what it is when the spec does not write it, dp derived
+// from the world and the other degrees (the plans whose dp the constraint
+// does not allow are ruled out), sp on with tp > 1 (the activations' memory
+// over tp at the same communication; Megatron's tensor-parallel overlap and
+// MoE layers with tp > 1 need it), each as the constraint allows.
+//
 // train.recompute_modules open (`[...string]`, a disjunction of lists):
 // parc chooses the list selective recomputation reruns among Megatron's
 // default and the lists of Megatron-Bridge's recipes (moduleLists), and a
@@ -189,4 +196,59 @@ func modulesWritten(mods []string) []string {
 		return []string{"core_attn"}
 	}
 	return mods
+}
+
+// openDerived takes the user's open parallel.dp or parallel.sp and returns
+// a value it allows, for decoding the spec once.
+func (sv *solver) openDerived(p string, v cue.Value) (any, bool) {
+	var tries []any
+	if p == spec.SequenceParallelPath {
+		sv.spOpen, sv.spUser = true, v
+		tries = []any{true, false}
+	} else {
+		sv.dpOpen, sv.dpUser, sv.dpAllows = true, v, map[int]bool{}
+		for d := 1; d <= 1<<22; d *= 2 {
+			tries = append(tries, d)
+		}
+		for d := 3; d <= 4096; d++ {
+			tries = append(tries, d)
+		}
+	}
+	for _, x := range tries {
+		if allows(v, x) {
+			return x, true
+		}
+	}
+	return nil, false
+}
+
+// dpAllowed reports whether the user's open parallel.dp allows dp (always
+// when dp is not open).
+func (sv *solver) dpAllowed(dp int) bool {
+	if !sv.dpOpen {
+		return true
+	}
+	ok, seen := sv.dpAllows[dp]
+	if !seen {
+		ok = allows(sv.dpUser, dp)
+		sv.dpAllows[dp] = ok
+	}
+	return ok
+}
+
+// derivedValues writes the open parallel.dp and parallel.sp of a plan of
+// tp, cp and pp into vals.
+func (sv *solver) derivedValues(vals map[string]any, tp, cp, pp int) {
+	if sv.dpOpen {
+		if dp, ok := spec.Replicas(sv.world, tp, cp, pp); ok {
+			vals[spec.DataParallelPath] = dp
+		}
+	}
+	if sv.spOpen {
+		sp := tp > 1
+		if !allows(sv.spUser, sp) {
+			sp = !sp
+		}
+		vals[spec.SequenceParallelPath] = sp
+	}
 }

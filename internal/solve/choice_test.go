@@ -34,6 +34,8 @@ func TestOpenChoicesListed(t *testing.T) {
 		{`tp: 1`, `recompute_modules: ["core_attn", ...string]`, []string{spec.RecomputeModulesPath}},
 		{`tp: 1`, `recompute_modules: ["core_attn"] | ["mlp"]`, []string{spec.RecomputeModulesPath}},
 		{`tp: 1`, `recompute_modules: []`, nil},
+		{`tp: 1, dp: >=2, sp: bool`, ``, []string{spec.DataParallelPath, spec.SequenceParallelPath}},
+		{`tp: 1, dp: 8, sp: false`, ``, nil},
 		{`tp: 1`, `recompute_modules: ["mlp"]`, nil},
 	} {
 		text := fmt.Sprintf(tiny, "80", tc.parallel, "1", `"selective"`)
@@ -162,5 +164,38 @@ func TestOpenRecomputeModules(t *testing.T) {
 	require.False(t, ds.HasErrors(), "%v", ds)
 	for _, c := range r.Candidates {
 		assert.Nil(t, c.Spec.Train.RecomputeModules, c.Label())
+	}
+}
+
+// TestOpenDerivedParallel: parallel.dp and parallel.sp left open follow each
+// plan as when they are not written (dp the GPUs over tp·cp·pp, sp on with
+// tp > 1): the same plans at the same step times, less those whose dp the
+// constraint does not allow.
+func TestOpenDerivedParallel(t *testing.T) {
+	moe := fmt.Sprintf(tinyMoE, "tp: int, ep: int, pp: 1%s", "1")
+	written, ds := solve.Solve(loadText(t, "plan.cue", fmt.Sprintf(moe, "")), solve.Options{Top: 1000})
+	require.False(t, ds.HasErrors(), "%v", ds)
+	for _, open := range []string{", sp: bool", ", dp: int", ", dp: >=2", ", dp: int, sp: bool"} {
+		r, ds := solve.Solve(loadText(t, "plan.cue", fmt.Sprintf(moe, open)), solve.Options{Top: 1000})
+		require.False(t, ds.HasErrors(), "%s: %v", open, ds)
+		var want []solve.Candidate
+		for _, c := range written.Candidates {
+			if !strings.Contains(open, ">=2") || c.Parallel.DP >= 2 {
+				want = append(want, c)
+			}
+		}
+		require.Equal(t, len(want), len(r.Candidates), "%s:\n%s", open, strings.Join(labels(r.Candidates), "\n"))
+		for i, c := range r.Candidates {
+			assert.Equal(t, want[i].Label(), c.Label(), open)
+			assert.Equal(t, want[i].StepTimeS, c.StepTimeS, open)
+			assert.Equal(t, c.Parallel.TP > 1, c.Parallel.SP, "%s: %s", open, c.Label())
+			if strings.Contains(open, "dp") {
+				require.NotNil(t, c.Spec.Parallel.DP, open)
+				assert.Equal(t, c.Parallel.DP, *c.Spec.Parallel.DP, open)
+			}
+		}
+		if strings.Contains(open, "sp") {
+			assert.Contains(t, r.Open, spec.SequenceParallelPath, open)
+		}
 	}
 }

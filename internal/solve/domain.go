@@ -167,6 +167,12 @@ type solver struct {
 	modulesUser        cue.Value
 	userModules        [][]string
 	modulesPlaceholder any
+	// dpOpen, spOpen: the user left parallel.dp or parallel.sp open
+	// (choice.go); each plan derives it, dp within dpUser (dpAllows caches
+	// its verdicts).
+	dpOpen, spOpen bool
+	dpUser, spUser cue.Value
+	dpAllows       map[int]bool
 	// recomputes are the recomputation choices tried, least first;
 	// modulesImplied: parc chooses train.recompute_modules (recompute is
 	// open and the spec writes no modules).
@@ -200,6 +206,15 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 			if !ok {
 				ds.Errorf(sv.at(p), p, CodeOpenNoValue, `write parallel.layout as a layout, a disjunction of layouts or string`,
 					"%s is open but parc found no layout its constraint %v allows", p, sv.layoutUser)
+				continue
+			}
+			vals[p] = ph
+			continue
+		case spec.DataParallelPath, spec.SequenceParallelPath:
+			ph, ok := sv.openDerived(p, res.User.LookupPath(cue.ParsePath(p)))
+			if !ok {
+				ds.Errorf(sv.at(p), p, CodeOpenNoValue, fmt.Sprintf("write %s as a value, a disjunction or bounds, or leave it out", p),
+					"%s is open but parc found no value its constraint %v allows", p, res.User.LookupPath(cue.ParsePath(p)))
 				continue
 			}
 			vals[p] = ph
@@ -271,6 +286,12 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 	}
 	if sv.modulesOpen {
 		sv.base.Train.RecomputeModules = nil // the placeholder, or [] for [...string]
+	}
+	if sv.dpOpen {
+		sv.base.Parallel.DP = nil // derived per plan
+	}
+	if sv.spOpen {
+		sv.base.Parallel.SP = nil // on with tp > 1, per plan
 	}
 	sv.world = s.Cluster.Nodes * s.Cluster.GPUsPerNode
 	if sv.opts.MemoryHeadroom <= 0 {

@@ -127,6 +127,12 @@ func (sv *solver) enumerate() {
 					})
 					continue
 				}
+				if !sv.dpAllowed(dp) {
+					sv.prune("dp-mismatch", w, func() string {
+						return fmt.Sprintf("parallel.dp's constraint %v does not allow the dp=%d that tp=%d cp=%d pp=%d give", sv.dpUser, dp, tp, cp, pp)
+					})
+					continue
+				}
 				if sv.linkCache.denseOf(p.Order, s.Cluster.NVLinkDomain, tp, cp, pp, dp)[0] { // tp crosses
 					sv.prune("tp-crosses-nvlink", w, func() string {
 						return fmt.Sprintf("tp=%d groups span two NVLink domains of %d GPUs", tp, s.Cluster.NVLinkDomain)

@@ -66,6 +66,14 @@ func (sv *solver) run() *Result {
 		}
 		r.Notes = append(r.Notes, fmt.Sprintf("parallel.layout is open, so parc chose where the layers go among %s%s", what, vpp))
 	}
+	if sv.dpOpen {
+		r.Open = append(r.Open, spec.DataParallelPath)
+		r.Notes = append(r.Notes, "parallel.dp is open: each plan's is the GPUs over tp·cp·pp, as Megatron derives it, and parc keeps the plans whose dp its constraint allows")
+	}
+	if sv.spOpen {
+		r.Open = append(r.Open, spec.SequenceParallelPath)
+		r.Notes = append(r.Notes, "parallel.sp is open: parc turns sequence parallelism on with tp > 1 and off with tp = 1, as when the spec leaves it out (with tp > 1 it holds the activations outside attention and the MLP over tp at the same communication, and tensor-parallel overlap and MoE layers need it)")
+	}
 	if sv.modulesOpen {
 		r.Open = append(r.Open, recomputeModulesPath)
 		var lists []string
@@ -322,6 +330,7 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 			}
 		}
 	}
+	sv.derivedValues(vals, int(lf.tp), int(lf.cp), int(lf.pp))
 	rc := sv.recomputes[lf.rc]
 	switch {
 	case sv.modulesOpen && rc.mode == "selective":

@@ -62,6 +62,15 @@ const (
 	RecomputeModulesPath = "train.recompute_modules"
 )
 
+// DataParallelPath is parallel.dp and SequenceParallelPath parallel.sp.
+// Left open (`dp: int`, `dp: >=16`, `sp: bool`) they follow each plan as
+// when they are not written: dp is derived from the world and the other
+// degrees (within the user's constraint), sp is on with tp > 1.
+const (
+	DataParallelPath     = "parallel.dp"
+	SequenceParallelPath = "parallel.sp"
+)
+
 // OpenPaths lists every field a user may leave open, in OpenField order.
 func OpenPaths() []string { return append([]string(nil), openPaths[:]...) }
 
