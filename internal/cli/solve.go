@@ -13,6 +13,7 @@ import (
 	"parc.dev/parc/compiler"
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/solve"
+	"parc.dev/parc/internal/spec"
 	"parc.dev/parc/internal/targets/report"
 )
 
@@ -202,6 +203,10 @@ func writeSolveText(w io.Writer, file string, r *solve.Result) error {
 func splitText(p solve.Parallel) string {
 	switch {
 	case p.Layout != nil:
+		// Compacted: a layout may spell out every layer.
+		if pl, err := spec.ParsePipelineLayout(*p.Layout); err == nil {
+			return "layout " + pl.Compact()
+		}
 		return "layout " + *p.Layout
 	case p.FirstStageLayers != nil || p.LastStageLayers != nil:
 		var parts []string

@@ -123,11 +123,12 @@ func (sv *solver) layoutConflicts() diag.List {
 func (sv *solver) userLayoutSplits(pp int) []split {
 	var out []split
 	for _, l := range sv.userLayouts {
+		sv.spend(int64(len(l)) + nodeWork)
 		pl, err := spec.ParsePipelineLayout(l)
 		if err != nil || len(pl.Stages)%pp != 0 {
 			continue
 		}
-		out = append(out, split{layout: layoutUser, text: l})
+		out = append(out, split{layout: layoutUser, text: l, stages: len(pl.Stages)})
 	}
 	return out
 }
@@ -156,7 +157,7 @@ func splitLayout(layers, mtp int, p spec.Parallel) (string, bool) {
 			stages[i] = s
 		}
 	}
-	return compactLayout(stages), true
+	return spec.CompactLayout(stages), true
 }
 
 // chosenModules are the module lists tried with selective recomputation

@@ -526,12 +526,17 @@ func (sv *solver) domains() {
 		// Each plan's layout gives its vpp (choice.go).
 		sv.dom[fVPP] = sv.vppCandidates()
 		if sv.userLayouts != nil {
+			// The divisors of the listed layouts' stage counts.
+			var stages []int
+			for _, l := range sv.userLayouts {
+				sv.spend(int64(len(l)) + nodeWork)
+				if pl, err := spec.ParsePipelineLayout(l); err == nil {
+					stages = append(stages, len(pl.Stages))
+				}
+			}
 			sv.dom[fVPP] = nil
 			for _, v := range upTo(sv.base.Model.Layers + 2) {
-				if slices.ContainsFunc(sv.userLayouts, func(l string) bool {
-					pl, err := spec.ParsePipelineLayout(l)
-					return err == nil && len(pl.Stages)%v == 0
-				}) {
+				if slices.ContainsFunc(stages, func(n int) bool { return n%v == 0 }) {
 					sv.dom[fVPP] = append(sv.dom[fVPP], v)
 				}
 			}

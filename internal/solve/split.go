@@ -20,8 +20,10 @@ type split struct {
 	// model's layers and MTP layers.
 	layout      int8
 	layers, mtp int
-	// text is the layout of a layoutUser split.
-	text string
+	// text is the layout of a layoutUser split, stages its stages (parsed
+	// once: rules ask for every pp and vpp).
+	text   string
+	stages int
 }
 
 // The pipeline layouts parc generates when it chooses the split
@@ -78,7 +80,7 @@ func (s split) layoutFor(pp, vpp int) (string, bool) {
 			stages = append(stages, seq[i*per:(i+1)*per])
 		}
 	}
-	return compactLayout(stages), true
+	return spec.CompactLayout(stages), true
 }
 
 // hasLayout reports whether layoutFor(pp, vpp) has a layout, without
@@ -87,8 +89,7 @@ func (s split) layoutFor(pp, vpp int) (string, bool) {
 func (s split) hasLayout(pp, vpp int) bool {
 	S := pp * vpp
 	if s.layout == layoutUser {
-		pl, err := spec.ParsePipelineLayout(s.text)
-		return err == nil && len(pl.Stages) == S
+		return s.stages == S
 	}
 	if s.layout == 0 || pp < 2 || S < 2 {
 		return false
@@ -101,49 +102,6 @@ func (s split) hasLayout(pp, vpp int) bool {
 		return (1+s.layers+s.mtp+1)%S == 0
 	}
 	return false
-}
-
-// compactLayout writes stages in Megatron's layout syntax with its
-// repetitions: "t*4" for a run of one layer kind, "(t*4|)*14" for equal
-// consecutive stages.
-func compactLayout(stages []string) string {
-	run := func(st string) string {
-		var b strings.Builder
-		for i := 0; i < len(st); {
-			j := i
-			for j < len(st) && st[j] == st[i] {
-				j++
-			}
-			b.WriteByte(st[i])
-			if j-i > 1 {
-				fmt.Fprintf(&b, "*%d", j-i)
-			}
-			i = j
-		}
-		return b.String()
-	}
-	var b strings.Builder
-	for i := 0; i < len(stages); {
-		j := i
-		for j < len(stages) && stages[j] == stages[i] {
-			j++
-		}
-		last := j == len(stages)
-		switch {
-		case j-i > 1 && !last:
-			fmt.Fprintf(&b, "(%s|)*%d", run(stages[i]), j-i)
-		case j-i > 1:
-			fmt.Fprintf(&b, "(%s|)*%d", run(stages[i]), j-i-1)
-			b.WriteString(run(stages[i]))
-		default:
-			b.WriteString(run(stages[i]))
-			if !last {
-				b.WriteByte('|')
-			}
-		}
-		i = j
-	}
-	return b.String()
 }
 
 // kind orders splits from the simplest: an even split, one accounted stage,
@@ -190,6 +148,10 @@ func placeLayout(p *spec.Parallel, l string, ok bool) {
 // String is the split's fields as a plan sets them ("" for an even split).
 func (s split) String() string {
 	if s.layout == layoutUser {
+		// Compacted for display: a layout may spell out every layer.
+		if pl, err := spec.ParsePipelineLayout(s.text); err == nil {
+			return "layout " + pl.Compact()
+		}
 		return "layout " + s.text
 	}
 	if s.layout > 0 {

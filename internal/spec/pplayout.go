@@ -224,3 +224,60 @@ func layoutStageLayers(layers int, p Parallel) [][]LayerRange {
 	}
 	return out
 }
+
+// CompactLayout writes stages in Megatron's layout syntax with its
+// repetitions: "t*4" for a run of one layer kind, "(t*4|)*14" for equal
+// consecutive stages.
+func CompactLayout(stages []string) string {
+	run := func(st string) string {
+		var b strings.Builder
+		for i := 0; i < len(st); {
+			j := i
+			for j < len(st) && st[j] == st[i] {
+				j++
+			}
+			b.WriteByte(st[i])
+			if j-i > 1 {
+				fmt.Fprintf(&b, "*%d", j-i)
+			}
+			i = j
+		}
+		return b.String()
+	}
+	var b strings.Builder
+	for i := 0; i < len(stages); {
+		j := i
+		for j < len(stages) && stages[j] == stages[i] {
+			j++
+		}
+		last := j == len(stages)
+		switch {
+		case j-i > 1 && !last:
+			fmt.Fprintf(&b, "(%s|)*%d", run(stages[i]), j-i)
+		case j-i > 1:
+			fmt.Fprintf(&b, "(%s|)*%d", run(stages[i]), j-i-1)
+			b.WriteString(run(stages[i]))
+		default:
+			b.WriteString(run(stages[i]))
+			if !last {
+				b.WriteByte('|')
+			}
+		}
+		i = j
+	}
+	return b.String()
+}
+
+// Compact is l written with Megatron's repetitions (CompactLayout), or
+// layer by layer when that is shorter: how a layout that spells out every
+// layer is shown.
+func (l *PipelineLayout) Compact() string {
+	st := make([]string, len(l.Stages))
+	for i, x := range l.Stages {
+		st[i] = x.Layers
+	}
+	if c, plain := CompactLayout(st), strings.Join(st, "|"); len(c) < len(plain) {
+		return c
+	}
+	return strings.Join(st, "|")
+}

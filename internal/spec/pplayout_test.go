@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -71,4 +72,18 @@ func TestLayoutStageLayers(t *testing.T) {
 	require.Nil(t, StageLayers(9, p), "decoder count differs from the model's")
 	p.VPP = 1
 	require.Nil(t, StageLayers(8, p), "vpp differs from the layout's")
+}
+
+// TestCompactLayoutRoundTrip: a layout written out layer by layer and its
+// compact form (Megatron's repetitions) parse to the same stages.
+func TestCompactLayoutRoundTrip(t *testing.T) {
+	for _, l := range []string{"Etttt|tttt|tttt|ttttL", "Et|tt|tt|tmL", "E|tttttttt|L", "Ettt|tt|tt|tttmmL", "EtL"} {
+		pl, err := ParsePipelineLayout(l)
+		require.NoError(t, err)
+		c := pl.Compact()
+		back, err := ParsePipelineLayout(c)
+		require.NoError(t, err, c)
+		assert.Equal(t, pl.Stages, back.Stages, "%s -> %s", l, c)
+		assert.LessOrEqual(t, len(c), len(l), c)
+	}
 }
