@@ -100,19 +100,27 @@ func allows(v cue.Value, x any) bool {
 	return v.Unify(v.Context().Encode(x)).Validate(cue.Concrete(true)) == nil
 }
 
-// layoutConflicts reports an open layout beside an open split field: a
-// layout places every layer and excludes the split fields, so one of them
-// must be written.
+// layoutConflicts reports an open layout beside an open split field, or
+// beside one the spec sets (account_for_* true, first/last_stage_layers): a
+// layout places every layer and excludes the split fields, so no plan could
+// pass.
 func (sv *solver) layoutConflicts() diag.List {
 	var ds diag.List
 	if !sv.layoutOpen {
 		return nil
 	}
+	p := sv.base.Parallel
 	for _, f := range spec.PipelineSplitFields {
-		if sv.open[f] {
+		switch {
+		case sv.open[f]:
 			ds.Errorf(sv.at(spec.LayoutPath), spec.LayoutPath, CodeOpenNoValue,
 				fmt.Sprintf("leave either parallel.layout or %s open, not both", f.Path()),
 				"parallel.layout and %s are both open: a layout places every layer and excludes the pipeline-split fields (Megatron-LM), so no plan can set both", f.Path())
+		case f == spec.OpenAccountForEmbedding && p.AccountForEmbedding, f == spec.OpenAccountForLoss && p.AccountForLoss,
+			f == spec.OpenFirstStageLayers && p.FirstStageLayers != nil, f == spec.OpenLastStageLayers && p.LastStageLayers != nil:
+			ds.Errorf(sv.at(f.Path()), f.Path(), CodeOpenNoValue,
+				fmt.Sprintf("remove %s and let the layout place the layers, or write parallel.layout", f.Path()),
+				"parallel.layout is open and %s is set: a layout places every layer and excludes the pipeline-split fields (Megatron-LM), so no plan can set both", f.Path())
 		}
 	}
 	return ds

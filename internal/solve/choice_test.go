@@ -114,7 +114,8 @@ func TestOpenLayoutDisjunction(t *testing.T) {
 }
 
 // TestOpenLayoutBesideOpenSplit: a layout excludes the split fields, so
-// both open is an error at the layout, before any search.
+// both open is an error at the layout, and a split field set beside an open
+// layout an error at that field, before any search.
 func TestOpenLayoutBesideOpenSplit(t *testing.T) {
 	res := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", `tp: int, pp: int, layout: string, first_stage_layers: int`, "1", `"none"`))
 	r, ds := solve.Solve(res, solve.Options{})
@@ -123,6 +124,13 @@ func TestOpenLayoutBesideOpenSplit(t *testing.T) {
 	assert.Equal(t, solve.CodeOpenNoValue, ds[0].Code)
 	assert.Equal(t, spec.LayoutPath, ds[0].Path)
 	assert.Contains(t, ds[0].Message, "parallel.first_stage_layers")
+
+	res = loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", `tp: int, pp: int, layout: string, account_for_loss: true`, "1", `"none"`))
+	r, ds = solve.Solve(res, solve.Options{})
+	assert.Nil(t, r)
+	require.True(t, ds.HasErrors())
+	assert.Equal(t, solve.CodeOpenNoValue, ds[0].Code)
+	assert.Equal(t, "parallel.account_for_loss", ds[0].Path)
 }
 
 // TestOpenRecomputeModules: with train.recompute_modules open parc chooses
