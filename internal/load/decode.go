@@ -21,12 +21,13 @@ import (
 // value, before the schema's defaults could make it concrete. An open
 // parallel.layout and train.recompute_modules follow (spec.LayoutPath,
 // spec.RecomputeModulesPath: a list is open when it may grow, `[...string]`,
-// which CUE would otherwise read as the empty list), parallel.dp and
+// which CUE would otherwise read as the empty list), train.recompute_method
+// and train.recompute_layers, parallel.dp and
 // parallel.sp (spec.DataParallelPath, spec.SequenceParallelPath), and an open
 // parallel.microbatch_group_size (spec.GroupSizePath) is listed last.
 func (r *Result) Open() []string {
 	var out []string
-	for _, p := range append(spec.OpenPaths(), spec.LayoutPath, spec.RecomputeModulesPath, spec.DataParallelPath, spec.SequenceParallelPath, spec.GroupSizePath) {
+	for _, p := range append(spec.OpenPaths(), spec.LayoutPath, spec.RecomputeModulesPath, spec.RecomputeMethodPath, spec.RecomputeLayersPath, spec.DataParallelPath, spec.SequenceParallelPath, spec.GroupSizePath) {
 		v := r.User.LookupPath(cue.ParsePath(p))
 		if !v.Exists() {
 			continue

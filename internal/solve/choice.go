@@ -33,6 +33,15 @@ import (
 // over tp at the same communication; Megatron's tensor-parallel overlap and
 // MoE layers with tp > 1 need it), each as the constraint allows.
 //
+// train.recompute_method and train.recompute_layers open: with full
+// recomputation parc chooses them as when the spec writes neither (the
+// fewest layers of each model chunk that fit, with the block method, or
+// every layer), or, with the block method written, the fewest layers (every
+// layer: the most a chunk holds); with the uniform method written, the
+// layers are Megatron's default 1; with the layers written, it tries both
+// methods. Beside another recomputation they are left out (Megatron reads
+// them only with full recomputation).
+//
 // train.recompute_modules open (`[...string]`, a disjunction of lists):
 // parc chooses the list selective recomputation reruns among Megatron's
 // default and the lists of Megatron-Bridge's recipes (moduleLists), and a
@@ -259,5 +268,70 @@ func (sv *solver) derivedValues(vals map[string]any, tp, cp, pp int) {
 			sp = !sp
 		}
 		vals[spec.SequenceParallelPath] = sp
+	}
+}
+
+// openFullRecompute takes the user's open train.recompute_method or
+// train.recompute_layers and returns a value it allows, for decoding the
+// spec once.
+func (sv *solver) openFullRecompute(p string, v cue.Value) (any, bool) {
+	if p == spec.RecomputeMethodPath {
+		sv.methodOpen, sv.methodUser = true, v
+		for _, m := range []string{"uniform", "block"} {
+			if allows(v, m) {
+				sv.methodPH = m
+				return m, true
+			}
+		}
+		return nil, false
+	}
+	sv.layersOpen, sv.layersUser = true, v
+	for k := 1; k <= 65536; k++ {
+		if allows(v, k) {
+			sv.layersPH = k
+			return k, true
+		}
+		if k == 4096 {
+			k = 65535 // the schema's bound
+		}
+	}
+	return nil, false
+}
+
+// fullRecomputeValues writes a plan's open train.recompute_method and
+// train.recompute_layers into vals: with full recomputation the leaf's
+// choice (a block of rl layers per chunk, or every layer), else the
+// placeholders (cleared after decoding).
+func (sv *solver) fullRecomputeValues(vals map[string]any, rc recompute, lf *leaf) {
+	if !sv.methodOpen && !sv.layersOpen {
+		return
+	}
+	method, layers := sv.methodPH, sv.layersPH
+	switch {
+	case rc.mode != "full":
+	case rc.layersImplied && lf.rl > 0:
+		method, layers = "block", int(lf.rl)
+	case rc.layersImplied && sv.base.Train.RecomputeMethod == "block" && !sv.methodOpen:
+		// Every layer with the block method: the most layers a chunk holds.
+		q := spec.Parallel{PP: int(lf.pp), VPP: int(lf.vpp)}
+		sv.splits[lf.split].apply(&q)
+		layers = 1
+		for _, rank := range spec.StageLayers(sv.base.Model.Layers, q) {
+			for _, c := range rank {
+				layers = max(layers, c.Count)
+			}
+		}
+	case rc.layersImplied:
+		method, layers = "uniform", 1 // every layer
+	case rc.method != "":
+		method = rc.method
+	default:
+		layers = 1 // the uniform method written: Megatron's default
+	}
+	if sv.methodOpen {
+		vals[recomputeMethodPath] = method
+	}
+	if sv.layersOpen {
+		vals[recomputeLayersPath] = layers
 	}
 }

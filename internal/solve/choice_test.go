@@ -36,6 +36,8 @@ func TestOpenChoicesListed(t *testing.T) {
 		{`tp: 1`, `recompute_modules: []`, nil},
 		{`tp: 1, dp: >=2, sp: bool`, ``, []string{spec.DataParallelPath, spec.SequenceParallelPath}},
 		{`tp: 1, dp: 8, sp: false`, ``, nil},
+		{`tp: 1`, `recompute_method: string, recompute_layers: int`, []string{spec.RecomputeMethodPath, spec.RecomputeLayersPath}},
+		{`tp: 1`, `recompute_method: "block", recompute_layers: 2`, nil},
 		{`tp: 1`, `recompute_modules: ["mlp"]`, nil},
 	} {
 		text := fmt.Sprintf(tiny, "80", tc.parallel, "1", `"selective"`)
@@ -205,5 +207,61 @@ func TestOpenDerivedParallel(t *testing.T) {
 		if strings.Contains(open, "sp") {
 			assert.Contains(t, r.Open, spec.SequenceParallelPath, open)
 		}
+	}
+}
+
+// TestOpenFullRecompute: train.recompute_method and train.recompute_layers
+// left open with full recomputation: the pick is the fastest of the plans
+// each written choice gives (block of k layers for every k, uniform), and
+// runs the fewest block layers that fit; with the layers written both
+// methods are tried; beside another recomputation they are left out.
+func TestOpenFullRecompute(t *testing.T) {
+	big := strings.Replace(tiny, "hidden: 256", "hidden: 2048", 1)
+	text := func(mem, fields string) string {
+		// At 2.37 GiB only a block of 2 layers or more fits tp 1, pp 1
+		// within the headroom (peaks 2.145 GiB with 1, 2.118 with 2).
+		par := map[string]string{"80": "tp: 1 | 2, pp: 1 | 2", "2.37": "tp: 1, pp: 1"}[mem]
+		return strings.Replace(fmt.Sprintf(big, mem, par, "1", `"full"`), `recompute: "full"`, `recompute: "full", `+fields, 1)
+	}
+	for _, mem := range []string{"80", "2.37"} {
+		best := 0.0
+		for _, fields := range []string{`recompute_method: "uniform", recompute_layers: 1`, `recompute_method: "block", recompute_layers: 1`,
+			`recompute_method: "block", recompute_layers: 2`, `recompute_method: "block", recompute_layers: 3`, `recompute_method: "block", recompute_layers: 4`,
+			`recompute_method: "block", recompute_layers: 8`} {
+			r, _ := solve.Solve(loadText(t, "plan.cue", text(mem, fields)), solve.Options{Top: 1})
+			if r == nil || len(r.Candidates) == 0 || r.Candidates[0].Memory.FractionOfGPU > solve.DefaultMemoryHeadroom {
+				continue // a search keeps its picks within the headroom
+			}
+			if best == 0 || r.Candidates[0].StepTimeS < best {
+				best = r.Candidates[0].StepTimeS
+			}
+		}
+		require.NotZero(t, best, mem)
+		for _, fields := range []string{`recompute_method: string, recompute_layers: int`, `recompute_layers: int`, `recompute_method: "block", recompute_layers: >=1`} {
+			r, ds := solve.Solve(loadText(t, "plan.cue", text(mem, fields)), solve.Options{Top: 3})
+			require.False(t, ds.HasErrors(), "%s %s: %v", mem, fields, ds)
+			assert.Contains(t, r.Open, spec.RecomputeLayersPath, fields)
+			assert.Equal(t, best, r.Candidates[0].StepTimeS, "%s GiB, %s: the pick against the best written choice", mem, fields)
+			for _, c := range r.Candidates {
+				assert.Equal(t, "full", c.Spec.Train.Recompute)
+				require.NotNil(t, c.Spec.Train.RecomputeLayers, c.Label())
+			}
+		}
+	}
+	r, ds := solve.Solve(loadText(t, "plan.cue", text("80", `recompute_method: string, recompute_layers: 2`)), solve.Options{Top: 1000})
+	require.False(t, ds.HasErrors(), "%v", ds)
+	methods := map[string]bool{}
+	for _, c := range r.Candidates {
+		methods[c.Spec.Train.RecomputeMethod] = true
+		for _, v := range c.Variants {
+			methods[v.Train.RecomputeMethod] = true
+		}
+	}
+	assert.Equal(t, map[string]bool{"block": true, "uniform": true}, methods, "both methods tried with the layers written")
+	none := strings.Replace(text("80", `recompute_method: string, recompute_layers: int`), `recompute: "full"`, `recompute: "none"`, 1)
+	r, ds = solve.Solve(loadText(t, "plan.cue", none), solve.Options{Top: 3})
+	require.False(t, ds.HasErrors(), "%v", ds)
+	for _, c := range r.Candidates {
+		assert.Nil(t, c.Spec.Train.RecomputeLayers, c.Label())
 	}
 }

@@ -48,9 +48,13 @@ type recompute struct {
 	modules []string
 	// layersImplied: full recomputation where parc chooses how many layers
 	// it reruns (the spec writes neither train.recompute_method nor
-	// train.recompute_layers): the least number per model chunk, with
-	// Megatron's block method, whose peak fits the headroom (a leaf's rl).
+	// train.recompute_layers, or leaves them open): the least number per
+	// model chunk, with Megatron's block method, whose peak fits the
+	// headroom (a leaf's rl).
 	layersImplied bool
+	// method is train.recompute_method when parc chooses it beside the
+	// spec's recompute_layers ("": the spec's own, or layersImplied's).
+	method string
 }
 
 // apply writes r into t. A choice whose layers parc chooses is written as
@@ -59,6 +63,9 @@ type recompute struct {
 func (r recompute) apply(t *spec.Train) {
 	t.Recompute = r.mode
 	t.RecomputeModules = r.modules
+	if r.method != "" {
+		t.RecomputeMethod = r.method
+	}
 	if r.layersImplied {
 		setRecomputeLayers(t, 1)
 	}
@@ -173,6 +180,14 @@ type solver struct {
 	dpOpen, spOpen bool
 	dpUser, spUser cue.Value
 	dpAllows       map[int]bool
+	// methodOpen, layersOpen: the user left train.recompute_method or
+	// train.recompute_layers open (choice.go), with the constraints
+	// methodUser, layersUser; methodPH and layersPH are the values decoded
+	// in their place.
+	methodOpen, layersOpen bool
+	methodUser, layersUser cue.Value
+	methodPH               string
+	layersPH               int
 	// recomputes are the recomputation choices tried, least first;
 	// modulesImplied: parc chooses train.recompute_modules (recompute is
 	// open and the spec writes no modules).
@@ -212,6 +227,15 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 			continue
 		case spec.DataParallelPath, spec.SequenceParallelPath:
 			ph, ok := sv.openDerived(p, res.User.LookupPath(cue.ParsePath(p)))
+			if !ok {
+				ds.Errorf(sv.at(p), p, CodeOpenNoValue, fmt.Sprintf("write %s as a value, a disjunction or bounds, or leave it out", p),
+					"%s is open but parc found no value its constraint %v allows", p, res.User.LookupPath(cue.ParsePath(p)))
+				continue
+			}
+			vals[p] = ph
+			continue
+		case spec.RecomputeMethodPath, spec.RecomputeLayersPath:
+			ph, ok := sv.openFullRecompute(p, res.User.LookupPath(cue.ParsePath(p)))
 			if !ok {
 				ds.Errorf(sv.at(p), p, CodeOpenNoValue, fmt.Sprintf("write %s as a value, a disjunction or bounds, or leave it out", p),
 					"%s is open but parc found no value its constraint %v allows", p, res.User.LookupPath(cue.ParsePath(p)))
@@ -289,6 +313,12 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 	}
 	if sv.dpOpen {
 		sv.base.Parallel.DP = nil // derived per plan
+	}
+	if sv.methodOpen {
+		sv.base.Train.RecomputeMethod = "" // the placeholder
+	}
+	if sv.layersOpen {
+		sv.base.Train.RecomputeLayers = nil // the placeholder
 	}
 	if sv.spOpen {
 		sv.base.Parallel.SP = nil // on with tp > 1, per plan
@@ -597,8 +627,28 @@ func (sv *solver) recomputeDomain() {
 		sv.dom[fRC] = []int{0}
 		return
 	}
+	written := func(p string) bool { return sv.res.User.LookupPath(cue.ParsePath(p)).Exists() }
+	// parc chooses the layers full recomputation reruns when the spec
+	// leaves both fields out or open, or writes the block method and
+	// leaves the layers open.
+	chooseLayers := (!written(recomputeMethodPath) || sv.methodOpen) && (!written(recomputeLayersPath) || sv.layersOpen) ||
+		sv.layersOpen && t.RecomputeMethod == "block"
 	if !sv.open[fRC] {
 		sv.recomputes = []recompute{{mode: t.Recompute, modules: t.RecomputeModules}}
+		switch {
+		case t.Recompute != "full" || !sv.methodOpen && !sv.layersOpen:
+		case chooseLayers:
+			sv.recomputes = []recompute{{mode: "full", layersImplied: true}}
+			sv.layersImplied = true
+		case sv.methodOpen:
+			// The spec's layers, with either method.
+			sv.recomputes = nil
+			for _, m := range []string{"uniform", "block"} {
+				if allows(sv.methodUser, m) {
+					sv.recomputes = append(sv.recomputes, recompute{mode: "full", method: m})
+				}
+			}
+		}
 		if sv.modulesOpen && t.Recompute == "selective" {
 			sv.recomputes = nil
 			for _, mods := range sv.chosenModules() {
@@ -611,8 +661,7 @@ func (sv *solver) recomputeDomain() {
 		return
 	}
 	sv.modulesImplied = !sv.res.User.LookupPath(cue.ParsePath("train.recompute_modules")).Exists()
-	written := func(p string) bool { return sv.res.User.LookupPath(cue.ParsePath(p)).Exists() }
-	sv.layersImplied = !written(recomputeMethodPath) && !written(recomputeLayersPath)
+	sv.layersImplied = chooseLayers
 	for _, m := range recomputeModes {
 		if !sv.allowed(fRC, m) {
 			continue
@@ -622,6 +671,15 @@ func (sv *solver) recomputeDomain() {
 		}
 		if m == "full" && sv.layersImplied {
 			sv.recomputes = append(sv.recomputes, recompute{mode: m, layersImplied: true})
+			continue
+		}
+		if m == "full" && sv.methodOpen {
+			// The spec's layers, with either method.
+			for _, meth := range []string{"uniform", "block"} {
+				if allows(sv.methodUser, meth) {
+					sv.recomputes = append(sv.recomputes, recompute{mode: m, method: meth})
+				}
+			}
 			continue
 		}
 		switch {

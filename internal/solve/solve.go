@@ -22,8 +22,8 @@ const recomputeModulesPath = "train.recompute_modules"
 // and train.recompute_layers, which parc chooses with full recomputation
 // when train.recompute is open and the spec writes neither.
 const (
-	recomputeMethodPath = "train.recompute_method"
-	recomputeLayersPath = "train.recompute_layers"
+	recomputeMethodPath = spec.RecomputeMethodPath
+	recomputeLayersPath = spec.RecomputeLayersPath
 )
 
 // DefaultTop is how many candidates Solve returns when Options.Top is 0.

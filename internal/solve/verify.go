@@ -50,7 +50,16 @@ func (sv *solver) run() *Result {
 	if sv.modulesImplied {
 		r.Implied = append(r.Implied, recomputeModulesPath)
 	}
-	if sv.layersImplied && slices.ContainsFunc(sv.recomputes, func(r recompute) bool { return r.layersImplied }) {
+	switch {
+	case sv.methodOpen || sv.layersOpen:
+		if !sv.methodOpen && !sv.res.User.LookupPath(cue.ParsePath(recomputeMethodPath)).Exists() && sv.layersImplied {
+			r.Implied = append(r.Implied, recomputeMethodPath)
+		}
+		if !sv.layersOpen && !sv.res.User.LookupPath(cue.ParsePath(recomputeLayersPath)).Exists() && sv.layersImplied {
+			r.Implied = append(r.Implied, recomputeLayersPath)
+		}
+		r.Notes = append(r.Notes, "train.recompute_method or train.recompute_layers is open, so with full recomputation parc chose them: the fewest layers of each model chunk that fit the headroom (Megatron's block method) or every layer, when it chooses the layers; with the uniform method written, Megatron's default of one layer per group; with the layers written, either method")
+	case sv.layersImplied && slices.ContainsFunc(sv.recomputes, func(r recompute) bool { return r.layersImplied }):
 		r.Implied = append(r.Implied, recomputeMethodPath, recomputeLayersPath)
 		r.Notes = append(r.Notes, "train.recompute is open and the spec writes neither train.recompute_method nor train.recompute_layers, so with full recomputation parc reruns the fewest layers that fit the headroom: the first k of each model chunk (Megatron's block method), or every layer when fewer do not fit (write either field to fix it)")
 	}
@@ -73,6 +82,12 @@ func (sv *solver) run() *Result {
 	if sv.spOpen {
 		r.Open = append(r.Open, spec.SequenceParallelPath)
 		r.Notes = append(r.Notes, "parallel.sp is open: parc turns sequence parallelism on with tp > 1 and off with tp = 1, as when the spec leaves it out (with tp > 1 it holds the activations outside attention and the MLP over tp at the same communication, and tensor-parallel overlap and MoE layers need it)")
+	}
+	if sv.methodOpen {
+		r.Open = append(r.Open, recomputeMethodPath)
+	}
+	if sv.layersOpen {
+		r.Open = append(r.Open, recomputeLayersPath)
 	}
 	if sv.modulesOpen {
 		r.Open = append(r.Open, recomputeModulesPath)
@@ -343,6 +358,7 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 	if rc.layersImplied && lf.rl > 0 {
 		vals[recomputeMethodPath], vals[recomputeLayersPath] = "block", int(lf.rl)
 	}
+	sv.fullRecomputeValues(vals, rc, lf)
 	sp := sv.splits[lf.split]
 	if l, ok := sp.layoutFor(int(lf.pp), int(lf.vpp)); ok {
 		vals[spec.LayoutPath] = l
@@ -372,6 +388,14 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 	sv.opts.instead(s) // as newSolver set it
 	if sv.modulesOpen && s.Train.Recompute != "selective" {
 		s.Train.RecomputeModules = nil
+	}
+	if s.Train.Recompute != "full" {
+		if sv.methodOpen {
+			s.Train.RecomputeMethod = "uniform" // the schema's default; Megatron reads it only with full
+		}
+		if sv.layersOpen {
+			s.Train.RecomputeLayers = nil
+		}
 	}
 	if sv.open[fETP] && s.Model.MoE == nil {
 		// etp only shapes the unused expert grid of a dense model: leave it

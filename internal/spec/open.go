@@ -62,6 +62,16 @@ const (
 	RecomputeModulesPath = "train.recompute_modules"
 )
 
+// RecomputeMethodPath is train.recompute_method and RecomputeLayersPath
+// train.recompute_layers. Left open (`recompute_method: string`,
+// `recompute_layers: int`) parc chooses them with full recomputation as when
+// the spec writes neither: the fewest layers of each model chunk that fit,
+// with the block method, or every layer.
+const (
+	RecomputeMethodPath = "train.recompute_method"
+	RecomputeLayersPath = "train.recompute_layers"
+)
+
 // DataParallelPath is parallel.dp and SequenceParallelPath parallel.sp.
 // Left open (`dp: int`, `dp: >=16`, `sp: bool`) they follow each plan as
 // when they are not written: dp is derived from the world and the other
