@@ -225,17 +225,12 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 			}
 			vals[p] = ph
 			continue
-		case spec.DataParallelPath, spec.SequenceParallelPath:
-			ph, ok := sv.openDerived(p, res.User.LookupPath(cue.ParsePath(p)))
-			if !ok {
-				ds.Errorf(sv.at(p), p, CodeOpenNoValue, fmt.Sprintf("write %s as a value, a disjunction or bounds, or leave it out", p),
-					"%s is open but parc found no value its constraint %v allows", p, res.User.LookupPath(cue.ParsePath(p)))
-				continue
+		case spec.DataParallelPath, spec.SequenceParallelPath, spec.RecomputeMethodPath, spec.RecomputeLayersPath:
+			take := sv.openDerived
+			if p == spec.RecomputeMethodPath || p == spec.RecomputeLayersPath {
+				take = sv.openFullRecompute
 			}
-			vals[p] = ph
-			continue
-		case spec.RecomputeMethodPath, spec.RecomputeLayersPath:
-			ph, ok := sv.openFullRecompute(p, res.User.LookupPath(cue.ParsePath(p)))
+			ph, ok := take(p, res.User.LookupPath(cue.ParsePath(p)))
 			if !ok {
 				ds.Errorf(sv.at(p), p, CodeOpenNoValue, fmt.Sprintf("write %s as a value, a disjunction or bounds, or leave it out", p),
 					"%s is open but parc found no value its constraint %v allows", p, res.User.LookupPath(cue.ParsePath(p)))
