@@ -3,6 +3,8 @@ package solve_test
 import (
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -263,5 +265,34 @@ func TestOpenFullRecompute(t *testing.T) {
 	require.False(t, ds.HasErrors(), "%v", ds)
 	for _, c := range r.Candidates {
 		assert.Nil(t, c.Spec.Train.RecomputeLayers, c.Label())
+	}
+}
+
+// TestCandidatesAreDistinctShapes: the candidates of the acceptance specs
+// are distinct parallel shapes (tp, pp, vpp, cp, ep, etp), the top K of
+// them; a shape's other pipeline splits are among its variants, each with
+// its split.
+func TestCandidatesAreDistinctShapes(t *testing.T) {
+	for _, name := range []string{"acceptance/llama3-405b-16k", "acceptance/llama3-405b-1k"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name+".cue"))
+		require.NoError(t, err)
+		r, ds := solve.Solve(loadText(t, "plan.cue", string(data)), solve.Options{Top: 5})
+		require.False(t, ds.HasErrors(), "%v", ds)
+		require.Len(t, r.Candidates, 5, name)
+		seen := map[[6]int]bool{}
+		splits := 0
+		for _, c := range r.Candidates {
+			p := c.Parallel
+			k := [6]int{p.TP, p.PP, p.VPP, p.CP, p.EP, p.ETP}
+			assert.False(t, seen[k], "%s: %s listed twice", name, c.Label())
+			seen[k] = true
+			for _, v := range c.Variants {
+				if v.Split != nil {
+					splits++
+				}
+			}
+		}
+		assert.Positive(t, splits, "%s: a shape's other splits are variants", name)
+		assert.GreaterOrEqual(t, r.Shapes, len(r.Candidates))
 	}
 }

@@ -26,9 +26,11 @@ const DefaultNoiseBand = 0.045
 // and is the same 90% above which `parc vet` warns memory-near-limit.
 const DefaultMemoryHeadroom = 0.9
 
-// shapeKey is a parallel shape: the degrees, the virtual stages and the
-// pipeline split. Its variants differ in micro batch, recompute and
-// optimizer sharding.
+// shapeKey is a parallel shape (the degrees and the virtual stages) with
+// one pipeline split: the search ranks these, and its plans differ in micro
+// batch, recompute and optimizer sharding. The candidates are distinct
+// parallel shapes: run folds a shape's other splits under the first listed
+// as variants.
 type shapeKey struct {
 	tp, cp, pp, ep, etp, vpp, split int32
 }

@@ -445,11 +445,21 @@ func (sv *solver) outranked(lf *leaf, k int) bool {
 		return false
 	}
 	if sv.outrankingAt != len(sv.found) {
-		var in [][8]int
+		// Distinct parallel shapes: a shape's other splits fold under
+		// its simplest in the band (run), so each counts once.
+		simplest := map[shapeKey][8]int{}
 		for sh, t := range sv.shapeBest {
 			if sv.inBand(t, sv.shapeTimes[0]) {
-				in = append(in, sv.simplicity(sh))
+				k, sim := sh, sv.simplicity(sh)
+				k.split = 0
+				if old, ok := simplest[k]; !ok || slices.Compare(sim[:], old[:]) < 0 {
+					simplest[k] = sim
+				}
 			}
+		}
+		var in [][8]int
+		for _, sim := range simplest {
+			in = append(in, sim)
 		}
 		sv.outranking, sv.outrankingAt = nil, len(sv.found)
 		if len(in) >= k {
@@ -525,14 +535,31 @@ func (sv *solver) memoryRules(lf *leaf) string {
 // one left has a bound above the threshold, so it is slower than its
 // shape's best.
 func (sv *solver) completeShapes(gs []group) {
+	// Every split of a shape: a listed shape's other splits are its
+	// variants too (run).
 	want := map[shapeKey]bool{}
 	for _, g := range gs {
-		want[g.shape] = true
+		k := g.shape
+		k.split = 0
+		want[k] = true
 	}
 	var todo []int32
 	sv.heap = slices.DeleteFunc(sv.heap, func(h heapItem) bool {
-		if want[sv.shapeOf(sv.leaves.at(h.i))] {
+		k := sv.shapeOf(sv.leaves.at(h.i))
+		k.split = 0
+		if want[k] {
 			todo = append(todo, h.i)
+			return true
+		}
+		return false
+	})
+	// A shape's other splits may be parked (outranked): less simple than
+	// the top's, they are still its variants.
+	sv.parked = slices.DeleteFunc(sv.parked, func(i int32) bool {
+		k := sv.shapeOf(sv.leaves.at(i))
+		k.split = 0
+		if want[k] {
+			todo = append(todo, i)
 			return true
 		}
 		return false

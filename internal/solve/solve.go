@@ -138,10 +138,13 @@ type Train struct {
 }
 
 // Variant is another plan of a candidate's parallel shape: a different
-// micro batch, recompute or optimizer sharding, among those the search
-// estimated.
+// micro batch, recompute, optimizer sharding or pipeline split, among those
+// the search estimated.
 type Variant struct {
 	Train Train `json:"train"`
+	// Split is the variant's pipeline split when it differs from the
+	// candidate's (the shape's other splits fold under it).
+	Split *Split `json:"split,omitempty"`
 	// MicrobatchGroupSize is the variant's parallel.microbatch_group_size
 	// when parc chose one other than Megatron's default.
 	MicrobatchGroupSize *int    `json:"microbatch_group_size,omitempty"`
@@ -150,6 +153,15 @@ type Variant struct {
 	// percent.
 	VsShapePct      float64 `json:"vs_shape_pct"`
 	PerGPUPeakBytes int64   `json:"per_gpu_peak_bytes"`
+}
+
+// Split is a pipeline split: the fields of parallel that place the layers.
+type Split struct {
+	AccountForEmbedding bool    `json:"account_for_embedding,omitempty"`
+	AccountForLoss      bool    `json:"account_for_loss,omitempty"`
+	FirstStageLayers    *int    `json:"first_stage_layers,omitempty"`
+	LastStageLayers     *int    `json:"last_stage_layers,omitempty"`
+	Layout              *string `json:"layout,omitempty"`
 }
 
 // Memory is a candidate's peak memory per GPU (the most loaded pipeline stage).

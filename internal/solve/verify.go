@@ -166,16 +166,25 @@ func (sv *solver) run() *Result {
 	}
 	sv.heapify()
 	top := sv.opts.Top
+	// depth is how many ranked groups (a parallel shape with one pipeline
+	// split) the search settles so that top distinct parallel shapes show:
+	// a shape's other splits fold under it as variants.
+	depth := top
 	cache := map[int32]*Candidate{}
 	var groups []group
 	completed := false
 	for {
-		sv.searchTo(top)
+		sv.searchTo(depth)
 		if sv.exhausted {
 			return sv.stopped(r)
 		}
 		groups = sv.ranked()
-		if !sv.verifyTop(groups, top, cache) {
+		if !sv.verifyTop(groups, depth, cache) {
+			continue
+		}
+		if n := distinctShapes(groups[:min(depth, len(groups))]); n < top && (len(groups) > depth || len(sv.heap) > 0) {
+			depth += top - n
+			completed = false
 			continue
 		}
 		if completed || len(sv.heap) == 0 {
@@ -184,36 +193,40 @@ func (sv *solver) run() *Result {
 		// The top shapes' other plans are their variants: evaluate them
 		// all. One may become its shape's best, or a shape may move into
 		// the top, so the next round verifies the top again.
-		sv.completeShapes(groups[:min(top, len(groups))])
+		sv.completeShapes(groups[:min(depth, len(groups))])
 		if sv.exhausted {
 			return sv.stopped(r)
 		}
 		completed = true
 	}
 	var verified []Candidate
+	// A listed shape's other splits are its variants: at maps a shape, its
+	// split left out, to its index in verified; own is the listed plan.
+	at := map[shapeKey]int{}
+	var own []foundPlan
 	for i, g := range groups {
-		if i == top {
-			break
+		k := g.shape
+		k.split = 0
+		j, listed := at[k]
+		plans := g.plans
+		switch {
+		case i < depth && !listed && len(verified) < top:
+			c := *cache[g.plans[0].leaf]
+			c.Rank = len(verified) + 1
+			c.InNoiseBand = g.inBand
+			at[k], j = len(verified), len(verified)
+			verified = append(verified, c)
+			own = append(own, g.plans[0])
+			plans = plans[1:]
+		case !listed:
+			continue
 		}
-		c := *cache[g.plans[0].leaf]
-		c.Rank = i + 1
-		c.InNoiseBand = g.inBand
-		for _, fp := range g.plans[1:] {
-			lf := sv.leaves.at(fp.leaf)
-			sh := sv.shards[lf.shard]
-			mods := sv.recomputes[lf.rc].modules
-			if sv.modulesOpen && sv.recomputes[lf.rc].mode == "selective" {
-				mods = modulesWritten(mods) // as verify writes it
-			}
-			c.Variants = append(c.Variants, Variant{
-				Train: Train{MicroBatch: int(lf.mb), Recompute: sv.recomputes[lf.rc].mode, RecomputeModules: mods,
-					RecomputeLayers: blockLayers(sv.recomputes[lf.rc], lf.rl), RecomputeMethod: sv.variantMethod(sv.recomputes[lf.rc], lf.rl),
-					DistributedOptimizer: sh.distopt, FSDP: sh.fsdp},
-				MicrobatchGroupSize: groupOf(lf.g),
-				StepTimeS:           fp.step, VsShapePct: 100 * (fp.step - g.plans[0].step) / g.plans[0].step, PerGPUPeakBytes: fp.peak,
-			})
+		for _, fp := range plans {
+			verified[j].Variants = append(verified[j].Variants, sv.variant(fp, own[j]))
 		}
-		verified = append(verified, c)
+	}
+	for i := range verified {
+		slices.SortStableFunc(verified[i].Variants, func(a, b Variant) int { return cmp.Compare(a.StepTimeS, b.StepTimeS) })
 	}
 	for i := range verified {
 		c := &verified[i]
@@ -235,7 +248,7 @@ func (sv *solver) run() *Result {
 	for _, i := range sv.parked {
 		r.Bounded += int64(sv.leaves.at(i).n)
 	}
-	r.Shapes = len(groups)
+	r.Shapes = distinctShapes(groups)
 	if len(verified) == 0 {
 		sv.noFeasiblePlan(r)
 	} else {
@@ -936,4 +949,47 @@ func specBlockLayers(t *spec.Train) *int {
 		k = *t.RecomputeLayers
 	}
 	return &k
+}
+
+// distinctShapes is how many parallel shapes gs hold, whatever their
+// pipeline splits.
+func distinctShapes(gs []group) int {
+	seen := map[shapeKey]bool{}
+	for _, g := range gs {
+		k := g.shape
+		k.split = 0
+		seen[k] = true
+	}
+	return len(seen)
+}
+
+// variant is found plan fp as a variant of the listed plan own of its
+// parallel shape: its micro batch, recomputation, optimizer sharding and
+// group size, and its pipeline split when that differs from own's.
+func (sv *solver) variant(fp, own foundPlan) Variant {
+	lf := sv.leaves.at(fp.leaf)
+	sh := sv.shards[lf.shard]
+	mods := sv.recomputes[lf.rc].modules
+	if sv.modulesOpen && sv.recomputes[lf.rc].mode == "selective" {
+		mods = modulesWritten(mods) // as verify writes it
+	}
+	v := Variant{
+		Train: Train{MicroBatch: int(lf.mb), Recompute: sv.recomputes[lf.rc].mode, RecomputeModules: mods,
+			RecomputeLayers: blockLayers(sv.recomputes[lf.rc], lf.rl), RecomputeMethod: sv.variantMethod(sv.recomputes[lf.rc], lf.rl),
+			DistributedOptimizer: sh.distopt, FSDP: sh.fsdp},
+		MicrobatchGroupSize: groupOf(lf.g),
+		StepTimeS:           fp.step, VsShapePct: 100 * (fp.step - own.step) / own.step, PerGPUPeakBytes: fp.peak,
+	}
+	if lf.split != sv.leaves.at(own.leaf).split {
+		q := spec.Parallel{PP: int(lf.pp), VPP: int(lf.vpp)}
+		sv.applySplit(lf.split, &q)
+		v.Split = &Split{AccountForEmbedding: q.AccountForEmbedding, AccountForLoss: q.AccountForLoss,
+			FirstStageLayers: q.FirstStageLayers, LastStageLayers: q.LastStageLayers, Layout: q.Layout}
+		if sv.layoutOpen && q.Layout == nil {
+			if l, ok := splitLayout(sv.base.Model.Layers, sv.base.Model.MTPLayers, q); ok {
+				v.Split = &Split{Layout: &l} // as verify writes it
+			}
+		}
+	}
+	return v
 }
