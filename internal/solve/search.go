@@ -66,10 +66,13 @@ type search struct {
 	rerunFloors map[memKey][]rerunAt
 
 	found []foundPlan // feasible leaves, in the order found
-	// shapeBest is the least step time found for each parallel shape;
-	// shapeTimes the same values, ascending.
-	shapeBest  map[shapeKey]float64
-	shapeTimes []float64
+	// shapeBest is the least step time found for each parallel shape
+	// with one pipeline split (shapeKey); shapeTimes is the least of each
+	// distinct parallel shape (its splits together, as candidates list
+	// them), ascending, and distinctBest those values by shape.
+	shapeBest    map[shapeKey]float64
+	distinctBest map[shapeKey]float64
+	shapeTimes   []float64
 	// parked are leaves and nodes out of the heap whose shapes cannot be
 	// among the top shapes (outranked); fail pushes them back.
 	parked []int32
@@ -865,10 +868,15 @@ func (sv *solver) fitLeaf(lf *leaf, s *spec.Spec, d spec.Derived, limit float64)
 	return estimate.Fit(s, d), 0
 }
 
-// noteShape records a feasible plan's step time for its shape.
+// noteShape records a feasible plan's step time for its shape and split,
+// and for its distinct shape.
 func (sv *solver) noteShape(fp foundPlan) {
 	k := sv.shapeOf(sv.leaves.at(fp.leaf))
-	old, ok := sv.shapeBest[k]
+	if old, ok := sv.shapeBest[k]; !ok || fp.step < old {
+		sv.shapeBest[k] = fp.step
+	}
+	k.split = 0
+	old, ok := sv.distinctBest[k]
 	if ok && old <= fp.step {
 		return
 	}
@@ -876,7 +884,7 @@ func (sv *solver) noteShape(fp foundPlan) {
 		j, _ := slices.BinarySearch(sv.shapeTimes, old)
 		sv.shapeTimes = slices.Delete(sv.shapeTimes, j, j+1)
 	}
-	sv.shapeBest[k] = fp.step
+	sv.distinctBest[k] = fp.step
 	j, _ := slices.BinarySearch(sv.shapeTimes, fp.step)
 	sv.shapeTimes = slices.Insert(sv.shapeTimes, j, fp.step)
 }
@@ -889,6 +897,7 @@ func (sv *solver) fail(leaf int32) {
 	sv.infeasible++
 	sv.found = slices.DeleteFunc(sv.found, func(fp foundPlan) bool { return fp.leaf == leaf })
 	clear(sv.shapeBest)
+	clear(sv.distinctBest)
 	sv.shapeTimes = sv.shapeTimes[:0]
 	for _, fp := range sv.found {
 		sv.noteShape(fp)

@@ -30,6 +30,7 @@ func (sv *solver) startSearch(rejected map[string]int64) {
 	sv.noneFits = map[noneKey]float64{}
 	sv.rerunFloors = map[memKey][]rerunAt{}
 	sv.shapeBest = map[shapeKey]float64{}
+	sv.distinctBest = map[shapeKey]float64{}
 	sv.failed = map[int32]bool{}
 	sv.outrankingAt = -1
 }
@@ -166,25 +167,16 @@ func (sv *solver) run() *Result {
 	}
 	sv.heapify()
 	top := sv.opts.Top
-	// depth is how many ranked groups (a parallel shape with one pipeline
-	// split) the search settles so that top distinct parallel shapes show:
-	// a shape's other splits fold under it as variants.
-	depth := top
 	cache := map[int32]*Candidate{}
 	var groups []group
 	completed := false
 	for {
-		sv.searchTo(depth)
+		sv.searchTo(top)
 		if sv.exhausted {
 			return sv.stopped(r)
 		}
 		groups = sv.ranked()
-		if !sv.verifyTop(groups, depth, cache) {
-			continue
-		}
-		if n := distinctShapes(groups[:min(depth, len(groups))]); n < top && (len(groups) > depth || len(sv.heap) > 0) {
-			depth += top - n
-			completed = false
+		if !sv.verifyTop(groups, top, cache) {
 			continue
 		}
 		if completed || len(sv.heap) == 0 {
@@ -193,7 +185,7 @@ func (sv *solver) run() *Result {
 		// The top shapes' other plans are their variants: evaluate them
 		// all. One may become its shape's best, or a shape may move into
 		// the top, so the next round verifies the top again.
-		sv.completeShapes(groups[:min(depth, len(groups))])
+		sv.completeShapes(listed(groups, top))
 		if sv.exhausted {
 			return sv.stopped(r)
 		}
@@ -204,13 +196,13 @@ func (sv *solver) run() *Result {
 	// split left out, to its index in verified; own is the listed plan.
 	at := map[shapeKey]int{}
 	var own []foundPlan
-	for i, g := range groups {
+	for _, g := range groups {
 		k := g.shape
 		k.split = 0
 		j, listed := at[k]
 		plans := g.plans
 		switch {
-		case i < depth && !listed && len(verified) < top:
+		case !listed && len(verified) < top:
 			c := *cache[g.plans[0].leaf]
 			c.Rank = len(verified) + 1
 			c.InNoiseBand = g.inBand
@@ -287,7 +279,7 @@ func (sv *solver) fixedRuleErrors() diag.List {
 // candidate in cache. At the first plan the full check rejects, it drops
 // that plan from the search and returns false.
 func (sv *solver) verifyTop(gs []group, top int, cache map[int32]*Candidate) bool {
-	for _, g := range append(slices.Clone(gs[:min(top, len(gs))]), sv.fastest(gs)...) {
+	for _, g := range append(listed(gs, top), sv.fastest(gs)...) {
 		i := g.plans[0].leaf
 		if _, done := cache[i]; done {
 			continue
@@ -949,6 +941,22 @@ func specBlockLayers(t *spec.Train) *int {
 		k = *t.RecomputeLayers
 	}
 	return &k
+}
+
+// listed are the groups of gs (ranked) that run lists as candidates: the
+// first of each distinct parallel shape, the first top of them.
+func listed(gs []group, top int) []group {
+	var out []group
+	seen := map[shapeKey]bool{}
+	for _, g := range gs {
+		k := g.shape
+		k.split = 0
+		if !seen[k] && len(out) < top {
+			seen[k] = true
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // distinctShapes is how many parallel shapes gs hold, whatever their
