@@ -35,6 +35,12 @@ type shapeKey struct {
 	tp, cp, pp, ep, etp, vpp, split int32
 }
 
+// distinct is k without its split: the parallel shape a candidate lists.
+func (k shapeKey) distinct() shapeKey {
+	k.split = 0
+	return k
+}
+
 func (sv *solver) shapeOf(lf *leaf) shapeKey {
 	return shapeKey{lf.tp, lf.cp, lf.pp, lf.ep, lf.etp, lf.vpp, lf.split}
 }

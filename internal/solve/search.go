@@ -453,8 +453,7 @@ func (sv *solver) outranked(lf *leaf, k int) bool {
 		simplest := map[shapeKey][8]int{}
 		for sh, t := range sv.shapeBest {
 			if sv.inBand(t, sv.shapeTimes[0]) {
-				k, sim := sh, sv.simplicity(sh)
-				k.split = 0
+				k, sim := sh.distinct(), sv.simplicity(sh)
 				if old, ok := simplest[k]; !ok || slices.Compare(sim[:], old[:]) < 0 {
 					simplest[k] = sim
 				}
@@ -542,15 +541,11 @@ func (sv *solver) completeShapes(gs []group) {
 	// variants too (run).
 	want := map[shapeKey]bool{}
 	for _, g := range gs {
-		k := g.shape
-		k.split = 0
-		want[k] = true
+		want[g.shape.distinct()] = true
 	}
 	var todo []int32
 	sv.heap = slices.DeleteFunc(sv.heap, func(h heapItem) bool {
-		k := sv.shapeOf(sv.leaves.at(h.i))
-		k.split = 0
-		if want[k] {
+		if want[sv.shapeOf(sv.leaves.at(h.i)).distinct()] {
 			todo = append(todo, h.i)
 			return true
 		}
@@ -559,9 +554,7 @@ func (sv *solver) completeShapes(gs []group) {
 	// A shape's other splits may be parked (outranked): less simple than
 	// the top's, they are still its variants.
 	sv.parked = slices.DeleteFunc(sv.parked, func(i int32) bool {
-		k := sv.shapeOf(sv.leaves.at(i))
-		k.split = 0
-		if want[k] {
+		if want[sv.shapeOf(sv.leaves.at(i)).distinct()] {
 			todo = append(todo, i)
 			return true
 		}
@@ -875,7 +868,7 @@ func (sv *solver) noteShape(fp foundPlan) {
 	if old, ok := sv.shapeBest[k]; !ok || fp.step < old {
 		sv.shapeBest[k] = fp.step
 	}
-	k.split = 0
+	k = k.distinct()
 	old, ok := sv.distinctBest[k]
 	if ok && old <= fp.step {
 		return

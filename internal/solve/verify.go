@@ -197,8 +197,7 @@ func (sv *solver) run() *Result {
 	at := map[shapeKey]int{}
 	var own []foundPlan
 	for _, g := range groups {
-		k := g.shape
-		k.split = 0
+		k := g.shape.distinct()
 		j, listed := at[k]
 		plans := g.plans
 		switch {
@@ -949,9 +948,7 @@ func listed(gs []group, top int) []group {
 	var out []group
 	seen := map[shapeKey]bool{}
 	for _, g := range gs {
-		k := g.shape
-		k.split = 0
-		if !seen[k] && len(out) < top {
+		if k := g.shape.distinct(); !seen[k] && len(out) < top {
 			seen[k] = true
 			out = append(out, g)
 		}
@@ -964,9 +961,7 @@ func listed(gs []group, top int) []group {
 func distinctShapes(gs []group) int {
 	seen := map[shapeKey]bool{}
 	for _, g := range gs {
-		k := g.shape
-		k.split = 0
-		seen[k] = true
+		seen[g.shape.distinct()] = true
 	}
 	return len(seen)
 }
