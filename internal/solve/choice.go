@@ -177,6 +177,19 @@ func splitLayout(layers, mtp int, p spec.Parallel) (string, bool) {
 	return spec.CompactLayout(stages), true
 }
 
+// planLayout is the parallel.layout plan lf writes: its split's own (a
+// generated or listed layout) or, with parallel.layout open, the layout
+// that places the layers as its split does; false when it writes none.
+func (sv *solver) planLayout(lf *leaf) (string, bool) {
+	sp := sv.splits[lf.split]
+	if l, ok := sp.layoutFor(int(lf.pp), int(lf.vpp)); ok || !sv.layoutOpen {
+		return l, ok
+	}
+	q := spec.Parallel{PP: int(lf.pp), VPP: int(lf.vpp)}
+	sp.apply(&q)
+	return splitLayout(sv.base.Model.Layers, sv.base.Model.MTPLayers, q)
+}
+
 // chosenModules are the module lists tried with selective recomputation
 // when parc chooses them: moduleLists that apply to the model, then a
 // disjunction's own lists, each kept when the user's open list allows it

@@ -363,20 +363,13 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 		vals[recomputeMethodPath], vals[recomputeLayersPath] = "block", int(lf.rl)
 	}
 	sv.fullRecomputeValues(vals, rc, lf)
-	sp := sv.splits[lf.split]
-	if l, ok := sp.layoutFor(int(lf.pp), int(lf.vpp)); ok {
+	if l, ok := sv.planLayout(lf); ok {
 		vals[spec.LayoutPath] = l
 	} else if sv.layoutOpen {
-		q := spec.Parallel{PP: int(lf.pp), VPP: int(lf.vpp)}
-		sp.apply(&q)
-		l, ok := splitLayout(sv.base.Model.Layers, sv.base.Model.MTPLayers, q)
-		if !ok {
-			var ds diag.List
-			ds.Errorf(sv.at(spec.LayoutPath), spec.LayoutPath, "pipeline-layout", "", "no layout places the layers as %s with pp=%d vpp=%d", sp, lf.pp, lf.vpp)
-			sv.rejectVerified(ds)
-			return nil, ds
-		}
-		vals[spec.LayoutPath] = l
+		var ds diag.List
+		ds.Errorf(sv.at(spec.LayoutPath), spec.LayoutPath, "pipeline-layout", "", "no layout places the layers as %s with pp=%d vpp=%d", sv.splits[lf.split], lf.pp, lf.vpp)
+		sv.rejectVerified(ds)
+		return nil, ds
 	}
 	switch {
 	case sv.group.open:
@@ -983,16 +976,17 @@ func (sv *solver) variant(fp, own foundPlan) Variant {
 		MicrobatchGroupSize: groupOf(lf.g),
 		StepTimeS:           fp.step, VsShapePct: 100 * (fp.step - own.step) / own.step, PerGPUPeakBytes: fp.peak,
 	}
-	if lf.split != sv.leaves.at(own.leaf).split {
+	switch {
+	case lf.split == sv.leaves.at(own.leaf).split:
+	case sv.layoutOpen:
+		if l, ok := sv.planLayout(lf); ok {
+			v.Split = &Split{Layout: &l}
+		}
+	default:
 		q := spec.Parallel{PP: int(lf.pp), VPP: int(lf.vpp)}
 		sv.applySplit(lf.split, &q)
 		v.Split = &Split{AccountForEmbedding: q.AccountForEmbedding, AccountForLoss: q.AccountForLoss,
 			FirstStageLayers: q.FirstStageLayers, LastStageLayers: q.LastStageLayers, Layout: q.Layout}
-		if sv.layoutOpen && q.Layout == nil {
-			if l, ok := splitLayout(sv.base.Model.Layers, sv.base.Model.MTPLayers, q); ok {
-				v.Split = &Split{Layout: &l} // as verify writes it
-			}
-		}
 	}
 	return v
 }
