@@ -238,10 +238,7 @@ func (sv *solver) openDerived(p string, v cue.Value) (any, bool) {
 		tries = []any{true, false}
 	} else {
 		sv.dpOpen, sv.dpUser, sv.dpAllows = true, v, map[int]bool{}
-		for d := 1; d <= 1<<22; d *= 2 {
-			tries = append(tries, d)
-		}
-		for d := 3; d <= 4096; d++ {
+		for _, d := range intPlaceholders {
 			tries = append(tries, d)
 		}
 	}
@@ -299,13 +296,10 @@ func (sv *solver) openFullRecompute(p string, v cue.Value) (any, bool) {
 		return nil, false
 	}
 	sv.layersOpen, sv.layersUser = true, v
-	for k := 1; k <= 65536; k++ {
+	for _, k := range intPlaceholders {
 		if allows(v, k) {
 			sv.layersPH = k
 			return k, true
-		}
-		if k == 4096 {
-			k = 65535 // the schema's bound
 		}
 	}
 	return nil, false

@@ -470,7 +470,7 @@ func (sv *solver) allowed(f field, c any) bool {
 	if sv.allowsAll[f] == 1 {
 		return true
 	}
-	return uv.Unify(uv.Context().Encode(c)).Err() == nil
+	return allows(uv, c)
 }
 
 // placeholder finds a value the user's constraint on f allows.
@@ -491,20 +491,28 @@ func (sv *solver) placeholder(f field) (any, bool) {
 		}
 		return nil, false
 	}
-	tried := map[int]bool{}
-	for v := 1; v <= 1<<22; v *= 2 {
-		tried[v] = true
+	for _, v := range intPlaceholders {
 		if sv.allowed(f, v) {
-			return v, true
-		}
-	}
-	for v := 3; v <= 4096; v++ {
-		if !tried[v] && sv.allowed(f, v) {
 			return v, true
 		}
 	}
 	return nil, false
 }
+
+// intPlaceholders are the values tried, in order, for an open integer
+// field's placeholder: the powers of two, then 3–4096.
+var intPlaceholders = func() []int {
+	var out []int
+	for v := 1; v <= 1<<22; v *= 2 {
+		out = append(out, v)
+	}
+	for v := 3; v <= 4096; v++ {
+		if v&(v-1) != 0 {
+			out = append(out, v)
+		}
+	}
+	return out
+}()
 
 // domains fills sv.dom: an open field's values are those the rules could
 // ever accept (the world's divisors for a degree, the layer count's divisors
