@@ -52,6 +52,12 @@ import (
 func (sv *solver) openLayout(v cue.Value) (string, bool) {
 	sv.layoutOpen, sv.layoutUser = true, v
 	sv.userLayouts = concreteDisjuncts[string](v)
+	for _, l := range sv.userLayouts {
+		sv.spend(int64(len(l)) + nodeWork)
+		if pl, err := spec.ParsePipelineLayout(l); err == nil {
+			sv.listedLayouts = append(sv.listedLayouts, split{layout: layoutUser, text: l, stages: len(pl.Stages)})
+		}
+	}
 	tries := append(slices.Clone(sv.userLayouts), "", "E|L", "Et|tL")
 	for _, l := range tries {
 		if allows(v, l) {
@@ -133,21 +139,6 @@ func (sv *solver) layoutConflicts() diag.List {
 		}
 	}
 	return ds
-}
-
-// userLayoutSplits are the splits of the user's disjunction of layouts
-// whose stages pp divides.
-func (sv *solver) userLayoutSplits(pp int) []split {
-	var out []split
-	for _, l := range sv.userLayouts {
-		sv.spend(int64(len(l)) + nodeWork)
-		pl, err := spec.ParsePipelineLayout(l)
-		if err != nil || len(pl.Stages)%pp != 0 {
-			continue
-		}
-		out = append(out, split{layout: layoutUser, text: l, stages: len(pl.Stages)})
-	}
-	return out
 }
 
 // splitLayout is the layout that places the layers as p does with its

@@ -160,11 +160,13 @@ type solver struct {
 	layoutsSearched bool
 	// layoutOpen: the user left parallel.layout open (choice.go), with the
 	// constraint layoutUser; userLayouts are its layouts when it is a
-	// disjunction of them (then the only ones tried). vppFromLayout: the
-	// spec writes no vpp, so each plan's is its layout's stages over pp.
+	// disjunction of them (then the only ones tried), and listedLayouts
+	// those that parse, as splits. vppFromLayout: the spec writes no vpp,
+	// so each plan's is its layout's stages over pp.
 	layoutOpen    bool
 	layoutUser    cue.Value
 	userLayouts   []string
+	listedLayouts []split
 	vppFromLayout bool
 	// modulesOpen: the user left train.recompute_modules open (choice.go),
 	// with the constraint modulesUser; userModules are its lists when it is
@@ -560,16 +562,9 @@ func (sv *solver) domains() {
 		sv.dom[fVPP] = sv.vppCandidates()
 		if sv.userLayouts != nil {
 			// The divisors of the listed layouts' stage counts.
-			var stages []int
-			for _, l := range sv.userLayouts {
-				sv.spend(int64(len(l)) + nodeWork)
-				if pl, err := spec.ParsePipelineLayout(l); err == nil {
-					stages = append(stages, len(pl.Stages))
-				}
-			}
 			sv.dom[fVPP] = nil
 			for _, v := range upTo(sv.base.Model.Layers + 2) {
-				if slices.ContainsFunc(stages, func(n int) bool { return n%v == 0 }) {
+				if slices.ContainsFunc(sv.listedLayouts, func(l split) bool { return l.stages%v == 0 }) {
 					sv.dom[fVPP] = append(sv.dom[fVPP], v)
 				}
 			}

@@ -209,9 +209,12 @@ func (sv *solver) splitsFor(pp int) []int32 {
 		return int32(len(sv.splits) - 1)
 	}
 	if sv.layoutOpen && sv.userLayouts != nil {
+		// The listed layouts whose stages pp divides.
 		var out []int32
-		for _, s := range sv.userLayoutSplits(pp) {
-			out = append(out, add(s))
+		for _, s := range sv.listedLayouts {
+			if s.stages%pp == 0 {
+				out = append(out, add(s))
+			}
 		}
 		return out
 	}
