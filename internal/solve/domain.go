@@ -195,9 +195,9 @@ type solver struct {
 	// open and the spec writes no modules).
 	recomputes     []recompute
 	modulesImplied bool
-	// layersImplied: parc chooses train.recompute_method and
-	// train.recompute_layers with full recomputation (recompute is open
-	// and the spec writes neither).
+	// layersImplied: some recomputation choice has parc choose
+	// train.recompute_method and train.recompute_layers
+	// (recompute.layersImplied).
 	layersImplied bool
 	// groupChosen: parc chooses parallel.microbatch_group_size (group.go);
 	// group is the user's constraint when it is open.
@@ -626,75 +626,43 @@ func (sv *solver) recomputeDomain() {
 		return
 	}
 	written := func(p string) bool { return sv.res.User.LookupPath(cue.ParsePath(p)).Exists() }
-	// parc chooses the layers full recomputation reruns when the spec
-	// leaves both fields out or open, or writes the block method and
-	// leaves the layers open.
-	chooseLayers := (!written(recomputeMethodPath) || sv.methodOpen) && (!written(recomputeLayersPath) || sv.layersOpen) ||
-		sv.layersOpen && t.RecomputeMethod == "block"
-	if !sv.open[fRC] {
-		sv.recomputes = []recompute{{mode: t.Recompute, modules: t.RecomputeModules}}
-		switch {
-		case t.Recompute != "full" || !sv.methodOpen && !sv.layersOpen:
-		case chooseLayers:
-			sv.recomputes = []recompute{{mode: "full", layersImplied: true}}
-			sv.layersImplied = true
-		case sv.methodOpen:
-			// The spec's layers, with either method.
-			sv.recomputes = nil
-			for _, m := range []string{"uniform", "block"} {
-				if allows(sv.methodUser, m) {
-					sv.recomputes = append(sv.recomputes, recompute{mode: "full", method: m})
-				}
+	// parc chooses train.recompute_modules when recompute is open and the
+	// spec writes none; the layers full recomputation reruns when recompute
+	// or either field is open and the spec leaves both fields out or open,
+	// or writes the block method and leaves the layers open.
+	sv.modulesImplied = sv.open[fRC] && !written(recomputeModulesPath)
+	chooseLayers := (sv.open[fRC] || sv.methodOpen || sv.layersOpen) &&
+		((!written(recomputeMethodPath) || sv.methodOpen) && (!written(recomputeLayersPath) || sv.layersOpen) ||
+			sv.layersOpen && t.RecomputeMethod == "block")
+	modes := []string{t.Recompute}
+	if sv.open[fRC] {
+		modes = nil
+		for _, m := range recomputeModes {
+			if sv.allowed(fRC, m) && (m != "full" || sv.fullRecomputeAllowed()) {
+				modes = append(modes, m)
 			}
 		}
-		if sv.modulesOpen && t.Recompute == "selective" {
-			sv.recomputes = nil
-			for _, mods := range sv.chosenModules() {
-				sv.recomputes = append(sv.recomputes, recompute{mode: "selective", modules: mods})
-			}
-		}
-		for i := range sv.recomputes {
-			sv.dom[fRC] = append(sv.dom[fRC], i)
-		}
-		return
 	}
-	sv.modulesImplied = !sv.res.User.LookupPath(cue.ParsePath("train.recompute_modules")).Exists()
-	sv.layersImplied = chooseLayers
-	for _, m := range recomputeModes {
-		if !sv.allowed(fRC, m) {
-			continue
-		}
-		if m == "full" && !sv.fullRecomputeAllowed() {
-			continue
-		}
-		if m == "full" && sv.layersImplied {
+	for _, m := range modes {
+		switch {
+		case m == "full" && chooseLayers:
 			sv.recomputes = append(sv.recomputes, recompute{mode: m, layersImplied: true})
-			continue
-		}
-		if m == "full" && sv.methodOpen {
+		case m == "full" && sv.methodOpen:
 			// The spec's layers, with either method.
 			for _, meth := range []string{"uniform", "block"} {
 				if allows(sv.methodUser, meth) {
 					sv.recomputes = append(sv.recomputes, recompute{mode: m, method: meth})
 				}
 			}
-			continue
-		}
-		switch {
-		case m == "selective" && sv.modulesOpen:
+		case m == "selective" && (sv.modulesOpen || sv.modulesImplied):
 			for _, mods := range sv.chosenModules() {
 				sv.recomputes = append(sv.recomputes, recompute{mode: m, modules: mods})
 			}
-		case m != "selective" && sv.modulesOpen:
-			sv.recomputes = append(sv.recomputes, recompute{mode: m})
-		case m != "selective" || !sv.modulesImplied:
-			sv.recomputes = append(sv.recomputes, recompute{mode: m, modules: t.RecomputeModules})
 		default:
-			for _, mods := range sv.chosenModules() {
-				sv.recomputes = append(sv.recomputes, recompute{mode: m, modules: mods})
-			}
+			sv.recomputes = append(sv.recomputes, recompute{mode: m, modules: t.RecomputeModules})
 		}
 	}
+	sv.layersImplied = slices.ContainsFunc(sv.recomputes, func(r recompute) bool { return r.layersImplied })
 	selective := 0
 	for i, r := range sv.recomputes {
 		sv.dom[fRC] = append(sv.dom[fRC], i)

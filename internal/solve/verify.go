@@ -60,7 +60,7 @@ func (sv *solver) run() *Result {
 			r.Implied = append(r.Implied, recomputeLayersPath)
 		}
 		r.Notes = append(r.Notes, "train.recompute_method or train.recompute_layers is open, so with full recomputation parc chose them: the fewest layers of each model chunk that fit the headroom (Megatron's block method) or every layer, when it chooses the layers; with the uniform method written, Megatron's default of one layer per group; with the layers written, either method")
-	case sv.layersImplied && slices.ContainsFunc(sv.recomputes, func(r recompute) bool { return r.layersImplied }):
+	case sv.layersImplied:
 		r.Implied = append(r.Implied, recomputeMethodPath, recomputeLayersPath)
 		r.Notes = append(r.Notes, "train.recompute is open and the spec writes neither train.recompute_method nor train.recompute_layers, so with full recomputation parc reruns the fewest layers that fit the headroom: the first k of each model chunk (Megatron's block method), or every layer when fewer do not fit (write either field to fix it)")
 	}
