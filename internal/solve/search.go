@@ -109,9 +109,14 @@ type search struct {
 	// (the targets' checks, a data path read as an option, run only there).
 	verifyFailed int
 	verifyCommon map[diagKey]sharedDiag
-	// smallest is the least peak memory among plans that did not fit.
-	smallest    foundPlan
-	hasSmallest bool
+	// smallest is the least peak memory among plans that did not fit;
+	// leastState the one whose most loaded stage's weights, gradients and
+	// optimizer state alone were the least over the headroom (its peak is
+	// that state: the search skips the shape's other variants).
+	smallest      foundPlan
+	hasSmallest   bool
+	leastState    foundPlan
+	hasLeastState bool
 }
 
 type foundPlan struct {
@@ -763,6 +768,9 @@ func (sv *solver) evaluate(i int32, limit float64) {
 					code = estimate.CodeMemoryExceedsGPU
 				}
 				sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}] = code
+				if !sv.hasLeastState || state < sv.leastState.peak {
+					sv.leastState, sv.hasLeastState = foundPlan{leaf: i, peak: state}, true
+				}
 				all := true
 				for sh := range sv.shards {
 					all = all && sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, int32(sh)}] != ""

@@ -3,6 +3,7 @@ package solve
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -515,6 +516,46 @@ func (sv *solver) sharedChecked() diag.List {
 	return out
 }
 
+// leastMemory is the variant of leaf i's shape (its grid, vpp, pipeline
+// split and optimizer sharding) that needs the least memory: each
+// recomputation choice at the smallest micro batch the rules allow, full
+// recomputation rerunning every layer where parc chooses the layers. The
+// search does not estimate these once a larger micro batch of the shape did
+// not fit or its state alone exceeded the headroom, so the least peak it
+// saw can be far above what the shape needs at best; a user who is told how
+// far from fitting the model is needs this one.
+func (sv *solver) leastMemory(i int32) (leaf, foundPlan, bool) {
+	base := *sv.leaves.at(i)
+	base.node, base.fixedMB, base.g = false, false, 0
+	var best leaf
+	var bestFP foundPlan
+	found := false
+	for rc := range sv.recomputes {
+		lf := base
+		lf.rc, lf.rl = int8(rc), 0
+		if sv.recomputes[rc].layersImplied {
+			lf.rl = -1
+		}
+		for _, mb := range slices.Sorted(slices.Values(sv.dom[fMB])) {
+			lf.mb = int32(mb)
+			s := sv.leafSpec(&lf)
+			d := spec.Derive(&s)
+			sv.spendEstimates(1)
+			if slices.ContainsFunc(check.VerdictWith(&s, d, diag.NoPos, sv.opts.checkOptions()), func(x diag.Diagnostic) bool {
+				return x.Severity == diag.Error && x.Code != estimate.CodeMemoryExceedsGPU
+			}) {
+				continue
+			}
+			mem := estimate.Fit(&s, d)
+			if !found || mem.PerGPUPeakBytes < bestFP.peak {
+				best, bestFP, found = lf, foundPlan{leaf: i, peak: mem.PerGPUPeakBytes, frac: mem.FractionOfGPU}, true
+			}
+			break // a larger micro batch needs at least as much
+		}
+	}
+	return best, bestFP, found
+}
+
 // noFeasiblePlan explains why no assignment passed: the errors every
 // checked assignment shares (they do not depend on the open fields) as they
 // are, and a no-feasible-plan error naming the rules that rejected the most.
@@ -546,10 +587,30 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 	}
 	// The assignments that satisfy the rules failed for the reasons that
 	// matter; when there are none, the rules themselves are the reason.
+	// least: the plan with the least memory parc found, at its least-memory
+	// variant; when it fits the GPU, the headroom it needs (hint).
+	var least foundPlan
 	if sv.hasSmallest {
-		lf := *sv.leaves.at(sv.smallest.leaf)
-		sv.examples[estimate.CodeMemoryExceedsGPU] = fmt.Sprintf("the least memory among the plans estimated is %s per GPU (%.0f%% of the GPU), with %s",
-			estimate.GiB(sv.smallest.peak), 100*sv.smallest.frac, sv.leafLabel(&lf))
+		lf, fp := *sv.leaves.at(sv.smallest.leaf), sv.smallest
+		cands := []int32{sv.smallest.leaf}
+		if sv.hasLeastState {
+			cands = append(cands, sv.leastState.leaf)
+		}
+		for _, i := range cands {
+			if l, f, ok := sv.leastMemory(i); ok && f.peak < fp.peak {
+				lf, fp = l, f
+			}
+		}
+		least = fp
+		code := estimate.CodeMemoryExceedsGPU
+		if fp.frac <= 1 {
+			// The plans over the GPU are then an arbitrary one's numbers
+			// (the first estimated): the least plan says more.
+			code = CodeAboveHeadroom
+			delete(sv.examples, estimate.CodeMemoryExceedsGPU)
+		}
+		sv.examples[code] = fmt.Sprintf("the plan with the least memory parc found needs %s per GPU (%.1f%% of the GPU): %s",
+			estimate.GiB(fp.peak), 100*fp.frac, sv.leafLabel(&lf))
 	}
 	counts, total := topCounts(sv.leafRejected)
 	passed := sv.spaceSize() - sv.pruned
@@ -650,8 +711,11 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			if len(fixed) > 0 {
 				fixes = append(fixes, "leave "+strings.Join(fixed, " and ")+" open")
 			}
-			if c == CodeAboveHeadroom && sv.opts.MemoryHeadroom < 1 {
-				fixes = append(fixes, fmt.Sprintf("raise solve.memory_headroom (now %g) towards 1 if the runtime's own buffers fit", sv.opts.MemoryHeadroom))
+			if sv.hasSmallest && least.frac <= 1 && sv.opts.MemoryHeadroom < 1 {
+				// The least headroom, in hundredths, that the plan with the
+				// least memory fits: a search with it finds that plan.
+				need := math.Ceil(least.frac*100) / 100
+				fixes = append(fixes, fmt.Sprintf("raise solve.memory_headroom (or --memory-headroom; now %g) to %g if the runtime's own buffers fit in the rest", sv.opts.MemoryHeadroom, need))
 			}
 			hint = strings.Join(fixes[:len(fixes)-1], ", ") + " or " + fixes[len(fixes)-1]
 		}
