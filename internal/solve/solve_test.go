@@ -667,6 +667,18 @@ func TestNoFeasiblePlanMemory(t *testing.T) {
 // leastNeeded is the least memory a failed search names: GiB per GPU.
 var leastNeeded = regexp.MustCompile(`the plan with the least memory parc found needs ([0-9.]+) GiB per GPU \(([0-9.]+)% of the GPU\)`)
 
+// namedLeast solves text, which no plan fits, and returns the least memory
+// its error names.
+func namedLeast(t *testing.T, text string) float64 {
+	t.Helper()
+	_, d := failedSearch(t, loadText(t, "plan.cue", text))
+	m := leastNeeded.FindStringSubmatch(d.Message)
+	require.NotNil(t, m, d.Message)
+	v, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	return v
+}
+
 // TestNoFeasiblePlanLeastMemory: the least memory a failed search names is
 // what the plan that needs the least actually needs, not the least among
 // the plans it happened to estimate (the search estimates the fastest
@@ -676,11 +688,7 @@ var leastNeeded = regexp.MustCompile(`the plan with the least memory parc found 
 // recomputation, estimated here one by one, needs at least what it names.
 func TestNoFeasiblePlanLeastMemory(t *testing.T) {
 	text := fmt.Sprintf(strings.Replace(tiny, "hidden: 256", "hidden: 16384", 1), "1", "tp: int, pp: int", "int", "string")
-	_, d := failedSearch(t, loadText(t, "plan.cue", text))
-	m := leastNeeded.FindStringSubmatch(d.Message)
-	require.NotNil(t, m, d.Message)
-	named, err := strconv.ParseFloat(m[1], 64)
-	require.NoError(t, err)
+	named := namedLeast(t, text)
 	least := math.Inf(1)
 	for _, tp := range []int{1, 2, 4, 8} {
 		for _, pp := range []int{1, 2, 4, 8} {
@@ -706,15 +714,11 @@ func TestNoFeasiblePlanLeastMemory(t *testing.T) {
 // search with that headroom finds a plan (a hint's value passes).
 func TestNoFeasiblePlanHeadroomHint(t *testing.T) {
 	text := fmt.Sprintf(strings.Replace(tiny, "hidden: 256", "hidden: 16384", 1), "1", "tp: int, pp: int", "int", "string")
-	_, d := failedSearch(t, loadText(t, "plan.cue", text))
-	m := leastNeeded.FindStringSubmatch(d.Message)
-	require.NotNil(t, m, d.Message)
-	need, err := strconv.ParseFloat(m[1], 64)
-	require.NoError(t, err)
+	need := namedLeast(t, text)
 	// A GPU the least plan fills to about 95%.
 	text = fmt.Sprintf(strings.Replace(tiny, "hidden: 256", "hidden: 16384", 1), fmt.Sprintf("%.3f", need/0.95), "tp: int, pp: int", "int", "string")
 	res := loadText(t, "plan.cue", text)
-	_, d = failedSearch(t, res)
+	_, d := failedSearch(t, res)
 	assert.Contains(t, d.Message, "memory-above-headroom rejects")
 	h := regexp.MustCompile(`raise solve\.memory_headroom \(or --memory-headroom; now 0\.9\) to ([0-9.]+)`).FindStringSubmatch(d.Hint)
 	require.NotNil(t, h, d.Hint)
