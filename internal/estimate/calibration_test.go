@@ -85,6 +85,7 @@ const (
 // calRow is one corpus row made into a spec.
 type calRow struct {
 	id, source, skip string
+	release          string // the run's software release (measuredRun.Release)
 	holdout          bool
 	s                *spec.Spec
 	d                spec.Derived
@@ -218,7 +219,7 @@ func fitsGPU(s *spec.Spec) bool {
 var SolvePublished func(res *load.Result) (*spec.Spec, diag.List)
 
 func makeCalRow(r *measuredRun) *calRow {
-	row := &calRow{id: r.ID, source: r.Source, holdout: holdout(r.ID), knownSlow: r.KnownSlow}
+	row := &calRow{id: r.ID, source: r.Source, release: r.Release, holdout: holdout(r.ID), knownSlow: r.KnownSlow}
 	text, s, skip := loadRunSpec(r)
 	row.plan = text
 	if skip != "" {
@@ -306,13 +307,13 @@ func errStats(errs []float64) calStats {
 	return calStats{median: median(a), worst: a[len(a)-1], mean: sum / float64(len(a))}
 }
 
-// fitCalibration searches the constants that minimise the fit rows' median
-// and mean |log(estimated/measured)| (coordinate search, shrinking steps)
-// from each start, and keeps the lowest loss.
-func fitCalibration(rows []*calRow, starts ...Calibration) Calibration {
+// fitCalibration searches the constants that minimise the median and mean
+// |log(estimated/measured)| of the rows held does not hold out (coordinate
+// search, shrinking steps) from each start, and keeps the lowest loss.
+func fitCalibration(rows []*calRow, held func(*calRow) bool, starts ...Calibration) Calibration {
 	fit := []*calRow{}
 	for _, r := range rows {
-		if r.skip == "" && !r.holdout && r.knownSlow == "" {
+		if r.skip == "" && !held(r) && r.knownSlow == "" {
 			fit = append(fit, r)
 		}
 	}
@@ -423,8 +424,28 @@ func TestCalibration(t *testing.T) {
 	rows := loadCalibrationRows(t)
 	cal := DefaultCalibration()
 	if *update && !*keep {
-		cal = fitCalibration(rows, fitStart, DefaultCalibration())
+		cal = fitCalibration(rows, func(r *calRow) bool { return r.holdout }, fitStart, DefaultCalibration())
 		writeFitted(t, cal)
+	}
+	// The other splits' own fits: refitted with the main one, and fitted
+	// when missing even with -keep.
+	splitCals := readSplitFits(t)
+	if *update {
+		refit := false
+		for _, sp := range otherSplits {
+			c, ok := splitCals[sp.key]
+			if ok && *keep {
+				continue
+			}
+			starts := []Calibration{fitStart}
+			if ok {
+				starts = append(starts, c)
+			}
+			splitCals[sp.key], refit = fitCalibration(rows, sp.held, starts...), true
+		}
+		if refit {
+			writeSplitFits(t, splitCals)
+		}
 	}
 	var results []calResult
 	var fitErrs, holdErrs, quietErrs, slowHoldErrs, contractErrs []float64
@@ -484,6 +505,9 @@ func TestCalibration(t *testing.T) {
 	if contractMissing > 0 {
 		t.Errorf("%d held-out rows have no contract-only spec", contractMissing)
 	}
+	lines, note := splitReport(rows, cal, splitCals)
+	readme = strings.Replace(readme, "<!-- splits -->", lines, 1)
+	readme = strings.Replace(readme, "<!-- splits note -->", note, 1)
 	dir := filepath.Join("testdata", "calibration")
 	generated := map[string]string{
 		filepath.Join(dir, "README.md"):   readme,
@@ -582,6 +606,7 @@ func calibrationReadme(results []calResult, byKind string, cal Calibration, fit,
 	fmt.Fprintf(&b, "| rows | n | median \\|error\\| | worst \\|error\\| | mean \\|error\\| |\n|---|---|---|---|---|\n")
 	fmt.Fprintf(&b, "| held out | %d | %.1f%% | %.1f%% | %.1f%% |\n", nHold, 100*hold.median, 100*hold.worst, 100*hold.mean)
 	b.WriteString("<!-- quiet -->")
+	b.WriteString("<!-- splits -->")
 	fmt.Fprintf(&b, "| fit | %d | %.1f%% | %.1f%% | %.1f%% |\n\n", nFit, 100*fit.median, 100*fit.worst, 100*fit.mean)
 	b.WriteString("¹ The published plan (degrees, micro batch, recomputation, pipeline split, distributed optimizer or\n")
 	b.WriteString("FSDP, precision) with only the spec fields `shared/design.md` names, and none of the settings the\n")
@@ -589,6 +614,7 @@ func calibrationReadme(results []calResult, byKind string, cal Calibration, fit,
 	b.WriteString("CUDA graphs, fusions, offloading): what a spec that knows only the contract gets from parc's\n")
 	b.WriteString("defaults. Most of these runs set more than the defaults do (tp_comm_overlap, DeepEP, CUDA graphs),\n")
 	b.WriteString("so the estimate is mostly below the measurement; write those settings to be rated as the run ran.\n\n")
+	b.WriteString("<!-- splits note -->")
 	b.WriteString("The same plan is often measured in several releases of the same software; where those\n")
 	b.WriteString("measurements differ by more than the error target (column *spread*: largest / smallest measured\n")
 	b.WriteString("throughput of that plan), no single model can be within the target on all of them.\n\n")
