@@ -51,6 +51,8 @@ import (
 // returns a value it allows, for decoding the spec once (newSolver).
 func (sv *solver) openLayout(v cue.Value) (string, bool) {
 	sv.layoutOpen, sv.layoutUser = true, v
+	op, _ := v.Expr()
+	sv.layoutAny = op == cue.NoOp && (v.IncompleteKind() == cue.StringKind || v.IncompleteKind() == cue.TopKind)
 	sv.userLayouts = concreteDisjuncts[string](v)
 	for _, l := range sv.userLayouts {
 		sv.spend(int64(len(l)) + nodeWork)
@@ -173,12 +175,68 @@ func splitLayout(layers, mtp int, p spec.Parallel) (string, bool) {
 // that places the layers as its split does; false when it writes none.
 func (sv *solver) planLayout(lf *leaf) (string, bool) {
 	sp := sv.splits[lf.split]
-	if l, ok := sp.layoutFor(int(lf.pp), int(lf.vpp)); ok || !sv.layoutOpen {
-		return l, ok
+	if !sv.layoutOpen {
+		return sp.layoutFor(int(lf.pp), int(lf.vpp))
 	}
-	q := spec.Parallel{PP: int(lf.pp), VPP: int(lf.vpp)}
-	sp.apply(&q)
-	return splitLayout(sv.base.Model.Layers, sv.base.Model.MTPLayers, q)
+	return sv.openLayoutOf(sp, int(lf.pp), int(lf.vpp))
+}
+
+// openLayoutKey is a split with pp and vpp: one layout.
+type openLayoutKey struct {
+	s       split
+	pp, vpp int32
+}
+
+// openLayoutOf is the layout a plan with split s, pp and vpp writes when
+// parallel.layout is open: its split's own, or the layout that places the
+// layers as the split does, in the first form the user's constraint allows
+// (Megatron's compact form, then every stage spelled out: a pattern such
+// as =~"^(E|t|L|\\|)*$" allows only the second); false when it allows
+// neither. The rules reject such a plan (vppRule), before any estimate.
+func (sv *solver) openLayoutOf(s split, pp, vpp int) (string, bool) {
+	k := openLayoutKey{s, int32(pp), int32(vpp)}
+	if l, ok := sv.openLayouts[k]; ok {
+		return l.s, l.ok
+	}
+	l, ok := s.layoutFor(pp, vpp)
+	if !ok {
+		q := spec.Parallel{PP: pp, VPP: vpp}
+		s.apply(&q)
+		l, ok = splitLayout(sv.base.Model.Layers, sv.base.Model.MTPLayers, q)
+	}
+	if ok && sv.userLayouts == nil && !sv.layoutAny {
+		// A listed layout is the user's own; any other is tested.
+		sv.spend(int64(len(l)) + nodeWork)
+		ok = false
+		for _, form := range layoutForms(l) {
+			if allows(sv.layoutUser, form) {
+				l, ok = form, true
+				break
+			}
+		}
+	}
+	if sv.openLayouts == nil {
+		sv.openLayouts = map[openLayoutKey]layoutOf{}
+	}
+	sv.openLayouts[k] = layoutOf{l, ok}
+	return l, ok
+}
+
+// layoutForms are the ways to write layout l: as given (parc writes
+// Megatron's compact form), then with every stage spelled out.
+func layoutForms(l string) []string {
+	pl, err := spec.ParsePipelineLayout(l)
+	if err != nil {
+		return []string{l}
+	}
+	st := make([]string, len(pl.Stages))
+	for i, x := range pl.Stages {
+		st[i] = x.Layers
+	}
+	if plain := strings.Join(st, "|"); plain != l {
+		return []string{l, plain}
+	}
+	return []string{l}
 }
 
 // chosenModules are the module lists tried with selective recomputation

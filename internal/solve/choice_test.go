@@ -83,6 +83,46 @@ func TestOpenLayoutPlacesAsSplits(t *testing.T) {
 	}
 }
 
+// TestOpenLayoutPattern: an open layout whose constraint allows only the
+// spelled-out form (no Megatron repetitions) gets the same plans as an open
+// string, each writing its layout spelled out: it was tested only when a
+// plan was verified, so every plan with a repeated layout failed there and
+// the search ran out of work (Llama 3 405B on 16,384 GPUs: 5 s, then
+// solve-search-too-large).
+func TestOpenLayoutPattern(t *testing.T) {
+	const plain = `^[EtL|]*$`
+	any := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", `tp: int, pp: int, vpp: int, layout: string`, "int", `"none"`))
+	pat := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", fmt.Sprintf(`tp: int, pp: int, vpp: int, layout: =~%q`, plain), "int", `"none"`))
+	want, ds := solve.Solve(any, solve.Options{Top: 1000})
+	require.False(t, ds.HasErrors(), "%v", ds)
+	got, ds := solve.Solve(pat, solve.Options{Top: 1000})
+	require.False(t, ds.HasErrors(), "%v", ds)
+	require.Equal(t, len(want.Candidates), len(got.Candidates))
+	repeated := 0
+	for i, c := range got.Candidates {
+		w := want.Candidates[i]
+		assert.Equal(t, []int{w.Parallel.TP, w.Parallel.PP, w.Parallel.VPP, w.Train.MicroBatch}, []int{c.Parallel.TP, c.Parallel.PP, c.Parallel.VPP, c.Train.MicroBatch}, "rank %d", i+1)
+		require.NotNil(t, c.Parallel.Layout, c.Label())
+		assert.Regexp(t, plain, *c.Parallel.Layout, c.Label())
+		if *w.Parallel.Layout != *c.Parallel.Layout {
+			repeated++
+		}
+		assert.Equal(t, w.StepTimeS, c.StepTimeS, c.Label())
+		pw, ds := compiler.Resolve("plan.cue", w.Spec, diag.NoPos)
+		require.False(t, ds.HasErrors(), "%v", ds)
+		pg, ds := compiler.Resolve("plan.cue", c.Spec, diag.NoPos)
+		require.False(t, ds.HasErrors(), "%v", ds)
+		assert.Equal(t, pw.Estimate.Pipeline.LayersPerStage, pg.Estimate.Pipeline.LayersPerStage, c.Label())
+	}
+	assert.Positive(t, repeated, "some plan writes a repeated layout when any string is allowed")
+
+	// A constraint no layout meets: the rules reject every plan.
+	none := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", `tp: int, pp: int, vpp: int, layout: =~"^(E|L|\\|)*$"`, "int", `"none"`))
+	_, d := failedSearch(t, none)
+	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code, d.Message)
+	assert.Contains(t, d.Message, "pipeline-layout rejects")
+}
+
 // TestOpenLayoutDisjunction: a disjunction of layouts is searched as
 // written: every candidate runs one of them, its vpp their stages over pp,
 // and the pick is the fastest of the plans each layout gives alone.

@@ -165,6 +165,7 @@ type solver struct {
 	// so each plan's is its layout's stages over pp.
 	layoutOpen    bool
 	layoutUser    cue.Value
+	layoutAny     bool // layoutUser is string or _: it allows every layout
 	userLayouts   []string
 	listedLayouts []split
 	vppFromLayout bool

@@ -50,6 +50,9 @@ type search struct {
 	linkCache     linkCache
 	// layouts are the generated layouts of (split, pp, vpp) (applySplit).
 	layouts map[[3]int32]layoutOf
+	// openLayouts are the layouts plans write with parallel.layout open
+	// (openLayoutOf).
+	openLayouts map[openLayoutKey]layoutOf
 	// scratch is the spec evaluateLeaf writes a leaf into; oneScratch the
 	// one oneStage writes a leaf's one-stage plan into (evaluateLeaf's
 	// bounds need one while it holds the other).

@@ -388,8 +388,26 @@ func pipelineRule(L, pp int, s split) (string, func() string) {
 	return "", nil
 }
 
-// vppRule is check's virtual-pipeline rules (P7, P8/P17, P11/P14).
+// vppRule is check's virtual-pipeline rules (P7, P8/P17, P11/P14) and, with
+// parallel.layout open, the user's constraint on it.
 func (sv *solver) vppRule(pp, vpp int, s split) (string, func() string) {
+	if code, msg := sv.megatronVPPRule(pp, vpp, s); code != "" {
+		return code, msg
+	}
+	// With parallel.layout open, the user's constraint on the layout the
+	// plan writes (checked last: it builds the layout).
+	if sv.layoutOpen && sv.userLayouts == nil {
+		if _, ok := sv.openLayoutOf(s, pp, vpp); !ok {
+			return "pipeline-layout", func() string {
+				return fmt.Sprintf("parallel.layout's constraint %v allows no layout that places the layers as %s with pp=%d vpp=%d", sv.layoutUser, s, pp, vpp)
+			}
+		}
+	}
+	return "", nil
+}
+
+// megatronVPPRule is vppRule without the user's layout constraint.
+func (sv *solver) megatronVPPRule(pp, vpp int, s split) (string, func() string) {
 	p, L := sv.base.Parallel, sv.base.Model.Layers
 	if s.layout > 0 {
 		if !s.hasLayout(pp, vpp) {
