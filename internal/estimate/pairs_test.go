@@ -2,9 +2,11 @@ package estimate
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -61,6 +63,12 @@ const (
 	// whose micro batches differ (microBatchPairs): above 1 the model would
 	// overvalue larger micro batches. At c7a1035: 0.908 over 49 pairs.
 	maxMicroBatchCredit = 1.0
+	// maxGPURateError bounds how far the model's rate of one GPU against
+	// another is from the measured one, as the geometric mean over the
+	// runs of one plan on both (gpuPairs; two pairs or more). At aa4768d:
+	// B200 against GB200 0.88 over 5 pairs (GB200 rated fast), B300
+	// against GB300 0.98 over 6, B200 against B300 1.02 over 3.
+	maxGPURateError = 1.2
 )
 
 // Kinds of pair.
@@ -121,7 +129,7 @@ func planKey(row *calRow) string {
 // measuredPairs returns every pair of estimable runs of one job under
 // different plans or settings (spec texts), measured more than pairMinRatio
 // apart, a the faster measured.
-func measuredPairs(t *testing.T) (pairs, microBatch []runPair) {
+func measuredPairs(t *testing.T) (pairs, microBatch, gpus []runPair) {
 	t.Helper()
 	runs := readMeasuredRuns(t)
 	rows := loadCalibrationRows(t)
@@ -136,6 +144,7 @@ func measuredPairs(t *testing.T) (pairs, microBatch []runPair) {
 		}
 	}
 	microBatch = microBatchPairs(runs, rows, est)
+	gpus = gpuPairs(runs, rows, est)
 	for i := range rows {
 		for j := i + 1; j < len(rows); j++ {
 			a, b := rows[i], rows[j]
@@ -163,7 +172,7 @@ func measuredPairs(t *testing.T) (pairs, microBatch []runPair) {
 	slices.SortStableFunc(pairs, func(x, y runPair) int {
 		return strings.Compare(x.a.id+" "+x.b.id, y.a.id+" "+y.b.id)
 	})
-	return pairs, microBatch
+	return pairs, microBatch, gpus
 }
 
 // microBatchPairs returns every pair of estimable runs of one job whose
@@ -196,6 +205,86 @@ func microBatchPairs(runs []measuredRun, rows []*calRow, est []float64) []runPai
 	return pairs
 }
 
+// gpuPairs returns every pair of runs of one release that ran one plan
+// (planKey) of one job (its GPU aside) with the same recorded settings on
+// two kinds of GPU, a the GPU that sorts first: the model's rates of the
+// GPUs against each other (datasheet peaks, power limits, NVLink domains)
+// with nothing else changed.
+func gpuPairs(runs []measuredRun, rows []*calRow, est []float64) []runPair {
+	var pairs []runPair
+	for i := range rows {
+		for j := i + 1; j < len(rows); j++ {
+			if est[i] == 0 || est[j] == 0 || runs[i].GPU == runs[j].GPU || runs[i].Release != runs[j].Release {
+				continue
+			}
+			ji, jj := runs[i].Job(), runs[j].Job()
+			ji.GPU, jj.GPU = "", ""
+			if ji != jj || planKey(rows[i]) != planKey(rows[j]) || !reflect.DeepEqual(runs[i].Settings, runs[j].Settings) {
+				continue
+			}
+			a, b, ea, eb := rows[i], rows[j], est[i], est[j]
+			if runs[j].GPU < runs[i].GPU {
+				a, b, ea, eb = b, a, eb, ea
+			}
+			pairs = append(pairs, runPair{a: a, b: b, measured: a.measured / b.measured, estimated: ea / eb, planA: a.s.Cluster.GPU.Name, planB: b.s.Cluster.GPU.Name})
+		}
+	}
+	slices.SortStableFunc(pairs, func(x, y runPair) int {
+		return strings.Compare(x.planA+x.planB+x.a.id, y.planA+y.planB+y.b.id)
+	})
+	return pairs
+}
+
+// gpuRate is the geometric mean of estimated over measured ratio of the
+// pairs of runs of one plan on two GPUs.
+type gpuRate struct {
+	n         int
+	meas, est float64 // geometric means
+	rel       float64 // est / meas
+}
+
+// planOnGPUs are gpuPairs' ratios by pair of GPUs ("B200-180GB / GB200-186GB"),
+// and the pairs of GPUs in the order they come.
+func planOnGPUs(pairs []runPair) map[string]gpuRate {
+	out := map[string]gpuRate{}
+	for _, p := range pairs {
+		k := p.planA + " / " + p.planB
+		r := out[k]
+		r.n++
+		r.meas += math.Log(p.measured)
+		r.est += math.Log(p.estimated)
+		out[k] = r
+	}
+	for k, r := range out {
+		r.meas, r.est = math.Exp(r.meas/float64(r.n)), math.Exp(r.est/float64(r.n))
+		r.rel = r.est / r.meas
+		out[k] = r
+	}
+	return out
+}
+
+// gpuPairsReport is pairs.md's section on one plan on two GPUs, with the
+// geometric mean of estimated over measured ratio for each pair of GPUs.
+func gpuPairsReport(pairs []runPair) string {
+	var b strings.Builder
+	b.WriteString("\n## One plan on two GPUs\n\n")
+	b.WriteString("Every pair of runs of one release that ran the same plan of the same job with the same recorded\n")
+	b.WriteString("settings on two kinds of GPU: *measured* and *estimated* are the first GPU's throughput over the\n")
+	b.WriteString("second's. Nothing but the GPU (and the node and NVLink domain it comes in) differs, so the pairs\n")
+	b.WriteString("judge how the model rates GPUs against each other.\n\n")
+	b.WriteString("| GPUs | pairs | measured (geometric mean) | estimated | estimated / measured |\n|---|---|---|---|---|\n")
+	rates := planOnGPUs(pairs)
+	for _, k := range slices.Sorted(maps.Keys(rates)) {
+		r := rates[k]
+		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %.2f |\n", k, r.n, r.meas, r.est, r.rel)
+	}
+	b.WriteString("\n| run | GPU | other | GPU | measured | estimated | estimated / measured |\n|---|---|---|---|---|---|---|\n")
+	for _, p := range pairs {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f | %.2f | %.2f |\n", p.a.id, p.planA, p.b.id, p.planB, p.measured, p.estimated, p.estimated/p.measured)
+	}
+	return b.String()
+}
+
 // microBatchCredit is the geometric mean of estimated over measured
 // advantage of the pairs, and how many of them the estimate overvalues.
 func microBatchCredit(pairs []runPair) (credit float64, over int) {
@@ -216,7 +305,7 @@ func TestMeasuredPairs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads every corpus row")
 	}
-	pairs, microBatch := measuredPairs(t)
+	pairs, microBatch, gpus := measuredPairs(t)
 	n, bad := map[string]int{}, map[string]int{}
 	for _, p := range pairs {
 		n[p.kind]++
@@ -224,7 +313,7 @@ func TestMeasuredPairs(t *testing.T) {
 			bad[p.kind]++
 		}
 	}
-	report := pairsReport(pairs, n, bad) + microBatchReport(microBatch)
+	report := pairsReport(pairs, n, bad) + microBatchReport(microBatch) + gpuPairsReport(gpus)
 	path := filepath.Join("testdata", "calibration", "pairs.md")
 	if *update {
 		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
@@ -241,6 +330,12 @@ func TestMeasuredPairs(t *testing.T) {
 	for kind, most := range map[string]int{pairWithinRelease: maxMisorderedSameRelease, pairAcrossRelease: maxMisorderedCrossRelease, pairSettings: maxMisorderedSettings} {
 		if bad[kind] > most {
 			t.Errorf("%d pairs %s misordered, more than %d", bad[kind], kind, most)
+		}
+	}
+	for k, r := range planOnGPUs(gpus) {
+		t.Logf("one plan on %s: %d pairs, estimated over measured %.2f", k, r.n, r.rel)
+		if r.n >= 2 && math.Abs(math.Log(r.rel)) > math.Log(maxGPURateError) {
+			t.Errorf("one plan on %s: estimated over measured %.2f over %d pairs, beyond %.2fx", k, r.rel, r.n, maxGPURateError)
 		}
 	}
 	credit, over := microBatchCredit(microBatch)
