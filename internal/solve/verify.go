@@ -585,8 +585,6 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 	for _, k := range shared {
 		reportShared(sv.verifyCommon[k].x)
 	}
-	// The assignments that satisfy the rules failed for the reasons that
-	// matter; when there are none, the rules themselves are the reason.
 	// least: the plan with the least memory parc found, at its least-memory
 	// variant; when it fits the GPU, the headroom it needs (hint).
 	var least foundPlan
@@ -612,6 +610,8 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 		sv.examples[code] = fmt.Sprintf("the plan with the least memory parc found needs %s per GPU (%.1f%% of the GPU): %s",
 			estimate.GiB(fp.peak), 100*fp.frac, sv.leafLabel(&lf))
 	}
+	// The assignments that satisfy the rules failed for the reasons that
+	// matter; when there are none, the rules themselves are the reason.
 	counts, total := topCounts(sv.leafRejected)
 	passed := sv.spaceSize() - sv.pruned
 	what := fmt.Sprintf("none of the %d assignments that satisfy Megatron's rules passes every check", passed)
@@ -711,10 +711,11 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			if len(fixed) > 0 {
 				fixes = append(fixes, "leave "+strings.Join(fixed, " and ")+" open")
 			}
-			if sv.hasSmallest && least.frac <= 1 && sv.opts.MemoryHeadroom < 1 {
-				// The least headroom, in hundredths, that the plan with the
-				// least memory fits: a search with it finds that plan.
-				need := math.Ceil(least.frac*100) / 100
+			// The least headroom, in hundredths, that the plan with the
+			// least memory fits: a search with it finds that plan (not
+			// when that plan is within the headroom already and failed
+			// for another reason).
+			if need := math.Ceil(least.frac*100) / 100; sv.hasSmallest && least.frac <= 1 && need > sv.opts.MemoryHeadroom {
 				fixes = append(fixes, fmt.Sprintf("raise solve.memory_headroom (or --memory-headroom; now %g) to %g if the runtime's own buffers fit in the rest", sv.opts.MemoryHeadroom, need))
 			}
 			hint = strings.Join(fixes[:len(fixes)-1], ", ") + " or " + fixes[len(fixes)-1]
