@@ -123,6 +123,47 @@ func TestOpenLayoutPattern(t *testing.T) {
 	assert.Contains(t, d.Message, "pipeline-layout rejects")
 }
 
+// TestListedChoicesBounded: a disjunction of more module lists or layouts
+// than parc searches is one error at the field. 600 module lists took 8 s
+// to check and then overflowed the int8 index of a recomputation choice
+// (a panic: "index out of range [-128]").
+func TestListedChoicesBounded(t *testing.T) {
+	names := []string{"core_attn", "layernorm", "mlp", "moe_act", "mla_up_proj"}
+	var lists []string
+	var perm func(prefix []string, rest []string)
+	perm = func(prefix, rest []string) {
+		if len(prefix) > 0 {
+			q := make([]string, len(prefix))
+			for i, n := range prefix {
+				q[i] = fmt.Sprintf("%q", n)
+			}
+			lists = append(lists, "["+strings.Join(q, ", ")+"]")
+		}
+		for i, n := range rest {
+			perm(append(slices.Clone(prefix), n), append(slices.Clone(rest[:i]), rest[i+1:]...))
+		}
+	}
+	perm(nil, names)
+	require.Greater(t, len(lists), 130)
+	res := loadText(t, "plan.cue", strings.Replace(fmt.Sprintf(tiny, "80", `tp: int, pp: int`, "1", "string"),
+		"distributed_optimizer: true}", "distributed_optimizer: true, recompute_modules: "+strings.Join(lists[:130], " | ")+"}", 1))
+	_, ds := solve.Solve(res, solve.Options{})
+	require.True(t, ds.HasErrors())
+	assert.Equal(t, solve.CodeSearchTooLarge, ds[0].Code, "%v", ds)
+	assert.Equal(t, "train.recompute_modules", ds[0].Path)
+	assert.Contains(t, ds[0].Message, "lists 130 module lists")
+
+	layouts := make([]string, 101)
+	for i := range layouts {
+		layouts[i] = fmt.Sprintf("%q", "E"+strings.Repeat("t", 1+i%7)+"|"+strings.Repeat("t", 7-i%7)+"L"+strings.Repeat(" ", i/7))
+	}
+	res = loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", `tp: int, pp: int, layout: `+strings.Join(layouts, " | "), "1", `"none"`))
+	_, ds = solve.Solve(res, solve.Options{})
+	require.True(t, ds.HasErrors())
+	assert.Equal(t, solve.CodeSearchTooLarge, ds[0].Code, "%v", ds)
+	assert.Equal(t, spec.LayoutPath, ds[0].Path)
+}
+
 // TestOpenLayoutDisjunction: a disjunction of layouts is searched as
 // written: every candidate runs one of them, its vpp their stages over pp,
 // and the pick is the fastest of the plans each layout gives alone.

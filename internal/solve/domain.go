@@ -209,6 +209,13 @@ type solver struct {
 	search
 }
 
+// maxListed is the most values a disjunction of an open parallel.layout or
+// train.recompute_modules may list: each is a plan variant the search
+// multiplies by every other choice, and a recomputation choice is a leaf's
+// int8 (with Megatron's modes and the recipes' lists, at most 127). 600
+// module lists took 8 s to check and then overflowed that index.
+const maxListed = 100
+
 // newSolver decodes the spec once, with each open field at a placeholder its
 // constraint allows, and computes every field's candidate values.
 func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
@@ -224,6 +231,11 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 			if !ok {
 				ds.Errorf(sv.at(p), p, CodeOpenNoValue, `write parallel.layout as a layout, a disjunction of layouts or string`,
 					"%s is open but parc found no layout its constraint %v allows", p, sv.layoutUser)
+				continue
+			}
+			if n := len(sv.userLayouts); n > maxListed {
+				ds.Errorf(sv.at(p), p, CodeSearchTooLarge, fmt.Sprintf("list at most %d layouts, or write string and let parc place the layers", maxListed),
+					"%s lists %d layouts; parc searches at most %d", p, n, maxListed)
 				continue
 			}
 			vals[p] = ph
@@ -246,6 +258,11 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 			if !ok {
 				ds.Errorf(sv.at(p), p, CodeOpenNoValue, `write train.recompute_modules as a list, a disjunction of lists or [...string]`,
 					"%s is open but parc found no module list its constraint %v allows", p, sv.modulesUser)
+				continue
+			}
+			if n := len(sv.userModules); n > maxListed {
+				ds.Errorf(sv.at(p), p, CodeSearchTooLarge, fmt.Sprintf("list at most %d module lists, or write [...string] and let parc choose among the recipes' lists", maxListed),
+					"%s lists %d module lists; parc searches at most %d", p, n, maxListed)
 				continue
 			}
 			if ph != nil {
