@@ -226,7 +226,7 @@ func (sv *solver) exactBoundOf(lf *leaf, compute bool) (b float64, ok bool) {
 // derived values; ok is false where it does not apply (not full
 // recomputation parc chooses the layers of, or fewer than every layer of a
 // model whose decoder layers are not all of one kind).
-func (sv *solver) rerunBoundOf(lf *leaf, rl int16, d spec.Derived) (b float64, ok bool) {
+func (sv *solver) rerunBoundOf(lf *leaf, rl int32, d spec.Derived) (b float64, ok bool) {
 	if !sv.recomputes[lf.rc].layersImplied || rl == 0 {
 		return 0, false
 	}

@@ -123,6 +123,37 @@ func TestOpenLayoutPattern(t *testing.T) {
 	assert.Contains(t, d.Message, "pipeline-layout rejects")
 }
 
+// TestRecomputeLayersBeyondInt16: the layers full recomputation reruns
+// when parc chooses them may exceed 32,767 (the schema allows 65,536
+// layers). They were an int16: a 40,000-layer model whose plan fits with
+// the block method rerunning 32,846 layers got every layer rerun instead
+// (105.4 s a step for 102 s).
+func TestRecomputeLayersBeyondInt16(t *testing.T) {
+	res := loadText(t, "plan.cue", `
+model: {layers: 40000, hidden: 64, heads: 1, vocab: 1000, activation: "swiglu"}
+cluster: {nodes: 1, gpus_per_node: 1, gpu: {name: "G", memory_gib: 100, bf16_tflops: 100}, nvlink_gbps: 100, network_gbps: 10}
+parallel: {tp: 1, pp: 1}
+train: {seq_length: 4096, micro_batch: 1, global_batch: 1, recompute: string, iters: 1}
+`)
+	r, ds := solve.Solve(res, solve.Options{Top: 1})
+	require.False(t, ds.HasErrors(), "%v", ds)
+	require.NotEmpty(t, r.Candidates)
+	c := r.Candidates[0]
+	require.NotNil(t, c.Train.RecomputeLayers, c.Label())
+	assert.Greater(t, *c.Train.RecomputeLayers, 32767, c.Label())
+	assert.Less(t, *c.Train.RecomputeLayers, 40000, c.Label())
+	// The layers fit the headroom, and one fewer does not.
+	plan, ds := compiler.Resolve("plan.cue", c.Spec, diag.NoPos)
+	require.False(t, ds.HasErrors(), "%v", ds)
+	assert.LessOrEqual(t, float64(plan.Estimate.Memory.PerGPUPeakBytes), solve.DefaultMemoryHeadroom*float64(plan.Estimate.Memory.GPUBytes))
+	fewer := *c.Spec
+	k := *c.Train.RecomputeLayers - 1
+	fewer.Train.RecomputeLayers = &k
+	plan, ds = compiler.Resolve("plan.cue", &fewer, diag.NoPos)
+	require.False(t, ds.HasErrors(), "%v", ds)
+	assert.Greater(t, float64(plan.Estimate.Memory.PerGPUPeakBytes), solve.DefaultMemoryHeadroom*float64(plan.Estimate.Memory.GPUBytes))
+}
+
 // TestListedChoicesBounded: a disjunction of more module lists or layouts
 // than parc searches is one error at the field. 600 module lists took 8 s
 // to check and then overflowed the int8 index of a recomputation choice

@@ -208,7 +208,7 @@ func TestRerunBoundBelowStepTime(t *testing.T) {
 					most = max(most, ch.Count)
 				}
 			}
-			for _, rl := range []int16{-1, 1, 2, int16(most / 2), int16(most - 1)} {
+			for _, rl := range []int32{-1, 1, 2, int32(most / 2), int32(most - 1)} {
 				if rl == 0 || int(rl) >= most {
 					continue
 				}
@@ -243,7 +243,7 @@ func TestRerunBoundBelowStepTime(t *testing.T) {
 func TestRerunFloorSound(t *testing.T) {
 	for _, f := range []string{"testdata/bench-405b-16k.cue", "testdata/bench-deepseek-2k.cue", "testdata/mixtral-64.cue", "testdata/llama3-70b-64.cue", "testdata/deepseek-gb300-offload.cue"} {
 		sv := leavesOf(t, f)
-		rerun := func(lf leaf) int16 {
+		rerun := func(lf leaf) int32 {
 			if n := sv.groupMin(&lf); n > 0 {
 				lf.g = leafGroup(n, int(lf.pp))
 			}

@@ -11,18 +11,16 @@ import (
 type leaf struct {
 	tp, cp, pp, ep, etp, vpp, mb int32
 	split                        int32 // index into solver.splits
-	rc, shard                    int8  // index into recomputeModes, solver.shards
 	// rl is the layers per model chunk full recomputation reruns when
 	// parc chooses them (recompute.layersImplied): 0 before evaluate
-	// chose, k > 0 the block method's first k, −1 every layer.
-	rl    int16
-	stage uint8 // 0: bounded by compute only; 1: by the one-stage estimate
-	grid  int32 // index into search.grids
+	// chose, k > 0 the block method's first k, −1 every layer (int32: a
+	// chunk may hold up to the schema's 65,536 layers).
+	rl   int32
+	grid int32 // index into search.grids
 	// g is parallel.microbatch_group_size when parc chooses it
 	// (group.go): 0 for Megatron's default (pp), else the size evaluate
 	// chose.
-	g   int32
-	key float64
+	g int32
 	// A node stands for the n complete assignments of one (grid, split,
 	// vpp) — every valid micro batch, recompute and optimizer sharding —
 	// until the search reaches it and expands it (mb is then the smallest
@@ -30,8 +28,12 @@ type leaf struct {
 	// It expands into one node per micro batch (fixedMB, mb that micro
 	// batch), each standing for its recompute modes and optimizer
 	// shardings, which expands into them.
+	n   int32
+	key float64
+	// The one-byte fields last, so the leaf stays 64 bytes.
+	rc, shard     int8  // index into recomputeModes, solver.shards
+	stage         uint8 // 0: bounded by compute only; 1: by the one-stage estimate
 	node, fixedMB bool
-	n             int32
 }
 
 // gridInfo is what the leaves of one (tp, cp, pp, ep, etp) share.

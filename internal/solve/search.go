@@ -142,12 +142,12 @@ type memKey struct {
 // for micro batch mb, whose smallest group size parc could choose is g.
 type rerunAt struct {
 	mb, g int32
-	rl    int16
+	rl    int32
 }
 
 // rerunMore reports whether rerunning a layers per model chunk reruns more
 // than b (−1, every layer, is the most).
-func rerunMore(a, b int16) bool {
+func rerunMore(a, b int32) bool {
 	if a == b || b == -1 {
 		return false
 	}
@@ -160,8 +160,8 @@ func rerunMore(a, b int16) bool {
 // most lf's: the peak memory of a variant with given layers does not fall
 // as the micro batch grows (memoryRules' premise), so the least number of
 // layers that fits does not fall either. TestRerunFloorSound samples it.
-func (sv *solver) rerunFloor(lf *leaf) int16 {
-	var rl int16
+func (sv *solver) rerunFloor(lf *leaf) int32 {
+	var rl int32
 	g := int32(sv.groupMin(lf))
 	for _, at := range sv.rerunFloors[sv.variantKey(lf)] {
 		if at.mb <= lf.mb && at.g <= g && (rl == 0 || rerunMore(at.rl, rl)) {
@@ -172,7 +172,7 @@ func (sv *solver) rerunFloor(lf *leaf) int16 {
 }
 
 // noteRerun records the layers fitLeaf chose for leaf lf (rerunFloor).
-func (sv *solver) noteRerun(lf *leaf, rl int16) {
+func (sv *solver) noteRerun(lf *leaf, rl int32) {
 	if !sv.recomputes[lf.rc].layersImplied || rl == 0 || sv.opts.Exhaustive {
 		return
 	}
@@ -595,7 +595,7 @@ func (sv *solver) completeShapes(gs []group) {
 type evaluation struct {
 	ds   diag.List // check.Verdict's
 	mem  estimate.Memory
-	rl   int16   // the leaf's rl after fitLeaf
+	rl   int32   // the leaf's rl after fitLeaf
 	g    int32   // the leaf's group size (group.go)
 	over bool    // the memory is above the GPU's or the headroom
 	step float64 // estimate.StepTime's, when the plan fits
@@ -834,9 +834,9 @@ func (sv *solver) fitLeaf(lf *leaf, s *spec.Spec, d spec.Derived, limit float64)
 		if k > fewer {
 			k = -1
 		}
-		b, ok := sv.rerunBoundOf(lf, int16(k), d)
+		b, ok := sv.rerunBoundOf(lf, int32(k), d)
 		if ok && b > limit {
-			lf.rl, past = int16(k), b
+			lf.rl, past = int32(k), b
 			return true
 		}
 		return false
@@ -867,7 +867,7 @@ func (sv *solver) fitLeaf(lf *leaf, s *spec.Spec, d spec.Derived, limit float64)
 			k = lo
 		}
 	}
-	lf.rl = int16(k)
+	lf.rl = int32(k)
 	setRecomputeLayers(&s.Train, k)
 	return estimate.Fit(s, d), 0
 }

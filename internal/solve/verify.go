@@ -952,7 +952,7 @@ func topCounts(m map[string]int64) ([]codeCount, int64) {
 
 // blockLayers is a leaf's train.recompute_layers when parc chose the block
 // method for it (nil otherwise).
-func blockLayers(r recompute, rl int16) *int {
+func blockLayers(r recompute, rl int32) *int {
 	if !r.layersImplied || rl <= 0 {
 		return nil
 	}
@@ -975,7 +975,7 @@ func fullMethod(t *spec.Train) string {
 // variantMethod is the recompute_method of a variant with recomputation r
 // and rl block layers: parc's choice when the spec leaves it (block with
 // rl layers, uniform for every layer), else the spec's.
-func (sv *solver) variantMethod(r recompute, rl int16) string {
+func (sv *solver) variantMethod(r recompute, rl int32) string {
 	switch {
 	case r.mode != "full":
 		return ""
