@@ -23,8 +23,8 @@ func tooDeep(name string, data []byte, off int) *diag.Diagnostic {
 	line := 1 + bytes.Count(data[:off], []byte("\n"))
 	col := 1 + utf8.RuneCount(data[bytes.LastIndexByte(data[:off], '\n')+1:off])
 	return &diag.Diagnostic{Severity: diag.Error, Code: "too-deep", Pos: diag.Pos{File: name, Line: line, Column: col},
-		Message: fmt.Sprintf("the spec nests more than %d levels deep here; parc reads at most %d", MaxNesting, MaxNesting),
-		Hint:    "a spec nests a few levels (sections, lists, env maps): check that this is the file you meant"}
+		Message: fmt.Sprintf("the spec nests more than %d levels deep here (brackets, or a chain of operators such as a | b | … or 1 + 1 + …, each operator a level); parc reads at most %d", MaxNesting, MaxNesting),
+		Hint:    "a spec nests a few levels (sections, lists, env maps) and lists a few alternatives: check that this is the file you meant"}
 }
 
 // hclNesting finds the first bracket of an HCL file that opens level
