@@ -203,11 +203,7 @@ func writeSolveText(w io.Writer, file string, r *solve.Result) error {
 func splitText(p solve.Parallel) string {
 	switch {
 	case p.Layout != nil:
-		// Compacted: a layout may spell out every layer.
-		if pl, err := spec.ParsePipelineLayout(*p.Layout); err == nil {
-			return "layout " + pl.Compact()
-		}
-		return "layout " + *p.Layout
+		return "layout " + spec.ShowLayout(*p.Layout) // a layout may spell out every layer
 	case p.FirstStageLayers != nil || p.LastStageLayers != nil:
 		var parts []string
 		if p.FirstStageLayers != nil {

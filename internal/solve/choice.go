@@ -225,16 +225,8 @@ func (sv *solver) openLayoutOf(s split, pp, vpp int) (string, bool) {
 // layoutForms are the ways to write layout l: as given (parc writes
 // Megatron's compact form), then with every stage spelled out.
 func layoutForms(l string) []string {
-	pl, err := spec.ParsePipelineLayout(l)
-	if err != nil {
-		return []string{l}
-	}
-	st := make([]string, len(pl.Stages))
-	for i, x := range pl.Stages {
-		st[i] = x.Layers
-	}
-	if plain := strings.Join(st, "|"); plain != l {
-		return []string{l, plain}
+	if pl, err := spec.ParsePipelineLayout(l); err == nil && pl.Plain() != l {
+		return []string{l, pl.Plain()}
 	}
 	return []string{l}
 }

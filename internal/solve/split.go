@@ -148,11 +148,7 @@ func placeLayout(p *spec.Parallel, l string, ok bool) {
 // String is the split's fields as a plan sets them ("" for an even split).
 func (s split) String() string {
 	if s.layout == layoutUser {
-		// Compacted for display: a layout may spell out every layer.
-		if pl, err := spec.ParsePipelineLayout(s.text); err == nil {
-			return "layout " + pl.Compact()
-		}
-		return "layout " + s.text
+		return "layout " + spec.ShowLayout(s.text) // a layout may spell out every layer
 	}
 	if s.layout > 0 {
 		return map[int8]string{layoutEdge: "layout (edge)", layoutSlots: "layout (slots)"}[s.layout]

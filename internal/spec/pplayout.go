@@ -268,16 +268,35 @@ func CompactLayout(stages []string) string {
 	return b.String()
 }
 
+// Plain is l with every stage spelled out layer by layer, no repetitions.
+func (l *PipelineLayout) Plain() string {
+	return strings.Join(l.stageLayers(), "|")
+}
+
 // Compact is l written with Megatron's repetitions (CompactLayout), or
 // layer by layer when that is shorter: how a layout that spells out every
 // layer is shown.
 func (l *PipelineLayout) Compact() string {
+	if c, plain := CompactLayout(l.stageLayers()), l.Plain(); len(c) < len(plain) {
+		return c
+	}
+	return l.Plain()
+}
+
+// stageLayers are the layers of each stage, in order.
+func (l *PipelineLayout) stageLayers() []string {
 	st := make([]string, len(l.Stages))
 	for i, x := range l.Stages {
 		st[i] = x.Layers
 	}
-	if c, plain := CompactLayout(st), strings.Join(st, "|"); len(c) < len(plain) {
-		return c
+	return st
+}
+
+// ShowLayout is layout text as parc shows it: compacted (Compact) when it
+// parses, else as written.
+func ShowLayout(text string) string {
+	if pl, err := ParsePipelineLayout(text); err == nil {
+		return pl.Compact()
 	}
-	return strings.Join(st, "|")
+	return text
 }
