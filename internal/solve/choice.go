@@ -363,12 +363,7 @@ func (sv *solver) fullRecomputeValues(vals map[string]any, rc recompute, lf *lea
 		// Every layer with the block method: the most layers a chunk holds.
 		q := spec.Parallel{PP: int(lf.pp), VPP: int(lf.vpp)}
 		sv.splits[lf.split].apply(&q)
-		layers = 1
-		for _, rank := range spec.StageLayers(sv.base.Model.Layers, q) {
-			for _, c := range rank {
-				layers = max(layers, c.Count)
-			}
-		}
+		layers = max(1, spec.LargestChunk(spec.StageLayers(sv.base.Model.Layers, q)))
 	case rc.layersImplied:
 		method, layers = "uniform", 1 // every layer
 	case rc.method != "":

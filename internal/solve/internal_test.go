@@ -202,12 +202,7 @@ func TestRerunBoundBelowStepTime(t *testing.T) {
 			}
 			s := sv.leafSpec(&lf)
 			d := spec.Derive(&s)
-			most := 0
-			for _, st := range d.Stages {
-				for _, ch := range st {
-					most = max(most, ch.Count)
-				}
-			}
+			most := spec.LargestChunk(d.Stages)
 			for _, rl := range []int32{-1, 1, 2, int32(most / 2), int32(most - 1)} {
 				if rl == 0 || int(rl) >= most {
 					continue

@@ -814,12 +814,7 @@ func (sv *solver) fitLeaf(lf *leaf, s *spec.Spec, d spec.Derived, limit float64)
 	if !sv.recomputes[lf.rc].layersImplied {
 		return estimate.Fit(s, d), 0
 	}
-	most := 0 // the layers of the largest model chunk
-	for _, st := range d.Stages {
-		for _, ch := range st {
-			most = max(most, ch.Count)
-		}
-	}
+	most := spec.LargestChunk(d.Stages)
 	// check's recompute-layers-range: at most layers/pp.
 	fewer := min(most, s.Model.Layers/max(s.Parallel.PP, 1)) - 1
 	fits := func(k int) bool {

@@ -33,6 +33,19 @@ type LayerRange struct {
 	Count int `json:"count"`
 }
 
+// LargestChunk is the most layers a model chunk (one virtual stage of one
+// pipeline rank) of stages holds: the most full recomputation with the
+// block method can rerun per chunk.
+func LargestChunk(stages [][]LayerRange) int {
+	most := 0
+	for _, rank := range stages {
+		for _, ch := range rank {
+			most = max(most, ch.Count)
+		}
+	}
+	return most
+}
+
 // Derive computes Megatron's derived values for s.
 func Derive(s *Spec) Derived {
 	m, p, t := s.Model, s.Parallel, s.Train
