@@ -372,9 +372,9 @@ func (sv *solver) fullRecomputeValues(vals map[string]any, rc recompute, lf *lea
 		layers = 1 // the uniform method written: Megatron's default
 	}
 	if sv.methodOpen {
-		vals[recomputeMethodPath] = method
+		vals[spec.RecomputeMethodPath] = method
 	}
 	if sv.layersOpen {
-		vals[recomputeLayersPath] = layers
+		vals[spec.RecomputeLayersPath] = layers
 	}
 }

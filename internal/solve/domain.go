@@ -216,6 +216,12 @@ type solver struct {
 // module lists took 8 s to check and then overflowed that index.
 const maxListed = 100
 
+// written reports whether the user's spec writes the field at path, as a
+// value or open.
+func (sv *solver) written(path string) bool {
+	return sv.res.User.LookupPath(cue.ParsePath(path)).Exists()
+}
+
 // newSolver decodes the spec once, with each open field at a placeholder its
 // constraint allows, and computes every field's candidate values.
 func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
@@ -316,7 +322,7 @@ func newSolver(res *load.Result, opts Options) (*solver, diag.List) {
 	}
 	if sv.layoutOpen {
 		sv.base.Parallel.Layout = nil // the placeholder
-		if !sv.open[fVPP] && !res.User.LookupPath(cue.ParsePath("parallel.vpp")).Exists() {
+		if !sv.open[fVPP] && !sv.written(fVPP.Path()) {
 			sv.base.Parallel.VPP, sv.vppFromLayout = 1, true
 		}
 		if ds = append(ds, sv.layoutConflicts()...); ds.HasErrors() {
@@ -441,17 +447,17 @@ func (sv *solver) splitImplied() {
 		}
 		sv.layoutsSearched = true
 		for _, f := range spec.PipelineSplitFields {
-			if !sv.res.User.LookupPath(cue.ParsePath(f.Path())).Exists() {
+			if !sv.written(f.Path()) {
 				sv.implied[f] = true
 			}
 		}
 		return
 	}
-	if sv.res.User.LookupPath(cue.ParsePath("parallel.layout")).Exists() {
+	if sv.written(spec.LayoutPath) {
 		return // the layout places every layer
 	}
 	for _, f := range spec.PipelineSplitFields {
-		if sv.open[f] || sv.res.User.LookupPath(cue.ParsePath(f.Path())).Exists() {
+		if sv.open[f] || sv.written(f.Path()) {
 			return
 		}
 	}
@@ -572,7 +578,7 @@ func (sv *solver) domains() {
 		pick(fETP, divW)
 	}
 	switch {
-	case !sv.open[fVPP] && sv.layoutStages > 0 && !sv.res.User.LookupPath(cue.ParsePath("parallel.vpp")).Exists():
+	case !sv.open[fVPP] && sv.layoutStages > 0 && !sv.written(fVPP.Path()):
 		// Megatron derives vpp from the layout: its stages over pp.
 		sv.dom[fVPP] = divisors(sv.layoutStages)
 	case sv.vppFromLayout:
@@ -643,14 +649,13 @@ func (sv *solver) recomputeDomain() {
 		sv.dom[fRC] = []int{0}
 		return
 	}
-	written := func(p string) bool { return sv.res.User.LookupPath(cue.ParsePath(p)).Exists() }
 	// parc chooses train.recompute_modules when recompute is open and the
 	// spec writes none; the layers full recomputation reruns when recompute
 	// or either field is open and the spec leaves both fields out or open,
 	// or writes the block method and leaves the layers open.
-	sv.modulesImplied = sv.open[fRC] && !written(recomputeModulesPath)
+	sv.modulesImplied = sv.open[fRC] && !sv.written(spec.RecomputeModulesPath)
 	chooseLayers := (sv.open[fRC] || sv.methodOpen || sv.layersOpen) &&
-		((!written(recomputeMethodPath) || sv.methodOpen) && (!written(recomputeLayersPath) || sv.layersOpen) ||
+		((!sv.written(spec.RecomputeMethodPath) || sv.methodOpen) && (!sv.written(spec.RecomputeLayersPath) || sv.layersOpen) ||
 			sv.layersOpen && t.RecomputeMethod == "block")
 	modes := []string{t.Recompute}
 	if sv.open[fRC] {

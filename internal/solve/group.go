@@ -49,7 +49,7 @@ func (sv *solver) groupSearched() bool {
 	if sv.group.open {
 		return true
 	}
-	if sv.res.User.LookupPath(cue.ParsePath(groupPath)).Exists() || sv.base.Parallel.MicrobatchGroupSize != nil {
+	if sv.written(groupPath) || sv.base.Parallel.MicrobatchGroupSize != nil {
 		return false
 	}
 	return hasAbove1(sv.dom[fVPP]) && hasAbove1(sv.dom[fPP])

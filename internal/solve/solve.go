@@ -14,18 +14,6 @@ import (
 	"parc.dev/parc/internal/spec"
 )
 
-// recomputeModulesPath is train.recompute_modules, which parc chooses with
-// train.recompute.
-const recomputeModulesPath = "train.recompute_modules"
-
-// recomputeMethodPath and recomputeLayersPath are train.recompute_method
-// and train.recompute_layers, which parc chooses with full recomputation
-// when train.recompute is open and the spec writes neither.
-const (
-	recomputeMethodPath = spec.RecomputeMethodPath
-	recomputeLayersPath = spec.RecomputeLayersPath
-)
-
 // DefaultTop is how many candidates Solve returns when Options.Top is 0.
 const DefaultTop = 5
 
@@ -373,7 +361,7 @@ func (r *Result) Summary() string {
 	open := strings.Join(r.Open, ", ")
 	var split, other []string
 	for _, p := range r.Implied {
-		if p == recomputeModulesPath || p == recomputeMethodPath || p == recomputeLayersPath || p == groupPath {
+		if p == spec.RecomputeModulesPath || p == spec.RecomputeMethodPath || p == spec.RecomputeLayersPath || p == groupPath {
 			other = append(other, p)
 		} else {
 			split = append(split, p)

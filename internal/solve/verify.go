@@ -50,19 +50,19 @@ func (sv *solver) run() *Result {
 	sv.startSearch(r.Rejected)
 
 	if sv.modulesImplied {
-		r.Implied = append(r.Implied, recomputeModulesPath)
+		r.Implied = append(r.Implied, spec.RecomputeModulesPath)
 	}
 	switch {
 	case sv.methodOpen || sv.layersOpen:
-		if !sv.methodOpen && !sv.res.User.LookupPath(cue.ParsePath(recomputeMethodPath)).Exists() && sv.layersImplied {
-			r.Implied = append(r.Implied, recomputeMethodPath)
+		if !sv.methodOpen && !sv.written(spec.RecomputeMethodPath) && sv.layersImplied {
+			r.Implied = append(r.Implied, spec.RecomputeMethodPath)
 		}
-		if !sv.layersOpen && !sv.res.User.LookupPath(cue.ParsePath(recomputeLayersPath)).Exists() && sv.layersImplied {
-			r.Implied = append(r.Implied, recomputeLayersPath)
+		if !sv.layersOpen && !sv.written(spec.RecomputeLayersPath) && sv.layersImplied {
+			r.Implied = append(r.Implied, spec.RecomputeLayersPath)
 		}
 		r.Notes = append(r.Notes, "train.recompute_method or train.recompute_layers is open, so with full recomputation parc chose them: the fewest layers of each model chunk that fit the headroom (Megatron's block method) or every layer, when it chooses the layers; with the uniform method written, Megatron's default of one layer per group; with the layers written, either method")
 	case sv.layersImplied:
-		r.Implied = append(r.Implied, recomputeMethodPath, recomputeLayersPath)
+		r.Implied = append(r.Implied, spec.RecomputeMethodPath, spec.RecomputeLayersPath)
 		r.Notes = append(r.Notes, "train.recompute is open and the spec writes neither train.recompute_method nor train.recompute_layers, so with full recomputation parc reruns the fewest layers that fit the headroom: the first k of each model chunk (Megatron's block method), or every layer when fewer do not fit (write either field to fix it)")
 	}
 	if sv.layoutOpen {
@@ -86,13 +86,13 @@ func (sv *solver) run() *Result {
 		r.Notes = append(r.Notes, "parallel.sp is open: parc turns sequence parallelism on with tp > 1 and off with tp = 1, as when the spec leaves it out (with tp > 1 it holds the activations outside attention and the MLP over tp at the same communication, and tensor-parallel overlap and MoE layers need it)")
 	}
 	if sv.methodOpen {
-		r.Open = append(r.Open, recomputeMethodPath)
+		r.Open = append(r.Open, spec.RecomputeMethodPath)
 	}
 	if sv.layersOpen {
-		r.Open = append(r.Open, recomputeLayersPath)
+		r.Open = append(r.Open, spec.RecomputeLayersPath)
 	}
 	if sv.modulesOpen {
-		r.Open = append(r.Open, recomputeModulesPath)
+		r.Open = append(r.Open, spec.RecomputeModulesPath)
 		var lists []string
 		for _, rc := range sv.recomputes {
 			if rc.mode == "selective" {
@@ -354,14 +354,14 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 	rc := sv.recomputes[lf.rc]
 	switch {
 	case sv.modulesOpen && rc.mode == "selective":
-		vals[recomputeModulesPath] = modulesWritten(rc.modules)
+		vals[spec.RecomputeModulesPath] = modulesWritten(rc.modules)
 	case sv.modulesOpen && sv.modulesPlaceholder != nil:
-		vals[recomputeModulesPath] = sv.modulesPlaceholder // Megatron ignores it: cleared below
+		vals[spec.RecomputeModulesPath] = sv.modulesPlaceholder // Megatron ignores it: cleared below
 	case sv.modulesImplied && rc.modules != nil:
-		vals[recomputeModulesPath] = rc.modules
+		vals[spec.RecomputeModulesPath] = rc.modules
 	}
 	if rc.layersImplied && lf.rl > 0 {
-		vals[recomputeMethodPath], vals[recomputeLayersPath] = "block", int(lf.rl)
+		vals[spec.RecomputeMethodPath], vals[spec.RecomputeLayersPath] = "block", int(lf.rl)
 	}
 	sv.fullRecomputeValues(vals, rc, lf)
 	if l, ok := sv.planLayout(lf); ok {
