@@ -346,19 +346,22 @@ func (sv *solver) openFullRecompute(p string, v cue.Value) (any, bool) {
 	return nil, false
 }
 
-// fullRecomputeValues writes a plan's open train.recompute_method and
-// train.recompute_layers into vals: with full recomputation the leaf's
-// choice (a block of rl layers per chunk, or every layer), else the
+// fullRecomputeValues writes a plan's train.recompute_method and
+// train.recompute_layers into vals: the block of rl layers per chunk parc
+// chose (written or open, both fields); with the fields open and full
+// recomputation the leaf's other choice (every layer), else the
 // placeholders (cleared after decoding).
 func (sv *solver) fullRecomputeValues(vals map[string]any, rc recompute, lf *leaf) {
+	if rc.layersImplied && lf.rl > 0 {
+		vals[spec.RecomputeMethodPath], vals[spec.RecomputeLayersPath] = "block", int(lf.rl)
+		return
+	}
 	if !sv.methodOpen && !sv.layersOpen {
 		return
 	}
 	method, layers := sv.methodPH, sv.layersPH
 	switch {
 	case rc.mode != "full":
-	case rc.layersImplied && lf.rl > 0:
-		method, layers = "block", int(lf.rl)
 	case rc.layersImplied && sv.base.Train.RecomputeMethod == "block" && !sv.methodOpen:
 		// Every layer with the block method: the most layers a chunk holds.
 		q := spec.Parallel{PP: int(lf.pp), VPP: int(lf.vpp)}

@@ -360,9 +360,6 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 	case sv.modulesImplied && rc.modules != nil:
 		vals[spec.RecomputeModulesPath] = rc.modules
 	}
-	if rc.layersImplied && lf.rl > 0 {
-		vals[spec.RecomputeMethodPath], vals[spec.RecomputeLayersPath] = "block", int(lf.rl)
-	}
 	sv.fullRecomputeValues(vals, rc, lf)
 	if l, ok := sv.planLayout(lf); ok {
 		vals[spec.LayoutPath] = l
