@@ -91,9 +91,9 @@ func TestOpenLayoutPlacesAsSplits(t *testing.T) {
 // solve-search-too-large).
 func TestOpenLayoutPattern(t *testing.T) {
 	const plain = `^[EtL|]*$`
-	any := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", `tp: int, pp: int, vpp: int, layout: string`, "int", `"none"`))
+	anyLayout := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", `tp: int, pp: int, vpp: int, layout: string`, "int", `"none"`))
 	pat := loadText(t, "plan.cue", fmt.Sprintf(tiny, "80", fmt.Sprintf(`tp: int, pp: int, vpp: int, layout: =~%q`, plain), "int", `"none"`))
-	want, ds := solve.Solve(any, solve.Options{Top: 1000})
+	want, ds := solve.Solve(anyLayout, solve.Options{Top: 1000})
 	require.False(t, ds.HasErrors(), "%v", ds)
 	got, ds := solve.Solve(pat, solve.Options{Top: 1000})
 	require.False(t, ds.HasErrors(), "%v", ds)
