@@ -112,10 +112,10 @@ func (sv *solver) prepareBounds() {
 	}
 	moe := spec.Derive(&sv.base).MoELayers
 	sv.oneLayerKind = !slices.Contains(moe, true) || !slices.Contains(moe, false)
-	sv.rcLeast = int8(sv.dom[fRC][0])
+	sv.rcLeast = int16(sv.dom[fRC][0])
 	for _, rc := range sv.dom[fRC] {
 		if sv.sampleCompute[rc] < sv.sampleCompute[sv.rcLeast] {
-			sv.rcLeast = int8(rc)
+			sv.rcLeast = int16(rc)
 		}
 	}
 	sv.mbs = sv.mbs[:0]
@@ -137,14 +137,14 @@ var allNVLink = map[string]string{
 
 // oneStage is estimate.Run on the leaf's spec as one pipeline stage with
 // micro batch mb and recompute mode rc.
-func (sv *solver) oneStage(lf *leaf, mb int32, rc int8) *estimate.Estimate {
+func (sv *solver) oneStage(lf *leaf, mb int32, rc int16) *estimate.Estimate {
 	return sv.oneStageRerun(lf, mb, rc, 0)
 }
 
 // oneStageRerun is oneStage with full recomputation of the first rerun
 // layers of the whole model (−1: every layer; 0: as the recompute mode
 // says, whatever layers the leaf reruns: one with the block method).
-func (sv *solver) oneStageRerun(lf *leaf, mb int32, rc int8, rerun int) *estimate.Estimate {
+func (sv *solver) oneStageRerun(lf *leaf, mb int32, rc int16, rerun int) *estimate.Estimate {
 	one := *lf
 	one.mb, one.rc, one.rl = mb, rc, 0
 	s := &sv.oneScratch
@@ -192,7 +192,7 @@ func (sv *solver) stageBoundOf(lf *leaf) float64 {
 // exactUnit returns the third bound's unit of the leaf's grid for micro
 // batch mb and recompute mode rc, computing it if compute is set; ok is
 // false when it is not known.
-func (sv *solver) exactUnit(lf *leaf, mb int32, rc int8, compute bool) (T float64, ok bool) {
+func (sv *solver) exactUnit(lf *leaf, mb int32, rc int16, compute bool) (T float64, ok bool) {
 	u := &sv.units[sv.grids[lf.grid].unit]
 	if u.exact == nil {
 		u.exact = make([]float64, len(sv.recomputes)*len(sv.mbs))

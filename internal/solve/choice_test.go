@@ -156,7 +156,7 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: 1, recompute: string, it
 
 // TestListedChoicesBounded: a disjunction of more module lists or layouts
 // than parc searches is one error at the field. 600 module lists took 8 s
-// to check and then overflowed the int8 index of a recomputation choice
+// to check and then overflowed a recomputation choice's index (then an int8)
 // (a panic: "index out of range [-128]").
 func TestListedChoicesBounded(t *testing.T) {
 	names := []string{"core_attn", "layernorm", "mlp", "moe_act", "mla_up_proj"}

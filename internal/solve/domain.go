@@ -211,9 +211,8 @@ type solver struct {
 
 // maxListed is the most values a disjunction of an open parallel.layout or
 // train.recompute_modules may list: each is a plan variant the search
-// multiplies by every other choice, and a recomputation choice is a leaf's
-// int8 (with Megatron's modes and the recipes' lists, at most 127). 600
-// module lists took 8 s to check and then overflowed that index.
+// multiplies by every other choice (600 module lists took 8 s to check
+// before the search began).
 const maxListed = 100
 
 // written reports whether the user's spec writes the field at path, as a

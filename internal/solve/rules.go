@@ -30,8 +30,9 @@ type leaf struct {
 	// shardings, which expands into them.
 	n   int32
 	key float64
-	// The one-byte fields last, so the leaf stays 64 bytes.
-	rc, shard     int8  // index into recomputeModes, solver.shards
+	// The small fields last, so the leaf stays 64 bytes.
+	rc            int16 // index into solver.recomputes
+	shard         int8  // index into solver.shards
 	stage         uint8 // 0: bounded by compute only; 1: by the one-stage estimate
 	node, fixedMB bool
 }
@@ -271,7 +272,7 @@ func (sv *solver) enumerateSchedule(grid int32, tp, cp, pp, ep, etp, dp int) {
 			}
 			nd := leaf{
 				tp: int32(tp), cp: int32(cp), pp: int32(pp), ep: int32(ep), etp: int32(etp),
-				vpp: int32(vpp), split: si, rc: int8(rc0), grid: grid, node: true,
+				vpp: int32(vpp), split: si, rc: int16(rc0), grid: grid, node: true,
 			}
 			mp := sv.batchPlanOf(pp, vpp, dp, group)
 			wm := sv.weightAfter(fMB, pp)
@@ -406,7 +407,7 @@ func (sv *solver) expand(i int32) []int32 {
 		return out
 	}
 	out := make([]int32, 0, nd.n)
-	sv.eachAssignment(&nd, func(mb int32, rc int8) {
+	sv.eachAssignment(&nd, func(mb int32, rc int16) {
 		lf := nd
 		lf.node, lf.fixedMB, lf.n, lf.stage = false, false, 1, 0
 		lf.mb, lf.rc = mb, rc
@@ -441,7 +442,7 @@ func (sv *solver) variantsRuledOut(nd *leaf) bool {
 	variants := func(f func(*leaf)) {
 		for _, rc := range sv.dom[fRC] {
 			for sh := range sv.shards {
-				lf.rc, lf.shard = int8(rc), int8(sh)
+				lf.rc, lf.shard = int16(rc), int8(sh)
 				f(&lf)
 			}
 		}
@@ -476,10 +477,10 @@ func (sv *solver) eachMicroBatch(nd *leaf, f func(mb int32)) {
 
 // eachAssignment calls f with every micro batch the batch rules allow for
 // node nd and every recompute mode, in the enumeration's order.
-func (sv *solver) eachAssignment(nd *leaf, f func(mb int32, rc int8)) {
+func (sv *solver) eachAssignment(nd *leaf, f func(mb int32, rc int16)) {
 	sv.eachMicroBatch(nd, func(mb int32) {
 		for _, rc := range sv.dom[fRC] {
-			f(mb, int8(rc))
+			f(mb, int16(rc))
 		}
 	})
 }

@@ -29,7 +29,7 @@ type search struct {
 	// index in it indexes unit.exact).
 	mbs []int32
 	// rcLeast is the recompute mode of least compute.
-	rcLeast int8
+	rcLeast int16
 	// oneLayerKind: the model's decoder layers are all dense or all MoE
 	// (rerunBoundOf).
 	oneLayerKind bool
@@ -135,7 +135,7 @@ type stateKey struct{ grid, vpp, split, shard int32 }
 // found above the memory limit with it.
 type memKey struct {
 	stateKey
-	rc int8
+	rc int16
 }
 
 // rerunAt is the layers per model chunk fitLeaf chose (−1: every layer)

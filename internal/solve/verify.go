@@ -529,7 +529,7 @@ func (sv *solver) leastMemory(i int32) (leaf, foundPlan, bool) {
 	found := false
 	for rc := range sv.recomputes {
 		lf := base
-		lf.rc, lf.rl = int8(rc), 0
+		lf.rc, lf.rl = int16(rc), 0
 		if sv.recomputes[rc].layersImplied {
 			lf.rl = -1
 		}
