@@ -18,6 +18,10 @@ var fp8RecipeMinCC = map[string]float64{
 	"mxfp8":      10.0,
 }
 
+// nvfp4MinCC is the compute capability Transformer Engine's NVFP4 recipe
+// needs (Blackwell on; its docs list SM 10.0 and 10.3 for training).
+const nvfp4MinCC = 10.0
+
 // precision checks what the GPU supports.
 func (c *checker) precision() {
 	t, cc := c.s.Train, c.s.Cluster.GPU.ComputeCapability
@@ -30,6 +34,15 @@ func (c *checker) precision() {
 			c.report("precision-bf16-gpu", "train.precision", c.options("precision-bf16-gpu", "train.precision", `use train.precision "fp16" on this GPU`,
 				opt(`use train.precision "fp16"`, setting{"train.precision", "fp16"})),
 				"bf16 needs compute capability ≥ 8.0, but %s has %.1f", c.gpuName(), cc)
+		}
+	case "fp4":
+		// Transformer Engine's _compute_nvfp4_support (pytorch/
+		// quantization.py at d0067d0d): "Device compute capability 10.0 or
+		// higher required for NVFP4 execution."
+		if cc < nvfp4MinCC {
+			c.report("precision-fp4-gpu", "train.precision", c.anyOf("precision-fp4-gpu", "train.precision",
+				opt(`use train.precision "fp8"`, setting{"train.precision", "fp8"}), opt(`use train.precision "bf16"`, setting{"train.precision", "bf16"})),
+				"NVFP4 (precision \"fp4\") needs compute capability ≥ %.1f, but %s has %.1f", nvfp4MinCC, c.gpuName(), cc)
 		}
 	case "fp8":
 		need, ok := fp8RecipeMinCC[t.FP8Recipe]
@@ -69,6 +82,11 @@ func (c *checker) precision() {
 func (c *checker) optimizerPrecision() {
 	s, t := c.s, c.s.Train
 	sharded := t.DistributedOptimizer || s.FSDP() != ""
+	if t.FP4ParamGather && t.Precision != "fp4" {
+		c.report("fp4-param-gather", "train.fp4_param_gather", c.options("fp4-param-gather", "train.fp4_param_gather", "set train.precision: \"fp4\", or fp4_param_gather: false",
+			opt("set train.precision: \"fp4\"", setting{"train.precision", "fp4"}), opt("set train.fp4_param_gather: false", setting{"train.fp4_param_gather", false})),
+			"fp4_param_gather keeps the weights in NVFP4, which Megatron allows only with --fp4-format (precision \"fp4\"), not precision %q", t.Precision)
+	}
 	if t.FP8ParamGather && !sharded {
 		c.report("fp8-param-gather", "train.fp8_param_gather", c.options("fp8-param-gather", "train.fp8_param_gather", "set train.distributed_optimizer: true (or train.fsdp), or fp8_param_gather: false",
 			opt("set train.distributed_optimizer: true", setting{"train.distributed_optimizer", true}),

@@ -16,7 +16,7 @@ var measuredAccuracy = []Accuracy{
 	{Model: "MoE, up to 16 experts", GPU: "H100", Runs: 3, MedianError: -0.033, P10Error: -0.06, P90Error: 0.116, LowestError: -0.06, HighestError: 0.116},
 	{Model: "dense", GPU: "A100", Runs: 22, MedianError: -0.095, P10Error: -0.173, P90Error: 0.075, LowestError: -0.175, HighestError: 0.12},
 	{Model: "dense", GPU: "B200", Runs: 14, MedianError: -0.043, P10Error: -0.091, P90Error: 0.034, LowestError: -0.155, HighestError: 0.048},
-	{Model: "dense", GPU: "GB200", Runs: 55, MedianError: 0.025, P10Error: -0.065, P90Error: 0.126, LowestError: -0.115, HighestError: 0.218},
-	{Model: "dense", GPU: "GB300", Runs: 22, MedianError: -0.066, P10Error: -0.143, P90Error: -0.02, LowestError: -0.162, HighestError: 0.085},
+	{Model: "dense", GPU: "GB200", Runs: 64, MedianError: 0.011, P10Error: -0.098, P90Error: 0.11, LowestError: -0.207, HighestError: 0.218},
+	{Model: "dense", GPU: "GB300", Runs: 31, MedianError: -0.055, P10Error: -0.124, P90Error: 0.024, LowestError: -0.162, HighestError: 0.086},
 	{Model: "dense", GPU: "H100", Runs: 229, MedianError: 0.005, P10Error: -0.044, P90Error: 0.087, LowestError: -0.113, HighestError: 0.547},
 }

@@ -330,6 +330,9 @@ func fitCalibration(rows []*calRow, held func(*calRow) bool, starts ...Calibrati
 	for _, start := range starts {
 		// Link rates are measured (nvlinkRates, networkBus), not fitted.
 		start.NVLinkEff, start.NetworkEff = 1, 1
+		// A calibration fitted before NVFP4 runs had none: its fp4 GEMMs
+		// ran at the fp8 efficiency (fp4Eff), where the search starts.
+		start.FP4GEMMEff = start.FP4Eff()
 		if c, l := searchCalibration(loss, start); l < bestLoss {
 			best, bestLoss = c, l
 		}
@@ -374,6 +377,7 @@ var calibrationParams = []struct {
 }{
 	{"gemm_eff", func(c *Calibration) *float64 { return &c.GEMMEff }, 0.2, 1},
 	{"fp8_gemm_eff", func(c *Calibration) *float64 { return &c.FP8GEMMEff }, 0.2, 1},
+	{"fp4_gemm_eff", func(c *Calibration) *float64 { return &c.FP4GEMMEff }, 0.1, 1},
 	{"attn_eff", func(c *Calibration) *float64 { return &c.AttnEff }, 0.1, 1},
 	{"kernel_s", func(c *Calibration) *float64 { return &c.KernelS }, 0, 50e-6},
 	{"grouped_rel", func(c *Calibration) *float64 { return &c.GroupedRel }, 0.05, 1},
@@ -394,7 +398,7 @@ func fitting(name string) bool {
 // also starts from the constants in calibration_fitted.go and keeps the
 // lower loss, so a refit after a model change never settles in a local
 // optimum worse than the constants it replaces.
-var fitStart = Calibration{GEMMEff: 0.65, FP8GEMMEff: 0.55, AttnEff: 0.65, KernelS: 10e-6,
+var fitStart = Calibration{GEMMEff: 0.65, FP8GEMMEff: 0.55, FP4GEMMEff: 0.5, AttnEff: 0.65, KernelS: 10e-6,
 	NVLinkEff: 1, NetworkEff: 1, GroupedRel: 0.7, HostOpS: 30e-6, HostSyncS: 0.5e-3, GraphKernelRel: 1, TensorWPerTFLOP: 0.5}
 
 // roundCalibration keeps 3 significant digits so the generated file is stable.
@@ -406,7 +410,7 @@ func roundCalibration(c Calibration) Calibration {
 		p := math.Pow(10, 2-math.Floor(math.Log10(math.Abs(x))))
 		return math.Round(x*p) / p
 	}
-	return Calibration{GEMMEff: r(c.GEMMEff), FP8GEMMEff: r(c.FP8GEMMEff), AttnEff: r(c.AttnEff),
+	return Calibration{GEMMEff: r(c.GEMMEff), FP8GEMMEff: r(c.FP8GEMMEff), FP4GEMMEff: r(c.FP4GEMMEff), AttnEff: r(c.AttnEff),
 		KernelS: r(c.KernelS), NVLinkEff: r(c.NVLinkEff), NetworkEff: r(c.NetworkEff),
 		GroupedRel: r(c.GroupedRel), HostOpS: r(c.HostOpS), HostSyncS: r(c.HostSyncS), GraphKernelRel: r(c.GraphKernelRel),
 		TensorWPerTFLOP: r(c.TensorWPerTFLOP)}
@@ -583,8 +587,8 @@ package estimate
 
 // fittedCalibration is the calibration fitted on the measured corpus's fit
 // rows (testdata/calibration/README.md).
-var fittedCalibration = Calibration{GEMMEff: %v, FP8GEMMEff: %v, AttnEff: %v, KernelS: %v, NVLinkEff: %v, NetworkEff: %v, GroupedRel: %v, HostOpS: %v, HostSyncS: %v, GraphKernelRel: %v, TensorWPerTFLOP: %v}
-`, c.GEMMEff, c.FP8GEMMEff, c.AttnEff, c.KernelS, c.NVLinkEff, c.NetworkEff, c.GroupedRel, c.HostOpS, c.HostSyncS, c.GraphKernelRel, c.TensorWPerTFLOP)
+var fittedCalibration = Calibration{GEMMEff: %v, FP8GEMMEff: %v, FP4GEMMEff: %v, AttnEff: %v, KernelS: %v, NVLinkEff: %v, NetworkEff: %v, GroupedRel: %v, HostOpS: %v, HostSyncS: %v, GraphKernelRel: %v, TensorWPerTFLOP: %v}
+`, c.GEMMEff, c.FP8GEMMEff, c.FP4GEMMEff, c.AttnEff, c.KernelS, c.NVLinkEff, c.NetworkEff, c.GroupedRel, c.HostOpS, c.HostSyncS, c.GraphKernelRel, c.TensorWPerTFLOP)
 	if err := os.WriteFile("calibration_fitted.go", []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -619,8 +623,8 @@ func calibrationReadme(results []calResult, byKind string, cal Calibration, fit,
 	b.WriteString("measurements differ by more than the error target (column *spread*: largest / smallest measured\n")
 	b.WriteString("throughput of that plan), no single model can be within the target on all of them.\n\n")
 	fmt.Fprintf(&b, "Targets (issue 14) on held-out rows: median ≤ %.0f%%, worst ≤ %.0f%%.\n\n", 100*targetMedian, 100*targetWorst)
-	fmt.Fprintf(&b, "Fitted constants: large bf16 GEMMs at %.3g of the dense peak, fp8 GEMMs at %.3g of the fp8 peak, grouped expert GEMMs at %.3g of that, flash attention's matrix products at %.3g of the bf16 peak (its exponentials at the GPU's SFU rate), tensor-core work drawing %.3g W per bf16 TFLOP/s against the GPU's power limit, %.3g µs of GPU time per kernel (%.3g of it when replayed from a CUDA graph), %.3g µs of host time to issue a kernel eagerly, %.3g µs of GPU idle time per host synchronisation (one per MoE layer forward unless CUDA graphs capture the MoE block or the experts' inputs are padded to capacity), collectives at NCCL's measured bus bandwidth (not fitted: NVLink by GPU generation, the network at 96%% of the NIC's line rate; see nvlinkRates and networkBus in compute.go).\n\n",
-		cal.GEMMEff, cal.FP8GEMMEff, cal.GroupedRel, cal.AttnEff, cal.TensorWPerTFLOP, cal.KernelS*1e6, cal.GraphKernelRel, cal.HostOpS*1e6, cal.HostSyncS*1e6)
+	fmt.Fprintf(&b, "Fitted constants: large bf16 GEMMs at %.3g of the dense peak, fp8 GEMMs at %.3g of the fp8 peak, NVFP4 GEMMs at %.3g of the fp4 peak, grouped expert GEMMs at %.3g of that, flash attention's matrix products at %.3g of the bf16 peak (its exponentials at the GPU's SFU rate), tensor-core work drawing %.3g W per bf16 TFLOP/s against the GPU's power limit, %.3g µs of GPU time per kernel (%.3g of it when replayed from a CUDA graph), %.3g µs of host time to issue a kernel eagerly, %.3g µs of GPU idle time per host synchronisation (one per MoE layer forward unless CUDA graphs capture the MoE block or the experts' inputs are padded to capacity), collectives at NCCL's measured bus bandwidth (not fitted: NVLink by GPU generation, the network at 96%% of the NIC's line rate; see nvlinkRates and networkBus in compute.go).\n\n",
+		cal.GEMMEff, cal.FP8GEMMEff, cal.FP4Eff(), cal.GroupedRel, cal.AttnEff, cal.TensorWPerTFLOP, cal.KernelS*1e6, cal.GraphKernelRel, cal.HostOpS*1e6, cal.HostSyncS*1e6)
 	b.WriteString("![estimated vs measured](scatter.svg)\n\n")
 	b.WriteString(byKind)
 	b.WriteString(calibrationWeaknesses)

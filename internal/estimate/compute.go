@@ -26,6 +26,10 @@ type Calibration struct {
 	GEMMEff float64 `json:"gemm_eff"`
 	// FP8GEMMEff is the fraction of the dense fp8 peak a large fp8 GEMM reaches.
 	FP8GEMMEff float64 `json:"fp8_gemm_eff"`
+	// FP4GEMMEff is the fraction of the dense fp4 peak a large NVFP4 GEMM
+	// reaches (precision "fp4"); 0 (a calibration fitted without NVFP4
+	// runs): FP8GEMMEff.
+	FP4GEMMEff float64 `json:"fp4_gemm_eff,omitempty"`
 	// AttnEff is the fraction of the bf16 peak flash attention reaches on
 	// long sequences with 128-wide heads (backward included).
 	AttnEff float64 `json:"attn_eff"`
@@ -77,11 +81,24 @@ type Calibration struct {
 // DefaultCalibration is the fitted calibration.
 func DefaultCalibration() Calibration { return fittedCalibration }
 
+// FP4Eff is FP4GEMMEff, or FP8GEMMEff where the calibration has none.
+func (c Calibration) FP4Eff() float64 {
+	if c.FP4GEMMEff > 0 {
+		return c.FP4GEMMEff
+	}
+	return c.FP8GEMMEff
+}
+
+// nvfp4Bytes is what an NVFP4 tensor takes per element: a 4-bit E2M1 value
+// and an E4M3 scale per block of 16 (Transformer Engine's NVFP4BlockScaling;
+// its per-tensor fp32 scale is left out).
+const nvfp4Bytes = 0.5 + 1.0/16
+
 // gpuRates are the GPU's figures the model reads, datasheet defaults filled in.
 type gpuRates struct {
-	bf16, fp8, fp32 float64 // dense FLOP/s
-	hbm             float64 // bytes/s
-	exp             float64 // SFU exponentials/s
+	bf16, fp8, fp4, fp32 float64 // dense FLOP/s
+	hbm                  float64 // bytes/s
+	exp                  float64 // SFU exponentials/s
 	// tensor is the share of the tensor-core peaks sustained under the
 	// power limit (see tensorShare).
 	tensor float64
@@ -96,11 +113,11 @@ type gpuRates struct {
 
 // newGPURates reads the GPU's figures; absent ones follow from the bf16 peak:
 // fp8 at twice it from compute capability 8.9 on (Ada, Hopper, Blackwell
-// datasheets), HBM bandwidth at Hopper's ratio (989 TFLOP/s : 3.35 TB/s),
+// datasheets), fp4 at twice fp8 from 10.0 on, HBM bandwidth at Hopper's ratio (989 TFLOP/s : 3.35 TB/s),
 // TF32 at half the bf16 peak, 132 SMs, SFU exponentials at expPerBF16 of
 // the bf16 peak.
 func newGPURates(g spec.GPU) gpuRates {
-	r := gpuRates{bf16: g.BF16TFLOPs * 1e12, fp8: g.FP8TFLOPs * 1e12, hbm: g.HBMGBps * 1e9, sms: float64(g.SMCount),
+	r := gpuRates{bf16: g.BF16TFLOPs * 1e12, fp8: g.FP8TFLOPs * 1e12, fp4: g.FP4TFLOPs * 1e12, hbm: g.HBMGBps * 1e9, sms: float64(g.SMCount),
 		exp: g.ExpTOPS * 1e12, tensor: 1}
 	if r.exp <= 0 {
 		r.exp = r.bf16 * expPerBF16(g.ComputeCapability)
@@ -109,6 +126,14 @@ func newGPURates(g spec.GPU) gpuRates {
 		r.fp8 = r.bf16
 		if g.ComputeCapability >= 8.9 {
 			r.fp8 = 2 * r.bf16
+		}
+	}
+	if r.fp4 <= 0 {
+		// Twice the fp8 peak from Blackwell on (the B200 and GB200
+		// datasheets; Blackwell Ultra's is 3x), none before.
+		r.fp4 = r.fp8
+		if g.ComputeCapability >= 10 {
+			r.fp4 = 2 * r.fp8
 		}
 	}
 	if r.hbm <= 0 {
@@ -259,7 +284,8 @@ func (cm *computeModel) kernels(k float64) op {
 type computeModel struct {
 	r      gpuRates
 	cal    Calibration
-	fp8    bool // the decoder's linear layers run in fp8
+	fp8    bool // the decoder's linear layers run in fp8 (or, with fp4, in NVFP4)
+	fp4    bool // precision "fp4": the quantized GEMMs are NVFP4
 	ab     float64
 	graphs cudaGraphs
 	// routerFusion: kernels.moe_router_fusion.
@@ -335,6 +361,9 @@ func (cm *computeModel) gemmAs(g, M, N, K float64, fp8, grouped bool, concurrent
 	peak, eff, inB := cm.r.bf16, cm.cal.GEMMEff, cm.ab
 	if fp8 {
 		peak, eff, inB = cm.r.fp8, cm.cal.FP8GEMMEff, 1
+		if cm.fp4 {
+			peak, eff, inB = cm.r.fp4, cm.cal.FP4Eff(), nvfp4Bytes
+		}
 	}
 	peak *= cm.r.tensor
 	ideal = 2 * g * M * N * K / (peak * eff)
@@ -444,10 +473,18 @@ func (cm *computeModel) linearAs(g, M, K, N float64, fp8, fusedGroup, castIn boo
 		// weight-gradient GEMM reads the transpose), one kernel each.
 		// Weights are cast once per step (or gathered in fp8). The cost
 		// grows against the GEMM's FLOPs as K or N shrink: narrow experts.
-		if castIn {
-			fwd = fwd.plus(cm.elementwise(g*M*K*(cm.ab+2), 1))
+		// NVFP4 writes half a byte and a scale byte per 16 elements per
+		// usage, its columnwise copy through a random Hadamard transform
+		// (Transformer Engine's NVFP4BlockScaling: RHT on the wgrad
+		// operands), in the same pass.
+		q := 2.0
+		if cm.fp4 {
+			q = 2 * nvfp4Bytes
 		}
-		bwd = bwd.plus(cm.elementwise(g*M*N*(cm.ab+2), 1))
+		if castIn {
+			fwd = fwd.plus(cm.elementwise(g*M*K*(cm.ab+q), 1))
+		}
+		bwd = bwd.plus(cm.elementwise(g*M*N*(cm.ab+q), 1))
 	}
 	return fwd, bwd
 }

@@ -348,7 +348,7 @@ func (c *costModel) init(s *spec.Spec, d spec.Derived, o Options) {
 		c.g = c.pp
 	}
 	c.am = newActivationModel(s, d, c.sh, o.FusedAttention, c.set)
-	c.cm = computeModel{r: newGPURates(s.Cluster.GPU), cal: c.cal, fp8: s.Train.Precision == "fp8", ab: c.am.ab, graphs: c.set.graphs,
+	c.cm = computeModel{r: newGPURates(s.Cluster.GPU), cal: c.cal, fp8: s.Train.Precision == "fp8" || s.Train.Precision == "fp4", fp4: s.Train.Precision == "fp4", ab: c.am.ab, graphs: c.set.graphs,
 		routerFusion: s.Kernels.MoERouterFusion, sharedExpertOverlap: s.Model.MoE != nil && s.Model.MoE.SharedExpertOverlap, unfused: !fusedAttention(s, o.FusedAttention), attnDropout: s.Train.AttentionDropout > 0,
 		fusedGroupedMLP: fusedGroupedMLP(s, max(d.ETP, 1)),
 		globalPermute:   s.Model.MoE != nil && s.Model.MoE.Dispatcher == "alltoall" && s.Model.MoE.Experts > max(s.Parallel.EP, 1)}
@@ -612,9 +612,10 @@ func (c *costModel) megatronApplies() bool {
 		(!c.d.SP || t.Recompute == "selective")
 }
 
-// fp8Params reports whether the linear layers' weights are kept in fp8.
+// fp8Params reports whether the linear layers' weights are kept in fp8 (or,
+// with precision fp4 and fp4_param_gather, in NVFP4).
 func (c *costModel) fp8Params() bool {
-	return c.set.fp8ParamGather && c.s.Train.Precision == "fp8"
+	return c.set.fp8ParamGather && c.s.Train.Precision == "fp8" || c.set.fp4ParamGather && c.s.Train.Precision == "fp4"
 }
 
 // fp8WeightCopies is the bytes of the quantized copies of rank r's linear
@@ -642,9 +643,18 @@ func (c *costModel) fp8Params() bool {
 //     a Hopper transpose made in the forward is dropped only when the
 //     optimizer step invalidates it, TransformerEngine PR #1596, so at the
 //     backward's peak every fp8 weight of the stage has it).
+//
+// With precision fp4 the copies are NVFP4 (nvfp4Bytes a parameter), and the
+// columnwise one always exists: NVFP4 GEMMs take only the TN layout, so the
+// data gradient reads a transposed copy (Transformer Engine nvfp4.rst).
 func (c *costModel) fp8WeightCopies(r int, params int64) float64 {
-	if c.s.Train.Precision != "fp8" || c.sharding == ShardFull {
+	p := c.s.Train.Precision
+	if p != "fp8" && p != "fp4" || c.sharding == ShardFull {
 		return 0
+	}
+	width := 1.0
+	if p == "fp4" {
+		width = nvfp4Bytes
 	}
 	copies := 0.0
 	if !c.fp8Params() {
@@ -656,7 +666,7 @@ func (c *costModel) fp8WeightCopies(r int, params int64) float64 {
 	if c.fp8ColumnwiseCopy() {
 		copies++
 	}
-	return copies * math.Max(0, float64(params)-c.embeddingParamsPerGPU(r))
+	return width * copies * math.Max(0, float64(params)-c.embeddingParamsPerGPU(r))
 }
 
 // fp8ColumnwiseCopy reports that an fp8 weight's columnwise usage, which the
@@ -670,6 +680,9 @@ func (c *costModel) fp8WeightCopies(r int, params int64) float64 {
 // columnwise MXFP8 tensors are numerically different - one cannot derive one
 // from the other": mxfp8.rst).
 func (c *costModel) fp8ColumnwiseCopy() bool {
+	if c.s.Train.Precision == "fp4" {
+		return true
+	}
 	rc := c.s.Train.FP8Recipe
 	return c.s.Cluster.GPU.ComputeCapability < 10 || rc == "mxfp8" || rc == "blockwise"
 }

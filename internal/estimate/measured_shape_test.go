@@ -45,7 +45,7 @@ func TestMeasuredCorpusShape(t *testing.T) {
 		t.Fatal("no model presets found under stdlib/models")
 	}
 	measuredKeys := map[string]bool{"tokens_per_s_per_gpu": true, "model_tflops_per_gpu": true, "mfu": true, "step_time_s": true}
-	precisions := map[string]bool{"bf16": true, "fp8": true}
+	precisions := map[string]bool{"bf16": true, "fp8": true, "fp4": true}
 	recipes := map[string]bool{"": true, "delayed": true, "tensorwise": true, "mxfp8": true, "blockwise": true}
 	recomputes := map[string]bool{"": true, "none": true, "selective": true, "full": true}
 	ids := map[string]bool{}

@@ -136,6 +136,8 @@ func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool,
 		am.ab, am.gb = 4, 4
 	case "fp8":
 		am.gb = 1 // Transformer Engine saves the fp8 copy of a GEMM's input
+	case "fp4":
+		am.gb = nvfp4Bytes // and the NVFP4 one (columnwise, for the weight gradient)
 	}
 	am.out = am.q
 	if sh.mla != nil {

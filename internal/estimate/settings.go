@@ -11,6 +11,7 @@ import (
 type settings struct {
 	gradReduceBF16   bool            // train.grad_reduce_in_bf16
 	fp8ParamGather   bool            // train.fp8_param_gather
+	fp4ParamGather   bool            // train.fp4_param_gather
 	tpCommOverlap    bool            // parallel.tp_comm_overlap
 	epOverlap        bool            // parallel.overlap_moe_expert_parallel_comm
 	recomputeModules map[string]bool // train.recompute_modules (selective only)
@@ -94,6 +95,7 @@ func readSettings(s *spec.Spec) settings {
 	st := settings{
 		gradReduceBF16:   t.GradReduceInBF16,
 		fp8ParamGather:   t.FP8ParamGather,
+		fp4ParamGather:   t.FP4ParamGather,
 		tpCommOverlap:    spec.TPCommOverlapOn(s),
 		epOverlap:        p.OverlapMoEExpertParallelComm,
 		recomputeModules: map[string]bool{},
@@ -175,6 +177,10 @@ func paramRemainders(t *spec.Train) bool {
 		return true
 	case "fp8":
 		return t.FP8Base == "bf16" && t.FP8Recipe == "delayed"
+	case "fp4":
+		// bf16 model weights around the NVFP4 GEMMs, unless they are
+		// kept in NVFP4 (fp4_param_gather).
+		return !t.FP4ParamGather
 	}
 	return false
 }
@@ -212,6 +218,9 @@ func (st settings) stateBytes(precision string) BytesPerParam {
 	}
 	if st.fp8ParamGather && precision == "fp8" {
 		b.Weights = 1
+	}
+	if st.fp4ParamGather && precision == "fp4" {
+		b.Weights = nvfp4Bytes
 	}
 	return b
 }

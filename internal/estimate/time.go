@@ -973,6 +973,8 @@ func (c *costModel) peakFLOPs() float64 {
 	switch c.s.Train.Precision {
 	case "fp8":
 		return c.cm.r.fp8
+	case "fp4":
+		return c.cm.r.fp4
 	case "fp32":
 		return c.cm.r.fp32
 	}
@@ -1225,12 +1227,9 @@ func (c *costModel) gradBytes() float64 {
 	return 4
 }
 
-// gatherBytes is the width parameters are gathered in: their own, fp8 with
-// fp8_param_gather.
+// gatherBytes is the width parameters are gathered in: their own (fp8 with
+// fp8_param_gather, NVFP4 with fp4_param_gather: stateBytes).
 func (c *costModel) gatherBytes() float64 {
-	if c.set.fp8ParamGather && c.s.Train.Precision == "fp8" {
-		return 1
-	}
 	return c.state.Weights
 }
 

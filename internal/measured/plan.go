@@ -331,6 +331,9 @@ func PublishedPlan(r *Run) (*Plan, error) {
 	if v, ok := set["fp8_param_gather"].(bool); ok && rt.Precision == "fp8" {
 		tr["fp8_param_gather"] = v
 	}
+	if v, ok := set["fp4_param_gather"].(bool); ok && rt.Precision == "fp4" {
+		tr["fp4_param_gather"] = v
+	}
 	if v, ok := set["grad_reduce_in_fp32"].(bool); ok {
 		tr["grad_reduce_in_bf16"] = !v
 	}

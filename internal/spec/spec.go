@@ -207,11 +207,12 @@ type Train struct {
 	SeqLength       int    `json:"seq_length"`
 	MicroBatch      int    `json:"micro_batch"`
 	GlobalBatch     int    `json:"global_batch"`
-	Precision       string `json:"precision"` // fp32 | bf16 | fp16 | fp8
+	Precision       string `json:"precision"` // fp32 | bf16 | fp16 | fp8 | fp4
 	FP8Format       string `json:"fp8_format"`
 	FP8Base         string `json:"fp8_base"` // precision fp8: bf16 | fp16 | fp32 around the FP8 GEMMs
 	FP8Recipe       string `json:"fp8_recipe"`
-	Recompute       string `json:"recompute"` // none | selective | full
+	FP4Recipe       string `json:"fp4_recipe"` // precision fp4: nvfp4
+	Recompute       string `json:"recompute"`  // none | selective | full
 	RecomputeMethod string `json:"recompute_method"`
 	RecomputeLayers *int   `json:"recompute_layers,omitempty"`
 	// RecomputeModules is --recompute-modules; nil means Megatron's default
@@ -231,6 +232,7 @@ type Train struct {
 	FineGrainedOffloadingMaxInflight    *int     `json:"fine_grained_offloading_max_inflight_offloads,omitempty"` // --fine-grained-offloading-max-inflight-offloads
 	DelayOffloadUntilCUDAGraph          bool     `json:"delay_offload_until_cuda_graph"`                          // --delay-offload-until-cuda-graph
 	FP8ParamGather                      bool     `json:"fp8_param_gather"`                                        // --fp8-param-gather
+	FP4ParamGather                      bool     `json:"fp4_param_gather"`                                        // --fp4-param-gather
 	GradReduceInBF16                    bool     `json:"grad_reduce_in_bf16"`                                     // --grad-reduce-in-bf16
 	PrecisionAwareOptim                 bool     `json:"precision_aware_optimizer"`                               // --use-precision-aware-optimizer
 	MainGradsDtype                      string   `json:"main_grads_dtype"`                                        // --main-grads-dtype

@@ -227,6 +227,10 @@ func (m *mapper) explicit() {
 		default:
 			m.assign("train.fp8_base", "fp32", "bf16", "fp16")
 		}
+	case m.get("fp4") != nil && m.flag("bf16"):
+		// NVFP4 GEMMs in a bf16 model: precision "fp4" (e2m1, the only
+		// --fp4-format); fp4_recipe and fp4_param_gather map by name.
+		m.assign("train.precision", "fp4", "fp4", "bf16", "fp16")
 	case m.flag("bf16"):
 		m.assign("train.precision", "bf16", "bf16", "fp16")
 	case m.flag("fp16"):

@@ -355,7 +355,7 @@ func (e *emitter) moe() {
 	}
 }
 
-// precision emits the training dtype and the FP8 recipe.
+// precision emits the training dtype and the FP8 or FP4 recipe.
 func (e *emitter) precision() {
 	a, tr := &e.argList, &e.s.Train
 	switch tr.Precision {
@@ -375,6 +375,12 @@ func (e *emitter) precision() {
 		}
 		a.add("", "--fp8-format", tr.FP8Format)
 		a.add("", "--fp8-recipe", tr.FP8Recipe)
+	case "fp4":
+		// NVFP4 GEMMs inside a bf16 model (TransformerConfig.fp4: e2m1,
+		// the one format Megatron offers; fp4_recipe nvfp4, its default).
+		a.flag("--bf16")
+		a.add("", "--fp4-format", "e2m1")
+		a.add("", "--fp4-recipe", tr.FP4Recipe)
 	}
 	// Megatron parses the delayed-scaling options whatever the precision.
 	if tr.FP8AmaxHistoryLen > 1 {
@@ -385,6 +391,7 @@ func (e *emitter) precision() {
 		a.int("--fp8-margin", tr.FP8Margin)
 	}
 	a.boolFlag("--fp8-param-gather", tr.FP8ParamGather)
+	a.boolFlag("--fp4-param-gather", tr.FP4ParamGather)
 	a.boolFlag("--grad-reduce-in-bf16", tr.GradReduceInBF16)
 }
 

@@ -22,7 +22,7 @@ import (
 // parity cases add fields to.
 const parityBase = `
 model: {layers: 8, hidden: 256, heads: 8, vocab: 4096, bias: *false | true}
-cluster: {nodes: 2, gpus_per_node: 8, gpu: {name: "H100", memory_gib: 80, bf16_tflops: 989}, nvlink_gbps: 450, network_gbps: 50}
+cluster: {nodes: 2, gpus_per_node: 8, gpu: {name: *"H100" | string, memory_gib: *80 | number, bf16_tflops: *989 | number}, nvlink_gbps: 450, network_gbps: 50}
 parallel: tp: 2 // pp: 2 unless the case sets pp
 train: {seq_length: 512, micro_batch: 1, global_batch: 32, lr: 1e-3, min_lr: 1e-4}
 `
@@ -38,6 +38,11 @@ var parityCases = []struct {
 }{
 	{"memory-fields", `train: {precision: "fp8", fp8_param_gather: true, grad_reduce_in_bf16: true, distributed_optimizer: true, fp8_amax_history_len: 1024, fp8_amax_compute_algo: "max", fp8_margin: 0}`, true},
 	{"fp8-param-gather-without-distopt", `train: {precision: "fp8", fp8_param_gather: true}`, false},
+	{"fp4", `train: {precision: "fp4", distributed_optimizer: true}
+cluster: gpu: {name: "B200", memory_gib: 180, bf16_tflops: 2250}`, true},
+	{"fp4-param-gather", `train: {precision: "fp4", fp4_param_gather: true, distributed_optimizer: true}
+cluster: gpu: {name: "B200", memory_gib: 180, bf16_tflops: 2250}`, true},
+	{"fp4-param-gather-without-fp4", `train: {fp4_param_gather: true, distributed_optimizer: true}`, false},
 	{"recompute-modules", `train: {recompute: "selective", recompute_modules: ["core_attn", "mlp", "layernorm"]}`, true},
 	{"recompute-moe-act-dense", `train: {recompute: "selective", recompute_modules: ["moe_act"]}`, false},
 	{"recompute-layernorm-fp8-delayed", `train: {precision: "fp8", recompute: "selective", recompute_modules: ["layernorm"]}`, false},

@@ -272,10 +272,14 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 		data.Faster = append(data.Faster, Row{label, v})
 	}
 	cal := e.Assumptions.Calibration
+	fp4 := ""
+	if tr.Precision == "fp4" {
+		fp4 = ", " + Percent(cal.FP4Eff()) + " of the fp4 peak (NVFP4)"
+	}
 	data.Assumptions = append([]string{
-		fmt.Sprintf("calibration: large GEMMs at %s of the bf16 peak, %s of the fp8 peak; flash attention at %s; %.1f µs per kernel on the GPU, %.1f µs to issue one from the host; collectives at NCCL's measured bus bandwidth (NVLink by GPU generation, network 96%% of the NIC's line rate) × %s (NVLink), × %s (network)",
-			Percent(cal.GEMMEff), Percent(cal.FP8GEMMEff), Percent(cal.AttnEff), cal.KernelS*1e6, cal.HostOpS*1e6, Percent(cal.NVLinkEff), Percent(cal.NetworkEff)),
-		fmt.Sprintf("attention fused: %v; state sharding: %s; %.0f + %.0f + %.0f bytes per parameter (weights, gradients, optimizer)",
+		fmt.Sprintf("calibration: large GEMMs at %s of the bf16 peak, %s of the fp8 peak%s; flash attention at %s; %.1f µs per kernel on the GPU, %.1f µs to issue one from the host; collectives at NCCL's measured bus bandwidth (NVLink by GPU generation, network 96%% of the NIC's line rate) × %s (NVLink), × %s (network)",
+			Percent(cal.GEMMEff), Percent(cal.FP8GEMMEff), fp4, Percent(cal.AttnEff), cal.KernelS*1e6, cal.HostOpS*1e6, Percent(cal.NVLinkEff), Percent(cal.NetworkEff)),
+		fmt.Sprintf("attention fused: %v; state sharding: %s; %.4g + %.4g + %.4g bytes per parameter (weights, gradients, optimizer)",
 			e.Assumptions.FusedAttention, e.Assumptions.Sharding,
 			e.Assumptions.StateBytes.Weights, e.Assumptions.StateBytes.Gradients, e.Assumptions.StateBytes.Optimizer),
 	}, e.Assumptions.Notes...)
@@ -299,6 +303,8 @@ func peakName(precision string) string {
 	switch precision {
 	case "fp8":
 		return "fp8"
+	case "fp4":
+		return "NVFP4"
 	case "fp32":
 		return "TF32"
 	}
