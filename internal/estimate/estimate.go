@@ -318,6 +318,7 @@ type costModel struct {
 	ls                       layerShape
 	set                      settings
 	dense, moe               layerTime // timed once, on first use
+	mtpDense, mtpMoE         layerTime // the MTP layers' (bf16 under NVFP4), with dense and moe
 	timed                    bool
 	computeS                 []float64       // busy compute per step of every rank
 	shardingGiven            bool            // Options.Sharding was set by the caller, not derived from the spec

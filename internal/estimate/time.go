@@ -427,14 +427,31 @@ func (c *costModel) layerTimes() (dense, moe layerTime) {
 	if c.sh.experts > 0 {
 		c.moe = c.cm.layer(c.ls, true)
 	}
-	if c.combined1F1B() {
-		f, b := c.scheduleNodeOps(false)
-		c.dense.fwd.host += f * c.cal.HostOpS
-		c.dense.bwd.host += b * c.cal.HostOpS
+	c.mtpDense, c.mtpMoE = c.dense, c.moe
+	if c.cm.fp4 && c.sh.mtp > 0 {
+		// Megatron leaves FP4 out of the MTP layers ("currently ignoring
+		// FP4 in MTP layers", multi_token_prediction.py at d98e8a64): they
+		// run in bf16.
+		bf := c.cm
+		bf.fp8, bf.fp4 = false, false
+		c.mtpDense = bf.layer(c.ls, false)
 		if c.sh.experts > 0 {
-			f, b = c.scheduleNodeOps(true)
-			c.moe.fwd.host += f * c.cal.HostOpS
-			c.moe.bwd.host += b * c.cal.HostOpS
+			c.mtpMoE = bf.layer(c.ls, true)
+		}
+	}
+	if c.combined1F1B() {
+		for _, l := range []struct {
+			lt  []*layerTime
+			moe bool
+		}{{[]*layerTime{&c.dense, &c.mtpDense}, false}, {[]*layerTime{&c.moe, &c.mtpMoE}, true}} {
+			if l.moe && c.sh.experts == 0 {
+				continue
+			}
+			f, b := c.scheduleNodeOps(l.moe)
+			for _, lt := range l.lt {
+				lt.fwd.host += f * c.cal.HostOpS
+				lt.bwd.host += b * c.cal.HostOpS
+			}
 		}
 	}
 	c.timed = true
@@ -572,10 +589,10 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		hostB += b.host * n
 		if c.sh.mtp > 0 {
 			// MTP layers: a decoder layer each (no recompute).
-			lt := dense
+			lt := c.mtpDense
 			isMoE := c.sh.isMoE(int(c.sh.layers) - 1)
 			if isMoE {
-				lt = moe
+				lt = c.mtpMoE
 			}
 			lt.recompute = op{}
 			add(lt, float64(c.sh.mtp), isMoE)

@@ -39,8 +39,13 @@ const (
 //
 // at 0ac03e6 (misses.txt of c46d736): 63 misses (61 slower, 2
 // published-infeasible), 13 superseded, 50 not (7 confirmed, 43 no
-// evidence). Lower it as the model improves.
-const maxUnsupersededMisses = 50
+// evidence). Lower it as the model improves. Session 33's 18 NVFP4 rows
+// (Llama 3 70B and 3.1 405B on GB200/GB300) add 6 misses with no
+// evidence and change no other row's: 405B on GB300 at TP 4 CP 1 (tensor-
+// parallel overlap off, as NVIDIA's NVFP4 recipe runs it) against parc's
+// TP 2 CP 2 pick, the shape of NVIDIA's own MXFP8 plan for that job, and
+// 70B on GB200 in 26.04.01; 53 not superseded (7 confirmed, 46 none).
+const maxUnsupersededMisses = 53
 
 // missEvidence is what the measured runs of a miss's job say about its
 // published plan.
