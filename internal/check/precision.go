@@ -40,8 +40,16 @@ func (c *checker) precision() {
 		// quantization.py at d0067d0d): "Device compute capability 10.0 or
 		// higher required for NVFP4 execution."
 		if cc < nvfp4MinCC {
-			c.report("precision-fp4-gpu", "train.precision", c.anyOf("precision-fp4-gpu", "train.precision",
-				opt(`use train.precision "fp8"`, setting{"train.precision", "fp8"}), opt(`use train.precision "bf16"`, setting{"train.precision", "bf16"})),
+			var opts []option
+			for _, p := range []string{"fp8", "bf16"} {
+				o := opt(fmt.Sprintf("use train.precision %q", p), setting{"train.precision", p})
+				if t.FP4ParamGather { // NVFP4 weights need NVFP4 GEMMs
+					o = opt(fmt.Sprintf("use train.precision %q and fp4_param_gather: false", p),
+						setting{"train.precision", p}, setting{"train.fp4_param_gather", false})
+				}
+				opts = append(opts, o)
+			}
+			c.report("precision-fp4-gpu", "train.precision", c.anyOf("precision-fp4-gpu", "train.precision", opts...),
 				"NVFP4 (precision \"fp4\") needs compute capability ≥ %.1f, but %s has %.1f", nvfp4MinCC, c.gpuName(), cc)
 		}
 	case "fp8":
