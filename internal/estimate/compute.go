@@ -113,9 +113,9 @@ type gpuRates struct {
 
 // newGPURates reads the GPU's figures; absent ones follow from the bf16 peak:
 // fp8 at twice it from compute capability 8.9 on (Ada, Hopper, Blackwell
-// datasheets), fp4 at twice fp8 from 10.0 on, HBM bandwidth at Hopper's ratio (989 TFLOP/s : 3.35 TB/s),
-// TF32 at half the bf16 peak, 132 SMs, SFU exponentials at expPerBF16 of
-// the bf16 peak.
+// datasheets), fp4 at twice fp8 from 10.0 on, HBM bandwidth at Hopper's
+// ratio (989 TFLOP/s : 3.35 TB/s), TF32 at half the bf16 peak, 132 SMs, SFU
+// exponentials at expPerBF16 of the bf16 peak.
 func newGPURates(g spec.GPU) gpuRates {
 	r := gpuRates{bf16: g.BF16TFLOPs * 1e12, fp8: g.FP8TFLOPs * 1e12, fp4: g.FP4TFLOPs * 1e12, hbm: g.HBMGBps * 1e9, sms: float64(g.SMCount),
 		exp: g.ExpTOPS * 1e12, tensor: 1}
