@@ -94,7 +94,7 @@ func (r *Result) DecodeValue(v cue.Value) (*spec.Spec, diag.List) {
 	r.missing(v, nil, seen, &diags)
 	r.numbers(v, nil, seen, &diags)
 	if diags.HasErrors() {
-		return nil, diags
+		return nil, r.withoutDefaultCascades(diags)
 	}
 	var s spec.Spec
 	if err := v.Decode(&s); err != nil {
@@ -109,6 +109,25 @@ func (r *Result) DecodeValue(v cue.Value) (*spec.Spec, diag.List) {
 		}
 	}
 	return &s, nil
+}
+
+// withoutDefaultCascades drops the missing-field errors of fields the user
+// did not write and the schema alone defaults, when another error is in the
+// list: such a default is computed from other fields
+// (train.grad_reduce_in_bf16 from train.precision), so it is missing only
+// because one of them is in error, which that error already says
+// (precision: "int8" is one error, not two).
+func (r *Result) withoutDefaultCascades(diags diag.List) diag.List {
+	if !slices.ContainsFunc(diags, func(d diag.Diagnostic) bool { return d.Severity == diag.Error && d.Code != "missing-field" }) {
+		return diags
+	}
+	return slices.DeleteFunc(diags, func(d diag.Diagnostic) bool {
+		if d.Code != "missing-field" || d.Path == "" || r.User.LookupPath(cue.ParsePath(d.Path)).Exists() {
+			return false
+		}
+		_, ok := r.Schema.LookupPath(cue.ParsePath(d.Path)).Default()
+		return ok
+	})
 }
 
 // Locator returns r.Locate as a diag.Locator.

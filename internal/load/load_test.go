@@ -270,3 +270,19 @@ func TestMaxGlobalBatchIsTheSchemas(t *testing.T) {
 		assert.Equal(t, "train.global_batch", d.Path)
 	}
 }
+
+// TestInvalidValueNoDefaultCascade: a field whose default is computed from
+// an invalid one (train.grad_reduce_in_bf16 from train.precision) is not
+// reported missing: one error, the invalid value.
+func TestInvalidValueNoDefaultCascade(t *testing.T) {
+	src := mem("plan.cue", strings.Replace(goodCUE, "global_batch: 64}", `global_batch: 64, precision: "int8"}`, 1))
+	l := diagsFor(t, src)
+	require.Len(t, l, 1, "%v", l)
+	assert.Equal(t, "invalid-value", l[0].Code)
+	assert.Equal(t, "train.precision", l[0].Path)
+	// A field the user leaves open is still reported, beside the other error.
+	src = mem("plan.cue", strings.Replace(goodCUE, "global_batch: 64}", `global_batch: 64, precision: "int8", grad_reduce_in_bf16: bool}`, 1))
+	l = diagsFor(t, src)
+	require.Len(t, l, 2, "%v", l)
+}
+
