@@ -94,6 +94,17 @@ func fromCUEError(err error, r *Result) diag.List {
 				if p, ok := r.userPos([]token.Pos{uv.Pos()}); ok {
 					d.Pos = p // the value, not the field's label
 				}
+			} else if uv.Exists() && uv.IsConcrete() {
+				// A string or bool where the schema takes another kind
+				// (`tp: "1"` against `#Count | *1`): the same error as in a
+				// field without a default (mismatched types).
+				if sf := r.schemaField(path); sf.Exists() && uv.Kind()&sf.IncompleteKind() == 0 && sf.IncompleteKind() != cue.BottomKind {
+					d.Code = "type-mismatch"
+					d.Message = fmt.Sprintf("%s has type %v, want %v (got %s)", path, uv.Kind(), sf.IncompleteKind(), got)
+					if p, ok := r.userPos([]token.Pos{uv.Pos()}); ok {
+						d.Pos = p
+					}
+				}
 			}
 			out = append(out, d)
 			continue

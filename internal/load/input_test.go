@@ -213,6 +213,12 @@ func TestBoundMessagesNameTheLimit(t *testing.T) {
 		{"cluster: gpu: compute_capability: 1e300", "out-of-range", "cluster.gpu.compute_capability", "a number at least 1 and at most 100", ""},
 		{"model: name: 5", "type-mismatch", "model.name", "model.name = 5 is a number: it must be a string", `default "model"`},
 		{"model: tie_embeddings: 3", "type-mismatch", "model.tie_embeddings", "is a number: it must be true or false", "default true"},
+		// A string or bool where a field with a default takes another kind
+		// is the same type-mismatch as in a field without one.
+		{`parallel: pp: "2"`, "type-mismatch", "parallel.pp", `parallel.pp has type string, want int (got "2")`, "default 1"},
+		{`train: distributed_optimizer: "yes"`, "type-mismatch", "train.distributed_optimizer", `has type string, want bool (got "yes")`, "default false"},
+		{`train: precision: true`, "type-mismatch", "train.precision", "has type bool, want string (got true)", `default "bf16"`},
+		{`train: precision: "int8"`, "invalid-value", "train.precision", `train.precision = "int8" is not allowed`, `default "bf16"`},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			l := diagsFor(t, mem("plan.cue", goodCUE+tc.set+"\n"))
