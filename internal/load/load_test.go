@@ -285,4 +285,3 @@ func TestInvalidValueNoDefaultCascade(t *testing.T) {
 	l = diagsFor(t, src)
 	require.Len(t, l, 2, "%v", l)
 }
-
