@@ -137,3 +137,37 @@ train: {seq_length: 4096, global_batch: 64, precision: "bf16", iters: 10` + micr
 		assert.NotContains(t, d.Hint, "parc solve", "vet's hint is the field's own")
 	}
 }
+
+// TestMaxPositionsHintOffersOnlyWhatTheUserCanDo: a sequence longer than the
+// model's positions is offered "remove model.max_position_embeddings" only
+// where the user wrote the field; a preset's value (Qwen3's 40960) cannot be
+// removed, only overridden.
+func TestMaxPositionsHintOffersOnlyWhatTheUserCanDo(t *testing.T) {
+	const plan = `package plan
+
+import (
+	"parc.dev/stdlib/clusters"
+	"parc.dev/stdlib/models"
+)
+
+model:   models.qwen3_8b%s
+cluster: clusters.dgx_h100 & {nodes: 1}
+parallel: {tp: 1}
+train: {seq_length: 65536, micro_batch: 1, global_batch: 8, iters: 10, recompute: "full"}
+`
+	for _, tc := range []struct {
+		model  string
+		remove bool
+	}{{"", false}, {" & {max_position_embeddings: 32768}", true}} {
+		_, ds := Vet(Source{Path: filepath.Join(t.TempDir(), "plan.cue"), Data: []byte(fmt.Sprintf(plan, tc.model))})
+		var hint string
+		for _, d := range ds {
+			if d.Code == "max-positions" {
+				hint = d.Hint
+			}
+		}
+		require.NotEmpty(t, hint, "%v", ds)
+		assert.Contains(t, hint, "set max_position_embeddings ≥ 65536")
+		assert.Equal(t, tc.remove, strings.Contains(hint, "remove model.max_position_embeddings"), "%q: %s", tc.model, hint)
+	}
+}

@@ -66,7 +66,10 @@ func (c *checker) attention() {
 		if c.acceptsRange("max-positions", path, c.s.Train.SeqLength, min(2*c.s.Train.SeqLength, maxPositions)) {
 			opts = append(opts, fmt.Sprintf("set max_position_embeddings ≥ %d", c.s.Train.SeqLength))
 		}
-		if c.acceptsAt("max-positions", path, setting{path, nil}) {
+		// Only a field the user wrote can be removed; a preset's value
+		// (models.qwen3_30b_a3b's 40960) is overridden, as the first
+		// option says.
+		if c.written(path) && c.acceptsAt("max-positions", path, setting{path, nil}) {
 			opts = append(opts, "remove "+path+" (it defaults to seq_length)")
 		}
 		hint := strings.Join(opts, ", or ")

@@ -198,6 +198,19 @@ func (c *checker) near(code, path string, x int, vs []int) []int {
 	return out
 }
 
+// written reports whether the user's own text sets the field at path: the
+// locator places it apart from its parent (a field the user did not write,
+// a default or a preset's value, is placed at the nearest field the user
+// wrote, load.Result.Locate).
+func (c *checker) written(path string) bool {
+	i := strings.LastIndex(path, ".")
+	if i < 0 {
+		return false
+	}
+	p := c.r.At(path)
+	return p.IsValid() && p != c.r.At(path[:i])
+}
+
 // onlyStrings is only for a string field.
 func (c *checker) onlyStrings(code, path string, vs []string) []string {
 	if c.verifying {
