@@ -304,7 +304,7 @@ func peakName(precision string) string {
 	case "fp8":
 		return "fp8"
 	case "fp4":
-		return "NVFP4"
+		return "fp4"
 	case "fp32":
 		return "TF32"
 	}
