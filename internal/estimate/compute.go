@@ -94,6 +94,16 @@ func (c Calibration) FP4Eff() float64 {
 // its per-tensor fp32 scale is left out).
 const nvfp4Bytes = 0.5 + 1.0/16
 
+// quantizedWidth is the bytes per element of the tensors Transformer Engine
+// quantizes for a precision's low-precision GEMMs: NVFP4's with fp4, one
+// byte with fp8 (its scales left out).
+func quantizedWidth(precision string) float64 {
+	if precision == "fp4" {
+		return nvfp4Bytes
+	}
+	return 1
+}
+
 // gpuRates are the GPU's figures the model reads, datasheet defaults filled in.
 type gpuRates struct {
 	bf16, fp8, fp4, fp32 float64 // dense FLOP/s
@@ -284,8 +294,9 @@ func (cm *computeModel) kernels(k float64) op {
 type computeModel struct {
 	r      gpuRates
 	cal    Calibration
-	fp8    bool // the decoder's linear layers run in fp8 (or, with fp4, in NVFP4)
-	fp4    bool // precision "fp4": the quantized GEMMs are NVFP4
+	fp8    bool    // the decoder's linear layers run in fp8 (or, with fp4, in NVFP4)
+	fp4    bool    // precision "fp4": the quantized GEMMs are NVFP4
+	qb     float64 // bytes per element of a quantized GEMM input (quantizedWidth)
 	ab     float64
 	graphs cudaGraphs
 	// routerFusion: kernels.moe_router_fusion.
@@ -360,9 +371,9 @@ func (cm *computeModel) gemmAs(g, M, N, K float64, fp8, grouped bool, concurrent
 	}
 	peak, eff, inB := cm.r.bf16, cm.cal.GEMMEff, cm.ab
 	if fp8 {
-		peak, eff, inB = cm.r.fp8, cm.cal.FP8GEMMEff, 1
+		peak, eff, inB = cm.r.fp8, cm.cal.FP8GEMMEff, cm.qb
 		if cm.fp4 {
-			peak, eff, inB = cm.r.fp4, cm.cal.FP4Eff(), nvfp4Bytes
+			peak, eff = cm.r.fp4, cm.cal.FP4Eff()
 		}
 	}
 	peak *= cm.r.tensor
@@ -477,14 +488,10 @@ func (cm *computeModel) linearAs(g, M, K, N float64, fp8, fusedGroup, castIn boo
 		// usage, its columnwise copy through a random Hadamard transform
 		// (Transformer Engine's NVFP4BlockScaling: RHT on the wgrad
 		// operands), in the same pass.
-		q := 2.0
-		if cm.fp4 {
-			q = 2 * nvfp4Bytes
-		}
 		if castIn {
-			fwd = fwd.plus(cm.elementwise(g*M*K*(cm.ab+q), 1))
+			fwd = fwd.plus(cm.elementwise(g*M*K*(cm.ab+2*cm.qb), 1))
 		}
-		bwd = bwd.plus(cm.elementwise(g*M*N*(cm.ab+q), 1))
+		bwd = bwd.plus(cm.elementwise(g*M*N*(cm.ab+2*cm.qb), 1))
 	}
 	return fwd, bwd
 }

@@ -349,7 +349,7 @@ func (c *costModel) init(s *spec.Spec, d spec.Derived, o Options) {
 		c.g = c.pp
 	}
 	c.am = newActivationModel(s, d, c.sh, o.FusedAttention, c.set)
-	c.cm = computeModel{r: newGPURates(s.Cluster.GPU), cal: c.cal, fp8: s.Train.Precision == "fp8" || s.Train.Precision == "fp4", fp4: s.Train.Precision == "fp4", ab: c.am.ab, graphs: c.set.graphs,
+	c.cm = computeModel{r: newGPURates(s.Cluster.GPU), cal: c.cal, fp8: s.Train.Precision == "fp8" || s.Train.Precision == "fp4", fp4: s.Train.Precision == "fp4", qb: quantizedWidth(s.Train.Precision), ab: c.am.ab, graphs: c.set.graphs,
 		routerFusion: s.Kernels.MoERouterFusion, sharedExpertOverlap: s.Model.MoE != nil && s.Model.MoE.SharedExpertOverlap, unfused: !fusedAttention(s, o.FusedAttention), attnDropout: s.Train.AttentionDropout > 0,
 		fusedGroupedMLP: fusedGroupedMLP(s, max(d.ETP, 1)),
 		globalPermute:   s.Model.MoE != nil && s.Model.MoE.Dispatcher == "alltoall" && s.Model.MoE.Experts > max(s.Parallel.EP, 1)}
@@ -474,12 +474,12 @@ func (c *costModel) memory(e *Estimate) {
 			// docs/user-guide/features/megatron_fsdp.md otherwise).
 			g += 2 * c.largestLayerPerGPU() * c.state.Gradients
 		}
-		if c.fp8Params() {
+		if c.quantizedParams() {
 			// fp8_param_gather keeps the linear layers' weights in fp8 only;
 			// embeddings and the output layer stay 16-bit (one more byte).
 			w += c.embeddingParamsPerGPU(r) / c.weightShards(denseShards)
 		}
-		w += c.fp8WeightCopies(r, dense+expert)
+		w += c.quantizedWeightCopies(r, dense+expert)
 		if c.pp > 1 && c.vpp > 1 {
 			// The chunks' microbatches differ in size: the peak is where
 			// the schedule holds the most bytes, not always where it
@@ -613,13 +613,11 @@ func (c *costModel) megatronApplies() bool {
 		(!c.d.SP || t.Recompute == "selective")
 }
 
-// fp8Params reports whether the linear layers' weights are kept in fp8 (or,
-// with precision fp4 and fp4_param_gather, in NVFP4).
-func (c *costModel) fp8Params() bool {
-	return c.set.fp8ParamGather && c.s.Train.Precision == "fp8" || c.set.fp4ParamGather && c.s.Train.Precision == "fp4"
-}
+// quantizedParams reports whether the linear layers' weights are kept in fp8
+// (fp8_param_gather) or NVFP4 (fp4_param_gather).
+func (c *costModel) quantizedParams() bool { return c.set.paramWidth > 0 }
 
-// fp8WeightCopies is the bytes of the quantized copies of rank r's linear
+// quantizedWeightCopies is the bytes of the quantized copies of rank r's linear
 // weights (params: its parameters per GPU) that Transformer Engine keeps
 // beyond the weights' own state bytes, one byte per linear parameter each
 // (the embeddings and output layer stay 16-bit; scaling factors, a byte per
@@ -637,7 +635,7 @@ func (c *costModel) fp8Params() bool {
 //     0.64 GiB more allocated between steps than its bf16 twin, where two
 //     bytes of its 0.36 B linear parameters per GPU are 0.67 GiB (H100).
 //   - the columnwise copy, where the backward needs one of its own
-//     (fp8ColumnwiseCopy), for 16-bit weights (the cache holds both usages)
+//     (columnwiseWeightCopy), for 16-bit weights (the cache holds both usages)
 //     and for weights kept in fp8 (fp8_param_gather: TE makes primary fp8
 //     weights with both usages, module/base.py at d0067d0d,
 //     quantizer.set_usage(rowwise=True, columnwise=torch.is_grad_enabled());
@@ -648,29 +646,26 @@ func (c *costModel) fp8Params() bool {
 // With precision fp4 the copies are NVFP4 (nvfp4Bytes a parameter), and the
 // columnwise one always exists: NVFP4 GEMMs take only the TN layout, so the
 // data gradient reads a transposed copy (Transformer Engine nvfp4.rst).
-func (c *costModel) fp8WeightCopies(r int, params int64) float64 {
+func (c *costModel) quantizedWeightCopies(r int, params int64) float64 {
 	p := c.s.Train.Precision
 	if p != "fp8" && p != "fp4" || c.sharding == ShardFull {
 		return 0
 	}
-	width := 1.0
-	if p == "fp4" {
-		width = nvfp4Bytes
-	}
+	width := quantizedWidth(p)
 	copies := 0.0
-	if !c.fp8Params() {
+	if !c.quantizedParams() {
 		if c.s.Kernels.DisableParameterTransposeCache {
 			return 0
 		}
 		copies++
 	}
-	if c.fp8ColumnwiseCopy() {
+	if c.columnwiseWeightCopy() {
 		copies++
 	}
 	return width * copies * math.Max(0, float64(params)-c.embeddingParamsPerGPU(r))
 }
 
-// fp8ColumnwiseCopy reports that an fp8 weight's columnwise usage, which the
+// columnwiseWeightCopy reports that an fp8 weight's columnwise usage, which the
 // backward's data-gradient GEMM reads (TE docs, features/low_precision_
 // training/performance_considerations, "Handling transposes"), is a tensor
 // of its own: before Blackwell an fp8 GEMM reads both operands row by row,
@@ -680,7 +675,7 @@ func (c *costModel) fp8WeightCopies(r int, params int64) float64 {
 // columnwise quantization runs its blocks the other way ("rowwise and
 // columnwise MXFP8 tensors are numerically different - one cannot derive one
 // from the other": mxfp8.rst).
-func (c *costModel) fp8ColumnwiseCopy() bool {
+func (c *costModel) columnwiseWeightCopy() bool {
 	if c.s.Train.Precision == "fp4" {
 		return true
 	}

@@ -134,10 +134,10 @@ func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool,
 	switch tr.Precision {
 	case "fp32":
 		am.ab, am.gb = 4, 4
-	case "fp8":
-		am.gb = 1 // Transformer Engine saves the fp8 copy of a GEMM's input
-	case "fp4":
-		am.gb = nvfp4Bytes // and the NVFP4 one (columnwise, for the weight gradient)
+	case "fp8", "fp4":
+		// Transformer Engine saves the quantized copy of a GEMM's input
+		// (NVFP4's the columnwise one, for the weight gradient).
+		am.gb = quantizedWidth(tr.Precision)
 	}
 	am.out = am.q
 	if sh.mla != nil {

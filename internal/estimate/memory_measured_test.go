@@ -481,7 +481,7 @@ between steps (mostly that state), measured.
   passes ` + "`is_first_microbatch`" + `; the TransformerConfig field disable_parameter_transpose_cache, which Megatron-LM has
   no flag for, turns it off). The fp8 MoE proxy gpt3_mcore_te_tp2_pp2_ep4_etp1_mtp_resume_torch_dist_fp8 keeps 0.64 GiB
   more allocated between steps than its bf16 twin gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed, where 2 bytes × its
-  0.36 B linear parameters per GPU are 0.67 GiB. parc counts it (fp8WeightCopies in estimate.go); every published
+  0.36 B linear parameters per GPU are 0.67 GiB. parc counts it (quantizedWeightCopies in estimate.go); every published
   run of internal/estimate/testdata/measured still fits with it.
 - **Transformer Engine CUDA graphs of the attention modules**: a listed known miss (+13.5%), not explained.
 - **Fine-grained activation offloading** (` + "`train.fine_grained_activation_offloading`" + `, four rows of one MLA MoE proxy

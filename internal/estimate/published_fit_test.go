@@ -14,7 +14,7 @@ import (
 // both were rejected before). Outside truth: the runs happened. Each must
 // also stay within limit of the GPU: the 90% headroom, except the Llama 3
 // 8B fp8 example, which keeps its weights in fp8 and, on Hopper, each
-// one's transpose beside it (fp8WeightCopies: 6.5 GiB here): parc puts
+// one's transpose beside it (quantizedWeightCopies: 6.5 GiB here): parc puts
 // it at 93% of the 80 GiB it ran in, 85% without the transposes.
 func TestPublishedRunsFit(t *testing.T) {
 	for _, c := range []struct {
@@ -67,7 +67,7 @@ train: {seq_length: 8192, micro_batch: 1, global_batch: 2048, precision: "bf16",
 
 // The memory options change the state by exactly Megatron's widths: bf16
 // main gradients save 2 bytes per parameter; 16-bit weights of fp8 layers
-// add Transformer Engine's cached fp8 copy (fp8WeightCopies: 2 bytes per
+// add Transformer Engine's cached fp8 copy (quantizedWeightCopies: 2 bytes per
 // linear parameter before Blackwell, the copy and its transpose; 1 from
 // Blackwell on with per-tensor scaling; 2 with MXFP8, rowwise and
 // columnwise; none with the cache disabled); fp8 parameters keep 1 byte per

@@ -9,9 +9,11 @@ import (
 // settings are the Megatron options beyond the parallel degrees that change
 // time or memory, read once from the spec.
 type settings struct {
-	gradReduceBF16   bool            // train.grad_reduce_in_bf16
-	fp8ParamGather   bool            // train.fp8_param_gather
-	fp4ParamGather   bool            // train.fp4_param_gather
+	gradReduceBF16 bool // train.grad_reduce_in_bf16
+	// paramWidth is the bytes per linear weight kept and gathered quantized
+	// (fp8_param_gather with fp8, fp4_param_gather with fp4), 0 when the
+	// weights stay 16-bit.
+	paramWidth       float64
 	tpCommOverlap    bool            // parallel.tp_comm_overlap
 	epOverlap        bool            // parallel.overlap_moe_expert_parallel_comm
 	recomputeModules map[string]bool // train.recompute_modules (selective only)
@@ -89,13 +91,20 @@ func readCUDAGraphs(k spec.Kernels) cudaGraphs {
 	return g
 }
 
+// quantizedParamWidth is settings.paramWidth.
+func quantizedParamWidth(t *spec.Train) float64 {
+	if t.FP8ParamGather && t.Precision == "fp8" || t.FP4ParamGather && t.Precision == "fp4" {
+		return quantizedWidth(t.Precision)
+	}
+	return 0
+}
+
 // readSettings reads the settings; Megatron's defaults where the spec is silent.
 func readSettings(s *spec.Spec) settings {
 	t, p := &s.Train, &s.Parallel
 	st := settings{
 		gradReduceBF16:   t.GradReduceInBF16,
-		fp8ParamGather:   t.FP8ParamGather,
-		fp4ParamGather:   t.FP4ParamGather,
+		paramWidth:       quantizedParamWidth(t),
 		tpCommOverlap:    spec.TPCommOverlapOn(s),
 		epOverlap:        p.OverlapMoEExpertParallelComm,
 		recomputeModules: map[string]bool{},
@@ -216,11 +225,8 @@ func (st settings) stateBytes(precision string) BytesPerParam {
 	if st.optOffload > 0 {
 		b.Optimizer = st.offloadedOptimizerBytes()
 	}
-	if st.fp8ParamGather && precision == "fp8" {
-		b.Weights = 1
-	}
-	if st.fp4ParamGather && precision == "fp4" {
-		b.Weights = nvfp4Bytes
+	if st.paramWidth > 0 {
+		b.Weights = st.paramWidth
 	}
 	return b
 }

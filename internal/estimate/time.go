@@ -423,10 +423,7 @@ func (c *costModel) layerTimes() (dense, moe layerTime) {
 	if c.timed {
 		return c.dense, c.moe
 	}
-	c.dense = c.cm.layer(c.ls, false)
-	if c.sh.experts > 0 {
-		c.moe = c.cm.layer(c.ls, true)
-	}
+	c.dense, c.moe = c.timeLayers(c.cm)
 	c.mtpDense, c.mtpMoE = c.dense, c.moe
 	if c.cm.fp4 && c.sh.mtp > 0 {
 		// Megatron leaves FP4 out of the MTP layers ("currently ignoring
@@ -434,28 +431,30 @@ func (c *costModel) layerTimes() (dense, moe layerTime) {
 		// run in bf16.
 		bf := c.cm
 		bf.fp8, bf.fp4 = false, false
-		c.mtpDense = bf.layer(c.ls, false)
-		if c.sh.experts > 0 {
-			c.mtpMoE = bf.layer(c.ls, true)
-		}
-	}
-	if c.combined1F1B() {
-		for _, l := range []struct {
-			lt  []*layerTime
-			moe bool
-		}{{[]*layerTime{&c.dense, &c.mtpDense}, false}, {[]*layerTime{&c.moe, &c.mtpMoE}, true}} {
-			if l.moe && c.sh.experts == 0 {
-				continue
-			}
-			f, b := c.scheduleNodeOps(l.moe)
-			for _, lt := range l.lt {
-				lt.fwd.host += f * c.cal.HostOpS
-				lt.bwd.host += b * c.cal.HostOpS
-			}
-		}
+		c.mtpDense, c.mtpMoE = c.timeLayers(bf)
 	}
 	c.timed = true
 	return c.dense, c.moe
+}
+
+// timeLayers is the dense and the MoE decoder layer timed with cm, with
+// the host operations of the combined 1F1B schedule's nodes.
+func (c *costModel) timeLayers(cm computeModel) (dense, moe layerTime) {
+	dense = cm.layer(c.ls, false)
+	if c.sh.experts > 0 {
+		moe = cm.layer(c.ls, true)
+	}
+	if c.combined1F1B() {
+		f, b := c.scheduleNodeOps(false)
+		dense.fwd.host += f * c.cal.HostOpS
+		dense.bwd.host += b * c.cal.HostOpS
+		if c.sh.experts > 0 {
+			f, b = c.scheduleNodeOps(true)
+			moe.fwd.host += f * c.cal.HostOpS
+			moe.bwd.host += b * c.cal.HostOpS
+		}
+	}
+	return dense, moe
 }
 
 // combined1F1B: parallel.overlap_moe_expert_parallel_comm runs the model
