@@ -58,7 +58,7 @@ const (
 	// (fp4_param_gather on, parameter-gather overlap off) measured 1.10x
 	// 26.02 (neither), which parc rates 1.00 (NVFP4 weights gather a
 	// quarter of the bytes, and the exposed gather over NVLink is a few
-	// milliseconds of a 6.5 s step); the same plan with the same settings
+	// milliseconds of a 52 s step); the same plan with the same settings
 	// moved 1.056x from 26.02 to 26.04 (1076 to 1136 tokens/s/GPU), so the
 	// measured ratio is mostly the releases'; 3 of 73.
 	maxMisorderedSameRelease  = 1
