@@ -94,6 +94,15 @@ func (c Calibration) FP4Eff() float64 {
 // its per-tensor fp32 scale is left out).
 const nvfp4Bytes = 0.5 + 1.0/16
 
+// qb is the bytes per element of a quantized GEMM input: quantizedWidth
+// of the precision the model's fp4 says.
+func (cm *computeModel) qb() float64 {
+	if cm.fp4 {
+		return quantizedWidth("fp4")
+	}
+	return quantizedWidth("fp8")
+}
+
 // quantizedWidth is the bytes per element of the tensors Transformer Engine
 // quantizes for a precision's low-precision GEMMs: NVFP4's with fp4, one
 // byte with fp8 (its scales left out).
@@ -294,9 +303,8 @@ func (cm *computeModel) kernels(k float64) op {
 type computeModel struct {
 	r      gpuRates
 	cal    Calibration
-	fp8    bool    // the decoder's linear layers run in fp8 (or, with fp4, in NVFP4)
-	fp4    bool    // precision "fp4": the quantized GEMMs are NVFP4
-	qb     float64 // bytes per element of a quantized GEMM input (quantizedWidth)
+	fp8    bool // the decoder's linear layers run in fp8 (or, with fp4, in NVFP4)
+	fp4    bool // precision "fp4": the quantized GEMMs are NVFP4
 	ab     float64
 	graphs cudaGraphs
 	// routerFusion: kernels.moe_router_fusion.
@@ -371,7 +379,7 @@ func (cm *computeModel) gemmAs(g, M, N, K float64, fp8, grouped bool, concurrent
 	}
 	peak, eff, inB := cm.r.bf16, cm.cal.GEMMEff, cm.ab
 	if fp8 {
-		peak, eff, inB = cm.r.fp8, cm.cal.FP8GEMMEff, cm.qb
+		peak, eff, inB = cm.r.fp8, cm.cal.FP8GEMMEff, cm.qb()
 		if cm.fp4 {
 			peak, eff = cm.r.fp4, cm.cal.FP4Eff()
 		}
@@ -489,9 +497,9 @@ func (cm *computeModel) linearAs(g, M, K, N float64, fp8, fusedGroup, castIn boo
 		// (Transformer Engine's NVFP4BlockScaling: RHT on the wgrad
 		// operands), in the same pass.
 		if castIn {
-			fwd = fwd.plus(cm.elementwise(g*M*K*(cm.ab+2*cm.qb), 1))
+			fwd = fwd.plus(cm.elementwise(g*M*K*(cm.ab+2*cm.qb()), 1))
 		}
-		bwd = bwd.plus(cm.elementwise(g*M*N*(cm.ab+2*cm.qb), 1))
+		bwd = bwd.plus(cm.elementwise(g*M*N*(cm.ab+2*cm.qb()), 1))
 	}
 	return fwd, bwd
 }
