@@ -126,6 +126,7 @@ train: {seq_length: 67108864, micro_batch: 1, global_batch: 1073741824, iters: 1
 	{code: "missing-section", file: "p.cue", text: "import \"parc.dev/stdlib/clusters\"\n" + strings.Replace(tiny, "cluster: {nodes: 1, gpus_per_node: 8, nvlink_gbps: 450, network_gbps: 50}\ncluster: gpu: {name: \"H100\", memory_gib: 80, bf16_tflops: 989}\n", "", 1)},
 	{code: "unused-import", file: "p.cue", text: "import \"parc.dev/stdlib/models\"\n" + tiny},
 	{code: "too-many-fields", file: "p.cue", text: tiny + "launch: env: {" + manyEnv(10001) + "}\n"},
+	{code: "too-many-elements", file: "p.cue", text: tiny + "launch: extra_args: [" + strings.Repeat(`"--x", `, 10001) + "]\n"},
 	{code: "memory-above-headroom", file: "p.cue", run: "solve", text: strings.Replace(dense("1", "68", "tp: 2"), "micro_batch: 1", "micro_batch: 1 | 2", 1)},
 	{code: "relative-path", file: "p.cue", run: "compile", text: tiny},
 	{code: "slurm-output-dir", file: "p.cue", run: "compile", text: tiny + `cluster: slurm: output: "logs/%x-%j.out"` + "\n"},

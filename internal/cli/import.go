@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"parc.dev/parc/internal/diag"
 	"slices"
 
 	"github.com/spf13/cobra"
 
+	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/importer/hf"
 	"parc.dev/parc/internal/importer/megatron"
+	"parc.dev/parc/internal/load"
 )
 
 func newImportCmd() *cobra.Command {
@@ -36,6 +37,9 @@ named in a warning. Exit 1 when the file is not a decoder's config.json.`,
 			src, name, err := readImportInput(cmd, args[0])
 			if err != nil {
 				return err
+			}
+			if len(src) > load.MaxInputBytes {
+				return writeImport(cmd, out, nil, inputTooLarge(name))
 			}
 			res := hf.Import(src, name)
 			return writeImport(cmd, out, res.Spec, res.Diags)
@@ -84,14 +88,30 @@ reject the arguments (or parc's checks do), each problem at FILE:LINE.`,
 	return cmd
 }
 
-// readImportInput reads an importer's input file, or standard input for "-".
+// readImportInput reads an importer's input file, or standard input for "-":
+// at most one byte more than load.MaxInputBytes, so that an endless input
+// (/dev/zero) ends, and a larger one is refused (inputTooLarge).
 func readImportInput(cmd *cobra.Command, name string) ([]byte, string, error) {
-	if name == "-" {
-		src, err := io.ReadAll(cmd.InOrStdin())
-		return src, "<stdin>", err
+	var in io.Reader = cmd.InOrStdin()
+	display := "<stdin>"
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, name, err
+		}
+		defer f.Close()
+		in, display = f, name
 	}
-	src, err := os.ReadFile(name)
-	return src, name, err
+	src, err := io.ReadAll(io.LimitReader(in, load.MaxInputBytes+1))
+	return src, display, err
+}
+
+// inputTooLarge is the error for an importer's input past load.MaxInputBytes.
+func inputTooLarge(name string) diag.List {
+	var ds diag.List
+	ds.Errorf(diag.Pos{File: name}, "", "input-too-large", "a launch script or config.json is a few kilobytes: check that this is the file you meant",
+		"%s is larger than %d bytes (%d MiB), the most parc reads", name, load.MaxInputBytes, load.MaxInputBytes>>20)
+	return ds
 }
 
 // writeImport prints an import's diagnostics and writes its spec to out

@@ -7,12 +7,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"parc.dev/parc/internal/diag"
 )
 
 // TestNumbersParcCannotHold: a number beyond int64 or float64 is reported at
@@ -329,4 +332,34 @@ func TestListElementMessages(t *testing.T) {
 		}
 		assert.Contains(t, l[0].Message, tc.msg, "%s: %v", tc.set, l)
 	}
+}
+
+// TestListElementLimit: a list literal longer than MaxListElements is refused
+// before CUE evaluates it (CUE's list evaluation grows with the square of its
+// length), in CUE and HCL alike, at the list's bracket; a list of
+// MaxListElements is read.
+func TestListElementLimit(t *testing.T) {
+	paths := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%q", fmt.Sprint("p", i))
+		}
+		return b.String()
+	}
+	long := diagsFor(t, Source{Path: "long.cue", Data: []byte("data: paths: [" + paths(MaxListElements+1) + "]\n")})
+	require.Len(t, long, 1, "%v", long)
+	assert.Equal(t, "too-many-elements", long[0].Code)
+	assert.Equal(t, [2]int{1, 14}, [2]int{long[0].Line, long[0].Column})
+	assert.Contains(t, long[0].Message, fmt.Sprint(MaxListElements+1))
+
+	hcl := diagsFor(t, Source{Path: "long.hcl", Data: []byte("data {\n  paths = [" + paths(MaxListElements+1) + "]\n}\n")})
+	require.Len(t, hcl, 1, "%v", hcl)
+	assert.Equal(t, "too-many-elements", hcl[0].Code)
+	assert.Equal(t, 2, hcl[0].Line)
+
+	ok := diagsFor(t, Source{Path: "ok.cue", Data: []byte("data: paths: [" + paths(MaxListElements) + "]\n")})
+	assert.False(t, slices.ContainsFunc(ok, func(d diag.Diagnostic) bool { return d.Code == "too-many-elements" }), "%v", ok)
 }

@@ -50,8 +50,19 @@ func Import(src []byte, o Options) Result {
 	if o.File == "" {
 		o.File = "-"
 	}
-	cmd := Read(string(src))
 	var r Result
+	if len(src) > load.MaxInputBytes {
+		r.Diags.Errorf(diag.Pos{File: o.File}, "", "input-too-large", "a launch script is a few kilobytes: check that this is the file you meant",
+			"%s is larger than %d bytes (%d MiB), the most parc reads", o.File, load.MaxInputBytes, load.MaxInputBytes>>20)
+		return r
+	}
+	cmd := Read(string(src))
+	if len(cmd.Args) > load.MaxListElements {
+		r.Diags.Errorf(diag.Pos{File: o.File, Line: cmd.Args[load.MaxListElements].Line, Column: max(cmd.Args[load.MaxListElements].Col, 1)}, "",
+			"import-too-many-arguments", "a training command has tens to a few thousand arguments: check that this is the script you meant",
+			"the training command has %d arguments; parc reads at most %d (load.MaxListElements, the longest list a spec may hold)", len(cmd.Args), load.MaxListElements)
+		return r
+	}
 	words := cmd.Words()
 	r.Args = words
 	lineOf := func(i int) int {
@@ -73,7 +84,16 @@ func Import(src []byte, o Options) Result {
 		return diag.Pos{File: o.File, Line: lineOf(i), Column: col}
 	}
 	for _, n := range cmd.Notes {
-		r.Diags.Warnf(diag.Pos{File: o.File, Line: n.Line, Column: max(n.Col, 1)}, "", n.Code, noteHint(n.Code), "%s", n.Msg)
+		pos := diag.Pos{File: o.File, Line: n.Line, Column: max(n.Col, 1)}
+		if n.Code == "import-expansion-limit" {
+			r.Diags.Errorf(pos, "", n.Code, "write the values the command needs instead of building them by repeated references", "%s", n.Msg)
+			continue
+		}
+		r.Diags.Warnf(pos, "", n.Code, noteHint(n.Code), "%s", n.Msg)
+	}
+	if r.Diags.HasErrors() {
+		r.Diags = r.Diags.Sort()
+		return r
 	}
 	if len(cmd.Args) == 0 {
 		r.Diags.Errorf(diag.Pos{File: o.File, Line: 1, Column: 1}, "", "import-no-command",

@@ -36,17 +36,19 @@ func TestEveryCodeIsProduced(t *testing.T) {
 	}
 	base := "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 256 --max-position-embeddings 256 --micro-batch-size 1 --global-batch-size 8 --train-iters 10 --tensor-model-parallel-size 2\n"
 	for code, in := range map[string]string{
-		"import-no-command":       "echo hello\n",
-		"import-unknown-option":   base + "--no-such-option\n",
-		"import-bad-argument":     base + "--log-interval abc\n",
-		"import-unresolved":       "python pretrain_gpt.py " + strings.ReplaceAll(base, "\n", " ") + "--tensorboard-dir $UNSET_DIR\n",
-		"import-shell":            "if true; then\npython pretrain_gpt.py " + strings.ReplaceAll(base, "\n", " ") + "\nfi\n",
-		"import-cluster-assumed":  base,
-		"import-nodes-assumed":    base,
-		"import-extra-arg":        base + "--profile\n",
-		"import-program":          "python pretrain_bert.py " + strings.ReplaceAll(base, "\n", " ") + "\n",
-		"import-megatron-rejects": base + "--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1 --num-virtual-stages-per-pipeline-rank 2\n",
-		"import-no-eval-interval": base,
+		"import-no-command":         "echo hello\n",
+		"import-unknown-option":     base + "--no-such-option\n",
+		"import-bad-argument":       base + "--log-interval abc\n",
+		"import-unresolved":         "python pretrain_gpt.py " + strings.ReplaceAll(base, "\n", " ") + "--tensorboard-dir $UNSET_DIR\n",
+		"import-shell":              "if true; then\npython pretrain_gpt.py " + strings.ReplaceAll(base, "\n", " ") + "\nfi\n",
+		"import-cluster-assumed":    base,
+		"import-nodes-assumed":      base,
+		"import-extra-arg":          base + "--profile\n",
+		"import-program":            "python pretrain_bert.py " + strings.ReplaceAll(base, "\n", " ") + "\n",
+		"import-megatron-rejects":   base + "--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1 --num-virtual-stages-per-pipeline-rank 2\n",
+		"import-no-eval-interval":   base,
+		"import-expansion-limit":    "A=x\n" + strings.Repeat("A=$A$A\n", 30) + "python pretrain_gpt.py " + strings.ReplaceAll(base, "\n", " ") + "--data-path $A\n",
+		"import-too-many-arguments": "python pretrain_gpt.py " + strings.ReplaceAll(base, "\n", " ") + strings.Repeat(" --data-path x", 5001) + "\n",
 	} {
 		res := Import([]byte(in), Options{File: "in.sh"})
 		assert.Contains(t, res.Diags.Codes(), code, "%q: %v", in, res.Diags)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"parc.dev/parc/internal/load"
 )
 
 // Word is one argument of the training command, with the line of the input
@@ -263,6 +265,9 @@ type lexer struct {
 	cond    *condState      // reading an if/elif condition (up to then)
 	casePat bool            // a case pattern list comes next
 	unsure  map[string]bool // variables assigned in a branch that was not decided
+
+	expanded  int  // bytes (and words) the expansions have added so far (addExpanded)
+	overLimit bool // an expansion was refused: maxExpansion reached
 }
 
 type heredoc struct {
@@ -584,19 +589,20 @@ func (l *lexer) assign(name string, appendTo bool) {
 			// A scalar assignment is one word: "${ARR[@]}" in it joins
 			// the elements with blanks, as bash does.
 			w := fields[0]
-			for _, f := range fields[1:] {
-				at := w.at
-				if at == nil {
-					at = make([]int, len(w.Text))
-					for i := range at {
-						at[i] = w.Line
+			if len(fields) > 1 {
+				var text strings.Builder
+				at := make([]int, 0, len(w.Text))
+				for k, f := range fields {
+					if k > 0 {
+						text.WriteByte(' ')
+						at = append(at, f.Line)
+					}
+					text.WriteString(f.Text)
+					for i := range len(f.Text) {
+						at = append(at, f.lineAt(i))
 					}
 				}
-				at = append(at, f.Line)
-				for i := range len(f.Text) {
-					at = append(at, f.lineAt(i))
-				}
-				w = Word{Text: w.Text + " " + f.Text, Line: w.Line, at: at}
+				w = Word{Text: text.String(), Line: w.Line, at: at}
 			}
 			val = []Word{w}
 		}
@@ -608,7 +614,10 @@ func (l *lexer) assign(name string, appendTo bool) {
 		l.unsure[name] = true
 	}
 	if appendTo {
-		val = append(append([]Word(nil), l.vars[name]...), val...)
+		// No other variable shares the array's storage (every value is
+		// built afresh), so appending in place keeps NAME+=(…) line after
+		// line linear.
+		val = append(l.vars[name], val...)
 	}
 	l.vars[name] = val
 	l.assigned = append(l.assigned, name)
@@ -971,20 +980,20 @@ func (l *lexer) braced(f *fieldBuilder, quoted bool, start, line int) {
 		l.emit(f, vals, set, quoted, raw, name, line)
 	case ":-", "-":
 		if (op == ":-" && empty) || (op == "-" && !set) {
-			f.addExpanded(alt, quoted)
+			l.addExpanded(f, alt, quoted, raw, line)
 		} else {
-			f.addExpanded(vals, quoted)
+			l.addExpanded(f, vals, quoted, raw, line)
 		}
 	case ":=", "=":
 		if (op == ":=" && empty) || (op == "=" && !set) {
 			l.vars[name] = alt
-			f.addExpanded(alt, quoted)
+			l.addExpanded(f, alt, quoted, raw, line)
 		} else {
-			f.addExpanded(vals, quoted)
+			l.addExpanded(f, vals, quoted, raw, line)
 		}
 	case ":+", "+":
 		if (op == ":+" && !empty) || (op == "+" && set) {
-			f.addExpanded(alt, quoted)
+			l.addExpanded(f, alt, quoted, raw, line)
 		}
 	default: // :? and ?
 		l.emit(f, vals, set, quoted, raw, name, line)
@@ -1072,6 +1081,41 @@ func (l *lexer) emit(f *fieldBuilder, vals []Word, set, quoted bool, raw, name s
 			vals[i].Line = line
 		}
 	}
+	l.addExpanded(f, vals, quoted, raw, line)
+}
+
+// maxExpansion bounds what the script's expansions may add up to, in bytes
+// (each word counts wordCost more): eight times the largest input parc reads
+// (load.MaxInputBytes). A real launch script expands to a few kilobytes;
+// one that doubles a value by references (A=$A$A, A=(${A[@]} ${A[@]})) or
+// appends to it line after line would otherwise take time and memory
+// exponential or quadratic in its length. Past the bound nothing more is
+// expanded: the reference stays as written and the import fails
+// (import-expansion-limit).
+const maxExpansion = 8 * load.MaxInputBytes
+
+// wordCost is what one expanded word counts toward maxExpansion beside its
+// bytes: about what the reader holds for it (a Word and its line table).
+const wordCost = 64
+
+// addExpanded adds an expansion's value to f, unless the script's
+// expansions would then add up to more than maxExpansion: the reference
+// raw is kept as written instead, and the first time a note says so.
+func (l *lexer) addExpanded(f *fieldBuilder, vals []Word, quoted bool, raw string, line int) {
+	size := 0
+	for _, v := range vals {
+		size += len(v.Text) + wordCost
+	}
+	if l.expanded+size > maxExpansion {
+		if !l.overLimit {
+			l.overLimit = true
+			l.notes = append(l.notes, Note{Line: line, Code: "import-expansion-limit",
+				Msg: fmt.Sprintf("expanding %s would make the script's expansions add up to more than %d MiB (a value doubled by references, or appended to line after line): the reader stops expanding and keeps the references as written", raw, maxExpansion>>20)})
+		}
+		f.add(raw, line)
+		return
+	}
+	l.expanded += size
 	f.addExpanded(vals, quoted)
 }
 

@@ -1,13 +1,19 @@
 package megatron
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/load"
 )
 
 // shellCases are scripts whose training command bash itself expands; the
@@ -272,4 +278,61 @@ func TestDiagnosticColumns(t *testing.T) {
 			require.Equal(t, [2]int{1, 7}, [2]int{w.Line, w.Col})
 		}
 	}
+}
+
+// TestExpansionBounded: a script whose expansions double a value or an
+// array, or append to one line after line, stops at maxExpansion with one
+// import-expansion-limit error instead of growing exponentially (64
+// doublings) or quadratically; what it read stays within the bound. A
+// script that reuses its variables as real ones do is not near it.
+func TestExpansionBounded(t *testing.T) {
+	cmd := "torchrun pretrain_gpt.py --num-layers 2 --data-path $A\n"
+	doubled := "A=x\n" + strings.Repeat("A=$A$A\n", 64) + cmd
+	arrays := "A=(x)\n" + strings.Repeat("A=(${A[@]} ${A[@]})\n", 64) + "torchrun pretrain_gpt.py --num-layers 2 ${A[@]}\n"
+	appended := "A=x\n" + strings.Repeat("A=\"$A --x\"\n", 60000) + cmd
+	for name, src := range map[string]string{"doubled": doubled, "arrays": arrays, "appended": appended} {
+		t.Run(name, func(t *testing.T) {
+			c := ReadShell(src)
+			size := 0
+			for _, w := range c.Args {
+				size += len(w.Text)
+			}
+			assert.LessOrEqual(t, size, maxExpansion)
+			var limits []Note
+			for _, n := range c.Notes {
+				if n.Code == "import-expansion-limit" {
+					limits = append(limits, n)
+				}
+			}
+			require.Len(t, limits, 1, "%v", c.Notes)
+			res := Import([]byte(src), Options{File: "run.sh"})
+			assert.Nil(t, res.Spec)
+			require.NotEmpty(t, res.Diags)
+			assert.Equal(t, "import-expansion-limit", res.Diags[0].Code)
+			assert.Equal(t, diag.Error, res.Diags[0].Severity)
+		})
+	}
+	// Real reuse: a 200-line script that builds its arguments in
+	// ARGS+=(…) and a scalar, and expands each ten times.
+	var b strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&b, "V%d=/data/path/number/%d\nARGS+=(--x%d \"$V%d\")\nS=\"$S $V%d\"\n", i, i, i, i, i)
+	}
+	c := ReadShell(b.String() + strings.Repeat("echo ${ARGS[@]} $S\n", 10))
+	assert.False(t, slices.ContainsFunc(c.Notes, func(n Note) bool { return n.Code == "import-expansion-limit" }))
+}
+
+// TestImportInputBounded: an input larger than load.MaxInputBytes, or a
+// training command with more arguments than a spec's list may hold, is
+// refused before it is read further.
+func TestImportInputBounded(t *testing.T) {
+	big := Import(bytes.Repeat([]byte("# comment\n"), load.MaxInputBytes/10+1), Options{File: "big.sh"})
+	require.Len(t, big.Diags, 1, "%v", big.Diags)
+	assert.Equal(t, "input-too-large", big.Diags[0].Code)
+	assert.Nil(t, big.Spec)
+
+	many := Import([]byte("torchrun pretrain_gpt.py --num-layers 2"+strings.Repeat(" --data-path x", load.MaxListElements/2+1)), Options{File: "many.sh"})
+	require.Len(t, many.Diags, 1, "%v", many.Diags)
+	assert.Equal(t, "import-too-many-arguments", many.Diags[0].Code)
+	assert.Nil(t, many.Spec)
 }
