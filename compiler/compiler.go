@@ -71,6 +71,7 @@ func vetLoaded(src Source, res *load.Result) (*plan.Plan, diag.List) {
 	}
 	p.Choice = choice
 	p.Estimate.FasterSettings = resolve.FasterSettings(p, 1) // the plan as written: fit is the GPU
+	p.Estimate.FasterTogether = resolve.FasterTogether(p, 1, p.Estimate.FasterSettings)
 	p.Estimate.Accuracy = estimate.AccuracyOf(&p.Spec)
 	return p, diags
 }

@@ -188,6 +188,9 @@ func writeSolveText(w io.Writer, file string, r *solve.Result) error {
 		for _, f := range r.FasterSettings {
 			fmt.Fprintf(&b, "  %s\n", report.FasterSettingText(f))
 		}
+		if r.FasterTogether != nil {
+			fmt.Fprintf(&b, "  %s\n", report.FasterTogetherText(r.FasterTogether))
+		}
 	}
 	if len(r.Candidates) > 0 && r.Candidates[0].Spec != nil {
 		if ps, ok := report.Pipeline(r.Candidates[0].Spec); ok {

@@ -19,9 +19,19 @@ import (
 // it with) and the model and cluster as the row gives them, every other
 // setting at parc's default. ok is false when that spec does not load.
 func contractOnlyTokens(r *calRow, run *measuredRun, cal Calibration) (float64, bool) {
+	v, _, ok := contractOnlyTokensTogether(r, run, cal, false)
+	return v, ok
+}
+
+// contractOnlyTokensTogether is contractOnlyTokens, and with together the
+// same plan with explain's faster settings applied together
+// (FasterTogether; the single best one where only one adds up, the plan
+// as written where none does), as a user who writes the contract's fields
+// and takes explain's suggestions runs it.
+func contractOnlyTokensTogether(r *calRow, run *measuredRun, cal Calibration, together bool) (plain, tuned float64, ok bool) {
 	pub, err := measured.PublishedPlan(run)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	p := pub.ContractOnly()
 	p.Parallel["vpp"] = r.s.Parallel.VPP
@@ -38,11 +48,11 @@ func contractOnlyTokens(r *calRow, run *measuredRun, cal Calibration) (float64, 
 	}
 	res, ds := load.Load(load.Source{Path: filepath.Join(os.TempDir(), "contract-"+r.id+".cue"), Data: []byte(p.CUE())})
 	if ds.HasErrors() || len(res.Open()) > 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	s, ds := res.DecodeValue(res.Plan)
 	if ds.HasErrors() {
-		return 0, false
+		return 0, 0, false
 	}
 	// The cluster as the contract writes it, inline (no preset): sizes,
 	// links and the GPU's name, memory and bf16 peak; the GPU's other
@@ -55,17 +65,29 @@ func contractOnlyTokens(r *calRow, run *measuredRun, cal Calibration) (float64, 
 	p.Imports = slices.DeleteFunc(p.Imports, func(im string) bool { return im == "clusters" })
 	res, ds = load.Load(load.Source{Path: filepath.Join(os.TempDir(), "contract-"+r.id+".cue"), Data: []byte(p.CUE())})
 	if ds.HasErrors() || len(res.Open()) > 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	if s, ds = res.DecodeValue(res.Plan); ds.HasErrors() {
-		return 0, false
+		return 0, 0, false
 	}
 	d := spec.Derive(s)
 	o := DefaultOptions()
 	o.Calibration = cal
-	e, _ := RunWith(s, d, DefaultLinks(s, d), diag.NoPos, o)
+	links := DefaultLinks(s, d)
+	e, _ := RunWith(s, d, links, diag.NoPos, o)
 	if e == nil {
-		return 0, false
+		return 0, 0, false
 	}
-	return e.TokensPerS / float64(d.World), true
+	plain = e.TokensPerS / float64(d.World)
+	if !together {
+		return plain, 0, true
+	}
+	step := e.StepTimeS
+	singles := FasterSettings(s, d, links, o, e, 1)
+	if t := FasterTogether(s, d, links, o, e, 1, singles); t != nil {
+		step = t.StepTimeS
+	} else if len(singles) > 0 {
+		step = singles[0].StepTimeS
+	}
+	return plain, plain * e.StepTimeS / step, true
 }

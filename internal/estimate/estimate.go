@@ -36,6 +36,9 @@ type Estimate struct {
 	// this plan's step (FasterSettings); filled where a user reads the plan
 	// (vet, explain, compile), not for the solver's candidates.
 	FasterSettings []FasterSetting `json:"faster_settings,omitempty"`
+	// FasterTogether is FasterSettings applied together (FasterTogether),
+	// nil unless two or more of them add up.
+	FasterTogether *FasterCombination `json:"faster_together,omitempty"`
 	// Accuracy is how far the model was from published measurements of
 	// this kind of model on this GPU (AccuracyOf); filled where a user
 	// reads the plan, like FasterSettings. Nil: no such measurements.

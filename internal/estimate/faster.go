@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"cmp"
+	"reflect"
 	"slices"
 
 	"parc.dev/parc/internal/check"
@@ -162,4 +163,68 @@ func FasterSettings(s *spec.Spec, d spec.Derived, links map[string]string, o Opt
 	}
 	slices.SortStableFunc(out, func(a, b FasterSetting) int { return cmp.Compare(a.StepTimeS, b.StepTimeS) })
 	return out
+}
+
+// A FasterCombination is the faster settings (FasterSettings) applied
+// together: the plan's step with every one of them that still passes every
+// check, fits and shortens the step once the others are set. It is what
+// the plan gives run as NVIDIA's performance recipes run their plans, the
+// figure to hold against their published throughput when the spec leaves
+// those settings off.
+type FasterCombination struct {
+	// Settings are the settings applied, in the order they were tried
+	// (each single's own gain, largest first); each one's StepTimeS,
+	// ChangePct and FractionOfGPU are the plan's with it and those before
+	// it set.
+	Settings      []FasterSetting `json:"settings"`
+	StepTimeS     float64         `json:"step_time_s"`
+	ChangePct     float64         `json:"change_pct"`
+	FractionOfGPU float64         `json:"fraction_of_gpu"`
+}
+
+// FasterTogether applies singles (FasterSettings of the same plan, fastest
+// first) one after another: a setting is kept when the plan with it and the
+// ones kept before passes every check the plan passes, keeps its peak within
+// maxFraction of the GPU and is at least minFasterPct faster than without
+// it. Settings that exclude each other (the flex dispatcher's backends) are
+// tried in that order and the first kept wins. Nil unless two or more are
+// kept (one is its own line already).
+func FasterTogether(s *spec.Spec, d spec.Derived, links map[string]string, o Options, base *Estimate, maxFraction float64, singles []FasterSetting) *FasterCombination {
+	if base == nil || base.StepTimeS <= 0 || len(singles) < 2 {
+		return nil
+	}
+	baseline := errorKeys(check.Verdict(s, d, diag.NoPos))
+	o.VerifyHints = false
+	cur, step := *s, base.StepTimeS
+	var out FasterCombination
+	for _, f := range singles {
+		i := slices.IndexFunc(fasterCandidates, func(c fasterCandidate) bool { return c.is(f) })
+		if i < 0 || !fasterCandidates[i].applies(&cur) {
+			continue
+		}
+		s2 := cur
+		fasterCandidates[i].apply(&s2)
+		d2 := spec.Derive(&s2)
+		if !noNewErrors(baseline, &s2, d2) {
+			continue
+		}
+		e, _ := RunWith(&s2, d2, links, diag.NoPos, o)
+		if e == nil || e.Memory.FractionOfGPU > maxFraction || 100*(e.StepTimeS/step-1) > -minFasterPct {
+			continue
+		}
+		cur, step = s2, e.StepTimeS
+		f.StepTimeS, f.ChangePct, f.FractionOfGPU = e.StepTimeS, 100*(e.StepTimeS/base.StepTimeS-1), e.Memory.FractionOfGPU
+		out.Settings = append(out.Settings, f)
+	}
+	if len(out.Settings) < 2 {
+		return nil
+	}
+	last := out.Settings[len(out.Settings)-1]
+	out.StepTimeS, out.ChangePct, out.FractionOfGPU = last.StepTimeS, last.ChangePct, last.FractionOfGPU
+	return &out
+}
+
+// is reports whether f is this candidate's setting.
+func (c fasterCandidate) is(f FasterSetting) bool {
+	return c.field == f.Field && reflect.DeepEqual(c.value, f.Value) && reflect.DeepEqual(c.also, f.Also)
 }

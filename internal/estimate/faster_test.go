@@ -3,11 +3,15 @@ package estimate
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 
+	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/load"
+	"parc.dev/parc/internal/spec"
 )
 
 // TestFasterSettingsAgreeWithMeasuredPairs checks explain's faster settings
@@ -65,5 +69,77 @@ func TestFasterSettingsAgreeWithMeasuredPairs(t *testing.T) {
 	}
 	if pairs == 0 {
 		t.Fatal("no measured pair differs in one of the settings")
+	}
+}
+
+// TestFasterTogether: explain's settings applied together on an MoE plan
+// that leaves them all off (DeepSeek-V3, the guide's baseline plan on 256
+// GB200 with the alltoall dispatcher and no CUDA graphs) keep two or more
+// of them; the plan with exactly those set passes every check the plan
+// passes, fits and takes the combination's step; that step is shorter than
+// the best single's; and the flex dispatcher is set once, with one backend.
+// A plan with one faster setting or none has no combination.
+func TestFasterTogether(t *testing.T) {
+	text := `package plan
+
+import (
+	"parc.dev/stdlib/clusters"
+	"parc.dev/stdlib/models"
+)
+
+model:   models.deepseek_v3 & {mtp_layers: 0}
+cluster: clusters.gb200_nvl72 & {nodes: 64, gpus_per_node: 4, nvlink_domain: 64, slurm: segment: 16}
+parallel: {tp: 1, pp: 8, vpp: 4, cp: 1, ep: 32, etp: 1, layout: "Et|(tt|)*30L"}
+train: {seq_length: 4096, micro_batch: 1, global_batch: 2048, precision: "fp8", fp8_recipe: "mxfp8", recompute: "selective", recompute_modules: ["mlp", "mla_up_proj"], distributed_optimizer: true, overlap_grad_reduce: true, overlap_param_gather: true, iters: 10}
+`
+	res, ds := load.Load(load.Source{Path: filepath.Join(t.TempDir(), "together.cue"), Data: []byte(text)})
+	if ds.HasErrors() {
+		t.Fatal(ds)
+	}
+	s, ds := res.DecodeValue(res.Plan)
+	if ds.HasErrors() {
+		t.Fatal(ds)
+	}
+	d := spec.Derive(s)
+	if v := check.Verdict(s, d, diag.NoPos); v.HasErrors() {
+		t.Fatal(v)
+	}
+	o := DefaultOptions()
+	links := DefaultLinks(s, d)
+	base, _ := RunWith(s, d, links, diag.NoPos, o)
+	singles := FasterSettings(s, d, links, o, base, 1)
+	together := FasterTogether(s, d, links, o, base, 1, singles)
+	if together == nil {
+		t.Fatalf("no combination of %d singles", len(singles))
+	}
+	if len(together.Settings) < 2 || together.StepTimeS >= singles[0].StepTimeS {
+		t.Errorf("together %d settings, %.3g s; best single %.3g s", len(together.Settings), together.StepTimeS, singles[0].StepTimeS)
+	}
+	s2 := *s
+	dispatchers := 0
+	for _, f := range together.Settings {
+		i := slices.IndexFunc(fasterCandidates, func(c fasterCandidate) bool { return c.is(f) })
+		if i < 0 {
+			t.Fatalf("%s is not a faster setting", f.Field)
+		}
+		fasterCandidates[i].apply(&s2)
+		if f.Field == "model.moe.dispatcher" {
+			dispatchers++
+		}
+	}
+	if dispatchers > 1 {
+		t.Errorf("the dispatcher is set %d times", dispatchers)
+	}
+	d2 := spec.Derive(&s2)
+	if !noNewErrors(errorKeys(check.Verdict(s, d, diag.NoPos)), &s2, d2) {
+		t.Errorf("the combination fails a check: %v", check.Verdict(&s2, d2, diag.NoPos))
+	}
+	e2, _ := RunWith(&s2, d2, links, diag.NoPos, o)
+	if e2 == nil || e2.StepTimeS != together.StepTimeS || e2.Memory.FractionOfGPU > 1 {
+		t.Errorf("the combination as set: %+v, reported %.4g s", e2, together.StepTimeS)
+	}
+	t.Logf("base %.2f s, best single %.2f s, together %.2f s with %d settings", base.StepTimeS, singles[0].StepTimeS, together.StepTimeS, len(together.Settings))
+	if FasterTogether(s, d, links, o, base, 1, singles[:1]) != nil {
+		t.Error("one setting makes a combination")
 	}
 }

@@ -110,6 +110,16 @@ func FasterSettings(p *plan.Plan, maxFraction float64) []estimate.FasterSetting 
 	return estimate.FasterSettings(&p.Spec, p.Derived, links(p.Layout), estimate.DefaultOptions(), p.Estimate, maxFraction)
 }
 
+// FasterTogether is singles (FasterSettings of p) applied together
+// (estimate.FasterTogether), on p's layout; nil for a plan without an
+// estimate or fewer than two settings that add up.
+func FasterTogether(p *plan.Plan, maxFraction float64, singles []estimate.FasterSetting) *estimate.FasterCombination {
+	if p.Layout == nil || p.Estimate == nil {
+		return nil
+	}
+	return estimate.FasterTogether(&p.Spec, p.Derived, links(p.Layout), estimate.DefaultOptions(), p.Estimate, maxFraction, singles)
+}
+
 // TargetChecks runs the targets' checks on p. They may not assume a layout
 // or an estimate (p.Layout, p.Estimate nil): Resolve runs them on a spec
 // whose rules fail too, and vet on what a spec with schema errors still

@@ -275,6 +275,9 @@ type Result struct {
 	// would each, on its own, shorten the first candidate's step and keep
 	// it within the memory headroom (estimate.FasterSettings).
 	FasterSettings []estimate.FasterSetting `json:"faster_settings,omitempty"`
+	// FasterTogether is FasterSettings applied together
+	// (estimate.FasterTogether), nil unless two or more add up.
+	FasterTogether *estimate.FasterCombination `json:"faster_together,omitempty"`
 	// NoiseBand and MemoryHeadroom are the fractions the search used.
 	NoiseBand      float64 `json:"noise_band"`
 	MemoryHeadroom float64 `json:"memory_headroom"`

@@ -246,6 +246,7 @@ func (sv *solver) run() *Result {
 	} else {
 		r.Explanation = sv.explain(verified, groups)
 		r.FasterSettings = resolve.FasterSettings(verified[0].plan, sv.opts.MemoryHeadroom)
+		r.FasterTogether = resolve.FasterTogether(verified[0].plan, sv.opts.MemoryHeadroom, r.FasterSettings)
 	}
 	return r
 }

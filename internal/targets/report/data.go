@@ -271,6 +271,10 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 		label, v := fasterSetting(f)
 		data.Faster = append(data.Faster, Row{label, v})
 	}
+	if t := e.FasterTogether; t != nil {
+		label, v := fasterTogether(t)
+		data.Faster = append(data.Faster, Row{label, v})
+	}
 	cal := e.Assumptions.Calibration
 	fp4 := ""
 	if tr.Precision == "fp4" {
@@ -399,6 +403,27 @@ func fasterSetting(f estimate.FasterSetting) (change, effect string) {
 		effect += "; needs " + f.Needs
 	}
 	return change, effect
+}
+
+// fasterTogether writes the faster settings applied together as the fields
+// set and what they give.
+func fasterTogether(t *estimate.FasterCombination) (change, effect string) {
+	fields := make([]string, len(t.Settings))
+	for i, f := range t.Settings {
+		fields[i] = f.Field
+		if b, ok := f.Also["model.moe.flex_dispatcher_backend"]; ok {
+			fields[i] += " " + settingValue(b)
+		}
+	}
+	change = "all of " + strings.Join(fields, ", ") + " together"
+	effect = fmt.Sprintf("%+.1f%% step time (%s), peak %s of the GPU", t.ChangePct, Seconds(t.StepTimeS), Percent(t.FractionOfGPU))
+	return change, effect
+}
+
+// FasterTogetherText is the faster settings applied together on one line.
+func FasterTogetherText(t *estimate.FasterCombination) string {
+	change, effect := fasterTogether(t)
+	return template.Comment(change + ": " + effect)
 }
 
 // FasterSettingText is a faster setting on one line: the change, then

@@ -58,7 +58,7 @@ func Explain(p *plan.Plan) string {
 		pairs(&b, d.Compute)
 
 		if len(d.Faster) > 0 {
-			section(&b, "Faster settings (each on its own; every check passes)")
+			section(&b, "Faster settings (each on its own, then together; every check passes)")
 			pairs(&b, d.Faster)
 		}
 	}
