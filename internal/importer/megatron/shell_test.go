@@ -331,6 +331,23 @@ func TestImportInputBounded(t *testing.T) {
 	assert.Equal(t, "input-too-large", big.Diags[0].Code)
 	assert.Nil(t, big.Spec)
 
+	// References that cannot be expanded: the first maxUnresolved are
+	// listed, the rest counted in one note (each was looked up in every
+	// argument: 100,000 of them took 17 s).
+	var refs strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&refs, "$X%d", i)
+	}
+	c := ReadShell("torchrun pretrain_gpt.py --num-layers 2 --data-path " + refs.String() + "\n")
+	var unresolved []Note
+	for _, n := range c.Notes {
+		if n.Code == "import-unresolved" {
+			unresolved = append(unresolved, n)
+		}
+	}
+	require.Len(t, unresolved, maxUnresolved+1)
+	assert.Contains(t, unresolved[maxUnresolved].Msg, "up to 900 more")
+
 	many := Import([]byte("torchrun pretrain_gpt.py --num-layers 2"+strings.Repeat(" --data-path x", load.MaxListElements/2+1)), Options{File: "many.sh"})
 	require.Len(t, many.Diags, 1, "%v", many.Diags)
 	assert.Equal(t, "import-too-many-arguments", many.Diags[0].Code)
