@@ -167,10 +167,10 @@ func FasterSettings(s *spec.Spec, d spec.Derived, links map[string]string, o Opt
 
 // A FasterCombination is the faster settings (FasterSettings) applied
 // together: the plan's step with every one of them that still passes every
-// check, fits and shortens the step once the others are set. It is what
-// the plan gives run as NVIDIA's performance recipes run their plans, the
-// figure to hold against their published throughput when the spec leaves
-// those settings off.
+// check, fits and shortens the step once the others are set. It is the
+// model's estimate of the plan with every suggestion taken, not a
+// measurement: testdata/calibration/README.md (footnote ³) gives its error
+// against published runs written with the contract's fields only.
 type FasterCombination struct {
 	// Settings are the settings applied, in the order they were tried
 	// (each single's own gain, largest first); each one's StepTimeS,

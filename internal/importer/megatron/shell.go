@@ -1144,8 +1144,12 @@ func (l *lexer) addExpanded(f *fieldBuilder, vals []Word, quoted bool, raw strin
 	if l.expanded+size > maxExpansion {
 		if !l.overLimit {
 			l.overLimit = true
+			ref := raw
+			if len(ref) > 60 {
+				ref = strings.ToValidUTF8(ref[:57], "") + "..."
+			}
 			l.notes = append(l.notes, Note{Line: line, Code: "import-expansion-limit",
-				Msg: fmt.Sprintf("expanding %s would make the script's expansions add up to more than %d MiB (a value doubled by references, or appended to line after line): the reader stops expanding and keeps the references as written", raw, maxExpansion>>20)})
+				Msg: fmt.Sprintf("expanding %s would make the script's expansions add up to more than %d MiB (a value doubled by references, or appended to line after line): the reader stops expanding and keeps the references as written", ref, maxExpansion>>20)})
 		}
 		f.add(raw, line)
 		return
