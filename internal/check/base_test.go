@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"parc.dev/parc/internal/diag"
@@ -111,5 +112,25 @@ func TestBaseIsClean(t *testing.T) {
 	s := specFrom(t, nil)
 	if l := runSpec(s); len(l) != 0 {
 		t.Fatalf("the base spec has diagnostics:\n%v", l)
+	}
+}
+
+// TestExpertGridHintOffersNodes: an expert grid the world size does not
+// divide (etp·ep·pp = 2·8·2 = 32 on 2 nodes of 8) is also offered the node
+// count that keeps the degrees (4 nodes, 32 GPUs), as a launch script
+// imported with its default node count needs; every check passes there.
+func TestExpertGridHintOffersNodes(t *testing.T) {
+	s := specFrom(t, parse(t, `{"model": {"bias": false, "moe": {"experts": 8}}, "parallel": {"ep": 8, "etp": 2}}`))
+	l := runSpec(s)
+	i := slices.IndexFunc(l, func(d diag.Diagnostic) bool { return d.Code == "expert-grid-not-divisible" })
+	if i < 0 {
+		t.Fatalf("no expert-grid-not-divisible: %v", l)
+	}
+	if !strings.Contains(l[i].Hint, "use cluster.nodes = 4 (world size 32)") {
+		t.Errorf("hint %q does not offer 4 nodes", l[i].Hint)
+	}
+	s.Cluster.Nodes = 4
+	if l := runSpec(s); l.HasErrors() {
+		t.Errorf("on 4 nodes: %v", l)
 	}
 }

@@ -35,9 +35,12 @@ func (c *checker) grid() {
 		eps := c.only("expert-grid-not-divisible", "parallel.ep", valuesIn(1, world, func(e int) bool {
 			return spec.Tiles(world, c.etp(), e, p.PP) && (!c.isMoE() || s.Model.MoE.Experts%e == 0)
 		}))
-		e := c.report("expert-grid-not-divisible", "parallel.ep",
-			listHint(fmt.Sprintf("etp·ep·pp must divide %d: valid ep with etp=%d, pp=%d", world, c.etp(), p.PP), eps,
-				fmt.Sprintf("etp·ep·pp must divide %d; %s", world, noValue("parallel.ep"))),
+		hint := listHint(fmt.Sprintf("etp·ep·pp must divide %d: valid ep with etp=%d, pp=%d", world, c.etp(), p.PP), eps,
+			fmt.Sprintf("etp·ep·pp must divide %d; %s", world, noValue("parallel.ep")))
+		if n := c.expertGridNodes(expert); n > 0 {
+			hint += fmt.Sprintf("; or keep the degrees and use cluster.nodes = %d (world size %d)", n, n*s.Cluster.GPUsPerNode)
+		}
+		e := c.report("expert-grid-not-divisible", "parallel.ep", hint,
 			"world size %d is not divisible by the expert grid etp·ep·pp = %d·%d·%d = %d",
 			world, c.etp(), p.EP, p.PP, expert)
 		c.relatedDegrees(e, "etp", c.etp(), "pp", p.PP)
@@ -143,4 +146,31 @@ func (c *checker) gridHint(code string) string {
 		h += fmt.Sprintf("; no pp with tp=%d, cp=%d passes every check", p.TP, p.CP)
 	}
 	return h
+}
+
+// maxHintNodes is the most nodes a hint suggests: the schema's bound on
+// cluster.nodes.
+const maxHintNodes = 1 << 20
+
+// expertGridNodes is the fewest nodes above the cluster's whose world size
+// the expert grid (etp·ep·pp = expert GPUs) divides and with which every
+// check passes, 0 when none of the first few such counts does: a launch
+// script imported with its default node count (torchrun --nnodes
+// ${SLURM_NNODES:-1}) is told how many nodes its degrees need.
+func (c *checker) expertGridNodes(expert int) int {
+	gpn := c.s.Cluster.GPUsPerNode
+	if gpn <= 0 || expert <= 0 {
+		return 0
+	}
+	step := expert / gcd(expert, gpn) // nodes must be a multiple of this
+	first := (c.s.Cluster.Nodes/step + 1) * step
+	for n := first; n < first+8*step; n += step {
+		if n > maxHintNodes {
+			return 0
+		}
+		if c.accepts("expert-grid-not-divisible", "cluster.nodes", n) {
+			return n
+		}
+	}
+	return 0
 }
