@@ -287,6 +287,8 @@ func gcd(a, b int) int {
 	return a
 }
 
+func lcm(a, b int) int { return a / gcd(a, b) * b }
+
 // layoutStages makes every rule see the virtual stages parallel.layout gives
 // when parallel.vpp says otherwise: parc's Megatron target writes the layout
 // and not vpp, so Megatron schedules, interleaves and validates with the

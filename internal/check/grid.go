@@ -16,12 +16,12 @@ func (c *checker) grid() {
 	model := p.TP * p.PP * p.CP
 	switch {
 	case world < model:
-		e := c.report("world-size", "parallel.tp", c.gridHint("world-size"),
+		e := c.report("world-size", "parallel.tp", c.gridHint("world-size")+c.nodesHint("world-size", lcm(model, c.etp()*p.EP*p.PP)),
 			"one model replica needs tp·pp·cp = %d·%d·%d = %d GPUs but the cluster has nodes × gpus_per_node = %d × %d = %d",
 			p.TP, p.PP, p.CP, model, s.Cluster.Nodes, s.Cluster.GPUsPerNode, world)
 		c.relatedDegrees(e, "pp", p.PP, "cp", p.CP)
 	case !spec.Tiles(world, p.TP, p.PP, p.CP):
-		e := c.report("world-not-divisible", "parallel.tp", c.gridHint("world-not-divisible"),
+		e := c.report("world-not-divisible", "parallel.tp", c.gridHint("world-not-divisible")+c.nodesHint("world-not-divisible", lcm(model, c.etp()*p.EP*p.PP)),
 			"world size %d (nodes × gpus_per_node = %d × %d) is not divisible by tp·pp·cp = %d·%d·%d = %d",
 			world, s.Cluster.Nodes, s.Cluster.GPUsPerNode, p.TP, p.PP, p.CP, model)
 		c.relatedDegrees(e, "pp", p.PP, "cp", p.CP)
@@ -37,9 +37,7 @@ func (c *checker) grid() {
 		}))
 		hint := listHint(fmt.Sprintf("etp·ep·pp must divide %d: valid ep with etp=%d, pp=%d", world, c.etp(), p.PP), eps,
 			fmt.Sprintf("etp·ep·pp must divide %d; %s", world, noValue("parallel.ep")))
-		if n := c.expertGridNodes(expert); n > 0 {
-			hint += fmt.Sprintf("; or keep the degrees and use cluster.nodes = %d (world size %d)", n, n*s.Cluster.GPUsPerNode)
-		}
+		hint += c.nodesHint("expert-grid-not-divisible", lcm(model, expert))
 		e := c.report("expert-grid-not-divisible", "parallel.ep", hint,
 			"world size %d is not divisible by the expert grid etp·ep·pp = %d·%d·%d = %d",
 			world, c.etp(), p.EP, p.PP, expert)
@@ -152,25 +150,22 @@ func (c *checker) gridHint(code string) string {
 // cluster.nodes.
 const maxHintNodes = 1 << 20
 
-// expertGridNodes is the fewest nodes above the cluster's whose world size
-// the expert grid (etp·ep·pp = expert GPUs) divides and with which every
-// check passes, 0 when none of the first few such counts does: a launch
+// nodesHint offers the fewest nodes above the cluster's whose world size
+// unit GPUs (the grids' least common multiple) divides and with which every
+// check passes, "" when none of the first few such counts does: a launch
 // script imported with its default node count (torchrun --nnodes
 // ${SLURM_NNODES:-1}) is told how many nodes its degrees need.
-func (c *checker) expertGridNodes(expert int) int {
+func (c *checker) nodesHint(code string, unit int) string {
 	gpn := c.s.Cluster.GPUsPerNode
-	if gpn <= 0 || expert <= 0 {
-		return 0
+	if gpn <= 0 || unit <= 0 {
+		return ""
 	}
-	step := expert / gcd(expert, gpn) // nodes must be a multiple of this
+	step := unit / gcd(unit, gpn) // nodes must be a multiple of this
 	first := (c.s.Cluster.Nodes/step + 1) * step
-	for n := first; n < first+8*step; n += step {
-		if n > maxHintNodes {
-			return 0
-		}
-		if c.accepts("expert-grid-not-divisible", "cluster.nodes", n) {
-			return n
+	for n := first; n < first+8*step && n <= maxHintNodes; n += step {
+		if c.accepts(code, "cluster.nodes", n) {
+			return fmt.Sprintf("; or keep the degrees and use cluster.nodes = %d (world size %d)", n, n*gpn)
 		}
 	}
-	return 0
+	return ""
 }

@@ -79,14 +79,6 @@ func divisorsUpTo(n, limit int) []int {
 	return out
 }
 
-func lcm(a, b int) int {
-	g, x := a, b
-	for x != 0 {
-		g, x = x, g%x
-	}
-	return a / g * b
-}
-
 func TestRandomValidGridsAreAccepted(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 400 {
