@@ -107,7 +107,11 @@ func Import(src []byte, o Options) Result {
 		if strings.HasPrefix(e.Message, "unrecognized arguments") {
 			code = "import-unknown-option"
 		}
-		r.Diags.Errorf(at(e.Index), "", code, argHint(code), "Megatron's parser rejects %q: %s", words[e.Index], e.Message)
+		hint := argHint(code)
+		if e.Index >= 0 && e.Index < len(cmd.Args) && cmd.Args[e.Index].split && !strings.HasPrefix(words[e.Index], "-") {
+			hint = "this argument is a piece of one value that an unquoted expansion split at its blanks, as bash does: quote the expansion (\"${NAME[@]}\", \"$NAME\") to keep the value one argument"
+		}
+		r.Diags.Errorf(at(e.Index), "", code, hint, "Megatron's parser rejects %q: %s", words[e.Index], e.Message)
 	}
 	if len(errs) > 0 {
 		return r

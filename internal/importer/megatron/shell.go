@@ -17,6 +17,9 @@ type Word struct {
 	Line int
 	Col  int   // the column (1-based, in bytes) where the word starts on Line; 0 = unknown
 	at   []int // the input line of each byte of Text (a value spread over lines); nil: all on Line
+	// split: the word is a later piece of one value that an unquoted
+	// expansion split at its blanks (bash splits it the same way).
+	split bool
 }
 
 func (w Word) lineAt(i int) int {
@@ -663,6 +666,7 @@ type fieldBuilder struct {
 	line    int
 	literal strings.Builder // the word with quotes removed, before expansion
 	split   bool
+	piece   bool // the current field starts with a later piece of a split value
 }
 
 func (f *fieldBuilder) add(s string, line int) {
@@ -690,11 +694,12 @@ func (f *fieldBuilder) addWord(w Word, from, to int) {
 
 func (f *fieldBuilder) end() {
 	if f.has {
-		f.fields = append(f.fields, Word{Text: f.cur.String(), Line: f.line, at: f.at})
+		f.fields = append(f.fields, Word{Text: f.cur.String(), Line: f.line, at: f.at, split: f.piece})
 	}
 	f.cur.Reset()
 	f.at = nil
 	f.has = false
+	f.piece = false
 }
 
 // addExpanded adds an expansion's value; unquoted values are split on blanks.
@@ -729,6 +734,7 @@ func (f *fieldBuilder) addExpanded(vals []Word, quoted bool) {
 			}
 			if !first {
 				f.end()
+				f.piece = true
 			}
 			f.addWord(v, i, j)
 			first = false

@@ -353,3 +353,22 @@ func TestImportInputBounded(t *testing.T) {
 	assert.Equal(t, "import-too-many-arguments", many.Diags[0].Code)
 	assert.Nil(t, many.Spec)
 }
+
+// TestSplitValueHint: Megatron-LM's GPT-3 example puts a quoted value with
+// blanks in a bash array and expands the array unquoted, so bash (and the
+// reader) split the value and Megatron's parser rejects the later pieces;
+// the error says so and how to quote. An option split out of a variable on
+// purpose (OPTS="--swiglu --bogus") keeps the spelling hint.
+func TestSplitValueHint(t *testing.T) {
+	base := "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64 --max-position-embeddings 64 --micro-batch-size 1 --train-iters 5"
+	res := Import([]byte("ARGS=(\n "+base+"\n --step-batch-size-schedule \"0:16 2.4B:320\"\n)\ntorchrun pretrain_gpt.py ${ARGS[@]}\n"), Options{File: "run.sh", Nodes: 1})
+	require.NotEmpty(t, res.Diags)
+	assert.Equal(t, "import-unknown-option", res.Diags[0].Code)
+	assert.Contains(t, res.Diags[0].Message, `"2.4B:320"`)
+	assert.Contains(t, res.Diags[0].Hint, "unquoted expansion split")
+
+	res = Import([]byte("OPTS=\"--swiglu --bogus-flag\"\ntorchrun pretrain_gpt.py "+base+" $OPTS\n"), Options{File: "run.sh", Nodes: 1})
+	require.NotEmpty(t, res.Diags)
+	assert.Equal(t, "import-unknown-option", res.Diags[0].Code)
+	assert.NotContains(t, res.Diags[0].Hint, "unquoted expansion split")
+}
