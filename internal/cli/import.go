@@ -38,9 +38,6 @@ named in a warning. Exit 1 when the file is not a decoder's config.json.`,
 			if err != nil {
 				return err
 			}
-			if len(src) > load.MaxInputBytes {
-				return writeImport(cmd, out, nil, inputTooLarge(name))
-			}
 			res := hf.Import(src, name)
 			return writeImport(cmd, out, res.Spec, res.Diags)
 		},
@@ -90,7 +87,7 @@ reject the arguments (or parc's checks do), each problem at FILE:LINE.`,
 
 // readImportInput reads an importer's input file, or standard input for "-":
 // at most one byte more than load.MaxInputBytes, so that an endless input
-// (/dev/zero) ends, and a larger one is refused (inputTooLarge).
+// (/dev/zero) ends, and the importer refuses a larger one (load.TooLarge).
 func readImportInput(cmd *cobra.Command, name string) ([]byte, string, error) {
 	var in io.Reader = cmd.InOrStdin()
 	display := "<stdin>"
@@ -104,14 +101,6 @@ func readImportInput(cmd *cobra.Command, name string) ([]byte, string, error) {
 	}
 	src, err := io.ReadAll(io.LimitReader(in, load.MaxInputBytes+1))
 	return src, display, err
-}
-
-// inputTooLarge is the error for an importer's input past load.MaxInputBytes.
-func inputTooLarge(name string) diag.List {
-	var ds diag.List
-	ds.Errorf(diag.Pos{File: name}, "", "input-too-large", "a launch script or config.json is a few kilobytes: check that this is the file you meant",
-		"%s is larger than %d bytes (%d MiB), the most parc reads", name, load.MaxInputBytes, load.MaxInputBytes>>20)
-	return ds
 }
 
 // writeImport prints an import's diagnostics and writes its spec to out

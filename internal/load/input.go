@@ -62,14 +62,25 @@ func readError(name string, err error) *diag.Diagnostic {
 	return d
 }
 
+// TooLarge is input-too-large for data read from name when it holds more
+// than MaxInputBytes, nil otherwise: the one bound on every input parc reads
+// (specs, and the importers' launch scripts and config.json); what says
+// what name should be ("a spec", "a launch script").
+func TooLarge(name string, data []byte, what string) *diag.Diagnostic {
+	if len(data) <= MaxInputBytes {
+		return nil
+	}
+	return &diag.Diagnostic{Severity: diag.Error, Code: "input-too-large", Pos: diag.Pos{File: name},
+		Message: fmt.Sprintf("%s is larger than %d bytes (%d MiB), the most parc reads as %s", name, MaxInputBytes, MaxInputBytes>>20, what),
+		Hint:    what + " is a few kilobytes: check that this is the file you meant"}
+}
+
 // checkInput refuses input parc cannot take as a spec: more than
 // MaxInputBytes, or not UTF-8 text (a PNG renamed .cue). A binary file is
 // reported at its first byte that is not text, naming what it looks like.
 func checkInput(name string, data []byte) *diag.Diagnostic {
-	if len(data) > MaxInputBytes {
-		return &diag.Diagnostic{Severity: diag.Error, Code: "input-too-large", Pos: diag.Pos{File: name},
-			Message: fmt.Sprintf("%s is larger than %d bytes (%d MiB), the most parc reads as a spec", name, MaxInputBytes, MaxInputBytes>>20),
-			Hint:    "a spec is a few kilobytes: check that this is the file you meant"}
+	if d := TooLarge(name, data, "a spec"); d != nil {
+		return d
 	}
 	bad := bytes.IndexByte(data, 0)
 	if i := invalidUTF8(data); i >= 0 && (bad < 0 || i < bad) {

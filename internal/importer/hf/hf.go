@@ -8,13 +8,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"parc.dev/parc/internal/importer"
 	"slices"
 	"strings"
 
 	"cuelang.org/go/cue/format"
 
 	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/importer"
+	"parc.dev/parc/internal/load"
 )
 
 // Result of an import.
@@ -32,6 +33,10 @@ type field struct {
 // Import reads a config.json and writes a CUE file with its model section.
 func Import(src []byte, file string) Result {
 	var r Result
+	if d := load.TooLarge(file, src, "a config.json"); d != nil {
+		r.Diags.Add(*d)
+		return r
+	}
 	pos := diag.Pos{File: file, Line: 1, Column: 1}
 	dec := json.NewDecoder(bytes.NewReader(src))
 	dec.UseNumber()

@@ -9,6 +9,7 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"parc.dev/parc/internal/load"
@@ -332,4 +333,13 @@ func TestGPTOSS(t *testing.T) {
 	all := string(Import([]byte(strings.ReplaceAll(string(src), `"full_attention"`, `"sliding_attention"`)), "x").Spec)
 	require.Contains(t, all, "window_size: [128, 0]")
 	require.NotContains(t, all, "window_attn_skip_freq")
+}
+
+// TestImportTooLarge: a config.json larger than load.MaxInputBytes is
+// refused before it is decoded, as a spec or a launch script is.
+func TestImportTooLarge(t *testing.T) {
+	res := Import(append([]byte(`{"x": "`), make([]byte, load.MaxInputBytes)...), "big.json")
+	require.Len(t, res.Diags, 1)
+	assert.Equal(t, "input-too-large", res.Diags[0].Code)
+	assert.Nil(t, res.Spec)
 }

@@ -51,9 +51,8 @@ func Import(src []byte, o Options) Result {
 		o.File = "-"
 	}
 	var r Result
-	if len(src) > load.MaxInputBytes {
-		r.Diags.Errorf(diag.Pos{File: o.File}, "", "input-too-large", "a launch script is a few kilobytes: check that this is the file you meant",
-			"%s is larger than %d bytes (%d MiB), the most parc reads", o.File, load.MaxInputBytes, load.MaxInputBytes>>20)
+	if d := load.TooLarge(o.File, src, "a launch script"); d != nil {
+		r.Diags.Add(*d)
 		return r
 	}
 	cmd := Read(string(src))
