@@ -70,8 +70,7 @@ func vetLoaded(src Source, res *load.Result) (*plan.Plan, diag.List) {
 		return nil, diags
 	}
 	p.Choice = choice
-	p.Estimate.FasterSettings = resolve.FasterSettings(p, 1) // the plan as written: fit is the GPU
-	p.Estimate.FasterTogether = resolve.FasterTogether(p, 1, p.Estimate.FasterSettings)
+	p.Estimate.FasterSettings, p.Estimate.FasterTogether = resolve.Faster(p, 1) // the plan as written: fit is the GPU
 	p.Estimate.Accuracy = estimate.AccuracyOf(&p.Spec)
 	return p, diags
 }

@@ -474,7 +474,7 @@ func TestCalibration(t *testing.T) {
 		}
 		if r.holdout {
 			holdErrs = append(holdErrs, e)
-			if v, tuned, ok := contractOnlyTokensTogether(r, runs[r.id], cal, true); ok {
+			if v, tuned, ok := contractOnlyTokens(r, runs[r.id], cal); ok {
 				contractErrs = append(contractErrs, v/r.measured-1)
 				togetherErrs = append(togetherErrs, tuned/r.measured-1)
 			} else {

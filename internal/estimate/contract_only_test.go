@@ -14,21 +14,15 @@ import (
 )
 
 // contractOnlyTokens is the row's estimated tokens/s/GPU when its plan is
-// written with the contract's fields only (measured.Plan.ContractOnly): the published plan as rated
-// (r.s: the degrees, micro batch and recomputation the calibration rates
-// it with) and the model and cluster as the row gives them, every other
-// setting at parc's default. ok is false when that spec does not load.
-func contractOnlyTokens(r *calRow, run *measuredRun, cal Calibration) (float64, bool) {
-	v, _, ok := contractOnlyTokensTogether(r, run, cal, false)
-	return v, ok
-}
-
-// contractOnlyTokensTogether is contractOnlyTokens, and with together the
-// same plan with explain's faster settings applied together
-// (FasterTogether; the single best one where only one adds up, the plan
-// as written where none does), as a user who writes the contract's fields
-// and takes explain's suggestions runs it.
-func contractOnlyTokensTogether(r *calRow, run *measuredRun, cal Calibration, together bool) (plain, tuned float64, ok bool) {
+// written with the contract's fields only (measured.Plan.ContractOnly): the
+// published plan as rated (r.s: the degrees, micro batch and recomputation
+// the calibration rates it with) and the model and cluster as the row gives
+// them, every other setting at parc's default (plain); and that plan with
+// explain's faster settings applied together (tuned: FasterTogether, the
+// single best one where only one adds up, the plan as written where none
+// does), as a user who writes the contract's fields and takes explain's
+// suggestions runs it. ok is false when that spec does not load.
+func contractOnlyTokens(r *calRow, run *measuredRun, cal Calibration) (plain, tuned float64, ok bool) {
 	pub, err := measured.PublishedPlan(run)
 	if err != nil {
 		return 0, 0, false
@@ -79,9 +73,6 @@ func contractOnlyTokensTogether(r *calRow, run *measuredRun, cal Calibration, to
 		return 0, 0, false
 	}
 	plain = e.TokensPerS / float64(d.World)
-	if !together {
-		return plain, 0, true
-	}
 	step := e.StepTimeS
 	singles := FasterSettings(s, d, links, o, e, 1)
 	if t := FasterTogether(s, d, links, o, e, 1, singles); t != nil {

@@ -2,7 +2,6 @@ package estimate
 
 import (
 	"cmp"
-	"reflect"
 	"slices"
 
 	"parc.dev/parc/internal/check"
@@ -28,6 +27,8 @@ type FasterSetting struct {
 	FractionOfGPU float64 `json:"fraction_of_gpu"`
 	// Needs says what the setting needs beyond Megatron-Core itself.
 	Needs string `json:"needs,omitempty"`
+	// candidate is the fasterCandidates entry it came from.
+	candidate *fasterCandidate
 }
 
 // fasterCandidate is a setting explain tries.
@@ -140,7 +141,8 @@ func FasterSettings(s *spec.Spec, d spec.Derived, links map[string]string, o Opt
 	baseline := errorKeys(check.Verdict(s, d, diag.NoPos))
 	o.VerifyHints = false
 	var out []FasterSetting
-	for _, c := range fasterCandidates {
+	for i := range fasterCandidates {
+		c := &fasterCandidates[i]
 		if !c.applies(s) {
 			continue
 		}
@@ -159,7 +161,7 @@ func FasterSettings(s *spec.Spec, d spec.Derived, links map[string]string, o Opt
 			continue
 		}
 		out = append(out, FasterSetting{Field: c.field, Value: c.value, Also: c.also, StepTimeS: e.StepTimeS,
-			ChangePct: pct, FractionOfGPU: e.Memory.FractionOfGPU, Needs: c.needs})
+			ChangePct: pct, FractionOfGPU: e.Memory.FractionOfGPU, Needs: c.needs, candidate: c})
 	}
 	slices.SortStableFunc(out, func(a, b FasterSetting) int { return cmp.Compare(a.StepTimeS, b.StepTimeS) })
 	return out
@@ -198,12 +200,12 @@ func FasterTogether(s *spec.Spec, d spec.Derived, links map[string]string, o Opt
 	cur, step := *s, base.StepTimeS
 	var out FasterCombination
 	for _, f := range singles {
-		i := slices.IndexFunc(fasterCandidates, func(c fasterCandidate) bool { return c.is(f) })
-		if i < 0 || !fasterCandidates[i].applies(&cur) {
+		c := f.candidate
+		if c == nil || !c.applies(&cur) {
 			continue
 		}
 		s2 := cur
-		fasterCandidates[i].apply(&s2)
+		c.apply(&s2)
 		d2 := spec.Derive(&s2)
 		if !noNewErrors(baseline, &s2, d2) {
 			continue
@@ -222,9 +224,4 @@ func FasterTogether(s *spec.Spec, d spec.Derived, links map[string]string, o Opt
 	last := out.Settings[len(out.Settings)-1]
 	out.StepTimeS, out.ChangePct, out.FractionOfGPU = last.StepTimeS, last.ChangePct, last.FractionOfGPU
 	return &out
-}
-
-// is reports whether f is this candidate's setting.
-func (c fasterCandidate) is(f FasterSetting) bool {
-	return c.field == f.Field && reflect.DeepEqual(c.value, f.Value) && reflect.DeepEqual(c.also, f.Also)
 }

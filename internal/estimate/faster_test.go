@@ -118,11 +118,7 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: 2048, precision: "fp8", 
 	s2 := *s
 	dispatchers := 0
 	for _, f := range together.Settings {
-		i := slices.IndexFunc(fasterCandidates, func(c fasterCandidate) bool { return c.is(f) })
-		if i < 0 {
-			t.Fatalf("%s is not a faster setting", f.Field)
-		}
-		fasterCandidates[i].apply(&s2)
+		f.candidate.apply(&s2)
 		if f.Field == "model.moe.dispatcher" {
 			dispatchers++
 		}

@@ -99,25 +99,17 @@ func besideBatch(s *spec.Spec, at diag.Locator, co check.Options) diag.List {
 	return append(topo, slices.DeleteFunc(est, func(x diag.Diagnostic) bool { return x.Code != estimate.CodeMemoryExceedsGPU })...)
 }
 
-// FasterSettings lists the single settings that would shorten p's estimated
-// step and keep its peak within maxFraction of the GPU
-// (estimate.FasterSettings), on p's layout; nil for a plan without an
-// estimate.
-func FasterSettings(p *plan.Plan, maxFraction float64) []estimate.FasterSetting {
+// Faster lists the single settings that would shorten p's estimated step
+// and keep its peak within maxFraction of the GPU (estimate.FasterSettings),
+// and those of them applied together (estimate.FasterTogether), on p's
+// layout; nil for a plan without an estimate.
+func Faster(p *plan.Plan, maxFraction float64) ([]estimate.FasterSetting, *estimate.FasterCombination) {
 	if p.Layout == nil || p.Estimate == nil {
-		return nil
+		return nil, nil
 	}
-	return estimate.FasterSettings(&p.Spec, p.Derived, links(p.Layout), estimate.DefaultOptions(), p.Estimate, maxFraction)
-}
-
-// FasterTogether is singles (FasterSettings of p) applied together
-// (estimate.FasterTogether), on p's layout; nil for a plan without an
-// estimate or fewer than two settings that add up.
-func FasterTogether(p *plan.Plan, maxFraction float64, singles []estimate.FasterSetting) *estimate.FasterCombination {
-	if p.Layout == nil || p.Estimate == nil {
-		return nil
-	}
-	return estimate.FasterTogether(&p.Spec, p.Derived, links(p.Layout), estimate.DefaultOptions(), p.Estimate, maxFraction, singles)
+	l, o := links(p.Layout), estimate.DefaultOptions()
+	singles := estimate.FasterSettings(&p.Spec, p.Derived, l, o, p.Estimate, maxFraction)
+	return singles, estimate.FasterTogether(&p.Spec, p.Derived, l, o, p.Estimate, maxFraction, singles)
 }
 
 // TargetChecks runs the targets' checks on p. They may not assume a layout

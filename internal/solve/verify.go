@@ -245,8 +245,7 @@ func (sv *solver) run() *Result {
 		sv.noFeasiblePlan(r)
 	} else {
 		r.Explanation = sv.explain(verified, groups)
-		r.FasterSettings = resolve.FasterSettings(verified[0].plan, sv.opts.MemoryHeadroom)
-		r.FasterTogether = resolve.FasterTogether(verified[0].plan, sv.opts.MemoryHeadroom, r.FasterSettings)
+		r.FasterSettings, r.FasterTogether = resolve.Faster(verified[0].plan, sv.opts.MemoryHeadroom)
 	}
 	return r
 }
