@@ -13,21 +13,20 @@ import (
 func (c *checker) grid() {
 	s, p := c.s, c.s.Parallel
 	world := c.world()
-	model := p.TP * p.PP * p.CP
+	model, expert := p.TP*p.PP*p.CP, c.etp()*p.EP*p.PP
 	switch {
 	case world < model:
-		e := c.report("world-size", "parallel.tp", c.gridHint("world-size")+c.nodesHint("world-size", lcm(model, c.etp()*p.EP*p.PP)),
+		e := c.report("world-size", "parallel.tp", c.gridHint("world-size")+c.nodesHint("world-size", lcm(model, expert)),
 			"one model replica needs tp·pp·cp = %d·%d·%d = %d GPUs but the cluster has nodes × gpus_per_node = %d × %d = %d",
 			p.TP, p.PP, p.CP, model, s.Cluster.Nodes, s.Cluster.GPUsPerNode, world)
 		c.relatedDegrees(e, "pp", p.PP, "cp", p.CP)
 	case !spec.Tiles(world, p.TP, p.PP, p.CP):
-		e := c.report("world-not-divisible", "parallel.tp", c.gridHint("world-not-divisible")+c.nodesHint("world-not-divisible", lcm(model, c.etp()*p.EP*p.PP)),
+		e := c.report("world-not-divisible", "parallel.tp", c.gridHint("world-not-divisible")+c.nodesHint("world-not-divisible", lcm(model, expert)),
 			"world size %d (nodes × gpus_per_node = %d × %d) is not divisible by tp·pp·cp = %d·%d·%d = %d",
 			world, s.Cluster.Nodes, s.Cluster.GPUsPerNode, p.TP, p.PP, p.CP, model)
 		c.relatedDegrees(e, "pp", p.PP, "cp", p.CP)
 	}
 
-	expert := c.etp() * p.EP * p.PP
 	expertOK := spec.Tiles(world, c.etp(), p.EP, p.PP)
 	if !expertOK && c.gridOK() {
 		// Only meaningful once the dense grid fits; otherwise the error above
