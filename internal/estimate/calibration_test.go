@@ -419,6 +419,11 @@ func roundCalibration(c Calibration) Calibration {
 type calResult struct {
 	row      *calRow
 	est, err float64
+	// contract and together are the errors of the row written with the
+	// contract's fields only, as is and with explain's suggestions set
+	// together (contractOnlyTokens); hasContract says they were computed.
+	contract, together float64
+	hasContract        bool
 }
 
 func TestCalibration(t *testing.T) {
@@ -465,7 +470,11 @@ func TestCalibration(t *testing.T) {
 		if mfu := r.mfu(cal); mfu <= 0 || mfu > 1 {
 			t.Errorf("%s: MFU %g outside (0, 1] of the precision's dense peak", r.id, mfu)
 		}
-		results = append(results, calResult{row: r, est: est, err: e})
+		res := calResult{row: r, est: est, err: e}
+		if v, tuned, ok := contractOnlyTokens(r, runs[r.id], cal); ok {
+			res.contract, res.together, res.hasContract = v/r.measured-1, tuned/r.measured-1, true
+		}
+		results = append(results, res)
 		if r.knownSlow != "" {
 			if r.holdout {
 				slowHoldErrs = append(slowHoldErrs, e) // only in the "with them" line
@@ -474,9 +483,9 @@ func TestCalibration(t *testing.T) {
 		}
 		if r.holdout {
 			holdErrs = append(holdErrs, e)
-			if v, tuned, ok := contractOnlyTokens(r, runs[r.id], cal); ok {
-				contractErrs = append(contractErrs, v/r.measured-1)
-				togetherErrs = append(togetherErrs, tuned/r.measured-1)
+			if res.hasContract {
+				contractErrs = append(contractErrs, res.contract)
+				togetherErrs = append(togetherErrs, res.together)
 			} else {
 				contractMissing++
 			}
@@ -641,7 +650,9 @@ func calibrationReadme(results []calResult, byKind string, cal Calibration, fit,
 	b.WriteString(calibrationWeaknesses)
 	b.WriteString(knownSlowSection(results))
 	b.WriteString("\n<!-- guide -->")
-	b.WriteString("| id | set | measured as | measured tok/s/GPU | estimated | error | spread |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("Columns *contract-only* and *suggested*: the error of the row written with the contract's fields only (¹),\n" +
+		"and of that spec with the settings explain suggests for it set together (³).\n\n")
+	b.WriteString("| id | set | measured as | measured tok/s/GPU | estimated | error | spread | contract-only | suggested |\n|---|---|---|---|---|---|---|---|---|\n")
 	rs := slices.Clone(results)
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].row.id < rs[j].row.id })
 	for _, r := range rs {
@@ -650,16 +661,24 @@ func calibrationReadme(results []calResult, byKind string, cal Calibration, fit,
 			set = "holdout"
 		}
 		if r.row.skip != "" {
-			fmt.Fprintf(&b, "| %s | %s | skipped: %s | | | | |\n", r.row.id, set, strings.ReplaceAll(r.row.skip, "|", "/"))
+			fmt.Fprintf(&b, "| %s | %s | skipped: %s | | | | | | |\n", r.row.id, set, strings.ReplaceAll(r.row.skip, "|", "/"))
 			continue
 		}
 		if r.row.knownSlow != "" {
-			fmt.Fprintf(&b, "| %s | known slow (apart) | %s | %.0f | %.0f | %+.1f%% | |\n", r.row.id, r.row.measuredWhat, r.row.measured, r.est, 100*r.err)
+			fmt.Fprintf(&b, "| %s | known slow (apart) | %s | %.0f | %.0f | %+.1f%% | | %s |\n", r.row.id, r.row.measuredWhat, r.row.measured, r.est, 100*r.err, contractCells(r))
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %.0f | %+.1f%% | %.2f |\n", r.row.id, set, r.row.measuredWhat, r.row.measured, r.est, 100*r.err, r.row.spread)
+		fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %.0f | %+.1f%% | %.2f | %s |\n", r.row.id, set, r.row.measuredWhat, r.row.measured, r.est, 100*r.err, r.row.spread, contractCells(r))
 	}
 	return b.String()
+}
+
+// contractCells is a row's contract-only and suggested errors, two cells.
+func contractCells(r calResult) string {
+	if !r.hasContract {
+		return " | "
+	}
+	return fmt.Sprintf("%+.1f%% | %+.1f%%", 100*r.contract, 100*r.together)
 }
 
 // errorByKind is the signed error (estimated / measured − 1) of every row
