@@ -94,6 +94,7 @@ func (c *checker) run() {
 	c.kernels()
 	c.cudaGraphScope()
 	c.cudaGraphModules()
+	c.cudaGraphMoEDispatch()
 	c.cudaGraphRecompute()
 	c.delayWgradGraphs()
 	c.graphAllocator()

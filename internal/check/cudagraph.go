@@ -85,6 +85,65 @@ func (c *checker) cudaGraphModules() {
 	}
 }
 
+// cudaGraphMoEDispatch warns when a full-iteration CUDA graph would
+// capture an MoE dispatch whose sizes the host learns from the GPU every
+// step (spec.MoE.StaticDispatch is false): Megatron-LM's CUDA graph guide at
+// d98e8a64 (docs/user-guide/features/cuda_graph.md, "MoE Model Training"):
+// "MoE expert dispatch involves dynamic shapes and cannot be captured";
+// static shapes come from --moe-expert-rank-capacity-factor, and
+// Megatron-Bridge's full-iteration recipes set it with the paged stash
+// (set_full_iter_cg_configs: "Dropless MoE produces variable-shaped
+// per-expert tensors that CG cannot capture"). Megatron's arguments accept
+// the combination; the capture fails at run time (a device-to-host copy
+// inside a capturing stream), so this is a warning.
+func (c *checker) cudaGraphMoEDispatch() {
+	s := c.s
+	g, ok := c.cudaGraph()
+	if !ok || g.impl != "full_iteration" || !c.isMoE() || s.Model.MoE.StaticDispatch() {
+		return
+	}
+	path := "kernels.cuda_graph_impl"
+	if s.Kernels.CUDAGraphImpl != "full_iteration" {
+		path = g.path
+	}
+	e := s.Model.MoE
+	budget := []setting{{"model.moe.expert_rank_capacity_factor", 1.5}, {"model.moe.paged_stash", true}}
+	if e.Dispatcher != "flex" || e.FlexDispatcherBackend != "hybridep" && e.FlexDispatcherBackend != "ncclep" {
+		budget = append(budget, setting{"model.moe.dispatcher", "flex"}, setting{"model.moe.flex_dispatcher_backend", "hybridep"})
+	}
+	opts := []option{setOpt(budget...)}
+	if !s.Kernels.UseTransformerEngineOpFuser {
+		opts = append(opts, setOpt(append(slices.Clone(budget), setting{"kernels.use_transformer_engine_op_fuser", true})...))
+	}
+	perLayer := []setting{{"kernels.cuda_graph_impl", "transformer_engine"}, {"kernels.cuda_graph_modules", []string{"attn", "moe_router", "moe_preprocess"}}}
+	if len(s.Kernels.CUDAGraphScope) > 0 {
+		perLayer = append(perLayer, setting{"kernels.cuda_graph_scope", []string{}})
+	}
+	opts = append(opts, setOpt(perLayer...))
+	how := "dropless routing"
+	switch {
+	case e.ExpertRankCapacityFactor != nil:
+		how = fmt.Sprintf("expert_rank_capacity_factor without the flex dispatcher's hybridep or ncclep backend (dispatcher %s)", e.Dispatcher)
+	case e.CapacityFactor != nil && !e.PadExpertInputToCapacity:
+		how = "a capacity factor without pad_expert_input_to_capacity"
+	case e.CapacityFactor != nil:
+		how = fmt.Sprintf("padded to capacity, but the %s dispatcher still copies its token counts to the host", dispatcherName(e.Dispatcher, e.FlexDispatcherBackend))
+	}
+	c.report("cuda-graph-moe-dynamic", path, c.anyOf("cuda-graph-moe-dynamic", path, opts...),
+		"a full-iteration CUDA graph captures the MoE layers' token dispatch, whose sizes the host reads from the GPU every step (%s): Megatron's CUDA graph guide says MoE dispatch with dynamic shapes cannot be captured, so the capture fails when the run starts",
+		how)
+}
+
+func dispatcherName(d, backend string) string {
+	if d == "flex" {
+		if backend == "" {
+			backend = "deepep"
+		}
+		return "flex (" + backend + ")"
+	}
+	return d
+}
+
 func capacityText(f *float64) string {
 	if f == nil {
 		return "unset"

@@ -241,7 +241,7 @@ var optionCodes = []string{
 	"uneven-single-stage", "sp-without-tp", "tokenizer-files", "lr-wsd-decay", "slurm-nodes", "option-like-path",
 	"slurm-time", "slurm-mem", "env-reserved", "env-path", "env-value", "slurm-line-break", "uneven-stage-layers",
 	"launch-command", "slurm-option", "layout-world-too-large", "data-split", "window-attn-skip-freq-unused",
-	"optimizer-options",
+	"optimizer-options", "moe-rank-capacity", "moe-paged-stash", "cuda-graph-moe-dynamic",
 }
 
 // Settings a hint names in the spec's own words: options separated by
@@ -642,6 +642,7 @@ func TestHintsSuggestValidValues(t *testing.T) {
 	}
 	optRng := rand.New(rand.NewSource(15))
 	moreRng := rand.New(rand.NewSource(16))
+	budgetRng := rand.New(rand.NewSource(17))
 	checked := map[string]int{}
 	noneSaid := map[string]int{}
 	advice := map[string]int{}
@@ -653,6 +654,7 @@ func TestHintsSuggestValidValues(t *testing.T) {
 			more = map[string]any{} // a scenario breaks one rule only
 		}
 		withMoreOptions(moreRng, more)
+		withRankBudget(budgetRng, more)
 		s := specFrom(t, over)
 		l := vetAll(s)
 		before := errorKeys(l)
@@ -895,6 +897,33 @@ func TestOptionHintDropsFailingSetting(t *testing.T) {
 		if len(got) != 1 || got[0] != tc.hint {
 			t.Errorf("seq_length=%d: tp-comm-overlap hints %q, want [%q]", tc.seq, got, tc.hint)
 		}
+	}
+}
+
+// withRankBudget breaks, on a random MoE plan, the expert-rank capacity
+// factor's and the paged stash's rules (moe-rank-capacity,
+// moe-paged-stash), or asks for a full-iteration CUDA graph over its
+// dispatch (cuda-graph-moe-dynamic), from its own generator.
+func withRankBudget(rng *rand.Rand, over map[string]any) {
+	model := subMap(over, "model")
+	moe, _ := model["moe"].(map[string]any)
+	if moe == nil || rng.Intn(5) != 0 {
+		return
+	}
+	switch rng.Intn(5) {
+	case 0:
+		moe["expert_rank_capacity_factor"] = 1.5
+	case 1:
+		moe["expert_rank_capacity_factor"] = 1.5
+		moe["dispatcher"], moe["flex_dispatcher_backend"] = "flex", "hybridep"
+	case 2:
+		moe["paged_stash"] = true
+	case 3:
+		moe["expert_rank_capacity_factor"], moe["paged_stash"] = 1.5, true
+		subMap(over, "train")["cpu_offloading_num_layers"] = 1
+	default:
+		subMap(over, "kernels")["cuda_graph_impl"] = "full_iteration"
+		subMap(over, "train")["check_for_nan_in_loss_and_grad"] = false
 	}
 }
 

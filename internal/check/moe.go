@@ -69,6 +69,7 @@ func (c *checker) moe() {
 			setOpt(setting{"model.moe.pad_expert_input_to_capacity", false}, setting{"model.moe.capacity_factor", nil}), setOpt(setting{"model.moe.flex_dispatcher_backend", "hybridep"})),
 			"the flex dispatcher's ncclep backend supports neither capacity_factor nor pad_expert_input_to_capacity")
 	}
+	c.rankBudget()
 	if e.ExpertBias && e.ScoreFunction != "sigmoid" {
 		c.report("moe-expert-bias-score", "model.moe.expert_bias", c.options("moe-expert-bias-score", "model.moe.expert_bias", `set model.moe.score_function: "sigmoid", or expert_bias: false`,
 			opt(`set model.moe.score_function: "sigmoid"`, setting{"model.moe.score_function", "sigmoid"}),
@@ -130,4 +131,78 @@ func (c *checker) gpuName() string {
 		return n
 	}
 	return "the GPU"
+}
+
+// rankBudget checks the expert-rank capacity factor and the paged stash as
+// TransformerConfig.__post_init__ does at d98e8a64 (M22, M23):
+//   - moe_expert_rank_capacity_factor needs moe_flex_dispatcher_backend
+//     hybridep or ncclep (the backend, whatever the dispatcher type), and
+//     with hybridep use_transformer_engine_op_fuser or moe_use_grouped_tensor
+//     (launch.extra_args: the spec has no field for it);
+//   - moe_paged_stash needs the rank capacity factor, cannot go with
+//     cpu_offloading (--cpu-offloading-num-layers > 0) and takes over the
+//     offload modules expert_fc1, moe_act and fused_group_mlp.
+func (c *checker) rankBudget() {
+	s := c.s
+	e := s.Model.MoE
+	const cfPath, stashPath = "model.moe.expert_rank_capacity_factor", "model.moe.paged_stash"
+	backend := e.FlexDispatcherBackend
+	if backend == "" {
+		backend = "deepep"
+	}
+	drop := setOpt(setting{cfPath, nil})
+	if e.PagedStash {
+		drop = setOpt(setting{cfPath, nil}, setting{stashPath, false})
+	}
+	if cf := e.ExpertRankCapacityFactor; cf != nil {
+		switch {
+		case backend != "hybridep" && backend != "ncclep":
+			opts := []option{drop}
+			for _, b := range []string{"hybridep", "ncclep"} {
+				if e.Dispatcher == "flex" {
+					opts = append(opts, setOpt(setting{"model.moe.flex_dispatcher_backend", b}))
+				} else {
+					opts = append(opts, setOpt(setting{"model.moe.dispatcher", "flex"}, setting{"model.moe.flex_dispatcher_backend", b}))
+				}
+			}
+			opts = append(opts, setOpt(setting{"model.moe.dispatcher", "flex"}, setting{"model.moe.flex_dispatcher_backend", "hybridep"},
+				setting{"kernels.use_transformer_engine_op_fuser", true}))
+			c.report("moe-rank-capacity", cfPath, c.anyOf("moe-rank-capacity", cfPath, opts...),
+				"expert_rank_capacity_factor=%s needs the flex dispatcher's hybridep or ncclep backend, but flex_dispatcher_backend is %s (dispatcher %s)",
+				literal(*cf), backend, e.Dispatcher)
+		case backend == "hybridep" && !s.Kernels.UseTransformerEngineOpFuser && !c.hasFlag("--moe-use-grouped-tensor"):
+			c.report("moe-rank-capacity", cfPath, c.anyOf("moe-rank-capacity", cfPath,
+				setOpt(setting{"kernels.use_transformer_engine_op_fuser", true}), drop),
+				"expert_rank_capacity_factor=%s with the hybridep backend needs kernels.use_transformer_engine_op_fuser (or --moe-use-grouped-tensor): the experts take their token counts on the GPU",
+				literal(*cf))
+		}
+	}
+	if !e.PagedStash {
+		return
+	}
+	if e.ExpertRankCapacityFactor == nil {
+		opts := []option{setOpt(setting{stashPath, false})}
+		if e.Dispatcher == "flex" && (backend == "hybridep" || backend == "ncclep") {
+			opts = append(opts, setOpt(setting{cfPath, 1.5}))
+		}
+		c.report("moe-paged-stash", stashPath, c.anyOf("moe-paged-stash", stashPath, opts...),
+			"paged_stash needs expert_rank_capacity_factor (without a rank budget there is nothing to page)")
+	}
+	if n := s.Train.CPUOffloadingNumLayers; n > 0 {
+		c.report("moe-paged-stash", stashPath, c.anyOf("moe-paged-stash", stashPath,
+			setOpt(setting{stashPath, false}), setOpt(setting{"train.cpu_offloading_num_layers", 0})),
+			"paged_stash cannot go with CPU activation offloading (cpu_offloading_num_layers=%d)", n)
+	}
+	var clash []string
+	for _, m := range s.Train.OffloadModules {
+		if m == "expert_fc1" || m == "moe_act" || m == "fused_group_mlp" {
+			clash = append(clash, m)
+		}
+	}
+	if len(clash) > 0 {
+		keep := slices.DeleteFunc(slices.Clone(s.Train.OffloadModules), func(m string) bool { return slices.Contains(clash, m) })
+		c.report("moe-paged-stash", stashPath, c.anyOf("moe-paged-stash", stashPath,
+			setOpt(setting{"train.offload_modules", keep}), setOpt(setting{stashPath, false})),
+			"paged_stash keeps the routed experts' activations itself, so offload_modules must not include %s", literal(clash))
+	}
 }

@@ -71,6 +71,33 @@ var fasterCandidates = []fasterCandidate{
 			s.Kernels.CUDAGraphImpl = "transformer_engine"
 			s.Kernels.CUDAGraphModules = slices.Clone(moeGraphModules)
 		}},
+	// One CUDA graph of the whole iteration over an MoE model, as
+	// Megatron-Bridge's full-iteration MoE recipes run it (26.06-26.08
+	// DeepSeek-V3, Qwen3 and GPT-OSS on GB200/GB300; 26 runs of the measured
+	// corpus): HybridEP with a rank budget of 1.5 (static dispatch shapes,
+	// spec.MoE.StaticDispatch), the paged stash, Transformer Engine's op
+	// fuser (which HybridEP's budget needs) and the NaN check off (which the
+	// graph needs). Only on a plan whose dispatch is not already another
+	// flex backend (one dispatcher is suggested at a time).
+	{field: "kernels.cuda_graph_impl", value: "full_iteration",
+		also:  fullIterationMoE,
+		needs: "DeepEP's hybrid-ep branch (HybridEP) on every node",
+		applies: func(s *spec.Spec) bool {
+			m := s.Model.MoE
+			return m != nil && s.Parallel.EP > 1 && s.Kernels.CUDAGraphImpl != "full_iteration" &&
+				(m.Dispatcher != "flex" || m.FlexDispatcherBackend == "hybridep")
+		},
+		apply: func(s *spec.Spec) {
+			s.Kernels.CUDAGraphImpl = "full_iteration"
+			s.Kernels.CUDAGraphModules, s.Kernels.CUDAGraphScope = nil, nil
+			s.Kernels.UseTransformerEngineOpFuser = true
+			s.Train.CheckForNaNInLossAndGrad = false
+			withMoE(s, func(m *spec.MoE) {
+				f := fullIterationCapacityFactor
+				m.Dispatcher, m.FlexDispatcherBackend = "flex", "hybridep"
+				m.ExpertRankCapacityFactor, m.PagedStash = &f, true
+			})
+		}},
 	{field: "kernels.moe_router_fusion", value: true,
 		applies: func(s *spec.Spec) bool { return s.Model.MoE != nil && !s.Kernels.MoERouterFusion },
 		apply:   func(s *spec.Spec) { s.Kernels.MoERouterFusion = true }},
@@ -108,6 +135,22 @@ func flexDispatcher(backend, needs string) fasterCandidate {
 		apply: func(s *spec.Spec) {
 			withMoE(s, func(m *spec.MoE) { m.Dispatcher, m.FlexDispatcherBackend = "flex", backend })
 		}}
+}
+
+// fullIterationCapacityFactor is the rank budget Megatron-Bridge's
+// full-iteration MoE recipes set (set_full_iter_cg_configs at r0.5.0,
+// moe_expert_rank_capacity_factor 1.5).
+const fullIterationCapacityFactor = 1.5
+
+// fullIterationMoE are the settings the full-iteration MoE candidate sets
+// with cuda_graph_impl "full_iteration".
+var fullIterationMoE = map[string]any{
+	"model.moe.dispatcher":                    "flex",
+	"model.moe.flex_dispatcher_backend":       "hybridep",
+	"model.moe.expert_rank_capacity_factor":   fullIterationCapacityFactor,
+	"model.moe.paged_stash":                   true,
+	"kernels.use_transformer_engine_op_fuser": true,
+	"train.check_for_nan_in_loss_and_grad":    false,
 }
 
 // moeGraphModules are the per-layer CUDA graphs Megatron-Bridge's MoE

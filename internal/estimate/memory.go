@@ -81,23 +81,26 @@ type activationModel struct {
 	s                       float64 // s/cp
 	h, q, kv, a, f, fe, fs  float64
 	experts, topk, gated, v float64
-	t, etp, rep             float64 // rep = t with sequence parallelism, else 1
-	fused                   bool
-	ab, gb                  float64 // bytes per activation element, per saved GEMM input
-	recompute               string
-	method                  string
-	groupLayers             int
-	dropout                 bool            // hidden dropout > 0: a 1-byte mask per residual
-	attnDropout             bool            // attention dropout > 0: unfused attention keeps a mask and the dropped probabilities
-	teCrossEntropy          bool            // kernels.cross_entropy_loss_fusion with the "te" implementation
-	nativeCrossEntropy      bool            // kernels.cross_entropy_loss_fusion with the "native" implementation
-	epOverlap               bool            // parallel.overlap_moe_expert_parallel_comm with ep > 1
-	mla                     bool            // multi-latent attention
-	qlora, kvlora, pos      float64         // MLA: q and kv down-projection widths, RoPE key width
-	out                     float64         // core-attention output width (heads·v_head_dim), the output projection's input
-	modules                 map[string]bool // recompute_modules with selective recompute
-	localNorms              bool            // kernels.transformer_impl "local": every norm its own module
-	perLayer                [2]float64      // layer(false), layer(true), computed once
+	// budget scales the routed tokens an expert rank keeps for the backward
+	// (routedBudget): 1, or the rank budget's factor.
+	budget             float64
+	t, etp, rep        float64 // rep = t with sequence parallelism, else 1
+	fused              bool
+	ab, gb             float64 // bytes per activation element, per saved GEMM input
+	recompute          string
+	method             string
+	groupLayers        int
+	dropout            bool            // hidden dropout > 0: a 1-byte mask per residual
+	attnDropout        bool            // attention dropout > 0: unfused attention keeps a mask and the dropped probabilities
+	teCrossEntropy     bool            // kernels.cross_entropy_loss_fusion with the "te" implementation
+	nativeCrossEntropy bool            // kernels.cross_entropy_loss_fusion with the "native" implementation
+	epOverlap          bool            // parallel.overlap_moe_expert_parallel_comm with ep > 1
+	mla                bool            // multi-latent attention
+	qlora, kvlora, pos float64         // MLA: q and kv down-projection widths, RoPE key width
+	out                float64         // core-attention output width (heads·v_head_dim), the output projection's input
+	modules            map[string]bool // recompute_modules with selective recompute
+	localNorms         bool            // kernels.transformer_impl "local": every norm its own module
+	perLayer           [2]float64      // layer(false), layer(true), computed once
 	// Fine-grained activation offloading and the deferred output-layer
 	// wgrad (offload.go).
 	offload                       map[string]bool // train.offload_modules when fine-grained offloading is on
@@ -123,6 +126,7 @@ func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool,
 	if tr.Recompute == "selective" {
 		am.modules = set.recomputeModules
 	}
+	am.budget = routedBudget(s.Model.MoE)
 	am.localNorms = s.Kernels.TransformerImpl == "local"
 	am.teCrossEntropy = s.Kernels.CrossEntropyLossFusion && s.Kernels.CrossEntropyFusionImpl == "te"
 	am.nativeCrossEntropy = s.Kernels.CrossEntropyLossFusion && !am.teCrossEntropy
@@ -287,7 +291,7 @@ func (am activationModel) denseMLP() float64 {
 // process (T·k·etp/t on average with balanced routing) and the shared expert.
 func (am activationModel) moeMLP() float64 {
 	T := am.tokens
-	routed := T * am.topk * am.etp / am.t
+	routed := T * am.topk * am.etp / am.t * am.budget
 	m := am.ab * T * am.h / am.rep // norm input
 	if am.dropout {
 		m += T * am.h / am.rep // dropout mask
@@ -309,6 +313,30 @@ func (am activationModel) moeMLP() float64 {
 		m += am.ab*T*am.fs*am.gated/am.t + am.gb*T*am.fs/am.t
 	}
 	return m
+}
+
+// pagedStashHeadroom is Megatron's moe_paged_stash_buffer_size_factor_cuda
+// default (TransformerConfig at d98e8a64: 1.10, "positive = avg-based"):
+// the paged stash buffers hold the average routed tokens times this. The
+// spec has no field for the factor (Megatron-Bridge's perf recipes set 1.2).
+const pagedStashHeadroom = 1.10
+
+// routedBudget is how many times its balanced share of routed tokens an
+// expert rank keeps for the backward. With a rank budget
+// (spec.MoE.RankBudget) HybridEP hands the experts num_permuted_tokens =
+// tokens · topk · factor rows (_HybridEPManager.setup_metadata at d98e8a64),
+// and the experts save their inputs at that size; the paged stash
+// (model.moe.paged_stash, megatron/core/transformer/moe/paged_stash.py)
+// copies the saved tensors into pages of their real size instead, in
+// buffers sized at the average times pagedStashHeadroom.
+func routedBudget(e *spec.MoE) float64 {
+	switch {
+	case !e.RankBudget():
+		return 1
+	case e.PagedStash:
+		return pagedStashHeadroom
+	}
+	return *e.ExpertRankCapacityFactor
 }
 
 // layer is a decoder layer's activations with nothing recomputed.

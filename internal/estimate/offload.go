@@ -257,7 +257,7 @@ func (am activationModel) fineOffloadLayer(moe bool) (bytes float64, groups int)
 	if moe {
 		group("mlp_norm", resid)
 		if !am.modules["moe"] {
-			routed := T * am.topk * am.etp / am.t
+			routed := T * am.topk * am.etp / am.t * am.budget
 			fc1 := fineTensor{routed * am.h, am.fc1InputBytes()}
 			act := fineTensor{routed * am.fe * am.gated / am.etp, am.ab}
 			group("expert_fc1", fc1)

@@ -10,7 +10,7 @@ import (
 // TestPaddedExpertsNoHostSync: expert inputs padded to capacity
 // (model.moe.pad_expert_input_to_capacity with a capacity_factor) give the
 // alltoall and HybridEP dispatchers every size on the host, so the MoE
-// layer's forward makes no device-to-host synchronisation (paddedToCapacity);
+// layer's forward makes no device-to-host synchronisation (spec.MoE.StaticDispatch);
 // dropless routing, a capacity factor alone, and the allgather dispatcher
 // synchronise. The plan is Megatron-Bridge 25.09's DeepSeek-V3 on 256 B200
 // (alltoall, capacity 1.0 padded, no CUDA graphs), as the measured writer

@@ -733,37 +733,10 @@ func (c *costModel) exposedAllToAll(t, lower, shared, compute float64) (exposed,
 // host: the grouped expert GEMM takes its per-expert token counts as a host
 // list (Transformer Engine's GroupedLinear m_splits), copied from the GPU
 // after routing. A graph that captures the MoE block (moe module, or the
-// full iteration) avoids it, and so do expert inputs padded to capacity
-// (paddedToCapacity), whose sizes the host computes itself.
+// full iteration) avoids it, and so does a dispatch whose sizes the host
+// knows (spec.MoE.StaticDispatch: padded to capacity, or a rank budget).
 func (c *costModel) moeHostSync() bool {
-	return c.sh.experts > 0 && !c.cm.graphs.moe && !c.cm.graphs.full && !c.paddedToCapacity()
-}
-
-// paddedToCapacity: model.moe.pad_expert_input_to_capacity with a
-// capacity_factor (drop and pad) and a dispatcher whose padded path knows
-// every size on the host, so the MoE layer's forward makes no device-to-host
-// synchronisation. Megatron-LM at d98e8a64, token_dispatcher.py:
-//
-//   - alltoall (MoEAlltoAllTokenDispatcher): preprocess returns the capacity
-//     (get_capacity of the tokens, topk and experts, a host number) before
-//     any sync point is set, so cuda_sync_point stays "no_sync", and
-//     _maybe_dtoh_and_synchronize copies and synchronises only
-//     "if not self.drop_and_pad";
-//   - flex with hybridep (_HybridEPManager.setup_metadata): "In drop_and_pad
-//     mode, the number of tokens after the permute op can be computed on the
-//     CPU" (num_permuted_tokens and tokens_per_expert from the capacity), so
-//     dispatch skips the tokens_per_expert.sum() sync.
-//
-// The allgather dispatcher copies its local token counts to the host
-// (dispatch_postprocess: .cpu(), then .item()) padded or not; the flex
-// dispatcher's deepep and ncclep backends reject padding (TransformerConfig,
-// _NCCLEPManager).
-func (c *costModel) paddedToCapacity() bool {
-	moe := c.s.Model.MoE
-	if moe == nil || !moe.PadExpertInputToCapacity || moe.CapacityFactor == nil {
-		return false
-	}
-	return moe.Dispatcher == "alltoall" || moe.Dispatcher == "flex" && moe.FlexDispatcherBackend == "hybridep"
+	return c.sh.experts > 0 && !c.cm.graphs.moe && !c.cm.graphs.full && !c.s.Model.MoE.StaticDispatch()
 }
 
 // scheduleSyncS is the GPU's idle time at one of the training loop's own

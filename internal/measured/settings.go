@@ -22,13 +22,16 @@ func ModelKernelsCUE(settings map[string]any) string {
 	if v, ok := settings["moe_flex_dispatcher_backend"].(string); ok {
 		moe = append(moe, fmt.Sprintf("flex_dispatcher_backend: %q", v))
 	}
-	for _, k := range []string{"router_force_load_balancing", "shared_expert_overlap", "pad_expert_input_to_capacity"} {
+	for _, k := range []string{"router_force_load_balancing", "shared_expert_overlap", "pad_expert_input_to_capacity", "paged_stash"} {
 		if v, ok := settings["moe_"+k].(bool); ok {
 			moe = append(moe, fmt.Sprintf("%s: %v", k, v))
 		}
 	}
 	if v, ok := settings["moe_expert_capacity_factor"].(float64); ok {
 		moe = append(moe, fmt.Sprintf("capacity_factor: %v", v))
+	}
+	if v, ok := settings["moe_expert_rank_capacity_factor"].(float64); ok {
+		moe = append(moe, fmt.Sprintf("expert_rank_capacity_factor: %v", v))
 	}
 	if len(moe) > 0 {
 		fmt.Fprintf(&b, "model: moe: {%s}\n", strings.Join(moe, ", "))
@@ -63,10 +66,13 @@ func ModelKernelsCUE(settings map[string]any) string {
 	}
 	// Megatron-Bridge's cutedsl_fused_grouped_mlp: use_transformer_engine_op_fuser
 	// (scripts/performance/utils/overrides.py) and NVTE_CUTEDSL_FUSED_GROUPED_MLP=1
-	// in the job's environment (perf_plugins.py), r0.5.0.
+	// in the job's environment (perf_plugins.py), r0.5.0; a recipe may set
+	// the op fuser alone (use_transformer_engine_op_fuser).
 	if v, ok := settings["cutedsl_fused_grouped_mlp"].(bool); ok && v {
 		kern = append(kern, "use_transformer_engine_op_fuser: true")
 		b.WriteString("launch: env: {NVTE_CUTEDSL_FUSED_GROUPED_MLP: \"1\"}\n")
+	} else if v, ok := settings["use_transformer_engine_op_fuser"].(bool); ok && v {
+		kern = append(kern, "use_transformer_engine_op_fuser: true")
 	}
 	if len(kern) > 0 {
 		fmt.Fprintf(&b, "kernels: {%s}\n", strings.Join(kern, ", "))

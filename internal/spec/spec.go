@@ -126,6 +126,54 @@ type MoE struct {
 	RouterForceLoadBalancing bool     `json:"router_force_load_balancing"`          // --moe-router-force-load-balancing
 	FlexDispatcherBackend    string   `json:"flex_dispatcher_backend"`              // --moe-flex-dispatcher-backend
 	SharedExpertOverlap      bool     `json:"shared_expert_overlap"`                // --moe-shared-expert-overlap
+	// ExpertRankCapacityFactor is --moe-expert-rank-capacity-factor: the
+	// HybridEP/NCCL-EP receive budget per expert rank, in units of its
+	// balanced share (static dispatch shapes, no host synchronisation).
+	ExpertRankCapacityFactor *float64 `json:"expert_rank_capacity_factor,omitempty"`
+	PagedStash               bool     `json:"paged_stash"` // --moe-paged-stash
+}
+
+// RankBudget reports that every expert rank receives a fixed budget of
+// routed tokens (expert_rank_capacity_factor with the flex dispatcher's
+// hybridep or ncclep backend): Megatron-LM at d98e8a64, token_dispatcher.py,
+// _HybridEPManager.setup_metadata sizes num_permuted_tokens as tokens ·
+// topk · factor (else "HybridEP sizes buffers dynamically (CPU sync in
+// dispatch)"), and the NCCL-EP manager's static mode ("set for static
+// shapes (fixed receive buffer, CUDA-graph capturable)").
+func (e *MoE) RankBudget() bool {
+	return e != nil && e.ExpertRankCapacityFactor != nil && e.Dispatcher == "flex" &&
+		(e.FlexDispatcherBackend == "hybridep" || e.FlexDispatcherBackend == "ncclep")
+}
+
+// StaticDispatch reports that the MoE layers' token dispatch has sizes the
+// host knows without copying counts from the GPU, so the forward makes no
+// device-to-host synchronisation and a CUDA graph can capture it: a rank
+// budget (RankBudget), or expert inputs padded to capacity (a capacity
+// factor with pad_expert_input_to_capacity) with a dispatcher whose padded
+// path knows every size on the host. Megatron-LM at d98e8a64,
+// token_dispatcher.py:
+//
+//   - alltoall (MoEAlltoAllTokenDispatcher): preprocess returns the capacity
+//     (get_capacity of the tokens, topk and experts, a host number) before
+//     any sync point is set, so cuda_sync_point stays "no_sync", and
+//     _maybe_dtoh_and_synchronize copies and synchronises only
+//     "if not self.drop_and_pad";
+//   - flex with hybridep (_HybridEPManager.setup_metadata): "In drop_and_pad
+//     mode, the number of tokens after the permute op can be computed on the
+//     CPU" (num_permuted_tokens and tokens_per_expert from the capacity), so
+//     dispatch skips the tokens_per_expert.sum() sync.
+//
+// The allgather dispatcher copies its local token counts to the host
+// (dispatch_postprocess: .cpu(), then .item()) padded or not; the flex
+// dispatcher's deepep backend rejects padding and ncclep a capacity factor
+// (TransformerConfig, _NCCLEPManager).
+func (e *MoE) StaticDispatch() bool {
+	if e == nil {
+		return false
+	}
+	padded := e.PadExpertInputToCapacity && e.CapacityFactor != nil &&
+		(e.Dispatcher == "alltoall" || e.Dispatcher == "flex" && e.FlexDispatcherBackend == "hybridep")
+	return padded || e.RankBudget()
 }
 
 type Cluster struct {

@@ -352,6 +352,10 @@ func (e *emitter) moe() {
 			a.choice("--moe-flex-dispatcher-backend", moe.FlexDispatcherBackend, "deepep")
 		}
 		a.boolFlag("--moe-shared-expert-overlap", moe.SharedExpertOverlap)
+		if moe.ExpertRankCapacityFactor != nil {
+			a.float("--moe-expert-rank-capacity-factor", *moe.ExpertRankCapacityFactor)
+		}
+		a.boolFlag("--moe-paged-stash", moe.PagedStash)
 	}
 }
 

@@ -411,8 +411,14 @@ func fasterTogether(t *estimate.FasterCombination) (change, effect string) {
 	fields := make([]string, len(t.Settings))
 	for i, f := range t.Settings {
 		fields[i] = f.Field
-		if b, ok := f.Also["model.moe.flex_dispatcher_backend"]; ok {
-			fields[i] += " " + settingValue(b)
+		backend, flex := f.Also["model.moe.flex_dispatcher_backend"]
+		switch v, isString := f.Value.(string); {
+		case flex && f.Field == "model.moe.dispatcher":
+			fields[i] += " " + settingValue(backend)
+		case isString && flex:
+			fields[i] += " " + settingValue(v) + " (flex dispatcher " + settingValue(backend) + ")"
+		case isString:
+			fields[i] += " " + settingValue(v)
 		}
 	}
 	change = "all of " + strings.Join(fields, ", ") + " together"
