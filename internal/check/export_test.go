@@ -13,5 +13,6 @@ var (
 	ActivationForXcheck = activationForXcheck
 	LionForXcheck       = lionForXcheck
 	EmergingForXcheck   = emergingForXcheck
+	BudgetForXcheck     = budgetForXcheck
 	ErrorCodes          = errorCodes
 )

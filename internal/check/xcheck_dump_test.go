@@ -67,6 +67,7 @@ func TestDumpForMegatron(t *testing.T) {
 		"activation606.json": forMegatron(check.ActivationForXcheck(t, 606, 600)),
 		"lion707.json":       forMegatron(check.LionForXcheck(t, 707, 500)),
 		"emerging808.json":   forMegatron(check.EmergingForXcheck(t, 808, 500)),
+		"budget909.json":     forMegatron(check.BudgetForXcheck(t, 909, 500)),
 		"errors.json":        check.ErrorCodes(),
 	} {
 		data, err := json.Marshal(v)

@@ -177,6 +177,43 @@ func activationForXcheck(t *testing.T, seed int64, n int) []xcase {
 	return optionCases(t, seed, n, func(r *mrand.Rand, over map[string]any) { withActivation(r, over) })
 }
 
+// budgetForXcheck is n MoE plans with the expert-rank capacity factor, the
+// paged stash and what they rule on (the dispatcher and its backend,
+// Transformer Engine's op fuser, CPU and fine-grained offloading, a
+// full-iteration CUDA graph) drawn at random.
+func budgetForXcheck(t *testing.T, seed int64, n int) []xcase {
+	return optionCases(t, seed, n, func(r *mrand.Rand, over map[string]any) { withBudget(r, over) })
+}
+
+// withBudget makes the plan an MoE one and draws its rank-budget settings.
+func withBudget(r *mrand.Rand, over map[string]any) {
+	model, kern, train := subMap(over, "model"), subMap(over, "kernels"), subMap(over, "train")
+	moe, _ := model["moe"].(map[string]any)
+	if moe == nil {
+		moe = map[string]any{"experts": 8}
+		model["moe"] = moe
+	}
+	model["bias"] = r.Intn(4) == 0
+	moe["dispatcher"] = []string{"alltoall", "flex", "flex"}[r.Intn(3)]
+	moe["flex_dispatcher_backend"] = []string{"deepep", "hybridep", "hybridep", "ncclep"}[r.Intn(4)]
+	if r.Intn(4) != 0 {
+		moe["expert_rank_capacity_factor"] = []float64{0.5, 1.5, 2}[r.Intn(3)]
+	}
+	moe["paged_stash"] = r.Intn(2) == 0
+	kern["use_transformer_engine_op_fuser"] = r.Intn(2) == 0
+	if r.Intn(5) == 0 {
+		train["cpu_offloading_num_layers"] = 1
+	}
+	if r.Intn(5) == 0 {
+		train["fine_grained_activation_offloading"] = true
+		train["offload_modules"] = [][]string{{"attn_proj"}, {"moe_act"}, {"expert_fc1", "core_attn"}}[r.Intn(3)]
+	}
+	if r.Intn(3) == 0 {
+		kern["cuda_graph_impl"] = "full_iteration"
+		train["check_for_nan_in_loss_and_grad"] = false
+	}
+}
+
 // withActivation sets model.activation, model.bias and the two
 // bias-activation fusions at random.
 func withActivation(r *mrand.Rand, over map[string]any) {

@@ -82,7 +82,7 @@ type activationModel struct {
 	h, q, kv, a, f, fe, fs  float64
 	experts, topk, gated, v float64
 	// budget scales the routed tokens an expert rank keeps for the backward
-	// (routedBudget): 1, or the rank budget's factor.
+	// (RoutedBudget): 1, or the rank budget's factor.
 	budget             float64
 	t, etp, rep        float64 // rep = t with sequence parallelism, else 1
 	fused              bool
@@ -126,7 +126,7 @@ func newActivationModel(s *spec.Spec, d spec.Derived, sh modelShape, fused bool,
 	if tr.Recompute == "selective" {
 		am.modules = set.recomputeModules
 	}
-	am.budget = routedBudget(s.Model.MoE)
+	am.budget = RoutedBudget(s.Model.MoE)
 	am.localNorms = s.Kernels.TransformerImpl == "local"
 	am.teCrossEntropy = s.Kernels.CrossEntropyLossFusion && s.Kernels.CrossEntropyFusionImpl == "te"
 	am.nativeCrossEntropy = s.Kernels.CrossEntropyLossFusion && !am.teCrossEntropy
@@ -321,7 +321,7 @@ func (am activationModel) moeMLP() float64 {
 // spec has no field for the factor (Megatron-Bridge's perf recipes set 1.2).
 const pagedStashHeadroom = 1.10
 
-// routedBudget is how many times its balanced share of routed tokens an
+// RoutedBudget is how many times its balanced share of routed tokens an
 // expert rank keeps for the backward. With a rank budget
 // (spec.MoE.RankBudget) HybridEP hands the experts num_permuted_tokens =
 // tokens · topk · factor rows (_HybridEPManager.setup_metadata at d98e8a64),
@@ -329,7 +329,7 @@ const pagedStashHeadroom = 1.10
 // (model.moe.paged_stash, megatron/core/transformer/moe/paged_stash.py)
 // copies the saved tensors into pages of their real size instead, in
 // buffers sized at the average times pagedStashHeadroom.
-func routedBudget(e *spec.MoE) float64 {
+func RoutedBudget(e *spec.MoE) float64 {
 	switch {
 	case !e.RankBudget():
 		return 1

@@ -62,3 +62,54 @@ func TestPaddedExpertsNoHostSync(t *testing.T) {
 		t.Errorf("padded HybridEP: sync %v, step %.3f s; want no host synchronisation", sync, hybrid)
 	}
 }
+
+// TestRankBudget: a rank budget (model.moe.expert_rank_capacity_factor with
+// the flex dispatcher's hybridep or ncclep backend) gives the dispatch static
+// shapes, so the MoE layer's forward makes no host synchronisation; with the
+// deepep backend Megatron rejects the factor, and without one HybridEP sizes
+// its buffers on the host (_HybridEPManager.setup_metadata at d98e8a64). The
+// experts keep their activations at the budget, factor × the balanced share
+// (HybridEP's num_permuted_tokens), or with the paged stash at the average
+// times Megatron's default headroom, 1.10: the routed part of the
+// activations grows by 0.5 of itself at a budget of 1.5 and by 0.1 with the
+// stash. The plan is Megatron-Bridge 26.06's DeepSeek-V3 on 256 GB300 with
+// its recorded settings, the budget and the full-iteration graph taken off.
+func TestRankBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads measured runs")
+	}
+	row := calRowsOf(t, "bridge-26.06-deepseek-v3-gb300-mxfp8-256")[0]
+	if !row.s.Model.MoE.RankBudget() || !row.s.Model.MoE.PagedStash {
+		t.Fatalf("the run's spec has no rank budget with the paged stash: %+v", *row.s.Model.MoE)
+	}
+	run := func(edit func(m *spec.MoE)) (step, act float64, sync bool) {
+		s := *row.s
+		s.Kernels.CUDAGraphImpl = "none"
+		m := *s.Model.MoE
+		edit(&m)
+		s.Model.MoE = &m
+		o := DefaultOptions()
+		e, _ := RunWith(&s, row.d, row.links, diag.NoPos, o)
+		return e.StepTimeS, float64(e.Memory.Stages[e.Memory.PeakStage].ActivationsLayers), newCostModel(&s, row.d, o).moeHostSync()
+	}
+	cf := 1.5
+	none, actNone, syncNone := run(func(m *spec.MoE) { m.ExpertRankCapacityFactor, m.PagedStash = nil, false })
+	budget, actBudget, syncBudget := run(func(m *spec.MoE) { m.ExpertRankCapacityFactor, m.PagedStash = &cf, false })
+	stash, actStash, syncStash := run(func(m *spec.MoE) { m.ExpertRankCapacityFactor, m.PagedStash = &cf, true })
+	_, _, syncNCCL := run(func(m *spec.MoE) { m.FlexDispatcherBackend, m.ExpertRankCapacityFactor = "ncclep", &cf })
+	_, _, syncDeepEP := run(func(m *spec.MoE) { m.FlexDispatcherBackend, m.ExpertRankCapacityFactor = "deepep", &cf })
+	if !syncNone || syncBudget || syncStash || syncNCCL || !syncDeepEP {
+		t.Errorf("host synchronisation: without a budget %v, hybridep budget %v, with the stash %v, ncclep budget %v, deepep %v; want true, false, false, false, true",
+			syncNone, syncBudget, syncStash, syncNCCL, syncDeepEP)
+	}
+	if budget >= none || stash >= none {
+		t.Errorf("step: %.3f s without a budget, %.3f s with it, %.3f s with the stash; want the budget faster (no synchronisation)", none, budget, stash)
+	}
+	grow, growStash := actBudget-actNone, actStash-actNone
+	if grow <= 0 || growStash <= 0 {
+		t.Fatalf("activations: %.4g without a budget, %.4g with it, %.4g with the stash; want both larger", actNone, actBudget, actStash)
+	}
+	if r := grow / growStash; r < 4.9 || r > 5.1 {
+		t.Errorf("the budget's extra activations are %.3g times the stash's, want 0.5/0.1 = 5", r)
+	}
+}

@@ -198,6 +198,16 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 			break
 		}
 	}
+	if m := s.Model.MoE; m.RankBudget() {
+		cf := *m.ExpertRankCapacityFactor
+		note := fmt.Sprintf("Rank budget (model.moe.expert_rank_capacity_factor = %g): the %s dispatch hands each expert rank a fixed %g× its balanced share of routed tokens, and the experts keep their activations for the backward at that size",
+			cf, m.FlexDispatcherBackend, cf)
+		if m.PagedStash {
+			note = fmt.Sprintf("Rank budget with the paged stash (model.moe.expert_rank_capacity_factor = %g, model.moe.paged_stash): the experts keep their activations for the backward in pages at their real size, in buffers of the average routed tokens × %g (Megatron's moe_paged_stash_buffer_size_factor_cuda default)",
+				cf, estimate.RoutedBudget(m))
+		}
+		data.MemoryNotes = append(data.MemoryNotes, note+"; included in the activations above.")
+	}
 	if e.Memory.MegatronApplies {
 		data.MemoryNotes = append(data.MemoryNotes,
 			fmt.Sprintf("Reference, not used for fit: Megatron-LM's theoretical memory for the first stage (theoretical_memory_usage.py, %s formula) is %s = weights and optimizer %s + activations %s; parc's model above gives that stage %s.",

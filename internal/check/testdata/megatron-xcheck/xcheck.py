@@ -153,7 +153,7 @@ def megatron_verdict(s, args, env):
 # step runs (a division in a layer's constructor, a kernel's shape check, the
 # tokenizer or dataset opening its files); the corpus derives those by hand.
 LATER = {'ffn-tp', 'moe-ffn-etp', 'moe-shared-ffn-tp', 'query-groups-heads', 'moe-sp-required', 'sp-seq-length',
-         'moe-sinkhorn-aux-loss', 'moe-topk-experts', 'recompute-mtp-uniform', 'precision-fp8-gpu', 'tokenizer-files'}
+         'moe-sinkhorn-aux-loss', 'moe-topk-experts', 'recompute-mtp-uniform', 'precision-fp8-gpu', 'precision-fp4-gpu', 'tokenizer-files'}
 # OUTSIDE: rules of the cluster, Slurm and the launch, which Megatron never sees.
 OUTSIDE = {'slurm-time', 'slurm-mem', 'slurm-option', 'slurm-nodes', 'slurm-cpus', 'slurm-preempt', 'slurm-segment',
            'slurm-line-break', 'nvlink-domain', 'tp-crosses-nvlink', 'etp-crosses-nvlink', 'env-name', 'env-reserved',
@@ -166,21 +166,31 @@ SPEC = {('pipeline-layout', 'parallel.vpp'): 'parallel.vpp beside the stages par
 PARC_ONLY = LATER | OUTSIDE
 
 def later_here(spec):
-    """Codes that fire later for this plan only: a data.split whose weights
+    """Codes that fire later for this plan only: the flex dispatcher's deepep
+    or ncclep backend with tp·ep = 1 (the spec's tp defaults to the base plan's
+    2 here, ep to 1), and a data.split whose weights
     (at most three, each a float) sum to 0 passes parse_and_normalize_split
     (numpy divides by the sum: NaN, a RuntimeWarning) and fails when the
     dataset builder turns the NaN book-ends into indices
     (blended_megatron_dataset_builder.py: int(round(nan))), after the config
     this script builds; more than three weights or a non-number fail here."""
+    later = set()
+    moe = (spec.get('model') or {}).get('moe') or {}
+    par = spec.get('parallel') or {}
+    # MoEFlexTokenDispatcher asserts TPxEP > 1 for its deepep and ncclep
+    # backends when the layer is built (token_dispatcher.py:1836, 1854).
+    if moe.get('dispatcher') == 'flex' and moe.get('flex_dispatcher_backend', 'deepep') in ('deepep', 'ncclep') and \
+            par.get('tp', 2) * par.get('ep', 1) == 1:
+        later.add('moe-flex-backend')
     split = (spec.get('data') or {}).get('split')
     if not (spec.get('data') or {}).get('paths') or split is None:
-        return set()
+        return later
     nums = re.findall(r"[.0-9]+", split)
     try:
         ws = [float(n) for n in nums]
     except ValueError:
-        return set()
-    return {'data-split'} if len(ws) <= 3 and sum(ws) == 0 else set()
+        return later
+    return later | ({'data-split'} if len(ws) <= 3 and sum(ws) == 0 else set())
 # Warnings parc gives where Megatron stops: the disagreement is by design and
 # printed with the reason.
 BY_DESIGN = {'train-length-missing': 'parc warns: the training length is optional while planning; '
@@ -191,7 +201,7 @@ cases = json.load(open(os.environ.get('CASES', 'cases.json')))
 rows = []
 for c in cases:
     stage, why = megatron_verdict(c['spec'], c['args'], c['env'] or {})
-    errs = sorted({x for x in c['codes'] if x in ERRORS} | set(c.get('target_codes') or []))
+    errs = sorted({x for x in (c['codes'] or []) if x in ERRORS} | set(c.get('target_codes') or []))
     # an error Megatron can see: not parc-only by code, nor a conflict of parc's own fields
     spec_only = {(e['code'], e['path']) for e in c.get('errors') or [] if (e['code'], e['path']) in SPEC}
     seen = [x for x in errs if x not in PARC_ONLY | later_here(c['spec']) and not
@@ -203,7 +213,7 @@ for c in cases:
     else:
         verdict = 'parc-only' if errs else 'agree'
     rows.append({'name': c['name'], 'megatron_valid': stage is None, 'stage': stage, 'why': why,
-                 'corpus_valid': c['valid'], 'codes': c['codes'], 'parc_errors': errs, 'verdict': verdict})
+                 'corpus_valid': c['valid'], 'codes': (c['codes'] or []), 'parc_errors': errs, 'verdict': verdict})
 json.dump(rows, open(os.environ.get('RESULT', '/dev/null'), 'w'), indent=1)
 n = {v: sum(r['verdict'] == v for r in rows) for v in ('agree', 'disagree', 'parc-only')}
 print(f"{n['agree']} agree, {n['disagree']} disagree, {n['parc-only']} parc-only (of {len(rows)})")
