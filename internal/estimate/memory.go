@@ -315,12 +315,6 @@ func (am activationModel) moeMLP() float64 {
 	return m
 }
 
-// pagedStashHeadroom is Megatron's moe_paged_stash_buffer_size_factor_cuda
-// default (TransformerConfig at d98e8a64: 1.10, "positive = avg-based"):
-// the paged stash buffers hold the average routed tokens times this. The
-// spec has no field for the factor (Megatron-Bridge's perf recipes set 1.2).
-const pagedStashHeadroom = 1.10
-
 // RoutedBudget is how many times its balanced share of routed tokens an
 // expert rank keeps for the backward. With a rank budget
 // (spec.MoE.RankBudget) HybridEP hands the experts num_permuted_tokens =
@@ -328,13 +322,19 @@ const pagedStashHeadroom = 1.10
 // and the experts save their inputs at that size; the paged stash
 // (model.moe.paged_stash, megatron/core/transformer/moe/paged_stash.py)
 // copies the saved tensors into pages of their real size instead, in
-// buffers sized at the average times pagedStashHeadroom.
+// buffers of the average (a positive paged_stash_buffer_size_factor_cuda) or
+// the largest count (a negative one) times the factor's size
+// (PagedStashManager.allocate_stash_buffers at d98e8a64); with routing
+// balanced the two counts are alike. A spec built in Go without the
+// schema's defaults (factor 0) takes Megatron's 1.10.
 func RoutedBudget(e *spec.MoE) float64 {
 	switch {
 	case !e.RankBudget():
 		return 1
+	case e.PagedStash && e.PagedStashBufferSizeFactorCUDA == 0:
+		return 1.1
 	case e.PagedStash:
-		return pagedStashHeadroom
+		return math.Abs(e.PagedStashBufferSizeFactorCUDA)
 	}
 	return *e.ExpertRankCapacityFactor
 }

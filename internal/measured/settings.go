@@ -30,8 +30,10 @@ func ModelKernelsCUE(settings map[string]any) string {
 	if v, ok := settings["moe_expert_capacity_factor"].(float64); ok {
 		moe = append(moe, fmt.Sprintf("capacity_factor: %v", v))
 	}
-	if v, ok := settings["moe_expert_rank_capacity_factor"].(float64); ok {
-		moe = append(moe, fmt.Sprintf("expert_rank_capacity_factor: %v", v))
+	for _, k := range []string{"expert_rank_capacity_factor", "paged_stash_buffer_size_factor_cuda"} {
+		if v, ok := settings["moe_"+k].(float64); ok {
+			moe = append(moe, fmt.Sprintf("%s: %v", k, v))
+		}
 	}
 	if len(moe) > 0 {
 		fmt.Fprintf(&b, "model: moe: {%s}\n", strings.Join(moe, ", "))

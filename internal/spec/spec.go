@@ -131,6 +131,11 @@ type MoE struct {
 	// balanced share (static dispatch shapes, no host synchronisation).
 	ExpertRankCapacityFactor *float64 `json:"expert_rank_capacity_factor,omitempty"`
 	PagedStash               bool     `json:"paged_stash"` // --moe-paged-stash
+	// PagedStashBufferSizeFactorCUDA is
+	// --moe-paged-stash-buffer-size-factor-cuda: the stash's GPU buffers
+	// hold this many times the average routed tokens (negative: times the
+	// largest count seen; Megatron's default 1.10).
+	PagedStashBufferSizeFactorCUDA float64 `json:"paged_stash_buffer_size_factor_cuda"`
 }
 
 // RankBudget reports that every expert rank receives a fixed budget of

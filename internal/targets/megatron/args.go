@@ -356,6 +356,9 @@ func (e *emitter) moe() {
 			a.float("--moe-expert-rank-capacity-factor", *moe.ExpertRankCapacityFactor)
 		}
 		a.boolFlag("--moe-paged-stash", moe.PagedStash)
+		if f := moe.PagedStashBufferSizeFactorCUDA; f != 0 && f != 1.1 {
+			a.float("--moe-paged-stash-buffer-size-factor-cuda", f)
+		}
 	}
 }
 

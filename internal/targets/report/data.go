@@ -203,7 +203,7 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 		note := fmt.Sprintf("Rank budget (model.moe.expert_rank_capacity_factor = %g): the %s dispatch hands each expert rank a fixed %g× its balanced share of routed tokens, and the experts keep their activations for the backward at that size",
 			cf, m.FlexDispatcherBackend, cf)
 		if m.PagedStash {
-			note = fmt.Sprintf("Rank budget with the paged stash (model.moe.expert_rank_capacity_factor = %g, model.moe.paged_stash): the experts keep their activations for the backward in pages at their real size, in buffers of the average routed tokens × %g (Megatron's moe_paged_stash_buffer_size_factor_cuda default)",
+			note = fmt.Sprintf("Rank budget with the paged stash (model.moe.expert_rank_capacity_factor = %g, model.moe.paged_stash): the experts keep their activations for the backward in pages at their real size, in buffers of the routed tokens × %g (model.moe.paged_stash_buffer_size_factor_cuda)",
 				cf, estimate.RoutedBudget(m))
 		}
 		data.MemoryNotes = append(data.MemoryNotes, note+"; included in the activations above.")
