@@ -905,10 +905,10 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   recipe is within 5%. Modelled: their container's Transformer Engine (before v2.5) has no fused
   attention for MLA's 192-wide query/key heads on Blackwell, so attention runs unfused (the full score
   matrix through HBM), the recipe's unfused RoPE (apply_rope_fusion false) and its shared-expert
-  overlap. Recorded but not modelled: token drop with padding to capacity, with which Megatron's
-  alltoall dispatcher needs no host synchronisation per MoE layer (token_dispatcher.py at d98e8a64:
-  cuda_sync_point "no_sync" with drop_and_pad); the spec has no field for the padding, and modelling
-  it would make these rows faster still. The Megatron-LM guide's baseline on the same GPU (below) is
+  overlap. Also recorded and modelled: token drop with padding to capacity (capacity factor 1.0),
+  with which Megatron's alltoall dispatcher needs no host synchronisation per MoE layer
+  (token_dispatcher.py at d98e8a64: cuda_sync_point "no_sync" with drop_and_pad; spec.MoE.StaticDispatch),
+  which makes these rows faster still (0.8 s of the 256-GPU row's 21.4 s step). The Megatron-LM guide's baseline on the same GPU (below) is
   1.47x too fast as well: both are eager MoE runs of mid-2025 software, where the guide measured the
   host as the first bottleneck, and half of what its optimisations took off the step came from
   software no option names (kernels, NUMA binding of the host processes). NCCL's all-to-all over
