@@ -1149,6 +1149,12 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
 - Llama 3 405B as Meta ran it (the paper's Table 4, not Megatron) is 8-13% too fast at 8K and at
   128K with CP16 (all-gather K/V, exposed); the paper's TFLOP/s are taken with Megatron's causal
   attention count, which the paper does not state.
+- The rank budget (model.moe.expert_rank_capacity_factor, recorded on the 26 full-iteration runs of
+  Megatron-Bridge 26.06-26.08 at their recipes' 1.5 with the paged stash) is timed as a dispatch without host
+  synchronisation and sized as the experts' saved activations at the budget, or at the paged stash's buffer
+  factor; the experts' GEMMs are timed on the routed tokens, not on the budget's padded rows, and the tokens a
+  budget below the routed count drops (HybridEP's overflow, which Megatron reruns the step for) are not modelled:
+  with forced balanced routing none are dropped. The paged stash's host spill buffer is not modelled.
 - CPU offloading, manual GC and routing imbalance are not modelled (the MoE rows force balanced routing).
 `
 
