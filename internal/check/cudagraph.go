@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"parc.dev/parc/internal/spec"
 )
 
 // cudaGraphModules checks the modules a per-layer CUDA graph captures
@@ -127,21 +129,19 @@ func (c *checker) cudaGraphMoEDispatch() {
 	case e.CapacityFactor != nil && !e.PadExpertInputToCapacity:
 		how = "a capacity factor without pad_expert_input_to_capacity"
 	case e.CapacityFactor != nil:
-		how = fmt.Sprintf("padded to capacity, but the %s dispatcher still copies its token counts to the host", dispatcherName(e.Dispatcher, e.FlexDispatcherBackend))
+		how = fmt.Sprintf("padded to capacity, but the %s dispatcher still copies its token counts to the host", dispatcherName(e))
 	}
 	c.report("cuda-graph-moe-dynamic", path, c.anyOf("cuda-graph-moe-dynamic", path, opts...),
 		"a full-iteration CUDA graph captures the MoE layers' token dispatch, whose sizes the host reads from the GPU every step (%s): Megatron's CUDA graph guide says MoE dispatch with dynamic shapes cannot be captured, so the capture fails when the run starts",
 		how)
 }
 
-func dispatcherName(d, backend string) string {
-	if d == "flex" {
-		if backend == "" {
-			backend = "deepep"
-		}
-		return "flex (" + backend + ")"
+// dispatcherName names e's dispatcher, with the flex dispatcher's backend.
+func dispatcherName(e *spec.MoE) string {
+	if e.Dispatcher == "flex" {
+		return "flex (" + e.FlexBackend() + ")"
 	}
-	return d
+	return e.Dispatcher
 }
 
 func capacityText(f *float64) string {

@@ -146,10 +146,7 @@ func (c *checker) rankBudget() {
 	s := c.s
 	e := s.Model.MoE
 	const cfPath, stashPath = "model.moe.expert_rank_capacity_factor", "model.moe.paged_stash"
-	backend := e.FlexDispatcherBackend
-	if backend == "" {
-		backend = "deepep"
-	}
+	backend := e.FlexBackend()
 	drop := setOpt(setting{cfPath, nil})
 	if e.PagedStash {
 		drop = setOpt(setting{cfPath, nil}, setting{stashPath, false})

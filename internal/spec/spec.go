@@ -138,6 +138,16 @@ type MoE struct {
 	PagedStashBufferSizeFactorCUDA float64 `json:"paged_stash_buffer_size_factor_cuda"`
 }
 
+// FlexBackend is the flex dispatcher's backend, Megatron's default
+// (--moe-flex-dispatcher-backend deepep) where the spec leaves it empty (a
+// spec built in Go without the schema's defaults).
+func (e *MoE) FlexBackend() string {
+	if e.FlexDispatcherBackend == "" {
+		return "deepep"
+	}
+	return e.FlexDispatcherBackend
+}
+
 // RankBudget reports that every expert rank receives a fixed budget of
 // routed tokens (expert_rank_capacity_factor with the flex dispatcher's
 // hybridep or ncclep backend): Megatron-LM at d98e8a64, token_dispatcher.py,

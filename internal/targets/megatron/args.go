@@ -343,11 +343,7 @@ func (e *emitter) moe() {
 		a.boolFlag("--moe-router-force-load-balancing", moe.RouterForceLoadBalancing)
 		if moe.Dispatcher == "flex" {
 			// Always said: "flex" alone silently means DeepEP.
-			backend := moe.FlexDispatcherBackend
-			if backend == "" {
-				backend = "deepep"
-			}
-			a.add("", "--moe-flex-dispatcher-backend", backend)
+			a.add("", "--moe-flex-dispatcher-backend", moe.FlexBackend())
 		} else {
 			a.choice("--moe-flex-dispatcher-backend", moe.FlexDispatcherBackend, "deepep")
 		}

@@ -188,10 +188,7 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 	}
 	for _, st := range e.Memory.Stages {
 		if st.CommBuffers > 0 && s.Model.MoE != nil {
-			backend := s.Model.MoE.FlexDispatcherBackend
-			if backend == "" {
-				backend = "deepep"
-			}
+			backend := s.Model.MoE.FlexBackend()
 			data.MemoryNotes = append(data.MemoryNotes,
 				fmt.Sprintf("Flex token dispatcher buffer (model.moe.flex_dispatcher_backend = %s): every GPU of a stage with MoE layers holds %s for the dispatch/combine communication, allocated outside PyTorch's allocator; included in the totals above.",
 					backend, Bytes(st.CommBuffers)))
