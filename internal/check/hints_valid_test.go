@@ -284,7 +284,7 @@ func genericSettings(t *testing.T, s *spec.Spec, hint string) ([][]setting, stri
 // field (a pointer, a list, an environment variable), else the default
 // base.json spells out.
 func removedValue(s *spec.Spec, path string) any {
-	if _, ok := withValue(s, path, nil); ok {
+	if _, ok := WithValue(s, path, nil); ok {
 		return nil
 	}
 	return baseDefault(path)
@@ -796,7 +796,7 @@ func suggestionFails(s *spec.Spec, d diag.Diagnostic, set []setting, before map[
 	s2 := s
 	for _, st := range set {
 		var ok bool
-		if s2, ok = withValue(s2, st.path, st.value); !ok {
+		if s2, ok = WithValue(s2, st.path, st.value); !ok {
 			return fmt.Sprintf("cannot be set on the spec (%s)", st.path)
 		}
 	}
@@ -1303,20 +1303,20 @@ func TestHintLeavesNoErrorOnItsField(t *testing.T) {
 // verified against never changes.
 func TestWithValueCopies(t *testing.T) {
 	s := specFrom(t, parse(t, `{"launch": {"env": {"A": "1"}}, "train": {"lr": 0.0003}}`))
-	s2, ok := withValue(s, "launch.env.B", "2")
+	s2, ok := WithValue(s, "launch.env.B", "2")
 	if !ok || s2.Launch.Env["B"] != "2" || s2.Launch.Env["A"] != "1" || len(s.Launch.Env) != 1 {
 		t.Fatalf("set launch.env.B: %v %v (original %v)", ok, s2.Launch.Env, s.Launch.Env)
 	}
-	if s3, ok := withValue(s, "launch.env.A", nil); !ok || len(s3.Launch.Env) != 0 || s.Launch.Env["A"] != "1" {
+	if s3, ok := WithValue(s, "launch.env.A", nil); !ok || len(s3.Launch.Env) != 0 || s.Launch.Env["A"] != "1" {
 		t.Fatalf("remove launch.env.A: %v %v (original %v)", ok, s3.Launch.Env, s.Launch.Env)
 	}
-	if s4, ok := withValue(s, "train.min_lr", 0); !ok || s4.Train.MinLR != 0 || s.Train.MinLR == 0 {
+	if s4, ok := WithValue(s, "train.min_lr", 0); !ok || s4.Train.MinLR != 0 || s.Train.MinLR == 0 {
 		t.Fatalf("an int for a float field: %v %v", ok, s4.Train.MinLR)
 	}
-	if _, ok := withValue(s, "train.global_batch", 1.5); ok {
+	if _, ok := WithValue(s, "train.global_batch", 1.5); ok {
 		t.Fatal("1.5 was set on an int field")
 	}
-	if s5, ok := withValue(s, "checkpoint.format", "torch"); !ok || s5.Checkpoint.Format != "torch" || s.Checkpoint != nil {
+	if s5, ok := WithValue(s, "checkpoint.format", "torch"); !ok || s5.Checkpoint.Format != "torch" || s.Checkpoint != nil {
 		t.Fatalf("a field of a block the spec leaves out: %v", ok)
 	}
 }
@@ -1342,9 +1342,9 @@ func TestSegmentOptionKeepsGroupsInDomains(t *testing.T) {
 		i := slices.IndexFunc(l, func(d diag.Diagnostic) bool { return d.Code == tc.code })
 		require.GreaterOrEqual(t, i, 0, "%s: no %s in %v", tc.code, tc.code, l)
 		assert.Contains(t, l[i].Hint, tc.want)
-		s2, ok := withValue(s, "cluster.slurm.segment", tc.segment)
+		s2, ok := WithValue(s, "cluster.slurm.segment", tc.segment)
 		require.True(t, ok)
-		s2, ok = withValue(s2, "cluster.nvlink_domain", tc.domain)
+		s2, ok = WithValue(s2, "cluster.nvlink_domain", tc.domain)
 		require.True(t, ok)
 		after := vetAll(s2)
 		assert.Empty(t, after, "%s: with the segments", tc.code)

@@ -89,7 +89,7 @@ func (c *checker) acceptsIf(code string, offered func(diag.Diagnostic) bool, set
 			return false
 		}
 		var ok bool
-		if s2, ok = withValue(s2, st.path, valueOf(st.value)); !ok {
+		if s2, ok = WithValue(s2, st.path, valueOf(st.value)); !ok {
 			// Not a field the verifier can set: an unverifiable value is
 			// not suggested (TestWithValueReachesEveryHintField keeps the
 			// hints' fields settable).
@@ -257,14 +257,15 @@ func rerun(s *spec.Spec, o Options) diag.List {
 // withInt returns a copy of s with the integer field at the dotted path (its
 // JSON names, e.g. "parallel.tp", "model.moe.ffn_hidden") set to v.
 func withInt(s *spec.Spec, path string, v int) (*spec.Spec, bool) {
-	return withValue(s, path, v)
+	return WithValue(s, path, v)
 }
 
-// withValue returns a copy of s with the field at the dotted path set to v:
+// WithValue returns a copy of s with the field at the dotted path set to v:
 // an int or string field (or a pointer to one), an []int, or an optional
 // field removed (v nil). Structs behind pointers on the path are copied, so
-// s is never changed.
-func withValue(s *spec.Spec, path string, v any) (*spec.Spec, bool) {
+// s is never changed. The hints' verifier sets their values with it, and
+// explain's faster settings theirs (estimate.fasterCandidate.apply).
+func WithValue(s *spec.Spec, path string, v any) (*spec.Spec, bool) {
 	s2 := *s
 	cur := reflect.ValueOf(&s2).Elem()
 	parts := strings.Split(path, ".")
@@ -326,8 +327,11 @@ func setField(f reflect.Value, v any) bool {
 	rv := reflect.ValueOf(v)
 	switch {
 	case rv.Type().AssignableTo(f.Type()):
-		if is, ok := v.([]int); ok {
-			rv = reflect.ValueOf(slices.Clone(is))
+		switch x := v.(type) {
+		case []int:
+			rv = reflect.ValueOf(slices.Clone(x))
+		case []string:
+			rv = reflect.ValueOf(slices.Clone(x))
 		}
 		f.Set(rv)
 		return true

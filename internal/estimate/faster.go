@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	"parc.dev/parc/internal/check"
@@ -31,7 +32,8 @@ type FasterSetting struct {
 	candidate *fasterCandidate
 }
 
-// fasterCandidate is a setting explain tries.
+// fasterCandidate is a setting explain tries: field set to value, and the
+// fields in also with it.
 type fasterCandidate struct {
 	field string
 	value any
@@ -39,8 +41,23 @@ type fasterCandidate struct {
 	needs string
 	// applies reports whether the plan could take it (it is not already set).
 	applies func(s *spec.Spec) bool
-	// apply sets it (nothing on a plan it does not apply to).
-	apply func(s *spec.Spec)
+}
+
+// apply sets the candidate's field and the fields in also on s with the
+// checks' own setter (check.WithValue), so what explain applies is what its
+// FasterSetting prints.
+func (c *fasterCandidate) apply(s *spec.Spec) {
+	set := func(path string, v any) {
+		s2, ok := check.WithValue(s, path, v)
+		if !ok {
+			panic("estimate: a faster setting sets " + path + ", which check.WithValue cannot set")
+		}
+		*s = *s2
+	}
+	set(c.field, c.value)
+	for _, k := range slices.Sorted(maps.Keys(c.also)) {
+		set(k, c.also[k])
+	}
 }
 
 // fasterCandidates are the performance settings Megatron-Core offers that
@@ -48,14 +65,11 @@ type fasterCandidate struct {
 // as NVIDIA's performance recipes turn it on.
 var fasterCandidates = []fasterCandidate{
 	{field: "train.overlap_grad_reduce", value: true,
-		applies: func(s *spec.Spec) bool { return !s.Train.OverlapGradReduce },
-		apply:   func(s *spec.Spec) { s.Train.OverlapGradReduce = true }},
+		applies: func(s *spec.Spec) bool { return !s.Train.OverlapGradReduce }},
 	{field: "train.overlap_param_gather", value: true,
-		applies: func(s *spec.Spec) bool { return !s.Train.OverlapParamGather },
-		apply:   func(s *spec.Spec) { s.Train.OverlapParamGather = true }},
+		applies: func(s *spec.Spec) bool { return !s.Train.OverlapParamGather }},
 	{field: "parallel.tp_comm_overlap", value: true, needs: "Transformer Engine's userbuffers (TE built with them, as NVIDIA's containers are)",
-		applies: func(s *spec.Spec) bool { return !spec.TPCommOverlapOn(s) && s.Parallel.TP > 1 },
-		apply:   func(s *spec.Spec) { on := true; s.Parallel.TPCommOverlap = &on }},
+		applies: func(s *spec.Spec) bool { return !spec.TPCommOverlapOn(s) && s.Parallel.TP > 1 }},
 	flexDispatcher("deepep", "the DeepEP library on every node"),
 	flexDispatcher("hybridep", "DeepEP's hybrid-ep branch (HybridEP) on every node"),
 	// Transformer Engine's CUDA graphs of each layer's attention, router and
@@ -63,65 +77,50 @@ var fasterCandidates = []fasterCandidate{
 	// Qwen3 MoE recipes capture them (cuda_graph_impl "transformer_engine",
 	// scope attn, moe_router, moe_preprocess; 34 runs of the measured corpus).
 	{field: "kernels.cuda_graph_impl", value: "transformer_engine",
-		also: map[string]any{"kernels.cuda_graph_modules": moeGraphModules},
-		applies: func(s *spec.Spec) bool {
-			return s.Model.MoE != nil && (s.Kernels.CUDAGraphImpl == "" || s.Kernels.CUDAGraphImpl == "none")
-		},
-		apply: func(s *spec.Spec) {
-			s.Kernels.CUDAGraphImpl = "transformer_engine"
-			s.Kernels.CUDAGraphModules = slices.Clone(moeGraphModules)
-		}},
+		also:    map[string]any{"kernels.cuda_graph_modules": moeGraphModules},
+		applies: func(s *spec.Spec) bool { return s.Model.MoE != nil && noCUDAGraph(s) }},
 	// One CUDA graph of the whole iteration over an MoE model, as
 	// Megatron-Bridge's full-iteration MoE recipes run it (26.06-26.08
 	// DeepSeek-V3, Qwen3 and GPT-OSS on GB200/GB300; 26 runs of the measured
 	// corpus): HybridEP with a rank budget of 1.5 (static dispatch shapes,
 	// spec.MoE.StaticDispatch), the paged stash, Transformer Engine's op
 	// fuser (which HybridEP's budget needs) and the NaN check off (which the
-	// graph needs). Only on a plan whose dispatch is not already another
-	// flex backend (one dispatcher is suggested at a time).
+	// graph needs). Only on a plan without CUDA graphs (like the per-layer
+	// ones above: what it sets is all it prints) whose dispatch is not
+	// already another flex backend (one dispatcher is suggested at a time).
 	{field: "kernels.cuda_graph_impl", value: "full_iteration",
 		also:  fullIterationMoE,
 		needs: "DeepEP's hybrid-ep branch (HybridEP) on every node",
 		applies: func(s *spec.Spec) bool {
 			m := s.Model.MoE
-			return m != nil && s.Parallel.EP > 1 && s.Kernels.CUDAGraphImpl != "full_iteration" &&
-				(m.Dispatcher != "flex" || m.FlexDispatcherBackend == "hybridep")
-		},
-		apply: func(s *spec.Spec) {
-			s.Kernels.CUDAGraphImpl = "full_iteration"
-			s.Kernels.CUDAGraphModules, s.Kernels.CUDAGraphScope = nil, nil
-			s.Kernels.UseTransformerEngineOpFuser = true
-			s.Train.CheckForNaNInLossAndGrad = false
-			withMoE(s, func(m *spec.MoE) {
-				f := fullIterationCapacityFactor
-				m.Dispatcher, m.FlexDispatcherBackend = "flex", "hybridep"
-				m.ExpertRankCapacityFactor, m.PagedStash = &f, true
-			})
+			return m != nil && s.Parallel.EP > 1 && noCUDAGraph(s) &&
+				(m.Dispatcher != "flex" || m.FlexBackend() == "hybridep")
 		}},
 	{field: "kernels.moe_router_fusion", value: true,
-		applies: func(s *spec.Spec) bool { return s.Model.MoE != nil && !s.Kernels.MoERouterFusion },
-		apply:   func(s *spec.Spec) { s.Kernels.MoERouterFusion = true }},
+		applies: func(s *spec.Spec) bool { return s.Model.MoE != nil && !s.Kernels.MoERouterFusion }},
 	{field: "kernels.moe_permute_fusion", value: true,
-		applies: func(s *spec.Spec) bool { return s.Model.MoE != nil && !s.Kernels.MoEPermuteFusion },
-		apply:   func(s *spec.Spec) { s.Kernels.MoEPermuteFusion = true }},
+		applies: func(s *spec.Spec) bool { return s.Model.MoE != nil && !s.Kernels.MoEPermuteFusion }},
 	{field: "model.moe.shared_expert_overlap", value: true,
 		applies: func(s *spec.Spec) bool {
 			return s.Model.MoE != nil && s.Model.MoE.SharedFFNHidden > 0 && !s.Model.MoE.SharedExpertOverlap
-		},
-		apply: func(s *spec.Spec) { withMoE(s, func(m *spec.MoE) { m.SharedExpertOverlap = true }) }},
+		}},
 	{field: "parallel.overlap_moe_expert_parallel_comm", value: true,
 		applies: func(s *spec.Spec) bool {
 			return s.Model.MoE != nil && s.Parallel.EP > 1 && !s.Parallel.OverlapMoEExpertParallelComm
-		},
-		apply: func(s *spec.Spec) { s.Parallel.OverlapMoEExpertParallelComm = true }},
+		}},
 	// Megatron-Bridge's offload runs gained 7% at 100% offloaded
 	// (TestOptimizerOffloadMeasured).
 	{field: "train.overlap_cpu_optimizer_d2h_h2d", value: true,
-		applies: func(s *spec.Spec) bool { return s.Train.OptimizerCPUOffload && !s.Train.OverlapCPUOptimizerD2HH2D },
-		apply:   func(s *spec.Spec) { s.Train.OverlapCPUOptimizerD2HH2D = true }},
+		applies: func(s *spec.Spec) bool { return s.Train.OptimizerCPUOffload && !s.Train.OverlapCPUOptimizerD2HH2D }},
 	{field: "kernels.cross_entropy_loss_fusion", value: true,
-		applies: func(s *spec.Spec) bool { return !s.Kernels.CrossEntropyLossFusion },
-		apply:   func(s *spec.Spec) { s.Kernels.CrossEntropyLossFusion = true }},
+		applies: func(s *spec.Spec) bool { return !s.Kernels.CrossEntropyLossFusion }},
+}
+
+// noCUDAGraph reports a plan without CUDA graphs (cuda_graph_impl unset or
+// "none", no module list).
+func noCUDAGraph(s *spec.Spec) bool {
+	k := s.Kernels
+	return (k.CUDAGraphImpl == "" || k.CUDAGraphImpl == "none") && len(k.CUDAGraphModules) == 0 && len(k.CUDAGraphScope) == 0
 }
 
 // flexDispatcher is the flex token dispatcher with backend, for an MoE plan
@@ -131,9 +130,6 @@ func flexDispatcher(backend, needs string) fasterCandidate {
 		also: map[string]any{"model.moe.flex_dispatcher_backend": backend}, needs: needs,
 		applies: func(s *spec.Spec) bool {
 			return s.Model.MoE != nil && s.Parallel.EP > 1 && s.Model.MoE.Dispatcher != "flex"
-		},
-		apply: func(s *spec.Spec) {
-			withMoE(s, func(m *spec.MoE) { m.Dispatcher, m.FlexDispatcherBackend = "flex", backend })
 		}}
 }
 
@@ -156,17 +152,6 @@ var fullIterationMoE = map[string]any{
 // moeGraphModules are the per-layer CUDA graphs Megatron-Bridge's MoE
 // recipes capture (the faster setting's cuda_graph_modules).
 var moeGraphModules = []string{"attn", "moe_router", "moe_preprocess"}
-
-// withMoE changes a copy of s's MoE block (the spec it was copied from
-// keeps its own); nothing for a dense model.
-func withMoE(s *spec.Spec, change func(m *spec.MoE)) {
-	if s.Model.MoE == nil {
-		return
-	}
-	m := *s.Model.MoE
-	change(&m)
-	s.Model.MoE = &m
-}
 
 // minFasterPct is the least step-time gain a setting must bring to be
 // listed (below it the change is within the model's noise).

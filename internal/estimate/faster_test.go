@@ -119,7 +119,7 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: 2048, precision: "fp8", 
 	dispatchers := 0
 	for _, f := range together.Settings {
 		f.candidate.apply(&s2)
-		if f.Field == "model.moe.dispatcher" {
+		if _, also := f.Also["model.moe.dispatcher"]; f.Field == "model.moe.dispatcher" || also {
 			dispatchers++
 		}
 	}
