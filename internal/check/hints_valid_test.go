@@ -900,31 +900,15 @@ func TestOptionHintDropsFailingSetting(t *testing.T) {
 	}
 }
 
-// withRankBudget breaks, on a random MoE plan, the expert-rank capacity
-// factor's and the paged stash's rules (moe-rank-capacity,
-// moe-paged-stash), or asks for a full-iteration CUDA graph over its
-// dispatch (cuda-graph-moe-dynamic), from its own generator.
+// withRankBudget draws, on one random MoE plan in five, the rank-budget
+// settings and what they rule on (withBudget, the Megatron cross-check's
+// generator): the rules of moe-rank-capacity, moe-paged-stash and
+// cuda-graph-moe-dynamic, from its own generator.
 func withRankBudget(rng *rand.Rand, over map[string]any) {
-	model := subMap(over, "model")
-	moe, _ := model["moe"].(map[string]any)
-	if moe == nil || rng.Intn(5) != 0 {
+	if moe, _ := subMap(over, "model")["moe"].(map[string]any); moe == nil || rng.Intn(5) != 0 {
 		return
 	}
-	switch rng.Intn(5) {
-	case 0:
-		moe["expert_rank_capacity_factor"] = 1.5
-	case 1:
-		moe["expert_rank_capacity_factor"] = 1.5
-		moe["dispatcher"], moe["flex_dispatcher_backend"] = "flex", "hybridep"
-	case 2:
-		moe["paged_stash"] = true
-	case 3:
-		moe["expert_rank_capacity_factor"], moe["paged_stash"] = 1.5, true
-		subMap(over, "train")["cpu_offloading_num_layers"] = 1
-	default:
-		subMap(over, "kernels")["cuda_graph_impl"] = "full_iteration"
-		subMap(over, "train")["check_for_nan_in_loss_and_grad"] = false
-	}
+	withBudget(rng, over)
 }
 
 // withMoreOptions breaks, on a random plan, the rules whose hints name
