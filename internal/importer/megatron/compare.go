@@ -33,6 +33,7 @@ type Difference struct {
 //   - num_layers_per_virtual_pipeline_stage n: the virtual pipeline size
 //     (num_layers / pp) / n, as num_virtual_stages_per_pipeline_rank says it;
 //   - moe_layer_freq: an integer k and the per-layer list it stands for;
+//   - num_layers: the length of a hybrid layer pattern, which replaces it;
 //   - a legacy flag (legacyFlags) and the value validate_args gives its dest;
 //   - options with nargs '+' hold a one-element list where the default is
 //     the bare value (moe_aux_loss_coeff 0.0 and [0.0]).
@@ -101,6 +102,9 @@ func effective(ns *mg.Namespace, world int) map[string]any {
 	v := make(map[string]any, len(ns.Values))
 	for d, x := range ns.Values {
 		v[d] = x
+	}
+	if p := mg.HybridLayerPattern(v); p != "" {
+		v["num_layers"] = mg.HybridLayerCount(p) // whatever --num-layers says
 	}
 	hidden, _ := asInt(v["hidden_size"])
 	heads, _ := asInt(v["num_attention_heads"])

@@ -271,7 +271,7 @@ func Import(src []byte, o Options) Result {
 	}
 	for _, d := range cdiags {
 		pos := at(lineOfPath(d.Path))
-		if d.Path == "launch.extra_args" {
+		if strings.HasPrefix(d.Path, "launch.extra_args") {
 			pos = at(extraArgIndex(d.Message, ns))
 		}
 		d.File, d.Line, d.Column = pos.File, pos.Line, pos.Column

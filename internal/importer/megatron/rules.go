@@ -111,6 +111,18 @@ func single(v any) any {
 func (m *mapper) explicit() {
 	// Model shape.
 	m.simple("model.layers", "num_layers")
+	if m.get("num_layers") == nil {
+		// A hybrid layer pattern gives Megatron the layer count
+		// (validate_args at d98e8a64: num_layers is the main pattern's
+		// length without its "|" stage separators, whatever --num-layers
+		// says). The pattern itself stays in launch.extra_args, where the
+		// Megatron target reports the model it builds (extra-arg-conflict).
+		if p := mg.HybridLayerPattern(m.ns.Values); p != "" {
+			if m.assign("model.layers", mg.HybridLayerCount(p)) {
+				m.out[len(m.out)-1].note = "not in the arguments: the length of the hybrid layer pattern, which Megatron takes as the layer count"
+			}
+		}
+	}
 	m.simple("model.hidden", "hidden_size")
 	m.simple("model.ffn_hidden", "ffn_hidden_size")
 	m.simple("model.heads", "num_attention_heads")

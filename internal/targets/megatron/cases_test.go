@@ -227,6 +227,12 @@ func TestArgsDiagnostics(t *testing.T) {
 		{"unknown-custom-program", func(s *spec.Spec) {
 			s.Launch.Program, s.Launch.ExtraArgs = "my_train.py", []string{"--my-option", "1"}
 		}, nil, ""},
+		// A hybrid layer pattern replaces the decoder the spec describes
+		// (Megatron derives num_layers from it), whatever the program.
+		{"hybrid-pattern", func(s *spec.Spec) {
+			s.Launch.Program, s.Launch.ExtraArgs = "pretrain_hybrid.py", []string{"--hybrid-layer-pattern", "M*M-"}
+		}, []string{"extra-arg-conflict"}, "--hybrid-layer-pattern replaces the generated --num-layers"},
+		{"hybrid-pattern-deprecated", func(s *spec.Spec) { s.Launch.ExtraArgs = []string{"--hybrid-override-pattern=MM*-"} }, []string{"extra-arg-conflict"}, "--hybrid-override-pattern"},
 		{"fine", func(s *spec.Spec) { s.Launch.ExtraArgs = []string{"--manual-gc", "--attention-backend", "fused"} }, nil, ""},
 		{"line-break", func(s *spec.Spec) { s.Data.Paths = []string{"/a\nb"} }, []string{"megatron-arg-line-break"}, `"/a\nb"`},
 	}
@@ -288,4 +294,21 @@ func TestExtraArgConflictNamesField(t *testing.T) {
 	assert.Contains(t, diags[0].Hint, "set train.seq_length instead")
 	assert.Equal(t, "launch.extra_args[2]", diags[1].Path)
 	assert.Contains(t, diags[1].Hint, "set parallel.tp instead")
+}
+
+// TestHybridLayerCount: the layer count Megatron takes from a hybrid layer
+// pattern, as get_hybrid_total_layer_count (hybrid_layer_allocation.py at
+// d98e8a64) returns it for these patterns (its docstring's examples and
+// examples/mamba/train.sh's 800M pattern, run through the function).
+func TestHybridLayerCount(t *testing.T) {
+	for p, n := range map[string]int64{
+		"M*M*":             4,
+		"M*M*/MM/MM":       4,
+		"M-M-|M-M*-/MM/MM": 9,
+		"M-M-M--M-*M-M-M-M--*M-M-M-M-*M--M-M-M-*M-M--M-M-": 48,
+	} {
+		assert.Equal(t, n, megatron.HybridLayerCount(p), p)
+	}
+	assert.Equal(t, "MM*", megatron.HybridLayerPattern(map[string]any{"hybrid_layer_pattern": nil, "hybrid_override_pattern": "MM*"}))
+	assert.Equal(t, "", megatron.HybridLayerPattern(map[string]any{"num_layers": int64(4)}))
 }

@@ -42,6 +42,36 @@ var exclusive = [][]string{
 	{"recompute_activations", "recompute_granularity"},
 }
 
+// replacesDecoder are the dests whose value makes Megatron build another
+// decoder than the one the generated --num-layers and model options
+// describe: a hybrid layer pattern (the deprecated spelling too) gives
+// every layer its kind, Mamba, attention, MLP or MoE, and Megatron takes the
+// layer count from it, ignoring --num-layers (validate_args, "Hybrid layer
+// pattern" block, arguments.py at d98e8a64).
+var replacesDecoder = map[string]bool{"hybrid_layer_pattern": true, "hybrid_override_pattern": true}
+
+// HybridLayerCount is the layer count Megatron takes from a hybrid layer
+// pattern (get_hybrid_total_layer_count, hybrid_layer_allocation.py at
+// d98e8a64): the main pattern, before the first "/" of the multi-token
+// prediction layers, without its "|" pipeline-stage separators.
+func HybridLayerCount(pattern string) int64 {
+	main, _, _ := strings.Cut(pattern, "/")
+	return int64(len(strings.ReplaceAll(main, "|", "")))
+}
+
+// HybridLayerPattern is the hybrid layer pattern a namespace gives
+// (--hybrid-layer-pattern, or its deprecated spelling
+// --hybrid-override-pattern, which validate_args copies into it), "" when
+// none.
+func HybridLayerPattern(values map[string]any) string {
+	for _, d := range []string{"hybrid_layer_pattern", "hybrid_override_pattern"} {
+		if p, ok := values[d].(string); ok && p != "" {
+			return p
+		}
+	}
+	return ""
+}
+
 // optionKey is what an option sets: its argparse dest when Megatron's parser
 // knows it, else its name without dashes and without a no-/disable- prefix
 // (so --no-foo and --foo of an unknown option still collide).
@@ -94,6 +124,12 @@ func ExtraArgConflicts(generated, extra []string, strict bool, at diag.Locator, 
 		name, _, _ := strings.Cut(w, "=")
 		key := optionKey(name)
 		at := fmt.Sprintf("%s[%d]", path, i) // the element, not the list
+		if g, ok := byKey["num_layers"]; ok && replacesDecoder[key] {
+			r.Errorf(at, "extra-arg-conflict",
+				fmt.Sprintf("parc does not model hybrid (Mamba) layers: remove %s from launch.extra_args to plan the transformer the spec describes, or run the hybrid model's arguments with Megatron directly", name),
+				"extra_args[%d] %s replaces the generated %s: Megatron takes the layer count from the pattern and builds each layer as the pattern says (Mamba, attention, MLP or MoE), a model the spec does not describe, so parc's checks, memory and step time would be of another model", i, name, g)
+			continue
+		}
 		if g, ok := byKey[key]; ok {
 			hint := fmt.Sprintf("remove %s from launch.extra_args and set the spec field parc derives %s from", name, g)
 			if fields := SpecFields[key]; len(fields) > 0 {
