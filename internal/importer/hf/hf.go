@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -82,6 +83,12 @@ func Import(src []byte, file string) Result {
 	mt, _ := c["model_type"].(string)
 	used["architectures"], used["model_type"] = true, true
 
+	if what, key := nonTransformerLayers(c); what != "" {
+		r.Diags.Errorf(pos, "", "import-hf-json", "parc plans transformer decoders only: plan this model with its own tools",
+			"%s describes a model with %s (config.json's %s): parc's spec describes transformer decoders whose every layer is attention with an MLP or MoE, so a spec of it would check, lay out and estimate another model; nothing is written",
+			file, what, key)
+		return r
+	}
 	if !putInt("model.layers", "num_hidden_layers") || !putInt("model.hidden", "hidden_size") || !putInt("model.heads", "num_attention_heads") {
 		r.Diags.Errorf(pos, "", "import-hf-json", "give a decoder model's config.json (num_hidden_layers, hidden_size, num_attention_heads)",
 			"%s does not describe a decoder transformer parc knows (model_type %q)", file, mt)
@@ -513,4 +520,34 @@ func windowSkipFreq(types []any) (skip int, ok bool) {
 		}
 	}
 	return skip, true
+}
+
+// nonTransformerLayers names the layers of a config.json that are not a
+// transformer's (attention with an MLP or MoE), and the key that says so;
+// "" when it names none: state-space (Mamba) layers, as in Nemotron-H's
+// hybrid_override_pattern (the pattern Megatron's --hybrid-layer-pattern
+// takes) and the mamba_*/ssm_* sizes of Jamba, Zamba, Falcon-H1 and
+// Granite's hybrids, or per-layer types that are neither full nor sliding
+// attention (Qwen3-Next's linear_attention, LFM2's conv, Granite's mamba).
+func nonTransformerLayers(c map[string]any) (what, key string) {
+	if p, ok := c["hybrid_override_pattern"].(string); ok && p != "" {
+		return "Mamba (state-space) layers", "hybrid_override_pattern"
+	}
+	for _, k := range []string{"layers_block_type", "layer_types"} {
+		l, _ := c[k].([]any)
+		for _, v := range l {
+			t, _ := v.(string)
+			switch t {
+			case "", "attention", "full_attention", "sliding_attention":
+				continue
+			}
+			return fmt.Sprintf("%q layers", t), k
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(c)) {
+		if strings.HasPrefix(k, "mamba_") || strings.HasPrefix(k, "ssm_") {
+			return "Mamba (state-space) layers", k
+		}
+	}
+	return "", ""
 }

@@ -343,3 +343,31 @@ func TestImportTooLarge(t *testing.T) {
 	assert.Equal(t, "input-too-large", res.Diags[0].Code)
 	assert.Nil(t, res.Spec)
 }
+
+// TestHybridNotImported: a config.json of a model whose layers are not all
+// transformer layers is refused, with nothing written, instead of becoming
+// a spec of a transformer with its sizes. The inputs carry the keys that
+// say so: NemotronHConfig's defaults (transformers'
+// configuration_nemotron_h.py, "similar to NemotronH-v0.1": 52 layers of
+// hybrid_override_pattern, Mamba2 heads and state size), Qwen3-Next's
+// per-layer "linear_attention" (gated DeltaNet), and Jamba's mamba_d_state.
+func TestHybridNotImported(t *testing.T) {
+	for name, src := range map[string]string{
+		"nemotron_h": `{"architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h", "hidden_size": 4096, "num_hidden_layers": 52,
+			"num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 21504, "vocab_size": 131072,
+			"hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-", "mamba_num_heads": 128,
+			"mamba_head_dim": 64, "ssm_state_size": 128, "n_groups": 8, "conv_kernel": 4, "mlp_hidden_act": "relu2"}`,
+		"qwen3_next": `{"model_type": "qwen3_next", "hidden_size": 2048, "num_hidden_layers": 4, "num_attention_heads": 16,
+			"layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"]}`,
+		"jamba": `{"model_type": "jamba", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+			"attn_layer_period": 8, "mamba_d_state": 16, "mamba_d_conv": 4}`,
+	} {
+		res := Import([]byte(src), "config.json")
+		require.Equal(t, []string{"import-hf-json"}, res.Diags.Codes(), name)
+		require.Nil(t, res.Spec, name)
+	}
+	// Sliding and full attention layers are a transformer's (GPT-OSS).
+	b, err := os.ReadFile("testdata/gpt_oss_20b.json")
+	require.NoError(t, err)
+	require.False(t, Import(b, "config.json").Diags.HasErrors())
+}
