@@ -331,3 +331,35 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: 144, iters: 10}
 	require.Contains(t, d.Message, "parc's step time does not charge it yet", "the estimate times an expert-parallel group within a domain's size as inside one")
 	require.Contains(t, d.Hint, "dividing nvlink_domain=72")
 }
+
+// TestHybridEPAcrossDomains: HybridEP counts the ranks of its group each
+// rank reaches over NVLink and asserts the group size divides by it
+// (DeepEP hybrid-ep, HybridEPBuffer.__init__), so a group a domain boundary
+// cuts into unequal parts fails at start-up: ep 32 on 128 GB200 (32 nodes,
+// domains of 72) has the group of ranks 64-95 with 8 in the first domain
+// and 24 in the second, and ep-crosses-node says so. ep 16 cuts the group
+// of ranks 64-79 into 8 and 8, which HybridEP numbers consistently; the
+// alltoall dispatcher has no such assert.
+func TestHybridEPAcrossDomains(t *testing.T) {
+	spec := func(ep int, dispatcher string) []byte {
+		return []byte(fmt.Sprintf(`model: {layers: 8, hidden: 1024, heads: 16, vocab: 32000, bias: false, moe: {experts: 64, topk: 2, dispatcher: %q, flex_dispatcher_backend: "hybridep"}}
+cluster: {nodes: 32, gpus_per_node: 4, nvlink_domain: 72, gpu: {name: "GB200", memory_gib: 186, bf16_tflops: 2500}, nvlink_gbps: 900, network_gbps: 50}
+parallel: {tp: 1, pp: 1, ep: %d}
+train: {seq_length: 4096, micro_batch: 1, global_batch: 128, iters: 10}
+`, dispatcher, ep))
+	}
+	warning := func(ep int, dispatcher string) string {
+		_, ds := Vet(Source{Path: "p.cue", Data: spec(ep, dispatcher)})
+		for _, d := range ds {
+			if d.Code == "ep-crosses-node" {
+				return d.Message
+			}
+		}
+		return ""
+	}
+	require.Contains(t, warning(32, "flex"), "1 of 4 expert-parallel groups (size 32) span NVLink domains of 72 GPUs")
+	require.Contains(t, warning(32, "flex"), "with the hybridep backend, 1 of them holds unequal numbers of ranks in the domains they span, which HybridEPBuffer rejects at start-up")
+	require.NotContains(t, warning(16, "flex"), "HybridEPBuffer", "ep 16: 8 and 8 ranks in the two domains")
+	require.NotEmpty(t, warning(16, "flex"))
+	require.NotContains(t, warning(32, "alltoall"), "HybridEPBuffer")
+}

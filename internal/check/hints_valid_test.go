@@ -785,7 +785,7 @@ func vetAll(s *spec.Spec) diag.List {
 	}
 	var fams []FamilyLink
 	for _, f := range lay.Summaries {
-		fams = append(fams, FamilyLink{Family: f.Name, Size: f.Size, Count: f.Count, GroupsLeavingNode: f.GroupsLeavingNode, GroupsLeavingDomain: f.GroupsLeavingDomain})
+		fams = append(fams, FamilyLink{Family: f.Name, Size: f.Size, Count: f.Count, GroupsLeavingNode: f.GroupsLeavingNode, GroupsLeavingDomain: f.GroupsLeavingDomain, GroupsSplitUnevenly: f.GroupsSplitUnevenly})
 	}
 	return append(l, Topology(s, fams, nil)...)
 }

@@ -15,6 +15,9 @@ type FamilyLink struct {
 	Family                                 string
 	Size, Count                            int
 	GroupsLeavingNode, GroupsLeavingDomain int
+	// GroupsSplitUnevenly counts the groups leaving their NVLink domain
+	// with different numbers of members in the domains they touch.
+	GroupsSplitUnevenly int
 }
 
 // Topology checks the rules that need the rank layout: context- and
@@ -51,8 +54,8 @@ func Topology(s *spec.Spec, fams []FamilyLink, at diag.Locator) diag.List {
 				uncharged = " (parc's step time does not charge it yet: it times these groups as if inside one domain)"
 			}
 			c.report("ep-crosses-node", "parallel.ep", c.nodeHint("ep-crosses-node", "ep", c.etp(), s.Parallel.EP),
-				"%d of %d expert-parallel groups (size %d) %s; the token all-to-all runs over the network%s",
-				leaving, f.Count, f.Size, where, uncharged)
+				"%d of %d expert-parallel groups (size %d) %s; the token all-to-all runs over the network%s%s",
+				leaving, f.Count, f.Size, where, uncharged, c.hybridEPUneven(f))
 		}
 	}
 	return c.r.List.Sort()
@@ -190,4 +193,27 @@ func (c *checker) segmentOption(code, name string, inner, now int) string {
 			name, now, seg, seg*gpn, settingsText(set))
 	}
 	return ""
+}
+
+// hybridEPUneven is what the ep-crosses-node warning adds where the flex
+// dispatcher's hybridep backend meets groups that domain boundaries cut
+// into unequal parts: HybridEP takes the ranks per domain from the group's
+// ranks this rank reaches over NVLink (deep_ep/hybrid_ep_buffer.py,
+// HybridEPBuffer.__init__, DeepEP's hybrid-ep branch: detect_accessible_ranks)
+// and asserts "The number of ranks ... should be divisible by the number of
+// ranks per node" before numbering the domains rank // ranks_per_domain, so
+// a group of 8 and 56 ranks (64 consecutive ranks over domains of 72)
+// fails on the ranks of the larger part, under the rack-contiguous
+// placement parc lays out. A warning, not an error: where the job's nodes
+// land in the racks is Slurm's (the hint's segments pin it).
+func (c *checker) hybridEPUneven(f FamilyLink) string {
+	e := c.s.Model.MoE
+	if e == nil || e.Dispatcher != "flex" || e.FlexBackend() != "hybridep" || f.GroupsSplitUnevenly == 0 {
+		return ""
+	}
+	hold := "of them hold"
+	if f.GroupsSplitUnevenly == 1 {
+		hold = "of them holds"
+	}
+	return fmt.Sprintf("; with the hybridep backend, %d %s unequal numbers of ranks in the domains they span, which HybridEPBuffer rejects at start-up (it asserts that the group size divides by the ranks each rank reaches over NVLink)", f.GroupsSplitUnevenly, hold)
 }

@@ -73,6 +73,11 @@ type FamilySummary struct {
 	// are on more than one node, or in more than one NVLink domain.
 	GroupsLeavingNode   int `json:"groups_leaving_node"`
 	GroupsLeavingDomain int `json:"groups_leaving_domain"`
+	// GroupsSplitUnevenly counts the groups that leave their NVLink domain
+	// with different numbers of members in the domains they touch (a
+	// group of 64 consecutive ranks over domains of 72: 8 in one, 56 in
+	// the next).
+	GroupsSplitUnevenly int `json:"groups_split_unevenly"`
 	// MaxNodesPerGroup is the largest number of nodes one group spans.
 	MaxNodesPerGroup int `json:"max_nodes_per_group"`
 }
@@ -342,12 +347,33 @@ func (l *Layout) summarize(f *Family) FamilySummary {
 		s.MaxNodesPerGroup = max(s.MaxNodesPerGroup, nodes)
 		if buf[0]/l.NVLinkDomain != buf[len(buf)-1]/l.NVLinkDomain {
 			s.GroupsLeavingDomain++
+			if !evenOverDomains(buf, l.NVLinkDomain) {
+				s.GroupsSplitUnevenly++
+			}
 		}
 	}
 	if s.GroupsLeavingDomain > 0 {
 		s.Link = LinkNetwork
 	}
 	return s
+}
+
+// evenOverDomains: the ranks of group (ascending) fall in equal numbers in
+// every NVLink domain (blocks of domain consecutive ranks) they touch.
+func evenOverDomains(group []int, domain int) bool {
+	first, run := -1, 0
+	for i, r := range group {
+		if i > 0 && r/domain != group[i-1]/domain {
+			if first < 0 {
+				first = run
+			} else if run != first {
+				return false
+			}
+			run = 0
+		}
+		run++
+	}
+	return first < 0 || run == first
 }
 
 // Families returns the families in FamilyNames order.

@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -241,18 +242,22 @@ func TestSummariesBruteForce(t *testing.T) {
 		l, _ := New(c)
 		for _, f := range l.Families() {
 			s := l.SummaryOf(f.Name)
-			leaveNode, leaveDom, maxNodes := 0, 0, 0
+			leaveNode, leaveDom, maxNodes, uneven := 0, 0, 0, 0
 			for _, g := range f.Groups() {
-				nodes, doms := map[int]bool{}, map[int]bool{}
+				nodes, doms := map[int]bool{}, map[int]int{}
 				for _, rank := range g {
 					p := l.Placement(rank)
-					nodes[p.Node], doms[p.Domain] = true, true
+					nodes[p.Node] = true
+					doms[p.Domain]++
 				}
 				if len(nodes) > 1 {
 					leaveNode++
 				}
 				if len(doms) > 1 {
 					leaveDom++
+					if n := slices.Collect(maps.Values(doms)); slices.Min(n) != slices.Max(n) {
+						uneven++
+					}
 				}
 				maxNodes = max(maxNodes, len(nodes))
 			}
@@ -260,8 +265,8 @@ func TestSummariesBruteForce(t *testing.T) {
 			if leaveDom > 0 {
 				link = LinkNetwork
 			}
-			if s.GroupsLeavingNode != leaveNode || s.GroupsLeavingDomain != leaveDom || s.MaxNodesPerGroup != maxNodes || s.Link != link {
-				t.Fatalf("%+v %s: %+v; brute force %d %d %d %s", c, f.Name, s, leaveNode, leaveDom, maxNodes, link)
+			if s.GroupsLeavingNode != leaveNode || s.GroupsLeavingDomain != leaveDom || s.MaxNodesPerGroup != maxNodes || s.Link != link || s.GroupsSplitUnevenly != uneven {
+				t.Fatalf("%+v %s: %+v; brute force %d %d %d %s %d", c, f.Name, s, leaveNode, leaveDom, maxNodes, link, uneven)
 			}
 		}
 	}

@@ -128,7 +128,7 @@ func TargetChecks(p *plan.Plan, at diag.Locator, checks []Check) diag.List {
 func familyLinks(l *layout.Layout) []check.FamilyLink {
 	out := make([]check.FamilyLink, 0, len(l.Summaries))
 	for _, f := range l.Summaries {
-		out = append(out, check.FamilyLink{Family: f.Name, Size: f.Size, Count: f.Count, GroupsLeavingNode: f.GroupsLeavingNode, GroupsLeavingDomain: f.GroupsLeavingDomain})
+		out = append(out, check.FamilyLink{Family: f.Name, Size: f.Size, Count: f.Count, GroupsLeavingNode: f.GroupsLeavingNode, GroupsLeavingDomain: f.GroupsLeavingDomain, GroupsSplitUnevenly: f.GroupsSplitUnevenly})
 	}
 	return out
 }
