@@ -811,11 +811,19 @@ func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
 	// With one local expert Transformer Engine's grouped GEMM is a single
 	// cuBLAS GEMM (nvte_multi_stream_cublas_gemm with num_gemms 1 runs one
 	// nvte_cublas_gemm, the call te.Linear makes; v2.1
-	// common/gemm/cublaslt_gemm.cu): none of the grouped penalty
-	// (GroupedRel: many small problems) applies. g < 0 times it as one
-	// plain GEMM.
+	// common/gemm/cublaslt_gemm.cu), and the runs of a coarse MoE with one
+	// expert per GPU (Mixtral 8x7B and 8x22B at EP 8) measure none of the
+	// grouped penalty (GroupedRel): g < 0 times it as one plain GEMM. The
+	// penalty is not a kernel property (groupedGEMM) but an MoE cost the
+	// model does not time otherwise, fitted on fine-grained MoEs (64 to
+	// 384 experts) at 2 to 128 local experts; no published run of a
+	// fine-grained MoE has one expert per GPU, so there the penalty stays.
+	// (Exempting it made the solver prefer one expert per GPU for every
+	// fine-grained MoE that many GPUs allow: DeepSeek-V3 at EP 256 on 256
+	// B300, GPT-OSS-120B at EP 128 across 16 H100 nodes, plans no
+	// published run uses, on a cost the model cannot name.)
 	g1 := local
-	if local == 1 && !fused {
+	if local == 1 && !fused && ls.experts <= coarseMoEExperts {
 		g1 = -1
 	}
 	a1, b1 := cm.linearAs(g1, Me, ls.h, ls.gated*ls.fe/ls.etp, cm.fp8, fused, true)
