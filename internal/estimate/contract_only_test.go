@@ -51,11 +51,18 @@ func contractOnlyTokens(r *calRow, run *measuredRun, cal Calibration) (plain, tu
 	// The cluster as the contract writes it, inline (no preset): sizes,
 	// links and the GPU's name, memory and bf16 peak; the GPU's other
 	// figures and a GB200/GB300 NVLink domain come from its datasheet
-	// (spec.Cluster.FillFromDatasheet), as a user's would.
+	// (spec.Cluster.FillFromDatasheet), as a user's would. Where the run's
+	// launcher kept its nodes in Slurm segments (the row's slurm_segment)
+	// the cluster says so as the run saw it: the segment and the NVLink
+	// domain of its GPUs (cluster.slurm.segment, nvlink_domain).
 	c := s.Cluster
 	short, _, _ := strings.Cut(c.GPU.Name, "-")
-	p.Cluster = fmt.Sprintf("{name: %q, nodes: %d, gpus_per_node: %d, gpu: {name: %q, memory_gib: %v, bf16_tflops: %v}, nvlink_gbps: %v, network_gbps: %v}",
-		c.Name, c.Nodes, c.GPUsPerNode, short, c.GPU.MemoryGiB, c.GPU.BF16TFLOPs, c.NVLinkGBps, c.NetworkGBps)
+	segment := ""
+	if c.Slurm != nil && c.Slurm.Segment != nil {
+		segment = fmt.Sprintf(", nvlink_domain: %d, slurm: segment: %d", c.NVLinkDomain, *c.Slurm.Segment)
+	}
+	p.Cluster = fmt.Sprintf("{name: %q, nodes: %d, gpus_per_node: %d, gpu: {name: %q, memory_gib: %v, bf16_tflops: %v}, nvlink_gbps: %v, network_gbps: %v%s}",
+		c.Name, c.Nodes, c.GPUsPerNode, short, c.GPU.MemoryGiB, c.GPU.BF16TFLOPs, c.NVLinkGBps, c.NetworkGBps, segment)
 	p.Imports = slices.DeleteFunc(p.Imports, func(im string) bool { return im == "clusters" })
 	res, ds = load.Load(load.Source{Path: filepath.Join(os.TempDir(), "contract-"+r.id+".cue"), Data: []byte(p.CUE())})
 	if ds.HasErrors() || len(res.Open()) > 0 {

@@ -179,16 +179,22 @@ func PublishedPlan(r *Run) (*Plan, error) {
 		gpn = 8
 	}
 	if r.GPUs%gpn == 0 && r.GPUs >= gpn {
-		// The NVLink domain the job saw, where the row records one: on
-		// GB200/GB300 the launchers pass Slurm's --segment, which keeps
-		// each block of that many consecutive nodes in one NVL72 rack, so
-		// a 64-node job runs as 64-GPU domains, not 72-rank ones
-		// (Megatron-Bridge scripts/performance/utils/executors.py
-		// slurm_executor since 568b3a3ef; the rows' notes name each
-		// launcher and commit).
+		// The NVLink domain the job saw, where the row records one. On
+		// GB200/GB300 the launchers pass Slurm's --segment (the row's
+		// slurm_segment), which keeps each block of that many consecutive
+		// nodes in one NVL72 rack, so a 64-node job runs as 64-GPU
+		// domains, not 72-rank ones, and the spec says so as a user
+		// would (cluster.slurm.segment, nvlink_domain the segment's GPUs):
+		// Megatron-Bridge scripts/performance/utils/executors.py
+		// slurm_executor since 568b3a3ef, NeMo's scripts/performance
+		// utils.py from v2.3.0 (and the DGX Cloud benchmarking branch
+		// llmb-nemo-r2.3.0); the rows' notes name other launchers.
 		domain := ""
 		if r.NVLinkDomain > 0 {
 			domain = fmt.Sprintf(", nvlink_domain: %d", r.NVLinkDomain)
+		}
+		if r.SlurmSegment > 0 {
+			domain = fmt.Sprintf(", nvlink_domain: %d, slurm: segment: %d", r.SlurmSegment*gpn, r.SlurmSegment)
 		}
 		p.Cluster = fmt.Sprintf("clusters.%s & {nodes: %d, gpus_per_node: %d%s}", preset, r.GPUs/gpn, gpn, domain)
 	} else {

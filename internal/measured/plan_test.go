@@ -46,10 +46,20 @@ func TestPublishedPlanSpecs(t *testing.T) {
 				t.Errorf("%s: %s: %s", r.ID, d.Path, d.Message)
 			}
 		}
-		// The NVLink domain is the row's (the GPUs its launcher's Slurm
-		// --segment kept in one rack), not the cluster preset's.
-		if sp != nil && r.GPUsPerNode > 0 && r.GPUs >= r.GPUsPerNode && sp.Cluster.NVLinkDomain != r.NVLinkDomain {
-			t.Errorf("%s: nvlink_domain %d, the row records %d", r.ID, sp.Cluster.NVLinkDomain, r.NVLinkDomain)
+		// The NVLink domain is the row's, not the cluster preset's; where
+		// its launcher passed Slurm's --segment, the segment's GPUs, which
+		// it kept in one rack, and the segment itself.
+		if sp != nil && r.GPUsPerNode > 0 && r.GPUs >= r.GPUsPerNode {
+			want := r.NVLinkDomain
+			if r.SlurmSegment > 0 {
+				want = r.SlurmSegment * r.GPUsPerNode
+				if sl := sp.Cluster.Slurm; sl == nil || sl.Segment == nil || *sl.Segment != r.SlurmSegment {
+					t.Errorf("%s: no cluster.slurm.segment %d", r.ID, r.SlurmSegment)
+				}
+			}
+			if sp.Cluster.NVLinkDomain != want {
+				t.Errorf("%s: nvlink_domain %d, the row records %d", r.ID, sp.Cluster.NVLinkDomain, want)
+			}
 		}
 		if got := res.Open(); !slices.Equal(got, p.Unsaid()) {
 			t.Errorf("%s: open %v, unsaid %v", r.ID, got, p.Unsaid())

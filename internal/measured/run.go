@@ -17,6 +17,10 @@ type Run struct {
 	GPUs         int             `json:"gpus"`
 	GPUsPerNode  int             `json:"gpus_per_node"`
 	NVLinkDomain int             `json:"nvlink_domain"`
+	// SlurmSegment is Slurm's --segment the run's launcher passed (nodes
+	// per segment, each segment inside one NVLink domain); 0 when it
+	// passed none or the source does not say.
+	SlurmSegment int `json:"slurm_segment,omitempty"`
 	Parallel     struct {
 		TP  *int `json:"tp"`
 		PP  *int `json:"pp"`
