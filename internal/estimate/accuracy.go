@@ -39,7 +39,7 @@ const (
 )
 
 // coarseMoEExperts is the most experts of a coarse MoE (Mixtral's 8): the
-// published runs of the corpus have up to 8 or at least 64, and the
+// published runs of the corpus have up to 8 or at least 128, and the
 // model's MoE costs are fitted and checked on each kind apart where they
 // differ (the accuracy table, the grouped penalty's one-expert case in
 // moeBlock).

@@ -815,7 +815,7 @@ func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
 	// expert per GPU (Mixtral 8x7B and 8x22B at EP 8) measure none of the
 	// grouped penalty (GroupedRel): g < 0 times it as one plain GEMM. The
 	// penalty is not a kernel property (groupedGEMM) but an MoE cost the
-	// model does not time otherwise, fitted on fine-grained MoEs (64 to
+	// model does not time otherwise, fitted on fine-grained MoEs (128 to
 	// 384 experts) at 2 to 128 local experts; no published run of a
 	// fine-grained MoE has one expert per GPU, so there the penalty stays.
 	// (Exempting it made the solver prefer one expert per GPU for every
