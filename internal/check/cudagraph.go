@@ -110,7 +110,7 @@ func (c *checker) cudaGraphMoEDispatch() {
 	}
 	e := s.Model.MoE
 	budget := []setting{{"model.moe.expert_rank_capacity_factor", 1.5}, {"model.moe.paged_stash", true}}
-	if e.Dispatcher != "flex" || e.FlexDispatcherBackend != "hybridep" && e.FlexDispatcherBackend != "ncclep" {
+	if e.Dispatcher != "flex" || !e.BudgetBackend() {
 		budget = append(budget, setting{"model.moe.dispatcher", "flex"}, setting{"model.moe.flex_dispatcher_backend", "hybridep"})
 	}
 	opts := []option{setOpt(budget...)}

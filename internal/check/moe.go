@@ -60,11 +60,11 @@ func (c *checker) moe() {
 			setOpt(setting{"model.moe.pad_expert_input_to_capacity", false}), setOpt(setting{"model.moe.capacity_factor", 1.0})),
 			"pad_expert_input_to_capacity needs a capacity_factor")
 	}
-	if flex := e.Dispatcher == "flex"; flex && e.FlexDispatcherBackend == "deepep" && e.PadExpertInputToCapacity {
+	if e.FlexWith("deepep") && e.PadExpertInputToCapacity {
 		c.report("moe-pad-capacity", "model.moe.pad_expert_input_to_capacity", c.anyOf("moe-pad-capacity", "model.moe.pad_expert_input_to_capacity",
 			setOpt(setting{"model.moe.pad_expert_input_to_capacity", false}), setOpt(setting{"model.moe.flex_dispatcher_backend", "hybridep"})),
 			"the flex dispatcher's deepep backend does not support pad_expert_input_to_capacity")
-	} else if flex && e.FlexDispatcherBackend == "ncclep" && (e.PadExpertInputToCapacity || e.CapacityFactor != nil) {
+	} else if e.FlexWith("ncclep") && (e.PadExpertInputToCapacity || e.CapacityFactor != nil) {
 		c.report("moe-pad-capacity", "model.moe.flex_dispatcher_backend", c.anyOf("moe-pad-capacity", "model.moe.flex_dispatcher_backend",
 			setOpt(setting{"model.moe.pad_expert_input_to_capacity", false}, setting{"model.moe.capacity_factor", nil}), setOpt(setting{"model.moe.flex_dispatcher_backend", "hybridep"})),
 			"the flex dispatcher's ncclep backend supports neither capacity_factor nor pad_expert_input_to_capacity")
@@ -153,7 +153,7 @@ func (c *checker) rankBudget() {
 	}
 	if cf := e.ExpertRankCapacityFactor; cf != nil {
 		switch {
-		case backend != "hybridep" && backend != "ncclep":
+		case !e.BudgetBackend():
 			opts := []option{drop}
 			for _, b := range []string{"hybridep", "ncclep"} {
 				if e.Dispatcher == "flex" {
@@ -179,7 +179,7 @@ func (c *checker) rankBudget() {
 	}
 	if e.ExpertRankCapacityFactor == nil {
 		opts := []option{setOpt(setting{stashPath, false})}
-		if e.Dispatcher == "flex" && (backend == "hybridep" || backend == "ncclep") {
+		if e.Dispatcher == "flex" && e.BudgetBackend() {
 			opts = append(opts, setOpt(setting{cfPath, 1.5}))
 		}
 		c.report("moe-paged-stash", stashPath, c.anyOf("moe-paged-stash", stashPath, opts...),

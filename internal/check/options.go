@@ -247,7 +247,7 @@ func (c *checker) moeRouter() {
 	// MoEFlexTokenDispatcher.__init__ (token_dispatcher.py at d98e8a64)
 	// asserts "DeepEP dispatcher requires TPxEP > 1" and "NCCL EP
 	// dispatcher requires TPxEP > 1"; HybridEP has no such assertion.
-	if p := c.s.Parallel; e.Dispatcher == "flex" && (e.FlexDispatcherBackend == "deepep" || e.FlexDispatcherBackend == "ncclep") && p.TP*p.EP < 2 {
+	if p := c.s.Parallel; (e.FlexWith("deepep") || e.FlexWith("ncclep")) && p.TP*p.EP < 2 {
 		opts := []option{setOpt(setting{"model.moe.flex_dispatcher_backend", "hybridep"}), setOpt(setting{"model.moe.dispatcher", "alltoall"})}
 		for v := 2; v <= e.Experts; v++ {
 			if e.Experts%v == 0 {
@@ -267,7 +267,7 @@ func (c *checker) moeRouter() {
 	// the domains rank // ranks_per_domain. An expert-parallel group larger
 	// than its share of a domain (spec.ExpertRanksPerNVLinkDomain) must
 	// hold a whole number of such shares.
-	if p := c.s.Parallel; e.Dispatcher == "flex" && e.FlexDispatcherBackend == "hybridep" && c.s.Cluster.NVLinkDomain > 0 {
+	if p := c.s.Parallel; e.FlexWith("hybridep") && c.s.Cluster.NVLinkDomain > 0 {
 		etp := c.etp()
 		k := spec.ExpertRanksPerNVLinkDomain(c.s.Cluster.NVLinkDomain, etp)
 		if p.EP > k && p.EP%k != 0 {

@@ -208,7 +208,7 @@ func (c *checker) segmentOption(code, name string, inner, now int) string {
 // land in the racks is Slurm's (the hint's segments pin it).
 func (c *checker) hybridEPUneven(f FamilyLink) string {
 	e := c.s.Model.MoE
-	if e == nil || e.Dispatcher != "flex" || e.FlexBackend() != "hybridep" || f.GroupsSplitUnevenly == 0 {
+	if !e.FlexWith("hybridep") || f.GroupsSplitUnevenly == 0 {
 		return ""
 	}
 	hold := "of them hold"

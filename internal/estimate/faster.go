@@ -94,7 +94,7 @@ var fasterCandidates = []fasterCandidate{
 		applies: func(s *spec.Spec) bool {
 			m := s.Model.MoE
 			return m != nil && s.Parallel.EP > 1 && noCUDAGraph(s) &&
-				(m.Dispatcher != "flex" || m.FlexBackend() == "hybridep")
+				(m.Dispatcher != "flex" || m.FlexWith("hybridep"))
 		}},
 	{field: "kernels.moe_router_fusion", value: true,
 		applies: func(s *spec.Spec) bool { return s.Model.MoE != nil && !s.Kernels.MoERouterFusion }},

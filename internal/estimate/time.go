@@ -922,7 +922,7 @@ const (
 // them), 0 otherwise.
 func (c *costModel) deepEPMNNVLRates() (dispatch, combine float64) {
 	mo := c.s.Model.MoE
-	if !c.flexDispatch() || mo.FlexDispatcherBackend != "deepep" || c.epDomainRanks() <= 8 {
+	if !c.flexDispatch() || mo.FlexBackend() != "deepep" || c.epDomainRanks() <= 8 {
 		return 0, 0
 	}
 	line := c.s.Cluster.NVLinkGBps * 1e9 * c.cal.NVLinkEff

@@ -148,6 +148,21 @@ func (e *MoE) FlexBackend() string {
 	return e.FlexDispatcherBackend
 }
 
+// FlexWith reports that the MoE layers dispatch through the flex
+// dispatcher with the given backend.
+func (e *MoE) FlexWith(backend string) bool {
+	return e != nil && e.Dispatcher == "flex" && e.FlexBackend() == backend
+}
+
+// BudgetBackend reports that the flex dispatcher's backend takes a rank
+// budget: TransformerConfig at d98e8a64 asserts
+// "moe_expert_rank_capacity_factor requires moe_flex_dispatcher_backend to
+// be 'hybridep' or 'ncclep'", whatever the dispatcher type.
+func (e *MoE) BudgetBackend() bool {
+	b := e.FlexBackend()
+	return b == "hybridep" || b == "ncclep"
+}
+
 // RankBudget reports that every expert rank receives a fixed budget of
 // routed tokens (expert_rank_capacity_factor with the flex dispatcher's
 // hybridep or ncclep backend): Megatron-LM at d98e8a64, token_dispatcher.py,
@@ -156,8 +171,7 @@ func (e *MoE) FlexBackend() string {
 // dispatch)"), and the NCCL-EP manager's static mode ("set for static
 // shapes (fixed receive buffer, CUDA-graph capturable)").
 func (e *MoE) RankBudget() bool {
-	return e != nil && e.ExpertRankCapacityFactor != nil && e.Dispatcher == "flex" &&
-		(e.FlexDispatcherBackend == "hybridep" || e.FlexDispatcherBackend == "ncclep")
+	return e != nil && e.ExpertRankCapacityFactor != nil && e.Dispatcher == "flex" && e.BudgetBackend()
 }
 
 // StaticDispatch reports that the MoE layers' token dispatch has sizes the
@@ -187,7 +201,7 @@ func (e *MoE) StaticDispatch() bool {
 		return false
 	}
 	padded := e.PadExpertInputToCapacity && e.CapacityFactor != nil &&
-		(e.Dispatcher == "alltoall" || e.Dispatcher == "flex" && e.FlexDispatcherBackend == "hybridep")
+		(e.Dispatcher == "alltoall" || e.FlexWith("hybridep"))
 	return padded || e.RankBudget()
 }
 
