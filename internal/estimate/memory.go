@@ -325,16 +325,13 @@ func (am activationModel) moeMLP() float64 {
 // buffers of the average (a positive paged_stash_buffer_size_factor_cuda) or
 // the largest count (a negative one) times the factor's size
 // (PagedStashManager.allocate_stash_buffers at d98e8a64); with routing
-// balanced the two counts are alike. A spec built in Go without the
-// schema's defaults (factor 0) takes Megatron's 1.10.
+// balanced the two counts are alike.
 func RoutedBudget(e *spec.MoE) float64 {
 	switch {
 	case !e.RankBudget():
 		return 1
-	case e.PagedStash && e.PagedStashBufferSizeFactorCUDA == 0:
-		return 1.1
 	case e.PagedStash:
-		return math.Abs(e.PagedStashBufferSizeFactorCUDA)
+		return math.Abs(e.PagedStashBufferFactor())
 	}
 	return *e.ExpertRankCapacityFactor
 }

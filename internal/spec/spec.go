@@ -138,6 +138,21 @@ type MoE struct {
 	PagedStashBufferSizeFactorCUDA float64 `json:"paged_stash_buffer_size_factor_cuda"`
 }
 
+// MegatronPagedStashBufferFactor is Megatron's default
+// --moe-paged-stash-buffer-size-factor-cuda (1.1 at d98e8a64; the schema's
+// default too).
+const MegatronPagedStashBufferFactor = 1.1
+
+// PagedStashBufferFactor is the paged stash's GPU buffer factor, Megatron's
+// default where the spec leaves it 0 (a spec built in Go without the
+// schema's defaults).
+func (e *MoE) PagedStashBufferFactor() float64 {
+	if e.PagedStashBufferSizeFactorCUDA == 0 {
+		return MegatronPagedStashBufferFactor
+	}
+	return e.PagedStashBufferSizeFactorCUDA
+}
+
 // FlexBackend is the flex dispatcher's backend, Megatron's default
 // (--moe-flex-dispatcher-backend deepep) where the spec leaves it empty (a
 // spec built in Go without the schema's defaults).

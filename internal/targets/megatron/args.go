@@ -352,7 +352,7 @@ func (e *emitter) moe() {
 			a.float("--moe-expert-rank-capacity-factor", *moe.ExpertRankCapacityFactor)
 		}
 		a.boolFlag("--moe-paged-stash", moe.PagedStash)
-		if f := moe.PagedStashBufferSizeFactorCUDA; f != 0 && f != 1.1 {
+		if f := moe.PagedStashBufferFactor(); f != spec.MegatronPagedStashBufferFactor {
 			a.float("--moe-paged-stash-buffer-size-factor-cuda", f)
 		}
 	}

@@ -312,3 +312,10 @@ func TestHybridLayerCount(t *testing.T) {
 	assert.Equal(t, "MM*", megatron.HybridLayerPattern(map[string]any{"hybrid_layer_pattern": nil, "hybrid_override_pattern": "MM*"}))
 	assert.Equal(t, "", megatron.HybridLayerPattern(map[string]any{"num_layers": int64(4)}))
 }
+
+// TestPagedStashDefault: the default parc reads for an unset paged-stash
+// buffer factor, and leaves off the arguments, is the one Megatron's parser
+// gives (defaults.tsv, dumped from it).
+func TestPagedStashDefault(t *testing.T) {
+	assert.Equal(t, megatron.Defaults["moe_paged_stash_buffer_size_factor_cuda"], any(spec.MegatronPagedStashBufferFactor))
+}
