@@ -118,9 +118,8 @@ func (m *mapper) explicit() {
 		// says). The pattern itself stays in launch.extra_args, where the
 		// Megatron target reports the model it builds (extra-arg-conflict).
 		if p := mg.HybridLayerPattern(m.ns.Values); p != "" {
-			if m.assign("model.layers", mg.HybridLayerCount(p)) {
-				m.out[len(m.out)-1].note = "not in the arguments: the length of the hybrid layer pattern, which Megatron takes as the layer count"
-			}
+			m.out = append(m.out, assignment{path: "model.layers", value: mg.HybridLayerCount(p),
+				note: "not in the arguments: the length of the hybrid layer pattern, which Megatron takes as the layer count"})
 		}
 	}
 	m.simple("model.hidden", "hidden_size")
