@@ -137,19 +137,22 @@ func TestPublishedCorpus(t *testing.T) {
 
 // solveCases runs solveCase on every case, on every CPU.
 func solveCases(cases []corpusCase) []corpusOutcome {
-	out := make([]corpusOutcome, len(cases))
+	return concurrently(cases, solveCase)
+}
+
+// concurrently is f of every element of in, in order, computed on every CPU.
+func concurrently[T, R any](in []T, f func(T) R) []R {
+	out := make([]R, len(in))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range next {
-				out[i] = solveCase(cases[i])
+				out[i] = f(in[i])
 			}
-		}()
+		})
 	}
-	for i := range cases {
+	for i := range in {
 		next <- i
 	}
 	close(next)

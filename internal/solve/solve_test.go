@@ -215,44 +215,58 @@ func bruteForceAll(t *testing.T, res *load.Result, values map[string][]any) []pl
 	// the least step time among those that fit (the default pp written as
 	// none).
 	groupWritten := res.User.LookupPath(cue.ParsePath("parallel.microbatch_group_size")).Exists()
-	var leafOne func(s spec.Spec)
-	leaf = func(s spec.Spec) {
+	// The leaves are collected first, resolved concurrently (resolve is the
+	// cost), then recorded in the enumeration's order.
+	var leaves []spec.Spec
+	leaf = func(s spec.Spec) { leaves = append(leaves, s) }
+	// resolved is what the ranking needs of a leaf's plan (not the plan:
+	// thousands of layouts held at once cost more in collection than in
+	// resolving).
+	type resolved struct {
+		s       spec.Spec
+		ok      bool // no errors, within the memory headroom
+		step    float64
+		peak    int64
+		etp, dp int
+	}
+	resolveOne := func(s spec.Spec) resolved {
+		p, ds := compiler.Resolve("plan.cue", &s, diag.NoPos)
+		if ds.HasErrors() || float64(p.Estimate.Memory.PerGPUPeakBytes) > solve.DefaultMemoryHeadroom*float64(p.Estimate.Memory.GPUBytes) {
+			return resolved{s: s}
+		}
+		return resolved{s, true, p.Estimate.StepTimeS, p.Estimate.Memory.PerGPUPeakBytes, p.Derived.ETP, p.Derived.DP}
+	}
+	resolveLeaf := func(s spec.Spec) resolved {
 		pp, vpp := s.Parallel.PP, s.Parallel.VPP
 		if groupWritten || pp <= 1 || vpp <= 1 {
-			leafOne(s)
-			return
+			return resolveOne(s)
 		}
 		d := spec.Derive(&s)
 		m := s.Train.GlobalBatch / (s.Train.MicroBatch * max(d.DP, 1))
-		best, bestStep := -1, 0.0
+		best, bestStep, bestPlan := -1, 0.0, resolved{}
 		for n := pp; n <= m; n++ {
 			if r := m % n; r != 0 && r < pp {
 				continue
 			}
 			c := s
 			c.Parallel.MicrobatchGroupSize = &n
-			p, ds := compiler.Resolve("plan.cue", &c, diag.NoPos)
-			if ds.HasErrors() || float64(p.Estimate.Memory.PerGPUPeakBytes) > solve.DefaultMemoryHeadroom*float64(p.Estimate.Memory.GPUBytes) {
+			r := resolveOne(c)
+			if !r.ok {
 				continue
 			}
-			if st := round12(p.Estimate.StepTimeS); best < 0 || st < bestStep {
-				best, bestStep = n, st
+			if st := round12(r.step); best < 0 || st < bestStep {
+				best, bestStep, bestPlan = n, st, r
 			}
 		}
-		c := s
 		if best > pp {
-			c.Parallel.MicrobatchGroupSize = &best
+			return bestPlan
 		}
-		leafOne(c)
+		return resolveOne(s)
 	}
-	leafOne = func(s spec.Spec) {
+	record := func(r resolved) {
+		s := r.s
 		{
-			p, ds := compiler.Resolve("plan.cue", &s, diag.NoPos)
-			if ds.HasErrors() {
-				return
-			}
-			e := p.Estimate
-			if float64(e.Memory.PerGPUPeakBytes) > solve.DefaultMemoryHeadroom*float64(e.Memory.GPUBytes) {
+			if !r.ok {
 				return
 			}
 			etp := 0
@@ -260,7 +274,7 @@ func bruteForceAll(t *testing.T, res *load.Result, values map[string][]any) []pl
 				etp = *s.Parallel.ETP
 			}
 			par := s.Parallel
-			sp := solve.Parallel{TP: par.TP, PP: par.PP, VPP: par.VPP, CP: par.CP, EP: par.EP, ETP: p.Derived.ETP, DP: p.Derived.DP,
+			sp := solve.Parallel{TP: par.TP, PP: par.PP, VPP: par.VPP, CP: par.CP, EP: par.EP, ETP: r.etp, DP: r.dp,
 				AccountForEmbedding: par.AccountForEmbedding, AccountForLoss: par.AccountForLoss,
 				FirstStageLayers: par.FirstStageLayers, LastStageLayers: par.LastStageLayers, MicrobatchGroupSize: par.MicrobatchGroupSize}
 			tr := solve.Train{MicroBatch: s.Train.MicroBatch, Recompute: s.Train.Recompute, RecomputeModules: s.Train.RecomputeModules,
@@ -309,9 +323,9 @@ func bruteForceAll(t *testing.T, res *load.Result, values map[string][]any) []pl
 			kept[k] = len(all)
 			all = append(all, plan{
 				label: label,
-				step:  round12(e.StepTimeS),
+				step:  round12(r.step),
 				model: par.TP * par.PP * par.CP,
-				peak:  e.Memory.PerGPUPeakBytes,
+				peak:  r.peak,
 				shape: [7]int{par.TP, par.CP, par.PP, par.EP, etp, par.VPP, kind},
 				split: fmt.Sprint(par.AccountForEmbedding, par.AccountForLoss, deref(par.FirstStageLayers), deref(par.LastStageLayers)),
 				rc:    recomputeRank(s.Train, lists),
@@ -321,6 +335,10 @@ func bruteForceAll(t *testing.T, res *load.Result, values map[string][]any) []pl
 		}
 	}
 	rec(0, *base)
+	results := concurrently(leaves, resolveLeaf)
+	for _, r := range results {
+		record(r)
+	}
 	return slices.DeleteFunc(all, func(p plan) bool { return p.label == "" })
 }
 

@@ -126,6 +126,22 @@ func render(as []assignment, ns *mg.Namespace, cmd Command, extra map[string]boo
 	for _, a := range as {
 		vals[a.path] = a.value
 	}
+	// derivedDefault once per path: the schema-evaluated ones cost a CUE
+	// evaluation of the plan each (vals only gains model.vocab below, which
+	// no derived default reads).
+	type derived struct {
+		v  any
+		ok bool
+	}
+	derivedOnce := map[string]derived{}
+	derivedOnceFor := func(p string) (any, bool) {
+		d, seen := derivedOnce[p]
+		if !seen {
+			d.v, d.ok = derivedDefault(p, vals)
+			derivedOnce[p] = d
+		}
+		return d.v, d.ok
+	}
 	comment := func(a assignment) string {
 		var parts []string
 		for _, d := range a.dests {
@@ -137,7 +153,7 @@ func render(as []assignment, ns *mg.Namespace, cmd Command, extra map[string]boo
 			return a.note
 		}
 		if len(parts) == 0 {
-			if d, ok := derivedDefault(a.path, vals); ok && d != nil {
+			if d, ok := derivedOnceFor(a.path); ok && d != nil {
 				return "not in the arguments: Megatron's default (parc's is " + mg.Repr(d) + " here)"
 			}
 			if d, ok := s.defaultOf(a.path); ok {
@@ -148,7 +164,7 @@ func render(as []assignment, ns *mg.Namespace, cmd Command, extra map[string]boo
 		return strings.Join(parts, ", ")
 	}
 	kept := func(a assignment) bool {
-		if d, ok := derivedDefault(a.path, vals); ok {
+		if d, ok := derivedOnceFor(a.path); ok {
 			return !mg.Equal(d, a.value)
 		}
 		if d, ok := s.defaultOf(a.path); ok && mg.Equal(d, a.value) {
@@ -171,7 +187,7 @@ func render(as []assignment, ns *mg.Namespace, cmd Command, extra map[string]boo
 			continue // a dense model has no expert size to match a preset's
 		}
 		if _, ok := model[k]; !ok {
-			if d, ok := derivedDefault("model."+k, vals); ok && d != nil {
+			if d, ok := derivedOnceFor("model." + k); ok && d != nil {
 				model[k] = d
 			}
 		}
@@ -208,7 +224,7 @@ func render(as []assignment, ns *mg.Namespace, cmd Command, extra map[string]boo
 					continue
 				}
 				if !has {
-					if d, ok := derivedDefault(a.path, vals); ok && mg.Equal(d, a.value) {
+					if d, ok := derivedOnceFor(a.path); ok && mg.Equal(d, a.value) {
 						continue
 					}
 				}
