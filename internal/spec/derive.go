@@ -124,6 +124,13 @@ func StageLayers(layers int, p Parallel) [][]LayerRange {
 	if p.Layout != nil {
 		return layoutStageLayers(layers, p)
 	}
+	if pp > layers+2 || vpp > layers+2 {
+		// Every rank (even split) or middle rank (uneven) holds at least
+		// one layer per virtual stage, the embedding and the loss counting
+		// as one each at most: no split. Said before the pp·vpp table is
+		// allocated, as the solver asks with pp up to the world size.
+		return nil
+	}
 	counts := make([][]int, pp) // counts[r][v]
 	for r := range counts {
 		counts[r] = make([]int, vpp)

@@ -195,3 +195,27 @@ func TestStageLayersCoverage(t *testing.T) {
 		}
 	}
 }
+
+// A pipeline of more stages (or virtual stages) than layers has no split,
+// and StageLayers says so without building its pp·vpp table: the solver asks
+// with every divisor of the world size as pp, up to hundreds of thousands
+// (without the early answer one hostile spec's no-feasible-plan hints took
+// 40 s, each call allocating a slice per stage).
+func TestStageLayersBeyondTheLayers(t *testing.T) {
+	for _, p := range []Parallel{
+		{PP: 800_000, VPP: 1},
+		{PP: 800_000, VPP: 1, AccountForEmbedding: true, AccountForLoss: true},
+		{PP: 800_000, VPP: 1, FirstStageLayers: ptr(0), LastStageLayers: ptr(0)},
+		{PP: 2, VPP: 800_000},
+	} {
+		var got [][]LayerRange
+		if n := testing.AllocsPerRun(3, func() { got = StageLayers(61, p) }); got != nil || n != 0 {
+			t.Errorf("%+v: %v with %.0f allocations, want nil and none", p, got, n)
+		}
+	}
+	// The bound is the layers plus the embedding and the loss: 2 layers
+	// with both accounted split over 4 stages.
+	if StageLayers(2, Parallel{PP: 4, VPP: 1, AccountForEmbedding: true, AccountForLoss: true}) == nil {
+		t.Error("2 layers + embedding + loss over pp=4: no split, want one layer per stage")
+	}
+}
