@@ -100,6 +100,12 @@ func Import(src []byte, o Options) Result {
 			"no training command found: no command runs a .py program with options, and no line starts with an option")
 		return r
 	}
+	if model, ok := notDecoder[path.Base(cmd.Program)]; ok {
+		r.Diags.Errorf(at(0), "", "import-not-decoder",
+			"import the arguments of a pretrain_gpt.py run: parc plans decoder-only transformers, not encoder or encoder-decoder models",
+			"the training command runs %s, which trains %s: a spec describes one decoder stack (its layers, heads and sequence), so nothing is imported", cmd.Program, model)
+		return r
+	}
 	ns, errs := mg.Parse(words)
 	for _, e := range errs {
 		code := "import-bad-argument"
@@ -514,4 +520,19 @@ func firstScheduledBatch(sched string) (int64, bool) {
 	}
 	n, err := mg.PyInt(size)
 	return n, err == nil && n > 0
+}
+
+// notDecoder are Megatron-LM's entry points for models that are not one
+// decoder stack, with what they train (examples/t5/pretrain_t5.py,
+// examples/bert/pretrain_bert.py and pretrain_vlm.py at d98e8a64;
+// pretrain_ict.py and pretrain_retro.py in earlier releases). Their
+// arguments (--encoder-num-layers, --decoder-seq-length, a BERT binary head)
+// describe encoders a spec has no fields for, and pretrain_gpt.py's parser
+// reads them as a decoder with fields missing.
+var notDecoder = map[string]string{
+	"pretrain_t5.py":    "T5, an encoder-decoder model",
+	"pretrain_bert.py":  "BERT, an encoder model",
+	"pretrain_vlm.py":   "a vision-language model (a vision encoder and a projection before the language decoder)",
+	"pretrain_ict.py":   "an inverse cloze task retriever (two BERT encoders)",
+	"pretrain_retro.py": "RETRO, a decoder with a retrieval encoder and cross-attention",
 }

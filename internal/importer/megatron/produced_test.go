@@ -44,7 +44,8 @@ func TestEveryCodeIsProduced(t *testing.T) {
 		"import-cluster-assumed":    base,
 		"import-nodes-assumed":      base,
 		"import-extra-arg":          base + "--profile\n",
-		"import-program":            "python pretrain_bert.py " + strings.ReplaceAll(base, "\n", " ") + "\n",
+		"import-program":            "python my_pretrain.py " + strings.ReplaceAll(base, "\n", " ") + "\n",
+		"import-not-decoder":        "torchrun pretrain_t5.py " + strings.ReplaceAll(base, "\n", " ") + "\n",
 		"import-megatron-rejects":   base + "--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1 --num-virtual-stages-per-pipeline-rank 2\n",
 		"import-no-eval-interval":   base,
 		"import-expansion-limit":    "A=x\n" + strings.Repeat("A=$A$A\n", 30) + "python pretrain_gpt.py " + strings.ReplaceAll(base, "\n", " ") + "--data-path $A\n",
@@ -60,4 +61,35 @@ func TestEveryCodeIsProduced(t *testing.T) {
 		}
 		assert.True(t, produced[c.Code], "no input produces %s", c.Code)
 	}
+}
+
+// TestNotDecoderRefused: Megatron-LM's T5 example (examples/t5/
+// train_t5_220m_distributed.sh at d98e8a64, its torchrun command with the
+// positional paths substituted) is refused by name, with no spec, instead
+// of being read as a decoder whose model.layers and train.seq_length are
+// missing (its --encoder-num-layers and --encoder-seq-length have no
+// field); another program still imports with the import-program warning.
+func TestNotDecoderRefused(t *testing.T) {
+	t5 := "torchrun --nproc_per_node 8 --nnodes 1 pretrain_t5.py --encoder-num-layers 12 --decoder-num-layers 12 " +
+		"--hidden-size 768 --num-attention-heads 12 --kv-channels 64 --ffn-hidden-size 3072 --encoder-seq-length 512 " +
+		"--decoder-seq-length 128 --max-position-embeddings 512 --micro-batch-size 64 --global-batch-size 512 --lr 0.0001 " +
+		"--train-iters 1000000 --lr-decay-iters 1000000 --lr-decay-style linear --min-lr 0.00001 --weight-decay 1e-2 " +
+		"--lr-warmup-fraction .01 --clip-grad 1.0 --bf16 --vocab-extra-ids 100 --init-method-std 0.015 " +
+		"--transformer-impl transformer_engine --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 " +
+		"--attention-backend auto --data-path /data/my-t5_00_text_document --vocab-file /data/bert-large-cased-vocab.txt " +
+		"--tokenizer-type BertWordPieceCase --split 99982,9,9 --log-interval 100 --tensorboard-dir /tb --save-interval 500 " +
+		"--eval-interval 1000 --eval-iters 10 --distributed-backend nccl --save /ckpt --load /ckpt\n"
+	res := Import([]byte(t5), Options{File: "train_t5.sh", Cluster: "dgx_h100"})
+	assert.Nil(t, res.Spec)
+	assert.Equal(t, []string{"import-not-decoder"}, res.Diags.Codes(), "%v", res.Diags)
+	assert.Contains(t, res.Diags[0].Message, "T5, an encoder-decoder model")
+
+	gpt := strings.Replace(strings.Replace(strings.Replace(t5, "pretrain_t5.py", "my_pretrain.py", 1),
+		"--encoder-num-layers 12 --decoder-num-layers 12", "--num-layers 12", 1),
+		"--encoder-seq-length 512 --decoder-seq-length 128", "--seq-length 512", 1)
+	gpt = strings.Replace(strings.Replace(gpt, "--vocab-extra-ids 100 ", "", 1), "--tokenizer-type BertWordPieceCase", "--tokenizer-type NullTokenizer --vocab-size 32000", 1)
+	res = Import([]byte(gpt), Options{File: "train.sh", Cluster: "dgx_h100"})
+	assert.NotNil(t, res.Spec, "%v", res.Diags)
+	assert.Contains(t, res.Diags.Codes(), "import-program")
+	assert.NotContains(t, res.Diags.Codes(), "import-not-decoder")
 }
