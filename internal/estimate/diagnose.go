@@ -60,7 +60,7 @@ func (c *costModel) diagnoseMemory(e *Estimate, r *diag.Reporter, o Options) {
 	path, hint := c.memoryRemedy(st, limit)
 	where := fmt.Sprintf("pipeline stage %d of %d", st.Stage, c.pp)
 	if c.pp == 1 {
-		where = "each GPU"
+		where = "the plan"
 	}
 	switch {
 	case over:
