@@ -75,7 +75,7 @@ func (sh *modelShape) layerOf(moe bool) ParamSplit {
 	return sh.perLayer[0]
 }
 
-func (sh modelShape) isMoE(layer int) bool {
+func (sh *modelShape) isMoE(layer int) bool {
 	return layer >= 0 && layer < len(sh.moeLayers) && sh.moeLayers[layer]
 }
 

@@ -76,16 +76,25 @@ type budget struct {
 	// exhausted is set once work passes the limit; every loop of the
 	// search stops at its next step.
 	exhausted bool
+	// hintWork is the work the searches a no-feasible-plan hint tried
+	// (tryFix) did between them: each try gets half of what is left after
+	// the search and the tries before it (hintShare), so the tries together
+	// stay within the budget.
+	hintWork int64
+}
+
+// limitOf is the work the search may do.
+func (b *budget) limitOf() int64 {
+	if b.limit <= 0 {
+		return searchBudget
+	}
+	return b.limit
 }
 
 // spend adds units of work and reports whether the budget is exhausted.
 func (b *budget) spend(units int64) bool {
 	b.work += units
-	limit := b.limit
-	if limit <= 0 {
-		limit = searchBudget
-	}
-	if b.work > limit {
+	if b.work > b.limitOf() {
 		b.exhausted = true
 	}
 	return b.exhausted

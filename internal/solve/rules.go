@@ -332,6 +332,10 @@ func (sv *solver) vppPlanOf(pp int, si int32) *levelPlan {
 		return lp
 	}
 	lp := &levelPlan{}
+	// Each vpp's rules cost about an enumerated node (with the split
+	// searched the domain is every vpp up to the layers: thousands on a
+	// model of thousands of layers, for every pp and split).
+	sv.spend(int64(len(sv.dom[fVPP])) * nodeWork)
 	for _, vpp := range sv.dom[fVPP] {
 		code, _ := sv.vppRule(pp, vpp, sv.splits[si])
 		if code == "" && sv.duplicateSplit(pp, vpp, si) {

@@ -764,8 +764,8 @@ func (sv *solver) fixFits(fix hintFix) bool {
 }
 
 // hintShare is the work a no-feasible-plan hint's tries get: half what
-// this search had left.
-func (sv *solver) hintShare() int64 { return max((searchBudget-sv.work)/2, 1) }
+// this search and the tries before had left.
+func (sv *solver) hintShare() int64 { return max((sv.limitOf()-sv.work-sv.hintWork)/2, 1) }
 
 // tryFix runs a search of the same spec with fix applied and set's change
 // to its options, doing at most budget work: whether it found a plan, the
@@ -779,6 +779,7 @@ func (sv *solver) tryFix(fix hintFix, budget int64, set func(*Options)) (found b
 		return false, 0, false
 	}
 	r := t.run()
+	sv.hintWork += t.work + t.hintWork
 	return len(r.Candidates) > 0, t.work, t.exhausted
 }
 

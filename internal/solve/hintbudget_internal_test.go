@@ -1,0 +1,37 @@
+package solve
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"parc.dev/parc/internal/load"
+)
+
+// TestHintTriesShareTheBudget: the searches a no-feasible-plan hint tries
+// (other node counts and global batches, fixes) draw on one account with
+// the search: each gets half of what the search and the tries before it
+// left (hintShare), so together they stay within the search's budget. Each
+// used to get half of what the search alone left, so the four runs of
+// tries of nearestWithPlan could do twice the budget: on an 800,000-GPU
+// spec of 4,096 layers with no feasible plan, parc solve ran 12 s where the
+// budget stands for about 8.
+func TestHintTriesShareTheBudget(t *testing.T) {
+	const text = `model: {name: "x", layers: 4096, hidden: 65536, heads: 512, vocab: 1000000, max_position_embeddings: 1048576, activation: "swiglu", normalization: "rmsnorm", position_embedding: "rope", tie_embeddings: false, bias: false, moe: {experts: 4096, topk: 64, ffn_hidden: 2048, shared_ffn_hidden: 2048}}
+cluster: {name: "c", nodes: 100000, gpus_per_node: 8, gpu: {name: "H100", memory_gib: 80, bf16_tflops: 989}, nvlink_gbps: 450, network_gbps: 50}
+parallel: {tp: int, pp: int, cp: int, ep: int, vpp: int, etp: int}
+train: {seq_length: 1048576, micro_batch: int, global_batch: 1048576, precision: "bf16", recompute: _, distributed_optimizer: true}
+`
+	res, ds := load.Load(load.Source{Path: "hostile.cue", Data: []byte(text)})
+	require.False(t, ds.HasErrors(), "%v", ds)
+	const limit = 300_000_000
+	sv, ds := newSolver(res, Options{Top: 5, budget: limit})
+	require.NotNil(t, sv, "%v", ds)
+	r := sv.run()
+	require.Empty(t, r.Candidates)
+	require.Contains(t, sv.diags.Codes(), CodeNoFeasiblePlan)
+	t.Logf("search %d units, hint tries %d, limit %d", sv.work, sv.hintWork, int64(limit))
+	assert.Greater(t, sv.hintWork, int64(limit)/2, "the tries spend what they get")
+	assert.LessOrEqual(t, sv.work+sv.hintWork, int64(limit)+verifyWork, "the search and its hint tries within the budget (one try may overrun by a step)")
+}
