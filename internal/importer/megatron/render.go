@@ -428,14 +428,6 @@ func matchPreset(model map[string]any) (*preset, bool) {
 	s := theSchema()
 	for _, p := range modelPresets() {
 		pf := p.fields
-		if _, ok := pf["query_groups"]; !ok {
-			pf["query_groups"] = pf["heads"]
-		}
-		if _, ok := pf["ffn_hidden"]; ok {
-			if _, ok := pf["moe.ffn_hidden"]; !ok && pf["moe.experts"] != nil {
-				pf["moe.ffn_hidden"] = pf["ffn_hidden"]
-			}
-		}
 		match := true
 		for _, k := range shapeKeys {
 			a, inA := model[k]

@@ -248,6 +248,18 @@ func modelPresets() []preset {
 			}
 			flat := map[string]any{}
 			flatten("", mm, flat)
+			// The defaults a preset leaves to the schema that decide a
+			// shape's match (matchPreset): query_groups = heads, the
+			// experts' size = ffn_hidden. Filled here, once: the presets
+			// are shared by every import, concurrent ones included.
+			if _, ok := flat["query_groups"]; !ok {
+				flat["query_groups"] = flat["heads"]
+			}
+			if _, ok := flat["ffn_hidden"]; ok {
+				if _, ok := flat["moe.ffn_hidden"]; !ok && flat["moe.experts"] != nil {
+					flat["moe.ffn_hidden"] = flat["ffn_hidden"]
+				}
+			}
 			presets = append(presets, preset{name, flat})
 		})
 		slices.SortFunc(presets, func(a, b preset) int { return strings.Compare(a.name, b.name) })
