@@ -36,7 +36,18 @@ const (
 	KindDense     = "dense"
 	KindCoarseMoE = "MoE, up to 16 experts"
 	KindFineMoE   = "MoE, more than 16 experts"
+	// KindLargeFineMoE is a fine-grained MoE of more than
+	// largeMoEParams parameters.
+	KindLargeFineMoE = "MoE, more than 16 experts, over 150B parameters"
 )
+
+// largeMoEParams splits the fine-grained MoEs of the accuracy table by size:
+// the model rates the large ones (DeepSeek-V3 and Kimi-K2 with 671B and
+// 1T parameters, Qwen3-235B-A22B) 12-18% slower than measured in the
+// median and the smaller ones (Qwen3-30B-A3B, GPT-OSS-120B) within 3%
+// (testdata/calibration/README.md), so one line for both would tell
+// neither what to expect.
+const largeMoEParams = 150e9
 
 // coarseMoEExperts is the most experts of a coarse MoE (Mixtral's 8): the
 // published runs of the corpus have up to 8 or at least 128, and the
@@ -48,15 +59,20 @@ const coarseMoEExperts = 16
 // ModelKind is the kind of model the accuracy table groups runs by: dense,
 // or MoE with up to 16 experts (Mixtral's coarse experts) or more
 // (fine-grained experts: DeepSeek, Qwen3, GPT-OSS), whose step times the
-// model gets least right.
-func ModelKind(m spec.Model) string {
+// model gets least right, the ones of more than largeMoEParams parameters
+// apart.
+func ModelKind(s *spec.Spec) string {
+	m := s.Model
 	switch {
 	case m.MoE == nil:
 		return KindDense
-	case m.MoE.Experts > coarseMoEExperts:
-		return KindFineMoE
+	case m.MoE.Experts <= coarseMoEExperts:
+		return KindCoarseMoE
 	}
-	return KindCoarseMoE
+	if p := newModelShape(s, spec.Derive(s)).totalParams(); float64(p.Total()) > largeMoEParams {
+		return KindLargeFineMoE
+	}
+	return KindFineMoE
 }
 
 // GPUFamily is the product of the GPU a name names (spec.LookupGPU, the
@@ -72,7 +88,7 @@ func GPUFamily(name string) string {
 // AccuracyOf is the measured accuracy for plans of s's kind of model on its
 // GPU, or nil when the corpus holds no published run of them.
 func AccuracyOf(s *spec.Spec) *Accuracy {
-	kind, gpu := ModelKind(s.Model), GPUFamily(s.Cluster.GPU.Name)
+	kind, gpu := ModelKind(s), GPUFamily(s.Cluster.GPU.Name)
 	for i := range measuredAccuracy {
 		if a := measuredAccuracy[i]; a.Model == kind && strings.EqualFold(a.GPU, gpu) {
 			return &a

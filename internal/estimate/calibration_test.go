@@ -719,7 +719,7 @@ func errorByKind(results []calResult) (string, []Accuracy) {
 		if r.row.skip != "" || r.row.knownSlow != "" {
 			continue
 		}
-		k := key{GPUFamily(r.row.s.Cluster.GPU.Name), ModelKind(r.row.s.Model)}
+		k := key{GPUFamily(r.row.s.Cluster.GPU.Name), ModelKind(r.row.s)}
 		errs[k] = append(errs[k], r.err)
 	}
 	keys := slices.SortedFunc(maps.Keys(errs), func(a, b key) int {

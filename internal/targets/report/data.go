@@ -479,9 +479,10 @@ func modelTFLOPs(e *estimate.Estimate) string {
 // measurements of this kind of model on this GPU (estimate.AccuracyOf).
 func accuracyText(a *estimate.Accuracy) string {
 	models := map[string]string{
-		estimate.KindDense:     "dense models",
-		estimate.KindCoarseMoE: "MoE models with up to 16 experts",
-		estimate.KindFineMoE:   "MoE models with more than 16 experts",
+		estimate.KindDense:        "dense models",
+		estimate.KindCoarseMoE:    "MoE models with up to 16 experts",
+		estimate.KindFineMoE:      "MoE models with more than 16 experts",
+		estimate.KindLargeFineMoE: "MoE models with more than 16 experts and over 150B parameters",
 	}[a.Model]
 	band := fmt.Sprintf("by %s to %s (median %s)", SignedPercent(a.LowestError), SignedPercent(a.HighestError), SignedPercent(a.MedianError))
 	if a.Runs >= 10 {

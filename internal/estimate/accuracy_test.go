@@ -1,0 +1,36 @@
+package estimate
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestModelKind: the accuracy table's kinds, on the presets whose published
+// runs fill it: dense, Mixtral's coarse experts, the fine-grained MoEs of
+// up to 150B parameters (Qwen3-30B-A3B, GPT-OSS-120B with its 117B) and the
+// larger ones (Qwen3-235B-A22B, DeepSeek-V3's 671B, Kimi-K2's 1T), which
+// the model rates slower than measured where the smaller ones are close.
+func TestModelKind(t *testing.T) {
+	for model, want := range map[string]string{
+		"llama3_70b":      KindDense,
+		"mixtral_8x22b":   KindCoarseMoE,
+		"qwen3_30b_a3b":   KindFineMoE,
+		"gpt_oss_120b":    KindFineMoE,
+		"qwen3_235b_a22b": KindLargeFineMoE,
+		"deepseek_v3":     KindLargeFineMoE,
+		"kimi_k2":         KindLargeFineMoE,
+	} {
+		s := loadSpecText(t, fmt.Sprintf(`model: models.%s
+cluster: clusters.gb200_nvl72 & {nodes: 2}
+parallel: {tp: 1, pp: 1, cp: 1}
+train: {seq_length: 4096, micro_batch: 1, global_batch: 64, precision: "bf16", recompute: "none", iters: 10}
+`, model))
+		assert.Equal(t, want, ModelKind(s), model)
+		if a := AccuracyOf(s); assert.NotNil(t, a, model) {
+			assert.Equal(t, want, a.Model, model)
+			assert.Equal(t, "GB200", a.GPU, model)
+		}
+	}
+}
