@@ -96,27 +96,18 @@ func (s *schemaView) defaultOf(p string) (any, bool) {
 // schema itself. Values the schema does not accept are left out.
 func (s *schemaView) defaultGiven(p string, vals map[string]any) (any, bool) {
 	block, _, _ := strings.Cut(p, ".")
-	// The block's values as one struct, filled in at once: a FillPath per
-	// field re-evaluates the whole plan each time.
-	given := map[string]any{}
+	// The block's values gathered in a struct of their own, then filled
+	// into the plan at once: a FillPath per field into the plan
+	// re-evaluates the whole plan each time.
+	given := s.ctx.CompileString("{}")
 	for _, k := range slices.Sorted(maps.Keys(vals)) {
 		if k == p || !strings.HasPrefix(k, block+".") || !s.accepts(k, vals[k]) {
 			continue
 		}
 		f, _ := s.field(k)
-		m := given
-		names := strings.Split(strings.TrimPrefix(k, block+"."), ".")
-		for _, name := range names[:len(names)-1] {
-			next, ok := m[name].(map[string]any)
-			if !ok {
-				next = map[string]any{}
-				m[name] = next
-			}
-			m = next
-		}
-		m[names[len(names)-1]] = cueValue(f, vals[k])
+		given = given.FillPath(cue.ParsePath(strings.TrimPrefix(k, block+".")), s.ctx.Encode(cueValue(f, vals[k])))
 	}
-	v := s.plan.FillPath(cue.MakePath(cue.Str(block)), s.ctx.Encode(given))
+	v := s.plan.FillPath(cue.MakePath(cue.Str(block)), given)
 	f := v.LookupPath(cue.ParsePath(p))
 	d, ok := f.Default()
 	if !f.Exists() || !ok || !d.IsConcrete() || d.IncompleteKind() == cue.StructKind {
