@@ -43,10 +43,10 @@ const (
 
 // largeMoEParams splits the fine-grained MoEs of the accuracy table by size:
 // the model rates the large ones (DeepSeek-V3 and Kimi-K2 with 671B and
-// 1T parameters, Qwen3-235B-A22B) 12-18% slower than measured in the
-// median and the smaller ones (Qwen3-30B-A3B, GPT-OSS-120B) within 3%
-// (testdata/calibration/README.md), so one line for both would tell
-// neither what to expect.
+// 1T parameters, Qwen3-235B-A22B) 6-18% slower than measured in the median
+// on each GPU and the smaller ones (Qwen3-30B-A3B, GPT-OSS-120B) within 4%
+// except on H100 (-9%) (testdata/calibration/README.md, "Error by GPU and
+// kind of model"), so one line for both would tell neither what to expect.
 const largeMoEParams = 150e9
 
 // coarseMoEExperts is the most experts of a coarse MoE (Mixtral's 8): the
