@@ -381,9 +381,9 @@ func TestOpenFullRecompute(t *testing.T) {
 }
 
 // TestCandidatesAreDistinctShapes: the candidates of the acceptance specs
-// are distinct parallel shapes (tp, pp, vpp, cp, ep, etp), the top K of
-// them; a shape's other pipeline splits are among its variants, each with
-// its split.
+// are distinct parallel shapes (tp, pp, cp, ep, etp), the top K of them; a
+// shape's other virtual-stage counts and pipeline splits are among its
+// variants, each with its vpp and split.
 func TestCandidatesAreDistinctShapes(t *testing.T) {
 	for _, name := range []string{"acceptance/llama3-405b-16k", "acceptance/llama3-405b-1k"} {
 		data, err := os.ReadFile(filepath.Join("testdata", name+".cue"))
@@ -391,20 +391,25 @@ func TestCandidatesAreDistinctShapes(t *testing.T) {
 		r, ds := solve.Solve(loadText(t, "plan.cue", string(data)), solve.Options{Top: 5})
 		require.False(t, ds.HasErrors(), "%v", ds)
 		require.Len(t, r.Candidates, 5, name)
-		seen := map[[6]int]bool{}
-		splits := 0
+		seen := map[[5]int]bool{}
+		splits, vpps := 0, 0
 		for _, c := range r.Candidates {
 			p := c.Parallel
-			k := [6]int{p.TP, p.PP, p.VPP, p.CP, p.EP, p.ETP}
+			k := [5]int{p.TP, p.PP, p.CP, p.EP, p.ETP}
 			assert.False(t, seen[k], "%s: %s listed twice", name, c.Label())
 			seen[k] = true
 			for _, v := range c.Variants {
 				if v.Split != nil {
 					splits++
 				}
+				if v.VPP != nil {
+					vpps++
+					assert.NotEqual(t, p.VPP, *v.VPP, "%s: %s", name, c.Label())
+				}
 			}
 		}
 		assert.Positive(t, splits, "%s: a shape's other splits are variants", name)
+		assert.Positive(t, vpps, "%s: a shape's other virtual-stage counts are variants", name)
 		assert.GreaterOrEqual(t, r.Shapes, len(r.Candidates))
 	}
 }

@@ -98,7 +98,9 @@
 // first — the smaller tp·cp·pp, fewer pipeline stages, less
 // context parallelism, fewer virtual stages, the simpler split (even, then
 // accounted, then uneven), then ep, tp, etp — and the others follow by
-// step time. The top K shapes are returned with their variants, and the
+// step time. The top K distinct parallel shapes (tp, cp, pp, ep, etp) are
+// returned, each the first of its schedules and splits in that order, with
+// its other plans, virtual-stage counts and splits as variants, and the
 // first is explained in words (what its step is made of, the margin to the
 // runner-up, a faster shape the band passed over).
 //

@@ -1,6 +1,8 @@
 package solve
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,4 +36,43 @@ train: {seq_length: 1048576, micro_batch: int, global_batch: 1048576, precision:
 	t.Logf("search %d units, hint tries %d, limit %d", sv.work, sv.hintWork, int64(limit))
 	assert.Greater(t, sv.hintWork, int64(limit)/2, "the tries spend what they get")
 	assert.LessOrEqual(t, sv.work+sv.hintWork, int64(limit)+verifyWork, "the search and its hint tries within the budget (one try may overrun by a step)")
+}
+
+// TestVariantsWithinTheBudget: completing the top shapes' variants
+// (completeShapes) may spend half of what the budget has left, and a search
+// that found its top shapes keeps them when that runs out: with a budget
+// one unit short of what the search spends in full (which used to stop it
+// with solve-search-too-large), the same candidates come back, with fewer
+// variants, and the counts still add up.
+func TestVariantsWithinTheBudget(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "acceptance", "llama3-405b-1k.cue"))
+	require.NoError(t, err)
+	res, ds := load.Load(load.Source{Path: "plan.cue", Data: data})
+	require.False(t, ds.HasErrors(), "%v", ds)
+	run := func(limit int64) (*Result, *solver) {
+		sv, ds := newSolver(res, Options{Top: 5, budget: limit})
+		require.NotNil(t, sv, "%v", ds)
+		return sv.run(), sv
+	}
+	full, sv := run(0)
+	require.Len(t, full.Candidates, 5)
+	require.Positive(t, sv.variantWork, "the top shapes have variants the bound left")
+	t.Logf("search %d units, of them completing the variants %d (from %d)", sv.work, sv.variantWork, sv.variantsFrom)
+	cut, sv2 := run(sv.variantsFrom + sv.variantWork - 1)
+	require.Len(t, cut.Candidates, len(full.Candidates), "%v", sv2.diags)
+	variants := func(r *Result) (n int) {
+		for _, c := range r.Candidates {
+			n += len(c.Variants)
+		}
+		return n
+	}
+	for i, c := range cut.Candidates {
+		assert.Equal(t, full.Candidates[i].Label(), c.Label())
+		assert.Equal(t, full.Candidates[i].StepTimeS, c.StepTimeS)
+	}
+	assert.Less(t, variants(cut), variants(full))
+	assert.Less(t, sv2.variantWork, sv.variantWork)
+	for _, r := range []*Result{full, cut} {
+		assert.Equal(t, r.Space, r.Pruned+r.Infeasible+r.Feasible+r.Bounded)
+	}
 }

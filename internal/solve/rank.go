@@ -26,18 +26,19 @@ const DefaultNoiseBand = 0.045
 // and is the same 90% above which `parc vet` warns memory-near-limit.
 const DefaultMemoryHeadroom = 0.9
 
-// shapeKey is a parallel shape (the degrees and the virtual stages) with
-// one pipeline split: the search ranks these, and its plans differ in micro
-// batch, recompute and optimizer sharding. The candidates are distinct
-// parallel shapes: run folds a shape's other splits under the first listed
-// as variants.
+// shapeKey is a parallel shape (the degrees) with one pipeline schedule
+// (the virtual stages) and one pipeline split: the search ranks these, and
+// its plans differ in micro batch, recompute and optimizer sharding. The
+// candidates are distinct parallel shapes: run folds a shape's other
+// virtual-stage counts and splits under the first listed as variants.
 type shapeKey struct {
 	tp, cp, pp, ep, etp, vpp, split int32
 }
 
-// distinct is k without its split: the parallel shape a candidate lists.
+// distinct is k without its virtual stages and split: the parallel shape a
+// candidate lists (the degrees tp, cp, pp, ep, etp, and with them dp).
 func (k shapeKey) distinct() shapeKey {
-	k.split = 0
+	k.vpp, k.split = 0, 0
 	return k
 }
 

@@ -239,7 +239,7 @@ func (sv *solver) explain(cs []Candidate, gs []group) string {
 		lf := sv.leaves.at(fp.leaf)
 		// The margin the band was judged on (ranked: the search's step of
 		// each shape), not the verified pick's step against the search's.
-		fmt.Fprintf(&out, " The pick is rated %.1f%% slower than the fastest shape, %s, within the %.3g%% noise band, so the simpler plan wins.",
+		fmt.Fprintf(&out, " The pick is rated %.1f%% slower than the fastest plan, %s, within the %.3g%% noise band, so the simpler plan wins.",
 			100*(gs[0].plans[0].step/fp.step-1), sv.leafLabel(lf), 100*sv.opts.NoiseBand)
 	}
 	return out.String()

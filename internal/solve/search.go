@@ -543,8 +543,18 @@ func (sv *solver) memoryRules(lf *leaf) string {
 // left in the heap, so a shape's variants are all its plans that pass every
 // check, whatever the bound skipped. They cannot change the ranking: each
 // one left has a bound above the threshold, so it is slower than its
-// shape's best.
+// shape's best. It may spend half of what the budget has left: variants
+// only inform, and a search that found its top shapes does not fail for
+// them. What it leaves then goes back to the heap, counted as bounded.
 func (sv *solver) completeShapes(gs []group) {
+	limit := sv.limit
+	sv.limit = sv.work + (sv.limitOf()-sv.work)/2
+	sv.variantsFrom = sv.work
+	defer func() {
+		sv.variantWork += sv.work - sv.variantsFrom
+		sv.limit = limit
+		sv.exhausted = sv.work > sv.limitOf()
+	}()
 	// Every split of a shape: a listed shape's other splits are its
 	// variants too (run).
 	want := map[shapeKey]bool{}
@@ -571,6 +581,12 @@ func (sv *solver) completeShapes(gs []group) {
 	sv.reheap()
 	slices.Sort(todo)
 	for len(todo) > 0 {
+		if sv.exhausted {
+			for _, i := range todo {
+				sv.push(i)
+			}
+			return
+		}
 		i := todo[0]
 		todo = todo[1:]
 		lf := sv.leaves.at(i)

@@ -130,6 +130,9 @@ type Train struct {
 // the search estimated.
 type Variant struct {
 	Train Train `json:"train"`
+	// VPP is the variant's parallel.vpp when it differs from the
+	// candidate's (the shape's other virtual-stage counts fold under it).
+	VPP *int `json:"vpp,omitempty"`
 	// Split is the variant's pipeline split when it differs from the
 	// candidate's (the shape's other splits fold under it).
 	Split *Split `json:"split,omitempty"`

@@ -98,8 +98,8 @@ func recomputeRank(t spec.Train, lists [][]string) int {
 // bruteForce tries every value in values[path] for each open path (a
 // degree's values are 1..n, including the ones the rules reject), runs the
 // whole compiler on each, and ranks the plans without errors the way parc
-// solve documents (a parallel shape's splits then folded under the first of
-// them): the plans of one shape and pipeline split (tp, cp, pp, ep, etp,
+// solve documents (a parallel shape's virtual-stage counts and splits then
+// folded under the first of them): the plans of one shape and pipeline split (tp, cp, pp, ep, etp,
 // vpp, split) by step time (12 significant digits), peak memory,
 // less recompute, the simpler optimizer sharding, the smaller micro batch,
 // the first representing the shape; the shapes within the noise band of
@@ -110,14 +110,15 @@ func bruteForce(t *testing.T, res *load.Result, values map[string][]any) []plan 
 	return foldSplits(rankShapes(bruteForceAll(t, res, values), solve.DefaultNoiseBand))
 }
 
-// foldSplits keeps, of the ranked shapes that differ only in their pipeline
-// split, the first: parc solve lists distinct parallel shapes and folds a
-// shape's other splits under it as variants.
+// foldSplits keeps, of the ranked shapes that differ only in their virtual
+// stages or pipeline split, the first: parc solve lists distinct parallel
+// shapes (tp, cp, pp, ep, etp) and folds a shape's other vpp and splits
+// under it as variants.
 func foldSplits(ranked []plan) []plan {
-	seen := map[[6]int]bool{}
+	seen := map[[5]int]bool{}
 	var out []plan
 	for _, p := range ranked {
-		k := [6]int(p.shape[:6])
+		k := [5]int(p.shape[:5])
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, p)

@@ -1039,8 +1039,13 @@ func (sv *solver) variant(fp, own foundPlan) Variant {
 		MicrobatchGroupSize: groupOf(lf.g),
 		StepTimeS:           fp.step, VsShapePct: 100 * (fp.step - own.step) / own.step, PerGPUPeakBytes: fp.peak,
 	}
+	ol := sv.leaves.at(own.leaf)
+	if lf.vpp != ol.vpp {
+		vpp := int(lf.vpp)
+		v.VPP = &vpp
+	}
 	switch {
-	case lf.split == sv.leaves.at(own.leaf).split:
+	case lf.split == ol.split && (lf.vpp == ol.vpp || !sv.layoutOpen):
 	case sv.layoutOpen:
 		if l, ok := sv.planLayout(lf); ok {
 			v.Split = &Split{Layout: &l}
