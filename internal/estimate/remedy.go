@@ -13,17 +13,45 @@ import (
 type remedy struct {
 	text  string // "train.recompute \"full\""
 	apply func(s *spec.Spec)
+	// count, when set, makes the remedy a number of layers to choose: the
+	// fewest in 1..count.max that fit (fittingRemedies), text a format
+	// with one %d.
+	count *layerCount
+}
+
+// layerCount is a remedy's range of layer counts and how to set one.
+type layerCount struct {
+	max int
+	set func(s *spec.Spec, n int)
 }
 
 // memoryRemedies are the changes that lower a stage's memory without
-// changing the grid: a smaller micro batch, more recomputation, sequence
-// parallelism, the distributed optimizer, and, slowest, the optimizer state
-// on the host (with the precision-aware optimizer it needs).
+// changing the grid, those that cost the step nothing first: gradients
+// reduced in bf16 and fp8 (fp4) weights gathered, as NVIDIA's recipes run
+// them (of the measured corpus's 230 Megatron-Bridge runs, 219 record
+// grad_reduce_in_fp32 false, and 176 of its 181 fp8 runs fp8_param_gather,
+// testdata/measured/runs.jsonl); then a
+// smaller micro batch, more recomputation, sequence parallelism, the
+// distributed optimizer, the precision-aware optimizer with bf16 moments
+// (NeMo's Nemotron-4 340B runs and the Megatron-MoE-ModelZoo recipes), the
+// fewest layers whose activations go to the host (Megatron-Bridge's Llama 3
+// 70B FSDP runs on GB200 and GB300 offload 20 to 40), and, slowest, the
+// optimizer state on the host (with the precision-aware optimizer it
+// needs).
 func (c *costModel) memoryRemedies() []remedy {
 	tr := c.s.Train
 	var out []remedy
+	if !tr.GradReduceInBF16 {
+		out = append(out, remedy{text: "train.grad_reduce_in_bf16 true", apply: func(s *spec.Spec) { s.Train.GradReduceInBF16 = true }})
+	}
+	switch {
+	case tr.Precision == "fp8" && !tr.FP8ParamGather:
+		out = append(out, remedy{text: "train.fp8_param_gather true", apply: func(s *spec.Spec) { s.Train.FP8ParamGather = true }})
+	case tr.Precision == "fp4" && !tr.FP4ParamGather:
+		out = append(out, remedy{text: "train.fp4_param_gather true", apply: func(s *spec.Spec) { s.Train.FP4ParamGather = true }})
+	}
 	for mb := tr.MicroBatch - 1; mb >= 1; mb-- {
-		out = append(out, remedy{fmt.Sprintf("train.micro_batch %d", mb), func(s *spec.Spec) { s.Train.MicroBatch = mb }})
+		out = append(out, remedy{text: fmt.Sprintf("train.micro_batch %d", mb), apply: func(s *spec.Spec) { s.Train.MicroBatch = mb }})
 	}
 	var rc []string
 	switch tr.Recompute {
@@ -33,13 +61,29 @@ func (c *costModel) memoryRemedies() []remedy {
 		rc = []string{"full"}
 	}
 	for _, r := range rc {
-		out = append(out, remedy{fmt.Sprintf("train.recompute %q", r), func(s *spec.Spec) { s.Train.Recompute = r }})
+		out = append(out, remedy{text: fmt.Sprintf("train.recompute %q", r), apply: func(s *spec.Spec) { s.Train.Recompute = r }})
 	}
 	if c.tp > 1 && !c.d.SP {
-		out = append(out, remedy{"parallel.sp true", func(s *spec.Spec) { on := true; s.Parallel.SP = &on }})
+		out = append(out, remedy{text: "parallel.sp true", apply: func(s *spec.Spec) { on := true; s.Parallel.SP = &on }})
 	}
 	if c.sharding == ShardNone && !c.shardingGiven && !tr.FSDP {
-		out = append(out, remedy{"train.distributed_optimizer true", func(s *spec.Spec) { s.Train.DistributedOptimizer = true }})
+		out = append(out, remedy{text: "train.distributed_optimizer true", apply: func(s *spec.Spec) { s.Train.DistributedOptimizer = true }})
+	}
+	if wide := func(d string) bool { return d == "" || d == "fp32" }; tr.DistributedOptimizer && !tr.OptimizerCPUOffload &&
+		wide(tr.ExpAvgDtype) && wide(tr.ExpAvgSqDtype) && tr.OptimizerName() == "adam" {
+		text := `train.exp_avg_dtype "bf16" and train.exp_avg_sq_dtype "bf16"`
+		if !tr.PrecisionAwareOptim {
+			text = "train.precision_aware_optimizer true and " + text
+		}
+		out = append(out, remedy{text: text, apply: func(s *spec.Spec) {
+			s.Train.PrecisionAwareOptim, s.Train.ExpAvgDtype, s.Train.ExpAvgSqDtype = true, "bf16", "bf16"
+		}})
+	}
+	if tr.CPUOffloadingNumLayers == 0 && c.s.Model.Layers > 1 {
+		out = append(out, remedy{text: "train.cpu_offloading_num_layers %d", count: &layerCount{
+			max: c.s.Model.Layers - 1,
+			set: func(s *spec.Spec, n int) { s.Train.CPUOffloadingNumLayers = n },
+		}})
 	}
 	if tr.DistributedOptimizer && !tr.FSDP && !tr.OptimizerCPUOffload {
 		// Last: the host then runs Adam on the whole shard (several times
@@ -48,7 +92,7 @@ func (c *costModel) memoryRemedies() []remedy {
 		if !tr.PrecisionAwareOptim {
 			text += " and train.precision_aware_optimizer true"
 		}
-		out = append(out, remedy{text, func(s *spec.Spec) {
+		out = append(out, remedy{text: text, apply: func(s *spec.Spec) {
 			s.Train.OptimizerCPUOffload, s.Train.OptimizerOffloadFraction, s.Train.PrecisionAwareOptim = true, 1, true
 		}})
 	}
@@ -85,6 +129,12 @@ func (c *costModel) fittingRemedies(limit int64) []string {
 	var out []string
 	micro := false // one micro batch suffices: the largest that fits
 	for _, r := range c.memoryRemedies() {
+		if r.count != nil {
+			if n, peak, ok := c.fewestFitting(r.count, limit); ok {
+				out = append(out, fmt.Sprintf(r.text+" (peak %s)", n, GiB(peak)))
+			}
+			continue
+		}
 		isMicro := strings.HasPrefix(r.text, "train.micro_batch")
 		if isMicro && micro {
 			continue
@@ -95,6 +145,32 @@ func (c *costModel) fittingRemedies(limit int64) []string {
 		}
 	}
 	return out
+}
+
+// fewestFitting is the fewest layers n of lc that pass every check and
+// bring the peak to at most limit bytes, with that peak: a bisection, the
+// peak falling as n grows (each layer more holds less on the GPU); false
+// when even lc.max does not.
+func (c *costModel) fewestFitting(lc *layerCount, limit int64) (n int, peak int64, ok bool) {
+	at := func(n int) (int64, bool) {
+		p, passes := c.peakAfter(func(s *spec.Spec) { lc.set(s, n) })
+		return p, passes && p <= limit
+	}
+	hi := lc.max
+	peak, ok = at(hi)
+	if !ok {
+		return 0, 0, false
+	}
+	lo := 0 // does not fit (no layer offloaded: the spec's own peak)
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if p, fits := at(mid); fits {
+			hi, peak = mid, p
+		} else {
+			lo = mid
+		}
+	}
+	return hi, peak, true
 }
 
 // globalBatchPasses reports whether train.global_batch = gb passes every

@@ -19,9 +19,11 @@ func runHinted(s *spec.Spec) (*Estimate, diag.List) {
 }
 
 var (
-	remedyRE = regexp.MustCompile(`(train\.micro_batch (\d+)|train\.recompute "(\w+)"|parallel\.sp true|train\.distributed_optimizer true|train\.optimizer_cpu_offload true(?: and train\.precision_aware_optimizer true)?) \(peak`)
-	limitRE  = regexp.MustCompile(`brings it under ([0-9.]+) GiB`)
-	gbRE     = regexp.MustCompile(`train\.global_batch = (\d+)`)
+	remedyRE = regexp.MustCompile(`(train\.micro_batch (\d+)|train\.recompute "(\w+)"|parallel\.sp true|train\.distributed_optimizer true|` +
+		`train\.optimizer_cpu_offload true(?: and train\.precision_aware_optimizer true)?|train\.grad_reduce_in_bf16 true|train\.fp8_param_gather true|` +
+		`(?:train\.precision_aware_optimizer true and )?train\.exp_avg_dtype "bf16" and train\.exp_avg_sq_dtype "bf16"|train\.cpu_offloading_num_layers (\d+)) \(peak`)
+	limitRE = regexp.MustCompile(`brings it under ([0-9.]+) GiB`)
+	gbRE    = regexp.MustCompile(`train\.global_batch = (\d+)`)
 )
 
 // hintFails applies every value the estimate's hints suggest, each on its
@@ -58,6 +60,14 @@ func hintFails(s *spec.Spec, ds diag.List) []string {
 					if strings.Contains(m[1], "precision_aware_optimizer") {
 						s2.Train.PrecisionAwareOptim = true
 					}
+				case m[4] != "":
+					s2.Train.CPUOffloadingNumLayers, _ = strconv.Atoi(m[4])
+				case strings.HasPrefix(m[1], "train.grad_reduce_in_bf16"):
+					s2.Train.GradReduceInBF16 = true
+				case strings.HasPrefix(m[1], "train.fp8_param_gather"):
+					s2.Train.FP8ParamGather = true
+				case strings.Contains(m[1], "exp_avg_dtype"):
+					s2.Train.PrecisionAwareOptim, s2.Train.ExpAvgDtype, s2.Train.ExpAvgSqDtype = true, "bf16", "bf16"
 				default:
 					s2.Train.DistributedOptimizer = true
 				}
@@ -108,6 +118,9 @@ func TestEstimateHintsSuggestValidValues(t *testing.T) {
 		s.Train.Recompute = []string{"none", "selective", "full"}[rng.Intn(3)]
 		s.Train.DistributedOptimizer = rng.Intn(2) == 0
 		s.Cluster.GPU.MemoryGiB = []float64{24, 40, 80}[rng.Intn(3)]
+		if rng.Intn(3) == 0 {
+			s.Train.Precision, s.Train.FP8Recipe = "fp8", "tensorwise"
+		}
 		d := spec.Derive(s)
 		s.Train.GlobalBatch = s.Train.MicroBatch * max(d.DP, 1) * []int{1, 2, 3, 8}[rng.Intn(4)]
 		if newGridError(s) {
@@ -123,8 +136,13 @@ func TestEstimateHintsSuggestValidValues(t *testing.T) {
 				if remedyRE.MatchString(dg.Hint) {
 					seen["memory-values"]++
 				}
-				if strings.Contains(dg.Hint, "train.optimizer_cpu_offload true") {
-					seen["optimizer-offload-value"]++
+				for _, m := range remedyRE.FindAllStringSubmatch(dg.Hint, -1) {
+					for _, v := range []string{"train.optimizer_cpu_offload true", "train.cpu_offloading_num_layers", "train.grad_reduce_in_bf16 true",
+						"train.fp8_param_gather true", `train.exp_avg_sq_dtype "bf16"`} {
+						if strings.Contains(m[1], v) {
+							seen[v]++
+						}
+					}
 				}
 			}
 		}
@@ -135,7 +153,8 @@ func TestEstimateHintsSuggestValidValues(t *testing.T) {
 		}
 	}
 	t.Logf("diagnostics seen: %v", seen)
-	for _, c := range []string{CodeMemoryExceedsGPU, CodePipelineBubble, "memory-values", "optimizer-offload-value"} {
+	for _, c := range []string{CodeMemoryExceedsGPU, CodePipelineBubble, "memory-values", "train.optimizer_cpu_offload true",
+		"train.cpu_offloading_num_layers", "train.grad_reduce_in_bf16 true", "train.fp8_param_gather true", `train.exp_avg_sq_dtype "bf16"`} {
 		if seen[c] == 0 {
 			t.Errorf("no %s exercised", c)
 		}
