@@ -166,6 +166,7 @@ func TestContractOnlyOverflowHints(t *testing.T) {
 		"bridge-26.04-llama3-70b-gb200-fp8-64":     "train.cpu_offloading_num_layers",
 		"bridge-26.04-deepseek-v3-gb300-mxfp8-256": "train.fp8_param_gather true",
 		"dgxc-24.11-nemotron4-340b-h100-fp8-128":   `train.exp_avg_sq_dtype "bf16"`,
+		"mzoo-qwen3-235b-a22b-gb200-mxfp8-256":     `train.fine_grained_activation_offloading true and train.offload_modules ["expert_fc1", "moe_act"]`,
 	} {
 		assert.Contains(t, over[id], want, id)
 	}

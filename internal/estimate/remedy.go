@@ -33,8 +33,9 @@ type layerCount struct {
 // testdata/measured/runs.jsonl); then a
 // smaller micro batch, more recomputation, sequence parallelism, the
 // distributed optimizer, the precision-aware optimizer with bf16 moments
-// (NeMo's Nemotron-4 340B runs and the Megatron-MoE-ModelZoo recipes), the
-// fewest layers whose activations go to the host (Megatron-Bridge's Llama 3
+// (NeMo's Nemotron-4 340B runs and the Megatron-MoE-ModelZoo recipes),
+// some modules' inputs on the host (fine-grained offloading), the fewest
+// layers whose activations go to the host (Megatron-Bridge's Llama 3
 // 70B FSDP runs on GB200 and GB300 offload 20 to 40), and, slowest, the
 // optimizer state on the host (with the precision-aware optimizer it
 // needs).
@@ -78,6 +79,23 @@ func (c *costModel) memoryRemedies() []remedy {
 		out = append(out, remedy{text: text, apply: func(s *spec.Spec) {
 			s.Train.PrecisionAwareOptim, s.Train.ExpAvgDtype, s.Train.ExpAvgSqDtype = true, "bf16", "bf16"
 		}})
+	}
+	if !tr.FineGrainedActivationOffloading && tr.CPUOffloadingNumLayers == 0 {
+		// The inputs Megatron's guide offloads (docs/user-guide/features/
+		// fine_grained_activation_offloading.md at d98e8a64: "--offload-modules
+		// core_attn attn_proj expert_fc1"): the routed experts' as
+		// Megatron-MoE-ModelZoo's Qwen3-235B-A22B GB200 recipe offloads them
+		// (expert_fc1, moe_act; the fused grouped MLP whole with Transformer
+		// Engine's op fuser), else core attention's and its projection's.
+		mods := []string{"core_attn", "attn_proj"}
+		switch {
+		case c.s.Model.MoE != nil && c.s.Kernels.UseTransformerEngineOpFuser:
+			mods = []string{"fused_group_mlp"}
+		case c.s.Model.MoE != nil:
+			mods = []string{"expert_fc1", "moe_act"}
+		}
+		out = append(out, remedy{text: fmt.Sprintf("train.fine_grained_activation_offloading true and train.offload_modules [%s]", quotedList(mods)),
+			apply: func(s *spec.Spec) { s.Train.FineGrainedActivationOffloading, s.Train.OffloadModules = true, mods }})
 	}
 	if tr.CPUOffloadingNumLayers == 0 && c.s.Model.Layers > 1 {
 		out = append(out, remedy{text: "train.cpu_offloading_num_layers %d", count: &layerCount{
@@ -145,6 +163,15 @@ func (c *costModel) fittingRemedies(limit int64) []string {
 		}
 	}
 	return out
+}
+
+// quotedList writes names as a CUE list's elements: "a", "b".
+func quotedList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // fewestFitting is the fewest layers n of lc that pass every check and

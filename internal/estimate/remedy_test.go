@@ -21,7 +21,8 @@ func runHinted(s *spec.Spec) (*Estimate, diag.List) {
 var (
 	remedyRE = regexp.MustCompile(`(train\.micro_batch (\d+)|train\.recompute "(\w+)"|parallel\.sp true|train\.distributed_optimizer true|` +
 		`train\.optimizer_cpu_offload true(?: and train\.precision_aware_optimizer true)?|train\.grad_reduce_in_bf16 true|train\.fp8_param_gather true|` +
-		`(?:train\.precision_aware_optimizer true and )?train\.exp_avg_dtype "bf16" and train\.exp_avg_sq_dtype "bf16"|train\.cpu_offloading_num_layers (\d+)) \(peak`)
+		`(?:train\.precision_aware_optimizer true and )?train\.exp_avg_dtype "bf16" and train\.exp_avg_sq_dtype "bf16"|train\.cpu_offloading_num_layers (\d+)|` +
+		`train\.fine_grained_activation_offloading true and train\.offload_modules \[([^\]]*)\]) \(peak`)
 	limitRE = regexp.MustCompile(`brings it under ([0-9.]+) GiB`)
 	gbRE    = regexp.MustCompile(`train\.global_batch = (\d+)`)
 )
@@ -59,6 +60,12 @@ func hintFails(s *spec.Spec, ds diag.List) []string {
 					s2.Train.OptimizerCPUOffload, s2.Train.OptimizerOffloadFraction = true, 1
 					if strings.Contains(m[1], "precision_aware_optimizer") {
 						s2.Train.PrecisionAwareOptim = true
+					}
+				case m[5] != "":
+					s2.Train.FineGrainedActivationOffloading, s2.Train.OffloadModules = true, nil
+					for _, q := range strings.Split(m[5], ", ") {
+						mod, _ := strconv.Unquote(q)
+						s2.Train.OffloadModules = append(s2.Train.OffloadModules, mod)
 					}
 				case m[4] != "":
 					s2.Train.CPUOffloadingNumLayers, _ = strconv.Atoi(m[4])
@@ -152,9 +159,39 @@ func TestEstimateHintsSuggestValidValues(t *testing.T) {
 				s.Train.DistributedOptimizer, s.Cluster.GPU.MemoryGiB, b)
 		}
 	}
+	// Two plans whose activations dominate, where offloading some modules'
+	// inputs fits: a Llama 3 8B-like dense model on 8 GPUs and the
+	// Mixtral-like MoE on 56 GB GPUs, with the schema's offloading defaults
+	// (activation_offload_fraction 1, min_offloaded_tensor_size 1M).
+	dense := llama70B()
+	m := &dense.Model
+	m.Layers, m.Hidden, m.Heads, m.QueryGroups, m.FFNHidden = 32, 4096, 32, intp(8), intp(14336)
+	dense.Cluster.Nodes = 1
+	dense.Parallel.TP, dense.Parallel.PP, dense.Parallel.VPP = 2, 1, 1
+	dense.Train.MicroBatch, dense.Train.GlobalBatch, dense.Train.Recompute = 3, 12, "none"
+	dense.Train.GradReduceInBF16 = true
+	moe := mixtral()
+	moe.Train.MicroBatch, moe.Train.SeqLength, moe.Train.Recompute = 4, 8192, "none"
+	moe.Train.GlobalBatch = 4 * spec.Derive(moe).DP
+	moe.Cluster.GPU.MemoryGiB = 56
+	for _, s := range []*spec.Spec{dense, moe} {
+		s.Train.ActivationOffloadFraction, s.Train.MinOffloadedTensorSize = 1, 1<<20
+		_, ds := runHinted(s)
+		for _, dg := range ds {
+			for _, m := range remedyRE.FindAllStringSubmatch(dg.Hint, -1) {
+				if strings.HasPrefix(m[1], "train.fine_grained_activation_offloading") {
+					seen["train.fine_grained_activation_offloading true"]++
+				}
+			}
+		}
+		for _, b := range hintFails(s, ds) {
+			t.Errorf("%s: %s", s.Model.Name, b)
+		}
+	}
 	t.Logf("diagnostics seen: %v", seen)
 	for _, c := range []string{CodeMemoryExceedsGPU, CodePipelineBubble, "memory-values", "train.optimizer_cpu_offload true",
-		"train.cpu_offloading_num_layers", "train.grad_reduce_in_bf16 true", "train.fp8_param_gather true", `train.exp_avg_sq_dtype "bf16"`} {
+		"train.cpu_offloading_num_layers", "train.grad_reduce_in_bf16 true", "train.fp8_param_gather true", `train.exp_avg_sq_dtype "bf16"`,
+		"train.fine_grained_activation_offloading true"} {
 		if seen[c] == 0 {
 			t.Errorf("no %s exercised", c)
 		}
