@@ -63,13 +63,24 @@ type Options struct {
 }
 
 // instead sets on s the node count and global batch a hint's search tries
-// instead of the spec's (withPlan).
+// instead of the spec's (withPlan), and the settings of the fix it tries
+// that are no field of the search (fixFits).
 func (o *Options) instead(s *spec.Spec) {
 	if o.nodes > 0 {
 		s.Cluster.Nodes = o.nodes
 	}
 	if o.globalBatch > 0 {
 		s.Train.GlobalBatch = o.globalBatch
+	}
+	switch o.trying {
+	case fixFullRecompute:
+		// The search runs full recomputation alone (recomputeDomain); the
+		// plan it verifies says so too when the spec writes another mode.
+		s.Train.Recompute = "full"
+	case fixFP8ParamGather:
+		s.Train.FP8ParamGather = true
+	case fixBF16Moments:
+		s.Train.PrecisionAwareOptim, s.Train.ExpAvgDtype, s.Train.ExpAvgSqDtype = true, "bf16", "bf16"
 	}
 }
 

@@ -963,6 +963,46 @@ train: {seq_length: 4096, micro_batch: int, global_batch: 2048, recompute: %s, d
 	assert.NotEmpty(t, r.Candidates, "the hint's %d nodes: %v", n, ds)
 	_, d = failedSearch(t, loadText(t, "plan.cue", fmt.Sprintf(spec, "deepseek_v3", "dgx_b200", 4, "string", "true")))
 	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code, "the distributed optimizer does not make it fit")
+
+	// Published plans written with the contract's fields only, which ran
+	// with a setting that makes them fit (testdata/measured/runs.jsonl):
+	// Megatron-Bridge's DeepSeek-V3 on 256 GB300 with fp8 weights
+	// gathered, NeMo's Nemotron-4 340B on 128 H100 with bf16 Adam moments.
+	// The hint names the setting, and full recomputation, which the
+	// search with it verifies as recompute "full" where the spec writes
+	// another mode; each named setting solves.
+	const published = `package plan
+import (
+	"parc.dev/stdlib/clusters"
+	"parc.dev/stdlib/models"
+)
+model: models.%s
+cluster: %s
+parallel: %s
+train: {%s, micro_batch: %s, distributed_optimizer: true, iters: 10}
+`
+	for _, tc := range []struct{ model, cluster, parallel, train, mb, fix, set string }{
+		{"deepseek_v3", "clusters.gb300_nvl72 & {nodes: 64, gpus_per_node: 4, nvlink_domain: 64, slurm: segment: 16}",
+			`{tp: 1, pp: 2, vpp: 8, cp: 1, ep: 32, etp: 1, layout: "Et*4|(t*4|)*14tmL"}`,
+			`seq_length: 4096, global_batch: 4096, precision: "fp8", recompute: "selective", recompute_modules: ["mla_up_proj"]`, "2 | 3",
+			"set train.fp8_param_gather: true", "fp8_param_gather: true"},
+		{"nemotron4_340b", "clusters.dgx_h100 & {nodes: 16}", "{tp: 8, pp: 8, vpp: 12, cp: 1}",
+			`seq_length: 4096, global_batch: 32, precision: "fp8", fp8_recipe: "delayed", recompute: "selective"`, "1 | 3",
+			`set train.precision_aware_optimizer: true, train.exp_avg_dtype: "bf16" and train.exp_avg_sq_dtype: "bf16"`,
+			`precision_aware_optimizer: true, exp_avg_dtype: "bf16", exp_avg_sq_dtype: "bf16"`},
+	} {
+		// micro_batch 3 breaks the global batch: one assignment, which
+		// does not fit.
+		_, d := failedSearch(t, loadText(t, "plan.cue", fmt.Sprintf(published, tc.model, tc.cluster, tc.parallel, tc.train, tc.mb)))
+		assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code, tc.model)
+		assert.Contains(t, d.Hint, tc.fix, tc.model)
+		assert.Contains(t, d.Hint, `leave train.recompute open (or set it to "full")`, tc.model)
+		for _, train := range []string{tc.train + ", " + tc.set, strings.Replace(tc.train, `recompute: "selective"`, `recompute: "full"`, 1)} {
+			r, ds := solve.Solve(loadText(t, "plan.cue", fmt.Sprintf(published, tc.model, tc.cluster, tc.parallel, train, tc.mb)), solve.Options{})
+			require.NotNil(t, r, "%v", ds)
+			assert.NotEmpty(t, r.Candidates, "%s with %s: %v", tc.model, train, ds)
+		}
+	}
 }
 
 // nodesIn returns the node counts a no-feasible-plan hint names

@@ -695,6 +695,14 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			if !sv.open[fDO] && !sv.base.Train.DistributedOptimizer && sv.fixFits(fixDistributedOptimizer) {
 				fixes = append(fixes, "set train.distributed_optimizer: true")
 			}
+			// The settings NVIDIA's published runs fit with (the memory
+			// hints of parc vet offer them too: estimate.memoryRemedies).
+			if t := sv.base.Train; t.Precision == "fp8" && !t.FP8ParamGather && sv.fixFits(fixFP8ParamGather) {
+				fixes = append(fixes, "set train.fp8_param_gather: true")
+			}
+			if t := sv.base.Train; wideMoments(&t) && sv.fixFits(fixBF16Moments) {
+				fixes = append(fixes, `set train.precision_aware_optimizer: true, train.exp_avg_dtype: "bf16" and train.exp_avg_sq_dtype: "bf16"`)
+			}
 			// Name only the degrees the spec fixed: one already open needs no advice.
 			var fixed []string
 			for _, f := range []struct {
@@ -749,7 +757,16 @@ const (
 	fixFullRecompute                // train.recompute "full" (what an open recompute may choose)
 	fixDistributedOptimizer         // train.distributed_optimizer: true
 	fixShape                        // another cluster.nodes or train.global_batch (Options.nodes, globalBatch)
+	fixFP8ParamGather               // train.fp8_param_gather: true (Options.instead)
+	fixBF16Moments                  // the precision-aware optimizer with bf16 moments (Options.instead)
 )
+
+// wideMoments reports that Adam keeps its moments in fp32: the
+// precision-aware optimizer's bf16 moments would halve them.
+func wideMoments(t *spec.Train) bool {
+	wide := func(d string) bool { return d == "" || d == "fp32" }
+	return t.OptimizerName() == "adam" && !t.OptimizerCPUOffload && wide(t.ExpAvgDtype) && wide(t.ExpAvgSqDtype)
+}
 
 // fixFits reports whether a search of the same spec with fix applied finds
 // a plan: the hint names a fix only then. A search that is itself trying a
@@ -878,10 +895,11 @@ func setGlobalBatch(o *Options, n int) { o.globalBatch = n }
 // same spec, set sets on its options (the node count, the global batch),
 // finds a plan, one that passes every check, so the hint may name it. The
 // searches share hintShare, in turn, as each of fixFits' tries gets it: a
-// failed search makes at most four such tries (a memory failure: the nodes
-// and fixFits' two; a rules failure: the nodes and the global batch, below
-// and above), so its time stays within twice the budget's. The first that
-// runs out ends the list.
+// failed search makes at most five such runs of tries (a memory failure:
+// the nodes and fixFits' four; a rules failure: the nodes and the global
+// batch, below and above), each getting half of what the search and the
+// runs before it left, so together they stay within the budget. The first
+// that runs out ends the list.
 func (sv *solver) withPlan(values []int, set func(*Options, int)) (int, bool) {
 	if sv.opts.trying != noFix {
 		return 0, false
