@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"parc.dev/parc/compiler"
+	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/solve"
@@ -231,6 +232,12 @@ func bruteForceAll(t *testing.T, res *load.Result, values map[string][]any) []pl
 		etp, dp int
 	}
 	resolveOne := func(s spec.Spec) resolved {
+		// The rules' verdict first: the same errors parc vet reports,
+		// without the hints it verifies for them (check.Verdict), which
+		// most assignments here would pay for nothing.
+		if check.Verdict(&s, spec.Derive(&s), diag.NoPos).HasErrors() {
+			return resolved{s: s}
+		}
 		p, ds := compiler.Resolve("plan.cue", &s, diag.NoPos)
 		if ds.HasErrors() || float64(p.Estimate.Memory.PerGPUPeakBytes) > solve.DefaultMemoryHeadroom*float64(p.Estimate.Memory.GPUBytes) {
 			return resolved{s: s}
