@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"cuelang.org/go/cue"
@@ -113,7 +114,25 @@ func holdout(id string) bool {
 	return h.Sum32()%3 == 0
 }
 
+// loadCalibrationRows is every corpus row as the calibration rates it,
+// loaded once per test binary (each row's CUE spec is loaded and decoded:
+// about 7 s for the corpus) and shared by the tests that read them all;
+// the rows are read, never changed, after this.
 func loadCalibrationRows(t *testing.T) []*calRow {
+	t.Helper()
+	calRowsOnce.Do(func() { calRows = readCalibrationRows(t) })
+	if len(calRows) == 0 {
+		t.Fatal("the calibration rows did not load (see the first test that read them)")
+	}
+	return slices.Clone(calRows)
+}
+
+var (
+	calRowsOnce sync.Once
+	calRows     []*calRow
+)
+
+func readCalibrationRows(t *testing.T) []*calRow {
 	t.Helper()
 	rows := mapRuns(readMeasuredRuns(t), makeCalRow)
 	lo, hi := map[string]float64{}, map[string]float64{}
