@@ -47,7 +47,7 @@ func (c *checker) cudaGraphModules() {
 	}
 	report := func(format string, args []any, opts ...option) {
 		c.report("kernel-options", path, c.anyOf("kernel-options", path, opts...),
-			"%s = %s: "+format, append([]any{strings.TrimPrefix(path, "kernels."), literal(given)}, args...)...)
+			"%s = %s: "+format, append([]any{strings.TrimPrefix(path, "kernels."), spec.Literal(given)}, args...)...)
 	}
 	e := s.Model.MoE
 	if e == nil || e.Experts <= 1 {
@@ -148,7 +148,7 @@ func capacityText(f *float64) string {
 	if f == nil {
 		return "unset"
 	}
-	return literal(*f)
+	return spec.Literal(*f)
 }
 
 // cudaGraphRecompute checks what selective recomputation may recompute under
@@ -189,7 +189,7 @@ func (c *checker) cudaGraphRecompute() {
 		if whole {
 			return fmt.Sprintf("cuda_graph_impl %q captures the whole layer", impl)
 		}
-		return fmt.Sprintf("%s = %s", strings.TrimPrefix(path, "kernels."), literal(given))
+		return fmt.Sprintf("%s = %s", strings.TrimPrefix(path, "kernels."), spec.Literal(given))
 	}
 	ungraph := func(drop ...string) []option {
 		if whole {
@@ -205,7 +205,7 @@ func (c *checker) cudaGraphRecompute() {
 		opts := append([]option{setOpt(setting{"train.attention_dropout", 0.0}), without("core_attn")}, ungraph("attn")...)
 		c.report("kernel-options", "train.attention_dropout", c.anyOf("kernel-options", "train.attention_dropout", opts...),
 			"attention_dropout=%g is not supported with a recomputed core_attn (recompute_modules %s) under a CUDA graph of attention (%s): a graphed recomputation cannot draw random numbers",
-			t.AttentionDropout, literal(rec), graphs())
+			t.AttentionDropout, spec.Literal(rec), graphs())
 	}
 	if t.HiddenDropout != 0 {
 		var hit []string
@@ -218,7 +218,7 @@ func (c *checker) cudaGraphRecompute() {
 			opts := append([]option{setOpt(setting{"train.hidden_dropout", 0.0}), without(hit...)}, ungraph(hit...)...)
 			c.report("kernel-options", "train.hidden_dropout", c.anyOf("kernel-options", "train.hidden_dropout", opts...),
 				"hidden_dropout=%g is not supported with a recomputed %s (recompute_modules %s) under a CUDA graph of it (%s): a graphed recomputation cannot draw random numbers",
-				t.HiddenDropout, strings.Join(hit, " and "), literal(rec), graphs())
+				t.HiddenDropout, strings.Join(hit, " and "), spec.Literal(rec), graphs())
 		}
 	}
 	const jitter = "--moe-input-jitter-eps"
@@ -226,7 +226,7 @@ func (c *checker) cudaGraphRecompute() {
 		opts := append([]option{setOpt(setting{"launch.extra_args", withoutFlagAndValue(s.Launch.ExtraArgs, jitter)}), without("moe")}, ungraph("moe")...)
 		c.report("kernel-options", "launch.extra_args", c.anyOf("kernel-options", "launch.extra_args", opts...),
 			"%s (launch.extra_args) is not supported with a recomputed moe (recompute_modules %s) under a CUDA graph of it (%s): a graphed recomputation cannot draw random numbers",
-			jitter, literal(rec), graphs())
+			jitter, spec.Literal(rec), graphs())
 	}
 }
 
@@ -321,7 +321,7 @@ func (c *checker) cudaGraphScope() {
 	}
 	report := func(format string, args []any, opts ...option) {
 		c.report("kernel-options", g.path, c.anyOf("kernel-options", g.path, opts...),
-			"%s = %s: "+format, append([]any{field, literal(g.given)}, args...)...)
+			"%s = %s: "+format, append([]any{field, spec.Literal(g.given)}, args...)...)
 	}
 	if slices.Contains(g.given, "full") && len(g.given) > 1 {
 		report("the deprecated scope \"full\" (the whole layer) cannot be given with other scopes", nil,
@@ -374,7 +374,7 @@ func (c *checker) delayWgradGraphs() {
 	if !attn && !router {
 		return
 	}
-	why := fmt.Sprintf("%s = %s", strings.TrimPrefix(g.path, "kernels."), literal(g.given))
+	why := fmt.Sprintf("%s = %s", strings.TrimPrefix(g.path, "kernels."), spec.Literal(g.given))
 	if router && !attn {
 		why += " with shared experts that do not overlap"
 	}

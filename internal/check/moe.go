@@ -166,12 +166,12 @@ func (c *checker) rankBudget() {
 				setting{"kernels.use_transformer_engine_op_fuser", true}))
 			c.report("moe-rank-capacity", cfPath, c.anyOf("moe-rank-capacity", cfPath, opts...),
 				"expert_rank_capacity_factor=%s needs the flex dispatcher's hybridep or ncclep backend, but flex_dispatcher_backend is %s (dispatcher %s)",
-				literal(*cf), backend, e.Dispatcher)
+				spec.Literal(*cf), backend, e.Dispatcher)
 		case backend == "hybridep" && !s.Kernels.UseTransformerEngineOpFuser && !c.hasFlag("--moe-use-grouped-tensor"):
 			c.report("moe-rank-capacity", cfPath, c.anyOf("moe-rank-capacity", cfPath,
 				setOpt(setting{"kernels.use_transformer_engine_op_fuser", true}), drop),
 				"expert_rank_capacity_factor=%s with the hybridep backend needs kernels.use_transformer_engine_op_fuser (or --moe-use-grouped-tensor): the experts take their token counts on the GPU",
-				literal(*cf))
+				spec.Literal(*cf))
 		}
 	}
 	if !e.PagedStash {
@@ -200,6 +200,6 @@ func (c *checker) rankBudget() {
 		keep := slices.DeleteFunc(slices.Clone(s.Train.OffloadModules), func(m string) bool { return slices.Contains(clash, m) })
 		c.report("moe-paged-stash", stashPath, c.anyOf("moe-paged-stash", stashPath,
 			setOpt(setting{"train.offload_modules", keep}), setOpt(setting{stashPath, false})),
-			"paged_stash keeps the routed experts' activations itself, so offload_modules must not include %s", literal(clash))
+			"paged_stash keeps the routed experts' activations itself, so offload_modules must not include %s", spec.Literal(clash))
 	}
 }

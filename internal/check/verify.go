@@ -2,10 +2,8 @@ package check
 
 import (
 	"cmp"
-	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 
 	"parc.dev/parc/internal/diag"
@@ -496,7 +494,7 @@ func settingsText(set []setting) string {
 			removes = append(removes, st.path)
 			continue
 		}
-		sets = append(sets, st.path+": "+literal(st.value))
+		sets = append(sets, st.path+": "+spec.Literal(st.value))
 	}
 	var parts []string
 	if len(sets) > 0 {
@@ -506,23 +504,6 @@ func settingsText(set []setting) string {
 		parts = append(parts, "remove "+strings.Join(removes, " and "))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// literal writes a setting's value as the spec would (CUE and JSON agree).
-func literal(v any) string {
-	switch x := v.(type) {
-	case string:
-		return strconv.Quote(x)
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	case []string:
-		q := make([]string, len(x))
-		for i, s := range x {
-			q[i] = strconv.Quote(s)
-		}
-		return "[" + strings.Join(q, ", ") + "]"
-	}
-	return fmt.Sprint(v)
 }
 
 // acceptsAt is acceptsAll for a diagnostic that shares its code with others:

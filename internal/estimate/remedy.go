@@ -94,7 +94,7 @@ func (c *costModel) memoryRemedies() []remedy {
 		case c.s.Model.MoE != nil:
 			mods = []string{"expert_fc1", "moe_act"}
 		}
-		out = append(out, remedy{text: fmt.Sprintf("train.fine_grained_activation_offloading true and train.offload_modules [%s]", quotedList(mods)),
+		out = append(out, remedy{text: "train.fine_grained_activation_offloading true and train.offload_modules " + spec.Literal(mods),
 			apply: func(s *spec.Spec) { s.Train.FineGrainedActivationOffloading, s.Train.OffloadModules = true, mods }})
 	}
 	if tr.CPUOffloadingNumLayers == 0 && c.s.Model.Layers > 1 {
@@ -163,15 +163,6 @@ func (c *costModel) fittingRemedies(limit int64) []string {
 		}
 	}
 	return out
-}
-
-// quotedList writes names as a CUE list's elements: "a", "b".
-func quotedList(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = fmt.Sprintf("%q", n)
-	}
-	return strings.Join(q, ", ")
 }
 
 // fewestFitting is the fewest layers n of lc that pass every check and

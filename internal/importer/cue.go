@@ -5,11 +5,12 @@ import (
 	"strconv"
 	"strings"
 
-	"cuelang.org/go/cue/literal"
+	"parc.dev/parc/internal/spec"
 )
 
-// CUEString writes s as a CUE string literal (CUE's own quoting).
-func CUEString(s string) string { return literal.String.Quote(s) }
+// CUEString writes s as a CUE string literal (CUE's own quoting, as
+// spec.Literal writes the values hints suggest).
+func CUEString(s string) string { return spec.Literal(s) }
 
 // CUELiteral writes a value read from an argument list or a config file
 // (bool, int64, float64, string, or a list of them) as a CUE literal. A

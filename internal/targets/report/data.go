@@ -6,7 +6,6 @@ import (
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"parc.dev/parc/internal/diag"
@@ -401,9 +400,9 @@ func (data *Data) finite() {
 // fasterSetting writes a faster setting as the change ("set field: value")
 // and what it gives.
 func fasterSetting(f estimate.FasterSetting) (change, effect string) {
-	change = "set " + f.Field + ": " + settingValue(f.Value)
+	change = "set " + f.Field + ": " + spec.Literal(f.Value)
 	for _, k := range slices.Sorted(maps.Keys(f.Also)) {
-		change += ", " + k + ": " + settingValue(f.Also[k])
+		change += ", " + k + ": " + spec.Literal(f.Also[k])
 	}
 	effect = fmt.Sprintf("%+.1f%% step time (%s), peak %s of the GPU", f.ChangePct, Seconds(f.StepTimeS), Percent(f.FractionOfGPU))
 	if f.Needs != "" {
@@ -421,11 +420,11 @@ func fasterTogether(t *estimate.FasterCombination) (change, effect string) {
 		backend, flex := f.Also["model.moe.flex_dispatcher_backend"]
 		switch v, isString := f.Value.(string); {
 		case flex && f.Field == "model.moe.dispatcher":
-			fields[i] += " " + settingValue(backend)
+			fields[i] += " " + spec.Literal(backend)
 		case isString && flex:
-			fields[i] += " " + settingValue(v) + " (flex dispatcher " + settingValue(backend) + ")"
+			fields[i] += " " + spec.Literal(v) + " (flex dispatcher " + spec.Literal(backend) + ")"
 		case isString:
-			fields[i] += " " + settingValue(v)
+			fields[i] += " " + spec.Literal(v)
 		}
 	}
 	change = "all of " + strings.Join(fields, ", ") + " together"
@@ -444,22 +443,6 @@ func FasterTogetherText(t *estimate.FasterCombination) string {
 func FasterSettingText(f estimate.FasterSetting) string {
 	change, effect := fasterSetting(f)
 	return template.Comment(change + ": " + effect)
-}
-
-// settingValue writes a setting's value as the spec writes it (a string
-// quoted, a list of strings as a CUE list).
-func settingValue(v any) string {
-	switch x := v.(type) {
-	case string:
-		return strconv.Quote(x)
-	case []string:
-		q := make([]string, len(x))
-		for i, s := range x {
-			q[i] = strconv.Quote(s)
-		}
-		return "[" + strings.Join(q, ", ") + "]"
-	}
-	return fmt.Sprint(v)
 }
 
 // modelTFLOPs is the model TFLOP/s row: Megatron's FLOP count as
