@@ -112,7 +112,7 @@ func (c *costModel) memoryRemedy(st StageMemory, limit int64) (path, hint string
 	}
 	fits := c.fittingRemedies(limit)
 	if len(fits) == 0 {
-		return path, fmt.Sprintf("no single change of train.grad_reduce_in_bf16, train.fp8_param_gather, train.micro_batch, train.recompute, parallel.sp, train.distributed_optimizer, the optimizer's precision, train.cpu_offloading_num_layers or train.optimizer_cpu_offload brings it under %s; %s", GiB(limit), split)
+		return path, fmt.Sprintf("no single change of %s brings it under %s; %s", c.remedyFields(), GiB(limit), split)
 	}
 	return path, fmt.Sprintf("each of these alone brings it under %s: %s; or %s", GiB(limit), strings.Join(fits, ", "), split)
 }

@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"parc.dev/parc/internal/check"
@@ -70,15 +71,12 @@ func (c *costModel) memoryRemedies() []remedy {
 	if c.sharding == ShardNone && !c.shardingGiven && !tr.FSDP {
 		out = append(out, remedy{text: "train.distributed_optimizer true", apply: func(s *spec.Spec) { s.Train.DistributedOptimizer = true }})
 	}
-	if wide := func(d string) bool { return d == "" || d == "fp32" }; tr.DistributedOptimizer && !tr.OptimizerCPUOffload &&
-		wide(tr.ExpAvgDtype) && wide(tr.ExpAvgSqDtype) && tr.OptimizerName() == "adam" {
+	if tr.DistributedOptimizer && tr.FP32AdamMoments() {
 		text := `train.exp_avg_dtype "bf16" and train.exp_avg_sq_dtype "bf16"`
 		if !tr.PrecisionAwareOptim {
 			text = "train.precision_aware_optimizer true and " + text
 		}
-		out = append(out, remedy{text: text, apply: func(s *spec.Spec) {
-			s.Train.PrecisionAwareOptim, s.Train.ExpAvgDtype, s.Train.ExpAvgSqDtype = true, "bf16", "bf16"
-		}})
+		out = append(out, remedy{text: text, apply: func(s *spec.Spec) { s.Train.SetBF16AdamMoments() }})
 	}
 	if !tr.FineGrainedActivationOffloading && tr.CPUOffloadingNumLayers == 0 {
 		// The inputs Megatron's guide offloads (docs/user-guide/features/
@@ -163,6 +161,25 @@ func (c *costModel) fittingRemedies(limit int64) []string {
 		}
 	}
 	return out
+}
+
+// remedyFields names the fields memoryRemedies tried, each once in its
+// order: "train.micro_batch, train.recompute or train.optimizer_cpu_offload".
+func (c *costModel) remedyFields() string {
+	var fields []string
+	for _, r := range c.memoryRemedies() {
+		if f, _, _ := strings.Cut(r.text, " "); !slices.Contains(fields, f) {
+			fields = append(fields, f)
+		}
+	}
+	switch n := len(fields); n {
+	case 0:
+		return "the memory settings parc suggests (each is already set)"
+	case 1:
+		return fields[0]
+	default:
+		return strings.Join(fields[:n-1], ", ") + " or " + fields[n-1]
+	}
 }
 
 // fewestFitting is the fewest layers n of lc that pass every check and

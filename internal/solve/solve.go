@@ -80,7 +80,7 @@ func (o *Options) instead(s *spec.Spec) {
 	case fixFP8ParamGather:
 		s.Train.FP8ParamGather = true
 	case fixBF16Moments:
-		s.Train.PrecisionAwareOptim, s.Train.ExpAvgDtype, s.Train.ExpAvgSqDtype = true, "bf16", "bf16"
+		s.Train.SetBF16AdamMoments()
 	}
 }
 

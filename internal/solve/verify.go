@@ -700,7 +700,7 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			if t := sv.base.Train; t.Precision == "fp8" && !t.FP8ParamGather && sv.fixFits(fixFP8ParamGather) {
 				fixes = append(fixes, "set train.fp8_param_gather: true")
 			}
-			if t := sv.base.Train; wideMoments(&t) && sv.fixFits(fixBF16Moments) {
+			if sv.base.Train.FP32AdamMoments() && sv.fixFits(fixBF16Moments) {
 				fixes = append(fixes, `set train.precision_aware_optimizer: true, train.exp_avg_dtype: "bf16" and train.exp_avg_sq_dtype: "bf16"`)
 			}
 			// Name only the degrees the spec fixed: one already open needs no advice.
@@ -760,13 +760,6 @@ const (
 	fixFP8ParamGather               // train.fp8_param_gather: true (Options.instead)
 	fixBF16Moments                  // the precision-aware optimizer with bf16 moments (Options.instead)
 )
-
-// wideMoments reports that Adam keeps its moments in fp32: the
-// precision-aware optimizer's bf16 moments would halve them.
-func wideMoments(t *spec.Train) bool {
-	wide := func(d string) bool { return d == "" || d == "fp32" }
-	return t.OptimizerName() == "adam" && !t.OptimizerCPUOffload && wide(t.ExpAvgDtype) && wide(t.ExpAvgSqDtype)
-}
 
 // fixFits reports whether a search of the same spec with fix applied finds
 // a plan: the hint names a fix only then. A search that is itself trying a

@@ -498,6 +498,22 @@ func (t *Train) OptimizerName() string {
 	return t.Optimizer
 }
 
+// FP32AdamMoments reports that Adam keeps both moments in fp32 on the GPU
+// (exp_avg_dtype and exp_avg_sq_dtype unset or fp32, no optimizer offload):
+// what SetBF16AdamMoments would halve.
+func (t *Train) FP32AdamMoments() bool {
+	fp32 := func(d string) bool { return d == "" || d == "fp32" }
+	return t.OptimizerName() == "adam" && !t.OptimizerCPUOffload && fp32(t.ExpAvgDtype) && fp32(t.ExpAvgSqDtype)
+}
+
+// SetBF16AdamMoments keeps Adam's moments in bf16 with the precision-aware
+// optimizer (--use-precision-aware-optimizer --exp-avg-dtype bf16
+// --exp-avg-sq-dtype bf16), as NeMo's Nemotron-4 340B runs and the
+// Megatron-MoE-ModelZoo recipes do.
+func (t *Train) SetBF16AdamMoments() {
+	t.PrecisionAwareOptim, t.ExpAvgDtype, t.ExpAvgSqDtype = true, "bf16", "bf16"
+}
+
 // EmergingOptimizer reports whether train.optimizer is one of Megatron-Core's
 // emerging optimizers (anything but adam and sgd: validate_args then turns the
 // distributed optimizer into the layer-wise one, arguments.py at d98e8a64).
