@@ -81,9 +81,6 @@ type budget struct {
 	// the search and the tries before it (hintShare), so the tries together
 	// stay within the budget.
 	hintWork int64
-	// variantsFrom is the work done when completeShapes began (the last
-	// time), variantWork what it spent completing the top shapes' variants.
-	variantsFrom, variantWork int64
 }
 
 // limitOf is the work the search may do.

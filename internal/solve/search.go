@@ -549,9 +549,7 @@ func (sv *solver) memoryRules(lf *leaf) string {
 func (sv *solver) completeShapes(gs []group) {
 	limit := sv.limit
 	sv.limit = sv.work + (sv.limitOf()-sv.work)/2
-	sv.variantsFrom = sv.work
 	defer func() {
-		sv.variantWork += sv.work - sv.variantsFrom
 		sv.limit = limit
 		sv.exhausted = sv.work > sv.limitOf()
 	}()
