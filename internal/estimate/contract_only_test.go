@@ -154,6 +154,7 @@ func TestContractOnlyOverflowHints(t *testing.T) {
 				over[r.id] = dg.Hint
 			}
 		}
+		t.Logf("%s: %.1f%% of the GPU; hint: %s", r.id, 100*e.Memory.FractionOfGPU, over[r.id])
 		assert.NotEmpty(t, over[r.id], "%s: %.1f%% of the GPU without memory-exceeds-gpu", r.id, 100*e.Memory.FractionOfGPU)
 		assert.Regexp(t, remedyRE, over[r.id], r.id)
 		for _, b := range hintFails(s, ds) {

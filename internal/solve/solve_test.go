@@ -100,8 +100,9 @@ func recomputeRank(t spec.Train, lists [][]string) int {
 // degree's values are 1..n, including the ones the rules reject), runs the
 // whole compiler on each, and ranks the plans without errors the way parc
 // solve documents (a parallel shape's virtual-stage counts and splits then
-// folded under the first of them): the plans of one shape and pipeline split (tp, cp, pp, ep, etp,
-// vpp, split) by step time (12 significant digits), peak memory,
+// folded under the first of them): the plans of one shape and pipeline
+// split (tp, cp, pp, ep, etp, vpp, split) by step time (12 significant
+// digits), peak memory,
 // less recompute, the simpler optimizer sharding, the smaller micro batch,
 // the first representing the shape; the shapes within the noise band of
 // the fastest first, simplest first (tp·cp·pp, pp, cp, vpp, split kind,
