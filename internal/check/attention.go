@@ -103,6 +103,61 @@ func (c *checker) attention() {
 			"multi-token prediction (mtp_layers=%d) does not support position_embedding %q", m.MTPLayers, m.PositionEmbedding)
 	}
 	c.windowSkipFreq()
+	c.gluOptions()
+}
+
+// gluOptions: a gated activation's linear offset and input clamp
+// (--glu-linear-offset, --activation-func-clamp-value), as
+// TransformerConfig.__post_init__ at d98e8a64 takes them. It raises
+// "When bias_activation_fusion is True and glu_linear_offset is non-zero,
+// activation function must be quick_gelu", and for a clamped SwiGLU
+// "activation_func_clamp_value for SwiGLU must be finite and greater than
+// zero", "... is only supported with MoE" and "glu_linear_offset must be
+// zero when activation_func_clamp_value is set for SwiGLU".
+// core_transformer_config_from_args (argument_utils.py) passes
+// bias_swiglu_fusion as bias_activation_fusion with --swiglu and
+// bias_gelu_fusion otherwise, which validate_args turns off without linear
+// biases. Only the gated MLPs read either value (mlp.py, moe/experts.py:
+// glu and the fused weighted GLU kernels); an ungated activation keeps
+// neither, which Megatron accepts.
+func (c *checker) gluOptions() {
+	m, k := c.s.Model, c.s.Kernels
+	const offPath, clampPath = "model.glu_linear_offset", "model.activation_func_clamp_value"
+	fusion, fusionPath := k.BiasGeluFusion && m.Bias, "kernels.bias_gelu_fusion"
+	if m.Activation == "swiglu" {
+		fusion, fusionPath = k.BiasSwigluFusion, "kernels.bias_swiglu_fusion"
+	}
+	if m.GLULinearOffset != 0 && fusion && m.Activation != "quick_geglu" {
+		c.report("glu-options", offPath, c.anyOf("glu-options", offPath,
+			setOpt(setting{offPath, 0.0}), setOpt(setting{fusionPath, false})),
+			"glu_linear_offset=%g with the fused bias-activation kernel (%s, on) needs the quick_geglu activation, not %s", m.GLULinearOffset, fusionPath, m.Activation)
+	}
+	clamp := m.ActivationFuncClampValue
+	if clamp != nil && m.Activation == "swiglu" {
+		remove := setOpt(setting{clampPath, nil})
+		switch {
+		case *clamp <= 0:
+			c.report("glu-options", clampPath, c.anyOf("glu-options", clampPath, remove),
+				"activation_func_clamp_value=%g: a clamped swiglu needs a value greater than zero", *clamp)
+		case m.MoE == nil:
+			c.report("glu-options", clampPath, c.anyOf("glu-options", clampPath, remove),
+				"activation_func_clamp_value=%g: Megatron clamps swiglu only in an MoE, and this model has no experts", *clamp)
+		case m.GLULinearOffset != 0:
+			c.report("glu-options", offPath, c.anyOf("glu-options", offPath, setOpt(setting{offPath, 0.0}), remove),
+				"glu_linear_offset=%g with a clamped swiglu (activation_func_clamp_value=%g): Megatron needs the offset 0", m.GLULinearOffset, *clamp)
+		}
+	}
+	if m.GatedMLP() {
+		return
+	}
+	if m.GLULinearOffset != 0 && !(fusion && m.Activation != "quick_geglu") {
+		c.report("glu-options-unused", offPath, c.anyOf("glu-options-unused", offPath, setOpt(setting{offPath, 0.0})),
+			"glu_linear_offset=%g has no effect: the %s activation is not gated, and only a gated MLP adds the offset", m.GLULinearOffset, m.Activation)
+	}
+	if clamp != nil {
+		c.report("glu-options-unused", clampPath, c.anyOf("glu-options-unused", clampPath, setOpt(setting{clampPath, nil})),
+			"activation_func_clamp_value=%g has no effect: the %s activation is not gated, and only a gated MLP clamps its inputs", *clamp, m.Activation)
+	}
 }
 
 // windowSkipFreq: --window-attn-skip-freq without --window-size. Megatron

@@ -178,6 +178,17 @@ func (c *checker) kernels() {
 			setOpt(setting{"kernels.bias_gelu_fusion", false}), setOpt(setting{"model.bias", false})),
 			"the squared_relu activation with linear biases cannot use the fused bias-activation kernel (kernels.bias_gelu_fusion, on by default): Megatron fuses only gelu, swiglu and quick_geglu")
 	}
+	if s.Model.Activation == "quick_geglu" && s.Model.Bias && k.BiasGeluFusion && c.denseMLP() {
+		// MLP.forward (megatron/core/transformer/mlp.py at d98e8a64) fuses
+		// quick_geglu with its bias only where the routed experts pass their
+		// routing weights (per_token_scale); a dense layer's or a shared
+		// expert's MLP raises "Only support fusion of gelu and swiglu" on
+		// the first forward (bias_activation_fusion is bias_gelu_fusion
+		// without --swiglu, kept with linear biases).
+		c.report("kernel-options", "model.activation", c.anyOf("kernel-options", "model.activation",
+			setOpt(setting{"kernels.bias_gelu_fusion", false}), setOpt(setting{"model.bias", false})),
+			"the quick_geglu activation's %s cannot use the fused bias-activation kernel (kernels.bias_gelu_fusion, on by default): Megatron's MLP fuses only gelu and swiglu there and stops at the first forward", c.denseMLPText())
+	}
 	if len(k.CUDAGraphScope) > 0 && len(k.CUDAGraphModules) > 0 {
 		c.report("kernel-options", "kernels.cuda_graph_scope", "give the modules once, in kernels.cuda_graph_modules: "+
 			c.anyOf("kernel-options", "kernels.cuda_graph_scope", setOpt(setting{"kernels.cuda_graph_scope", nil})),
@@ -361,4 +372,25 @@ func (c *checker) determinism() {
 			setOpt(off...), setOpt(setting{"train.deterministic_mode", false})),
 			"deterministic_mode needs %s (Megatron asserts it: \"--deterministic-mode requires: ...\")", strings.Join(bad, ", "))
 	}
+}
+
+// denseMLP reports whether a decoder layer runs Megatron's plain MLP: a
+// dense model, an MoE's dense layers (moe.dense_layers, moe.layer_freq) or
+// its shared experts.
+func (c *checker) denseMLP() bool { return c.denseMLPText() != "" }
+
+// denseMLPText names the plain MLPs denseMLP finds, "" when there are none.
+func (c *checker) denseMLPText() string {
+	m := c.s.Model.MoE
+	if m == nil {
+		return "MLP"
+	}
+	var parts []string
+	if slices.Contains(c.d.MoELayers, false) {
+		parts = append(parts, "dense layers")
+	}
+	if m.SharedFFNHidden > 0 {
+		parts = append(parts, "shared experts")
+	}
+	return strings.Join(parts, " and ")
 }

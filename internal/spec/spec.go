@@ -33,8 +33,10 @@ type Model struct {
 	Vocab                             int      `json:"vocab"`
 	MakeVocabDivisibleBy              int      `json:"make_vocab_divisible_by"`
 	MaxPositionEmbeddings             *int     `json:"max_position_embeddings,omitempty"`
-	Activation                        string   `json:"activation"`    // "gelu" | "swiglu" | "squared_relu" | "quick_geglu"
-	Normalization                     string   `json:"normalization"` // "layernorm" | "rmsnorm"
+	Activation                        string   `json:"activation"`                            // "gelu" | "swiglu" | "squared_relu" | "quick_geglu"
+	GLULinearOffset                   float64  `json:"glu_linear_offset"`                     // --glu-linear-offset
+	ActivationFuncClampValue          *float64 `json:"activation_func_clamp_value,omitempty"` // --activation-func-clamp-value
+	Normalization                     string   `json:"normalization"`                         // "layernorm" | "rmsnorm"
 	NormEpsilon                       float64  `json:"norm_epsilon"`
 	PositionEmbedding                 string   `json:"position_embedding"` // "learned_absolute" | "rope" | "none"
 	RotaryBase                        int      `json:"rotary_base"`

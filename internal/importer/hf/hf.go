@@ -296,6 +296,12 @@ func Import(src []byte, file string) Result {
 		// (src/megatron/bridge/models/gpt_oss/gpt_oss_provider.py).
 		put("model.softmax_type", "model_type", "learnable")
 		put("model.activation", "model_type", "quick_geglu")
+		// GptOssExperts adds 1 to the linear half and clamps both halves
+		// at swiglu_limit: Megatron's glu_linear_offset and
+		// activation_func_clamp_value, as Megatron-Bridge's
+		// gpt_oss_bridge.py sets them (1.0 and 7.0).
+		put("model.glu_linear_offset", "model_type", 1.0)
+		putNum("model.activation_func_clamp_value", "swiglu_limit")
 		w, _ := num("sliding_window")
 		types, _ := c["layer_types"].([]any)
 		if win, err := w.Int64(); err == nil && win >= 1 {
@@ -331,14 +337,6 @@ func Import(src []byte, file string) Result {
 		}
 		r.Diags.Warnf(pos, "model", "import-hf-unexpressed", "check the spec against the model's architecture",
 			"config.json's %s (%v) has no spec field: the spec does not describe it", k, v)
-	}
-	if mt == "gpt_oss" {
-		// The +1 on the GLU's linear half and the clamp (swiglu_limit) are
-		// TransformerConfig's glu_linear_offset and
-		// activation_func_clamp_value, which Megatron-LM's arguments have no
-		// flag for.
-		r.Diags.Warnf(pos, "model", "import-hf-unexpressed", "check the spec against the model's architecture",
-			"GPT-OSS's GLU adds 1 to its linear half and clamps at swiglu_limit, which Megatron-LM has no flag for (TransformerConfig's glu_linear_offset and activation_func_clamp_value): the spec describes quick GEGLU experts of the same shapes")
 	}
 
 	var b strings.Builder

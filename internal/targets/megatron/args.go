@@ -247,6 +247,12 @@ func (e *emitter) modelShape() {
 			a.flag(f.Flag)
 		}
 	}
+	if m.GLULinearOffset != 0 {
+		a.float("--glu-linear-offset", m.GLULinearOffset)
+	}
+	if m.ActivationFuncClampValue != nil {
+		a.float("--activation-func-clamp-value", *m.ActivationFuncClampValue)
+	}
 	switch m.Normalization {
 	case "rmsnorm":
 		a.add("", "--normalization", "RMSNorm")
