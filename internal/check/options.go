@@ -185,9 +185,22 @@ func (c *checker) kernels() {
 		// expert's MLP raises "Only support fusion of gelu and swiglu" on
 		// the first forward (bias_activation_fusion is bias_gelu_fusion
 		// without --swiglu, kept with linear biases).
-		c.report("kernel-options", "model.activation", c.anyOf("kernel-options", "model.activation",
+		c.report("bias-activation-fusion", "model.activation", c.anyOf("bias-activation-fusion", "model.activation",
 			setOpt(setting{"kernels.bias_gelu_fusion", false}), setOpt(setting{"model.bias", false})),
 			"the quick_geglu activation's %s cannot use the fused bias-activation kernel (kernels.bias_gelu_fusion, on by default): Megatron's MLP fuses only gelu and swiglu there and stops at the first forward", c.denseMLPText())
+	}
+	if s.Model.Activation == "gelu" && s.Model.Bias && k.BiasGeluFusion && s.Model.MoE != nil {
+		// The routed experts fuse the bias and activation only for swiglu
+		// and quick_geglu: TEGroupedMLP's bias_act_func raises "Only support
+		// fusion of swiglu and quick_gelu in TEGroupedMLP", and
+		// SequentialMLP's experts, which pass their routing weights to
+		// MLP.forward, "Only support fusion of swiglu and quick_gelu with
+		// per_token_scale in MLP" (moe/experts.py, mlp.py at d98e8a64), on
+		// the first forward. Every MoE configuration of Megatron-LM's
+		// examples and functional tests disables the linear biases.
+		c.report("bias-activation-fusion", "model.moe", c.anyOf("bias-activation-fusion", "model.moe",
+			setOpt(setting{"model.bias", false}), setOpt(setting{"kernels.bias_gelu_fusion", false}), setOpt(setting{"model.activation", "swiglu"})),
+			"the routed experts cannot use the fused bias-activation kernel (kernels.bias_gelu_fusion, on by default, with linear biases) with the gelu activation: Megatron's experts fuse only swiglu and quick_geglu and stop at the first forward")
 	}
 	if len(k.CUDAGraphScope) > 0 && len(k.CUDAGraphModules) > 0 {
 		c.report("kernel-options", "kernels.cuda_graph_scope", "give the modules once, in kernels.cuda_graph_modules: "+

@@ -58,6 +58,11 @@ func randomValid(r *rand.Rand) map[string]any {
 	if r.IntN(3) == 0 {
 		model["activation"] = "swiglu"
 	}
+	if b, _ := model["bias"].(bool); b && model["activation"] == nil {
+		// Routed experts fuse their biases with swiglu or quick_geglu only
+		// (bias-activation-fusion): an MoE with biases is a swiglu one.
+		model["activation"] = "swiglu"
+	}
 	if r.IntN(4) == 0 {
 		par["dp"] = dp
 	}
@@ -226,6 +231,10 @@ var mutations = []mutation{
 	{"query-groups-heads", func(s *spec.Spec, d spec.Derived) bool {
 		g := s.Model.Heads + 1
 		s.Model.QueryGroups = &g
+		return true
+	}},
+	{"glu-options", func(s *spec.Spec, d spec.Derived) bool {
+		s.Model.Activation, s.Model.GLULinearOffset, s.Kernels.BiasSwigluFusion = "swiglu", 1, true
 		return true
 	}},
 	{"mtp-position-embedding", func(s *spec.Spec, d spec.Derived) bool {

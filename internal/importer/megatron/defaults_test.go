@@ -19,7 +19,9 @@ import (
 func TestDefaultDifferences(t *testing.T) {
 	dense := "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 256 --max-position-embeddings 256 " +
 		"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --lr 1e-4 --eval-interval 100 --tensor-model-parallel-size 2 --mock-data --tokenizer-type NullTokenizer --vocab-size 1024"
-	moe := strings.Replace(dense, "--tensor-model-parallel-size 2", "--num-experts 4 --expert-model-parallel-size 4", 1)
+	// Without linear biases, as every MoE configuration of Megatron-LM's
+	// examples and tests (gelu experts cannot fuse them: bias-activation-fusion).
+	moe := strings.Replace(dense, "--tensor-model-parallel-size 2", "--num-experts 4 --expert-model-parallel-size 4 --disable-bias-linear", 1)
 	for _, d := range mg.DefaultDifferences {
 		if d.Megatron() == nil {
 			continue

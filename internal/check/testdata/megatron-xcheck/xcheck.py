@@ -153,7 +153,8 @@ def megatron_verdict(s, args, env):
 # step runs (a division in a layer's constructor, a kernel's shape check, the
 # tokenizer or dataset opening its files); the corpus derives those by hand.
 LATER = {'ffn-tp', 'moe-ffn-etp', 'moe-shared-ffn-tp', 'query-groups-heads', 'moe-sp-required', 'sp-seq-length',
-         'moe-sinkhorn-aux-loss', 'moe-topk-experts', 'recompute-mtp-uniform', 'precision-fp8-gpu', 'precision-fp4-gpu', 'tokenizer-files'}
+         'moe-sinkhorn-aux-loss', 'moe-topk-experts', 'recompute-mtp-uniform', 'precision-fp8-gpu', 'precision-fp4-gpu', 'tokenizer-files',
+         'bias-activation-fusion'}
 # OUTSIDE: rules of the cluster, Slurm and the launch, which Megatron never sees.
 OUTSIDE = {'slurm-time', 'slurm-mem', 'slurm-option', 'slurm-nodes', 'slurm-cpus', 'slurm-preempt', 'slurm-segment',
            'slurm-line-break', 'nvlink-domain', 'tp-crosses-nvlink', 'etp-crosses-nvlink', 'env-name', 'env-reserved',
@@ -168,8 +169,7 @@ PARC_ONLY = LATER | OUTSIDE
 def later_here(spec):
     """Codes that fire later for this plan only: the flex dispatcher's deepep
     or ncclep backend with tp·ep = 1 (the spec's tp defaults to the base plan's
-    2 here, ep to 1), the quick_geglu activation with biases and the fused
-    bias-activation kernel in a plain MLP, and a data.split whose weights
+    2 here, ep to 1), and a data.split whose weights
     (at most three, each a float) sum to 0 passes parse_and_normalize_split
     (numpy divides by the sum: NaN, a RuntimeWarning) and fails when the
     dataset builder turns the NaN book-ends into indices
@@ -183,15 +183,6 @@ def later_here(spec):
     if moe.get('dispatcher') == 'flex' and moe.get('flex_dispatcher_backend', 'deepep') in ('deepep', 'ncclep') and \
             par.get('tp', 2) * par.get('ep', 1) == 1:
         later.add('moe-flex-backend')
-    # MLP.forward (mlp.py:275-318) fuses quick_geglu with its bias only where
-    # the routed experts pass their routing weights (per_token_scale): a
-    # dense layer's or a shared expert's MLP raises 'Only support fusion of
-    # gelu and swiglu' in its first forward (bias_activation_fusion is
-    # bias_gelu_fusion without --swiglu, kept with linear biases).
-    model, kern = spec.get('model') or {}, spec.get('kernels') or {}
-    if model.get('activation') == 'quick_geglu' and model.get('bias', True) and kern.get('bias_gelu_fusion', True) and \
-            (not moe or moe.get('shared_ffn_hidden') or moe.get('dense_layers') or moe.get('layer_freq', 1) != 1):
-        later.add('kernel-options')
     split = (spec.get('data') or {}).get('split')
     if not (spec.get('data') or {}).get('paths') or split is None:
         return later
@@ -223,8 +214,7 @@ for c in cases:
     else:
         verdict = 'parc-only' if errs else 'agree'
     rows.append({'name': c['name'], 'megatron_valid': stage is None, 'stage': stage, 'why': why,
-                 'corpus_valid': c['valid'], 'codes': (c['codes'] or []), 'parc_errors': errs, 'verdict': verdict,
-                 'later': sorted(later_here(c['spec']))})
+                 'corpus_valid': c['valid'], 'codes': (c['codes'] or []), 'parc_errors': errs, 'verdict': verdict})
 json.dump(rows, open(os.environ.get('RESULT', '/dev/null'), 'w'), indent=1)
 n = {v: sum(r['verdict'] == v for r in rows) for v in ('agree', 'disagree', 'parc-only')}
 print(f"{n['agree']} agree, {n['disagree']} disagree, {n['parc-only']} parc-only (of {len(rows)})")
@@ -236,12 +226,9 @@ for r in rows:
 by_code = {}
 for r in rows:
     if r['verdict'] == 'parc-only':
-        for x in r['parc_errors']:
-            key = (x, x in r['later'] and x not in LATER)
-            by_code.setdefault(key, []).append(r['name'])
-for key in sorted(by_code):
-    x, here = key
-    where = ('Megatron at model build or run' if x in LATER or here else 'outside Megatron' if x in OUTSIDE else
+        for x in r['parc_errors']: by_code.setdefault(x, []).append(r['name'])
+for x in sorted(by_code):
+    where = ('Megatron at model build or run' if x in LATER else 'outside Megatron' if x in OUTSIDE else
              'Megatron at dataset build (weights summing to 0)' if x == 'data-split' else
              "parc's spec: " + '; '.join(v for k, v in SPEC.items() if k[0] == x))
-    print(f'parc-only {x} ({where}): {len(by_code[key])}:', ' '.join(by_code[key][:6]) + (' ...' if len(by_code[key]) > 6 else ''))
+    print(f'parc-only {x} ({where}): {len(by_code[x])}:', ' '.join(by_code[x][:6]) + (' ...' if len(by_code[x]) > 6 else ''))
