@@ -106,6 +106,15 @@ func (c *checker) moe() {
 		c.report("moe-shared-ffn-tp", "model.moe.shared_ffn_hidden", hint,
 			"shared_ffn_hidden=%d is not divisible by tp=%d", sh, p.TP)
 	}
+	if sh := e.SharedFFNHidden; sh > 0 && c.s.Model.Bias {
+		// SharedExpertMLP.__init__ (moe/shared_experts.py at d98e8a64)
+		// asserts config.add_bias_linear == False: "bias is not supported in
+		// the shared experts, please set '--disable-bias-linear' instead",
+		// when the model is built.
+		c.report("moe-shared-expert-bias", "model.moe.shared_ffn_hidden", c.anyOf("moe-shared-expert-bias", "model.moe.shared_ffn_hidden",
+			setOpt(setting{"model.bias", false}).note("Megatron --disable-bias-linear")),
+			"the shared experts (shared_ffn_hidden=%d) take no linear biases, and model.bias is on: Megatron stops when it builds the layer", sh)
+	}
 	if cc := c.s.Cluster.GPU.ComputeCapability; e.GroupedGEMM && cc > 0 && cc < 8 {
 		c.report("moe-grouped-gemm-gpu", "model.moe.grouped_gemm", c.options("moe-grouped-gemm-gpu", "model.moe.grouped_gemm", "set model.moe.grouped_gemm: false",
 			opt("set model.moe.grouped_gemm: false", setting{"model.moe.grouped_gemm", false})),

@@ -181,9 +181,8 @@ func (c *checker) kernels() {
 	if s.Model.Activation == "quick_geglu" && s.Model.Bias && k.BiasGeluFusion && c.denseMLP() {
 		// MLP.forward (megatron/core/transformer/mlp.py at d98e8a64) fuses
 		// quick_geglu with its bias only where the routed experts pass their
-		// routing weights (per_token_scale); a dense layer's or a shared
-		// expert's MLP raises "Only support fusion of gelu and swiglu" on
-		// the first forward (bias_activation_fusion is bias_gelu_fusion
+		// routing weights (per_token_scale); a dense layer's MLP raises
+		// "Only support fusion of gelu and swiglu" on the first forward (bias_activation_fusion is bias_gelu_fusion
 		// without --swiglu, kept with linear biases).
 		c.report("bias-activation-fusion", "model.activation", c.anyOf("bias-activation-fusion", "model.activation",
 			setOpt(setting{"kernels.bias_gelu_fusion", false}), setOpt(setting{"model.bias", false})),
@@ -387,23 +386,19 @@ func (c *checker) determinism() {
 	}
 }
 
-// denseMLP reports whether a decoder layer runs Megatron's plain MLP: a
-// dense model, an MoE's dense layers (moe.dense_layers, moe.layer_freq) or
-// its shared experts.
+// denseMLP reports whether a decoder layer runs Megatron's plain MLP with
+// the model's linear biases: a dense model or an MoE's dense layers
+// (moe.dense_layers, moe.layer_freq). Shared experts run it too, but take
+// no biases (moe-shared-expert-bias).
 func (c *checker) denseMLP() bool { return c.denseMLPText() != "" }
 
 // denseMLPText names the plain MLPs denseMLP finds, "" when there are none.
 func (c *checker) denseMLPText() string {
-	m := c.s.Model.MoE
-	if m == nil {
+	switch {
+	case c.s.Model.MoE == nil:
 		return "MLP"
+	case slices.Contains(c.d.MoELayers, false):
+		return "dense layers"
 	}
-	var parts []string
-	if slices.Contains(c.d.MoELayers, false) {
-		parts = append(parts, "dense layers")
-	}
-	if m.SharedFFNHidden > 0 {
-		parts = append(parts, "shared experts")
-	}
-	return strings.Join(parts, " and ")
+	return ""
 }

@@ -106,9 +106,7 @@ func randomFormulaSpec(r *rand.Rand, i int) string {
 	default:
 		m = append(m, `position_embedding: "rope"`, `normalization: "rmsnorm"`)
 	}
-	if coin(0.4) {
-		m = append(m, "bias: false")
-	}
+	noBias := coin(0.4)
 	experts := 1
 	if kind > 0 {
 		experts = pick(8, 16, 32, 64)
@@ -116,6 +114,9 @@ func randomFormulaSpec(r *rand.Rand, i int) string {
 		moe := []string{fmt.Sprintf("experts: %d, topk: %d, ffn_hidden: %d", experts, topk, pick(256, 512, 1024))}
 		if coin(0.5) {
 			moe = append(moe, fmt.Sprintf("shared_ffn_hidden: %d", pick(256, 512, 1024)))
+			// Megatron's shared experts take no linear biases
+			// (moe-shared-expert-bias).
+			noBias = true
 		}
 		if coin(0.3) {
 			moe = append(moe, "layer_freq: 2")
@@ -123,6 +124,9 @@ func randomFormulaSpec(r *rand.Rand, i int) string {
 			moe = append(moe, fmt.Sprintf("dense_layers: %d", pick(1, 2)))
 		}
 		m = append(m, "moe: {"+strings.Join(moe, ", ")+"}")
+	}
+	if noBias {
+		m = append(m, "bias: false")
 	}
 	if kind == 2 {
 		mla := fmt.Sprintf("kv_lora_rank: %d, qk_head_dim: %d, qk_pos_emb_head_dim: %d, v_head_dim: %d",
