@@ -182,8 +182,9 @@ func (c *checker) kernels() {
 		// MLP.forward (megatron/core/transformer/mlp.py at d98e8a64) fuses
 		// quick_geglu with its bias only where the routed experts pass their
 		// routing weights (per_token_scale); a dense layer's MLP raises
-		// "Only support fusion of gelu and swiglu" on the first forward (bias_activation_fusion is bias_gelu_fusion
-		// without --swiglu, kept with linear biases).
+		// "Only support fusion of gelu and swiglu" on the first forward
+		// (bias_activation_fusion is bias_gelu_fusion without --swiglu, kept
+		// with linear biases).
 		c.report("bias-activation-fusion", "model.activation", c.anyOf("bias-activation-fusion", "model.activation",
 			setOpt(setting{"kernels.bias_gelu_fusion", false}), setOpt(setting{"model.bias", false})),
 			"the quick_geglu activation's %s cannot use the fused bias-activation kernel (kernels.bias_gelu_fusion, on by default): Megatron's MLP fuses only gelu and swiglu there and stops at the first forward", c.denseMLPText())
