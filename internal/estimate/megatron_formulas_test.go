@@ -226,11 +226,17 @@ func randomFormulaSpec(r *rand.Rand, i int) string {
 		t = append(t, fmt.Sprintf(`recompute: "full", recompute_method: %q, recompute_layers: 1`, []string{"uniform", "block"}[r.IntN(2)]))
 	}
 	t = append(t, fmt.Sprintf("distributed_optimizer: %v", coin(0.6)))
+	kernels := ""
+	if experts > 1 && !noBias {
+		// Grouped-GEMM experts take biases only without the fused
+		// bias-dropout-add (moe-bias-dropout-fusion).
+		kernels = "kernels: {bias_dropout_fusion: false}\n"
+	}
 	return fmt.Sprintf(`model: {%s}
 cluster: {nodes: %d, gpus_per_node: 8, gpu: {name: "H100", memory_gib: 80, bf16_tflops: 989}, nvlink_gbps: 450, network_gbps: 50}
 parallel: {%s}
 train: {%s}
-`, strings.Join(m, ", "), nodes, strings.Join(p, ", "), strings.Join(t, ", "))
+`, strings.Join(m, ", "), nodes, strings.Join(p, ", "), strings.Join(t, ", ")) + kernels
 }
 
 // loadFormulaSpec loads a case's CUE; ok is false when it does not load or a

@@ -46,7 +46,7 @@ func ModelKernelsCUE(settings map[string]any) string {
 			kern = append(kern, fmt.Sprintf("cuda_graph_scope: %s", q))
 		}
 	}
-	for _, k := range []string{"moe_permute_fusion", "moe_router_fusion", "cross_entropy_loss_fusion", "apply_rope_fusion", "gradient_accumulation_fusion"} {
+	for _, k := range []string{"moe_permute_fusion", "moe_router_fusion", "cross_entropy_loss_fusion", "apply_rope_fusion", "gradient_accumulation_fusion", "bias_dropout_fusion"} {
 		if v, ok := settings[k].(bool); ok {
 			kern = append(kern, fmt.Sprintf("%s: %v", k, v))
 		}
