@@ -113,20 +113,14 @@ func (c *checker) attention() {
 // activation function must be quick_gelu", and for a clamped SwiGLU
 // "activation_func_clamp_value for SwiGLU must be finite and greater than
 // zero", "... is only supported with MoE" and "glu_linear_offset must be
-// zero when activation_func_clamp_value is set for SwiGLU".
-// core_transformer_config_from_args (argument_utils.py) passes
-// bias_swiglu_fusion as bias_activation_fusion with --swiglu and
-// bias_gelu_fusion otherwise, which validate_args turns off without linear
-// biases. Only the gated MLPs read either value (mlp.py, moe/experts.py:
+// zero when activation_func_clamp_value is set for SwiGLU"
+// (bias_activation_fusion: biasActivationFusion). Only the gated MLPs read either value (mlp.py, moe/experts.py:
 // glu and the fused weighted GLU kernels); an ungated activation keeps
 // neither, which Megatron accepts.
 func (c *checker) gluOptions() {
-	m, k := c.s.Model, c.s.Kernels
+	m := c.s.Model
 	const offPath, clampPath = "model.glu_linear_offset", "model.activation_func_clamp_value"
-	fusion, fusionPath := k.BiasGeluFusion && m.Bias, "kernels.bias_gelu_fusion"
-	if m.Activation == "swiglu" {
-		fusion, fusionPath = k.BiasSwigluFusion, "kernels.bias_swiglu_fusion"
-	}
+	fusion, fusionPath := c.biasActivationFusion()
 	if m.GLULinearOffset != 0 && fusion && m.Activation != "quick_geglu" {
 		c.report("glu-options", offPath, c.anyOf("glu-options", offPath,
 			setOpt(setting{offPath, 0.0}), setOpt(setting{fusionPath, false})),

@@ -167,7 +167,8 @@ func (c *checker) kernels() {
 			opt("set kernels.apply_rope_fusion: false", setting{"kernels.apply_rope_fusion", false}), opt(`set model.rope_type "yarn"`, setting{"model.rope_type", "yarn"})),
 			"RoPE fusion with multi-latent attention only works with YaRN RoPE, but model.rope_type is \"rope\"")
 	}
-	if s.Model.Activation == "squared_relu" && s.Model.Bias && k.BiasGeluFusion {
+	fusion, _ := c.biasActivationFusion()
+	if s.Model.Activation == "squared_relu" && fusion {
 		// Rule S16: argument_utils.py core_transformer_config_from_args at
 		// d98e8a64 passes bias_gelu_fusion as bias_activation_fusion for every
 		// activation but swiglu (validate_args turns it off only without
@@ -178,7 +179,7 @@ func (c *checker) kernels() {
 			setOpt(setting{"kernels.bias_gelu_fusion", false}), setOpt(setting{"model.bias", false})),
 			"the squared_relu activation with linear biases cannot use the fused bias-activation kernel (kernels.bias_gelu_fusion, on by default): Megatron fuses only gelu, swiglu and quick_geglu")
 	}
-	if s.Model.Activation == "quick_geglu" && s.Model.Bias && k.BiasGeluFusion && c.denseMLP() {
+	if dense := c.denseMLP(); s.Model.Activation == "quick_geglu" && fusion && dense != "" {
 		// MLP.forward (megatron/core/transformer/mlp.py at d98e8a64) fuses
 		// quick_geglu with its bias only where the routed experts pass their
 		// routing weights (per_token_scale); a dense layer's MLP raises
@@ -187,9 +188,9 @@ func (c *checker) kernels() {
 		// with linear biases).
 		c.report("bias-activation-fusion", "model.activation", c.anyOf("bias-activation-fusion", "model.activation",
 			setOpt(setting{"kernels.bias_gelu_fusion", false}), setOpt(setting{"model.bias", false})),
-			"the quick_geglu activation's %s cannot use the fused bias-activation kernel (kernels.bias_gelu_fusion, on by default): Megatron's MLP fuses only gelu and swiglu there and stops at the first forward", c.denseMLPText())
+			"the quick_geglu activation's %s cannot use the fused bias-activation kernel (kernels.bias_gelu_fusion, on by default): Megatron's MLP fuses only gelu and swiglu there and stops at the first forward", dense)
 	}
-	if s.Model.Activation == "gelu" && s.Model.Bias && k.BiasGeluFusion && s.Model.MoE != nil {
+	if s.Model.Activation == "gelu" && fusion && s.Model.MoE != nil {
 		// The routed experts fuse the bias and activation only for swiglu
 		// and quick_geglu: TEGroupedMLP's bias_act_func raises "Only support
 		// fusion of swiglu and quick_gelu in TEGroupedMLP", and
@@ -387,14 +388,23 @@ func (c *checker) determinism() {
 	}
 }
 
-// denseMLP reports whether a decoder layer runs Megatron's plain MLP with
-// the model's linear biases: a dense model or an MoE's dense layers
-// (moe.dense_layers, moe.layer_freq). Shared experts run it too, but take
-// no biases (moe-shared-expert-bias).
-func (c *checker) denseMLP() bool { return c.denseMLPText() != "" }
+// biasActivationFusion is Megatron's bias_activation_fusion and the kernels
+// field that gives it: core_transformer_config_from_args (argument_utils.py
+// at d98e8a64) passes bias_swiglu_fusion with --swiglu and bias_gelu_fusion
+// otherwise, which validate_args turns off without linear biases.
+func (c *checker) biasActivationFusion() (on bool, field string) {
+	m, k := c.s.Model, c.s.Kernels
+	if m.Activation == "swiglu" {
+		return k.BiasSwigluFusion, "kernels.bias_swiglu_fusion"
+	}
+	return k.BiasGeluFusion && m.Bias, "kernels.bias_gelu_fusion"
+}
 
-// denseMLPText names the plain MLPs denseMLP finds, "" when there are none.
-func (c *checker) denseMLPText() string {
+// denseMLP names the decoder layers that run Megatron's plain MLP with the
+// model's linear biases, "" when none do: a dense model's, or an MoE's dense
+// layers (moe.dense_layers, moe.layer_freq). Shared experts run it too, but
+// take no biases (moe-shared-expert-bias).
+func (c *checker) denseMLP() string {
 	switch {
 	case c.s.Model.MoE == nil:
 		return "MLP"
