@@ -17,7 +17,7 @@ var measuredAccuracy = []Accuracy{
 	{Model: "MoE, more than 16 experts, over 150B parameters", GPU: "GB300", Runs: 24, MedianError: -0.182, P10Error: -0.233, P90Error: -0.126, LowestError: -0.31, HighestError: -0.108},
 	{Model: "MoE, more than 16 experts, over 150B parameters", GPU: "H100", Runs: 18, MedianError: -0.057, P10Error: -0.244, P90Error: 0.05, LowestError: -0.28, HighestError: 0.067},
 	{Model: "MoE, up to 16 experts", GPU: "B200", Runs: 2, MedianError: 0.107, P10Error: 0.078, P90Error: 0.136, LowestError: 0.078, HighestError: 0.136},
-	{Model: "MoE, up to 16 experts", GPU: "GB200", Runs: 2, MedianError: 0.127, P10Error: 0.109, P90Error: 0.145, LowestError: 0.109, HighestError: 0.145},
+	{Model: "MoE, up to 16 experts", GPU: "GB200", Runs: 3, MedianError: 0.109, P10Error: 0.108, P90Error: 0.145, LowestError: 0.108, HighestError: 0.145},
 	{Model: "MoE, up to 16 experts", GPU: "H100", Runs: 3, MedianError: -0.033, P10Error: -0.06, P90Error: 0.116, LowestError: -0.06, HighestError: 0.116},
 	{Model: "dense", GPU: "A100", Runs: 22, MedianError: -0.095, P10Error: -0.173, P90Error: 0.075, LowestError: -0.175, HighestError: 0.12},
 	{Model: "dense", GPU: "B200", Runs: 14, MedianError: -0.043, P10Error: -0.091, P90Error: 0.034, LowestError: -0.155, HighestError: 0.048},
