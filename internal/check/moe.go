@@ -115,15 +115,17 @@ func (c *checker) moe() {
 			setOpt(setting{"model.bias", false}).note("Megatron --disable-bias-linear")),
 			"the shared experts (shared_ffn_hidden=%d) take no linear biases, and model.bias is on: Megatron stops when it builds the layer", sh)
 	}
-	if k := c.s.Kernels; c.s.Model.Bias && k.BiasDropoutFusion && e.GroupedGEMM && k.TransformerImpl != "local" {
+	if spec.TEGroupedBiasedExperts(c.s) && spec.BiasDropoutFusionOn(c.s) {
 		// TEGroupedMLP.__init__ (moe/experts.py:205 at d98e8a64) asserts
 		// not (add_bias_linear and bias_dropout_fusion): "bias_dropout_fusion
 		// is not supported in TEGroupedMLP when add_bias_linear=True", when
 		// the model is built (Megatron-Bridge's gpt_oss_bridge.py turns the
-		// fusion off for GPT-OSS's biased experts).
-		c.report("moe-bias-dropout-fusion", "model.moe.grouped_gemm", c.anyOf("moe-bias-dropout-fusion", "model.moe.grouped_gemm",
+		// fusion off for GPT-OSS's biased experts). Left out, the fusion is
+		// off here (spec.DefaultBiasDropoutFusion): only a spec that turns it
+		// on gets here.
+		c.report("moe-bias-dropout-fusion", "kernels.bias_dropout_fusion", c.anyOf("moe-bias-dropout-fusion", "kernels.bias_dropout_fusion",
 			setOpt(setting{"kernels.bias_dropout_fusion", false}), setOpt(setting{"model.bias", false})),
-			"the grouped-GEMM experts (Transformer Engine's TEGroupedMLP) take linear biases only without the fused bias-dropout-add (kernels.bias_dropout_fusion, on by default): Megatron stops when it builds the layer")
+			"the grouped-GEMM experts (Transformer Engine's TEGroupedMLP) take linear biases only without the fused bias-dropout-add, and kernels.bias_dropout_fusion is true: Megatron stops when it builds the layer")
 	}
 	if cc := c.s.Cluster.GPU.ComputeCapability; e.GroupedGEMM && cc > 0 && cc < 8 {
 		c.report("moe-grouped-gemm-gpu", "model.moe.grouped_gemm", c.options("moe-grouped-gemm-gpu", "model.moe.grouped_gemm", "set model.moe.grouped_gemm: false",

@@ -186,9 +186,10 @@ func (c *checker) kernels() {
 		// "Only support fusion of gelu and swiglu" on the first forward
 		// (bias_activation_fusion is bias_gelu_fusion without --swiglu, kept
 		// with linear biases).
-		c.report("bias-activation-fusion", "model.activation", c.anyOf("bias-activation-fusion", "model.activation",
+		// Left out, the fusion is off here (spec.DefaultBiasGeluFusion).
+		c.report("bias-activation-fusion", "kernels.bias_gelu_fusion", c.anyOf("bias-activation-fusion", "kernels.bias_gelu_fusion",
 			setOpt(setting{"kernels.bias_gelu_fusion", false}), setOpt(setting{"model.bias", false})),
-			"the quick_geglu activation's %s cannot use the fused bias-activation kernel (kernels.bias_gelu_fusion, on by default): Megatron's MLP fuses only gelu and swiglu there and stops at the first forward", dense)
+			"the quick_geglu activation's %s cannot use the fused bias-activation kernel with linear biases, and kernels.bias_gelu_fusion is true: Megatron's MLP fuses only gelu and swiglu there and stops at the first forward", dense)
 	}
 	if s.Model.Activation == "gelu" && fusion && s.Model.MoE != nil {
 		// The routed experts fuse the bias and activation only for swiglu
@@ -198,10 +199,11 @@ func (c *checker) kernels() {
 		// MLP.forward, "Only support fusion of swiglu and quick_gelu with
 		// per_token_scale in MLP" (moe/experts.py, mlp.py at d98e8a64), on
 		// the first forward. Every MoE configuration of Megatron-LM's
-		// examples and functional tests disables the linear biases.
-		c.report("bias-activation-fusion", "model.moe", c.anyOf("bias-activation-fusion", "model.moe",
-			setOpt(setting{"model.bias", false}), setOpt(setting{"kernels.bias_gelu_fusion", false}), setOpt(setting{"model.activation", "swiglu"})),
-			"the routed experts cannot use the fused bias-activation kernel (kernels.bias_gelu_fusion, on by default, with linear biases) with the gelu activation: Megatron's experts fuse only swiglu and quick_geglu and stop at the first forward")
+		// examples and functional tests disables the linear biases. Left
+		// out, the fusion is off here (spec.DefaultBiasGeluFusion).
+		c.report("bias-activation-fusion", "kernels.bias_gelu_fusion", c.anyOf("bias-activation-fusion", "kernels.bias_gelu_fusion",
+			setOpt(setting{"kernels.bias_gelu_fusion", false}), setOpt(setting{"model.bias", false}), setOpt(setting{"model.activation", "swiglu"})),
+			"the routed experts cannot use the fused bias-activation kernel with linear biases and the gelu activation, and kernels.bias_gelu_fusion is true: Megatron's experts fuse only swiglu and quick_geglu and stop at the first forward")
 	}
 	if len(k.CUDAGraphScope) > 0 && len(k.CUDAGraphModules) > 0 {
 		c.report("kernel-options", "kernels.cuda_graph_scope", "give the modules once, in kernels.cuda_graph_modules: "+
@@ -397,7 +399,7 @@ func (c *checker) biasActivationFusion() (on bool, field string) {
 	if m.Activation == "swiglu" {
 		return k.BiasSwigluFusion, "kernels.bias_swiglu_fusion"
 	}
-	return k.BiasGeluFusion && m.Bias, "kernels.bias_gelu_fusion"
+	return spec.BiasGeluFusionOn(c.s) && m.Bias, "kernels.bias_gelu_fusion"
 }
 
 // denseMLP names the decoder layers that run Megatron's plain MLP with the
@@ -408,7 +410,7 @@ func (c *checker) denseMLP() string {
 	switch {
 	case c.s.Model.MoE == nil:
 		return "MLP"
-	case slices.Contains(c.d.MoELayers, false):
+	case c.s.Model.HasDenseMLP():
 		return "dense layers"
 	}
 	return ""

@@ -106,9 +106,28 @@ func Derive(s *Spec) Derived {
 func MoELayerPattern(layers, freq, dense int) []bool {
 	out := make([]bool, layers)
 	for i := range out {
-		out[i] = i >= dense && freq > 0 && i%freq == 0
+		out[i] = moeLayer(i, freq, dense)
 	}
 	return out
+}
+
+// moeLayer reports whether decoder layer i is MoE under moe.layer_freq and
+// moe.dense_layers (Megatron's --moe-layer-freq after the first dense ones).
+func moeLayer(i, freq, dense int) bool { return i >= dense && freq > 0 && i%freq == 0 }
+
+// HasDenseMLP reports whether a decoder layer runs Megatron's plain MLP: every
+// layer of a dense model, an MoE model's dense layers (moe.dense_layers,
+// moe.layer_freq). Shared experts are not counted.
+func (m *Model) HasDenseMLP() bool {
+	if m.MoE == nil {
+		return true
+	}
+	for i := range m.Layers {
+		if !moeLayer(i, m.MoE.LayerFreq, m.MoE.DenseLayers) {
+			return true
+		}
+	}
+	return false
 }
 
 // StageLayers splits the decoder layers over pipeline ranks and virtual stages

@@ -415,18 +415,18 @@ type Tokenizer struct {
 // Kernels are the fused kernels, attention backend and CUDA graphs
 // (speed, not what is computed).
 type Kernels struct {
-	AttentionBackend           string `json:"attention_backend"`            // --attention-backend
-	TransformerImpl            string `json:"transformer_impl"`             // --transformer-impl
-	MaskedSoftmaxFusion        bool   `json:"masked_softmax_fusion"`        // --no-masked-softmax-fusion when false
-	GradientAccumulationFusion bool   `json:"gradient_accumulation_fusion"` // --no-gradient-accumulation-fusion when false
-	BiasGeluFusion             bool   `json:"bias_gelu_fusion"`             // --no-bias-gelu-fusion when false
-	BiasSwigluFusion           bool   `json:"bias_swiglu_fusion"`           // --no-bias-swiglu-fusion when false
-	BiasDropoutFusion          bool   `json:"bias_dropout_fusion"`          // --no-bias-dropout-fusion when false
-	ApplyRopeFusion            bool   `json:"apply_rope_fusion"`            // --no-rope-fusion when false
-	CrossEntropyLossFusion     bool   `json:"cross_entropy_loss_fusion"`    // --cross-entropy-loss-fusion
-	CrossEntropyFusionImpl     string `json:"cross_entropy_fusion_impl"`    // --cross-entropy-fusion-impl
-	MoEPermuteFusion           bool   `json:"moe_permute_fusion"`           // --moe-permute-fusion
-	MoERouterFusion            bool   `json:"moe_router_fusion"`            // --moe-router-fusion
+	AttentionBackend           string `json:"attention_backend"`             // --attention-backend
+	TransformerImpl            string `json:"transformer_impl"`              // --transformer-impl
+	MaskedSoftmaxFusion        bool   `json:"masked_softmax_fusion"`         // --no-masked-softmax-fusion when false
+	GradientAccumulationFusion bool   `json:"gradient_accumulation_fusion"`  // --no-gradient-accumulation-fusion when false
+	BiasGeluFusion             *bool  `json:"bias_gelu_fusion,omitempty"`    // --no-bias-gelu-fusion when false; nil: BiasGeluFusionOn's default
+	BiasSwigluFusion           bool   `json:"bias_swiglu_fusion"`            // --no-bias-swiglu-fusion when false
+	BiasDropoutFusion          *bool  `json:"bias_dropout_fusion,omitempty"` // --no-bias-dropout-fusion when false; nil: BiasDropoutFusionOn's default
+	ApplyRopeFusion            bool   `json:"apply_rope_fusion"`             // --no-rope-fusion when false
+	CrossEntropyLossFusion     bool   `json:"cross_entropy_loss_fusion"`     // --cross-entropy-loss-fusion
+	CrossEntropyFusionImpl     string `json:"cross_entropy_fusion_impl"`     // --cross-entropy-fusion-impl
+	MoEPermuteFusion           bool   `json:"moe_permute_fusion"`            // --moe-permute-fusion
+	MoERouterFusion            bool   `json:"moe_router_fusion"`             // --moe-router-fusion
 	// DisableParameterTransposeCache: TransformerConfig's field, no Megatron-LM flag.
 	DisableParameterTransposeCache bool `json:"disable_parameter_transpose_cache"`
 	// UseTransformerEngineOpFuser: --use-transformer-engine-op-fuser.

@@ -50,6 +50,12 @@ func TestDefaultDifferences(t *testing.T) {
 // TestDerivedDefault: the defaults that depend on other fields come from
 // their one definition (the schema's expression, spec.Derive), evaluated on
 // the imported values; a value they need but do not have gives no default.
+// experts is the imported values of a 4-layer MoE model.
+func experts(bias bool, activation string, grouped bool, freq, dense int64) map[string]any {
+	return map[string]any{"model.bias": bias, "model.activation": activation, "model.layers": int64(4), "model.moe.experts": int64(8),
+		"model.moe.grouped_gemm": grouped, "model.moe.layer_freq": freq, "model.moe.dense_layers": dense}
+}
+
 func TestDerivedDefault(t *testing.T) {
 	for _, c := range []struct {
 		path string
@@ -77,6 +83,17 @@ func TestDerivedDefault(t *testing.T) {
 		{"parallel.etp", map[string]any{}, int64(1)},
 		{"parallel.tp_comm_overlap", map[string]any{"parallel.tp": int64(4)}, true},
 		{"parallel.tp_comm_overlap", map[string]any{"parallel.tp": int64(4), "parallel.sp": false}, false},
+		// GPT-OSS-like experts: grouped GEMM with linear biases.
+		{"kernels.bias_dropout_fusion", experts(true, "swiglu", true, 1, 0), false},
+		{"kernels.bias_dropout_fusion", experts(true, "swiglu", false, 1, 0), true},
+		{"kernels.bias_dropout_fusion", experts(false, "swiglu", true, 1, 0), true},
+		{"kernels.bias_dropout_fusion", map[string]any{"model.bias": true, "model.activation": "gelu", "model.layers": int64(4)}, true},
+		{"kernels.bias_dropout_fusion", map[string]any{"model.activation": "gelu", "model.layers": int64(4)}, nil},
+		{"kernels.bias_gelu_fusion", map[string]any{"model.bias": true, "model.activation": "gelu", "model.layers": int64(4)}, true},
+		{"kernels.bias_gelu_fusion", experts(true, "gelu", false, 2, 0), false},
+		{"kernels.bias_gelu_fusion", experts(true, "quick_geglu", true, 1, 0), true},
+		{"kernels.bias_gelu_fusion", experts(true, "quick_geglu", true, 1, 1), false},
+		{"kernels.bias_gelu_fusion", map[string]any{"model.bias": true, "model.activation": "squared_relu", "model.layers": int64(4)}, true},
 	} {
 		got, ok := derivedDefault(c.path, c.vals)
 		if c.want == nil {

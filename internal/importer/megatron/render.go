@@ -59,9 +59,9 @@ func (n *node) set(p string, v any, comment string) {
 // Megatron derives when the arguments leave them out (ffn_hidden,
 // kv_channels, query_groups, the expert size, max_position_embeddings,
 // etp), the schema's own expressions for overlap_param_gather and
-// grad_reduce_in_bf16, and
-// spec.DefaultTPCommOverlap for tp_comm_overlap. ok is false when the
-// values it depends on are not known.
+// grad_reduce_in_bf16, spec.DefaultTPCommOverlap for tp_comm_overlap, and
+// fusionDefault for the bias-dropout and bias-activation fusions. ok is false
+// when the values it depends on are not known.
 func derivedDefault(p string, vals map[string]any) (any, bool) {
 	get := func(k string) (int, bool) {
 		v, ok := asInt(vals[k])
@@ -69,6 +69,9 @@ func derivedDefault(p string, vals map[string]any) (any, bool) {
 	}
 	if p == "train.overlap_param_gather" || p == "train.grad_reduce_in_bf16" {
 		return theSchema().defaultGiven(p, vals)
+	}
+	if p == "kernels.bias_dropout_fusion" || p == "kernels.bias_gelu_fusion" {
+		return fusionDefault(p, vals)
 	}
 	// The imported values as a spec, for spec.DefaultTPCommOverlap and
 	// spec.Derive; each default needs its inputs.
@@ -117,6 +120,54 @@ func derivedDefault(p string, vals map[string]any) (any, bool) {
 		return int64(d.ETP), true
 	}
 	return nil, false
+}
+
+// fusionDefault is spec.DefaultBiasDropoutFusion or spec.DefaultBiasGeluFusion
+// for the imported model: its linear biases, activation, layers and, with
+// experts, how they run and which layers are MoE. ok is false when one of
+// them is not known (the field is then written as the input has it).
+func fusionDefault(p string, vals map[string]any) (any, bool) {
+	var s spec.Spec
+	m := &s.Model
+	var ok bool
+	if m.Bias, ok = vals["model.bias"].(bool); !ok {
+		return nil, false
+	}
+	if m.Activation, ok = vals["model.activation"].(string); !ok {
+		return nil, false
+	}
+	layers, ok := asInt(vals["model.layers"])
+	if !ok {
+		return nil, false
+	}
+	m.Layers = int(layers)
+	s.Kernels.TransformerImpl, _ = vals["kernels.transformer_impl"].(string)
+	if _, moe := vals["model.moe.experts"]; moe {
+		// layer_freq and dense_layers left out: the schema's 1 and 0.
+		e := &spec.MoE{LayerFreq: 1}
+		if v, set := vals["model.moe.layer_freq"]; set {
+			freq, ok := asInt(v)
+			if !ok {
+				return nil, false
+			}
+			e.LayerFreq = int(freq)
+		}
+		if v, set := vals["model.moe.dense_layers"]; set {
+			dense, ok := asInt(v)
+			if !ok {
+				return nil, false
+			}
+			e.DenseLayers = int(dense)
+		}
+		if e.GroupedGEMM, ok = vals["model.moe.grouped_gemm"].(bool); !ok {
+			return nil, false
+		}
+		m.MoE = e
+	}
+	if p == "kernels.bias_dropout_fusion" {
+		return spec.DefaultBiasDropoutFusion(&s), true
+	}
+	return spec.DefaultBiasGeluFusion(&s), true
 }
 
 // render writes the spec.

@@ -446,7 +446,7 @@ func virtualStages(v map[string]any) (int64, bool) {
 }
 
 // derivedInGo are the optional fields whose default the loader derives from
-// other fields in Go (spec.DefaultTPCommOverlap), not in the schema: an
-// input that leaves one out still gets Megatron's value written when
-// derivedDefault differs from it.
-var derivedInGo = map[string]bool{"parallel.tp_comm_overlap": true}
+// other fields in Go (spec.DefaultTPCommOverlap, spec.DefaultBiasDropoutFusion,
+// spec.DefaultBiasGeluFusion), not in the schema: an input that leaves one
+// out still gets Megatron's value written when derivedDefault differs from it.
+var derivedInGo = map[string]bool{"parallel.tp_comm_overlap": true, "kernels.bias_dropout_fusion": true, "kernels.bias_gelu_fusion": true}

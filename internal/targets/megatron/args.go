@@ -662,9 +662,9 @@ func (e *emitter) kernels() {
 	}{
 		{k.MaskedSoftmaxFusion, "--no-masked-softmax-fusion"},
 		{k.GradientAccumulationFusion, "--no-gradient-accumulation-fusion"},
-		{k.BiasGeluFusion, "--no-bias-gelu-fusion"},
+		{spec.BiasGeluFusionOn(e.s), "--no-bias-gelu-fusion"},
 		{k.BiasSwigluFusion, "--no-bias-swiglu-fusion"},
-		{k.BiasDropoutFusion, "--no-bias-dropout-fusion"},
+		{spec.BiasDropoutFusionOn(e.s), "--no-bias-dropout-fusion"},
 		{k.ApplyRopeFusion, "--no-rope-fusion"},
 	} {
 		if !f.on {

@@ -68,6 +68,10 @@ var DefaultDifferences = []DefaultDifference{
 		"All-to-all token dispatch, which Megatron's MoE examples and recipes use with expert parallelism; Megatron's default is allgather."},
 	{"model.moe.grouped_gemm", "--moe-grouped-gemm", "moe_grouped_gemm", true,
 		"Grouped GEMM for the local experts (same results, faster), as Megatron's MoE examples use; Megatron's default is off."},
+	{"kernels.bias_dropout_fusion", "--no-bias-dropout-fusion", "bias_dropout_fusion", false,
+		"Off only where the routed experts are Transformer Engine's grouped MLP (model.moe.grouped_gemm, parc's default) with linear biases, which refuses the fused bias-dropout-add when Megatron builds it (TEGroupedMLP.__init__, moe/experts.py at d98e8a64), as Megatron-Bridge's GPT-OSS provider sets it; on elsewhere, Megatron's default. Set true, such a plan is rejected (moe-bias-dropout-fusion)."},
+	{"kernels.bias_gelu_fusion", "--no-bias-gelu-fusion", "bias_gelu_fusion", false,
+		"Off only where Megatron's fused bias-activation cannot run the MLP with linear biases and stops at the first forward: gelu in the routed experts, quick_geglu in a dense layer's MLP (moe/experts.py, mlp.py at d98e8a64); on elsewhere, Megatron's default. Set true, such a plan is rejected (bias-activation-fusion)."},
 	{"model.moe.aux_loss_coeff", "--moe-aux-loss-coeff", "moe_aux_loss_coeff", []any{1e-2},
 		"1e-2, the load-balancing loss weight of Switch Transformer and Mixtral; Megatron's default 0 makes the aux_loss balancing a no-op."},
 }

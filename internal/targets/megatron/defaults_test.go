@@ -20,6 +20,11 @@ var defaultPlans = map[string]string{
 parallel: tp: 2`,
 	"moe": `model: {layers: 8, hidden: 256, heads: 8, vocab: 4096, bias: false, moe: experts: 8}
 parallel: {tp: 2, ep: 2}`,
+	// Experts with linear biases and the gelu activation: both fusions'
+	// defaults follow the model (spec.DefaultBiasDropoutFusion,
+	// spec.DefaultBiasGeluFusion).
+	"moe-bias": `model: {layers: 8, hidden: 256, heads: 8, vocab: 4096, moe: experts: 8}
+parallel: {tp: 2, ep: 2, etp: 1}`,
 	"checkpoint": `model: {layers: 8, hidden: 256, heads: 8, vocab: 4096}
 checkpoint: save: "/ckpt"`,
 	// Fields whose default follows another field's value: the parameter
