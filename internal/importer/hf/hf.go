@@ -1,7 +1,8 @@
 // Package hf imports the model section of a spec from a Hugging Face
-// config.json (parc import hf): Llama, Qwen2/Qwen3 (dense and MoE), Mixtral,
-// DeepSeek-V3 and GPT-OSS, as far as the schema can express them. Keys that
-// change the model and have no spec field are named in a warning.
+// config.json (parc import hf): Llama (3 and 4), Qwen2/Qwen3 (dense and MoE),
+// Mixtral, DeepSeek-V3 and GPT-OSS, as far as the schema can express them;
+// of a multimodal model, its language model (text_config). Keys that change
+// the model and have no spec field are named in a warning.
 package hf
 
 import (
@@ -46,6 +47,30 @@ func Import(src []byte, file string) Result {
 		r.Diags.Errorf(pos, "", "import-hf-json", "give the model's config.json", "%s is not a JSON object: %v", file, err)
 		return r
 	}
+	arch := ""
+	if a, ok := c["architectures"].([]any); ok && len(a) > 0 {
+		arch, _ = a[0].(string)
+	}
+	// A multimodal model (Llama 4, Gemma 3, Mistral 3, Qwen2.5-VL's later
+	// configs) nests its language model in text_config beside its other
+	// encoders: parc plans the language model; the encoders are named.
+	if tc, ok := c["text_config"].(map[string]any); ok && c["num_hidden_layers"] == nil && tc["num_hidden_layers"] != nil {
+		var others []string
+		for _, k := range slices.Sorted(maps.Keys(c)) {
+			if strings.HasSuffix(k, "_config") && k != "text_config" && c[k] != nil {
+				others = append(others, k)
+			}
+		}
+		if len(others) > 0 {
+			r.Diags.Warnf(pos, "model", "import-hf-unexpressed", "plan the other encoders with their own tools",
+				"%s describes a multimodal model: the spec is its language model (text_config), without what %s describes (parc plans a decoder transformer)",
+				file, strings.Join(others, " and "))
+		}
+		if t, ok := c["tie_word_embeddings"]; ok && tc["tie_word_embeddings"] == nil {
+			tc["tie_word_embeddings"] = t // Llama4Config keeps it outside text_config
+		}
+		c = tc
+	}
 	get := func(k string) (any, bool) { v, ok := c[k]; return v, ok && v != nil }
 	num := func(k string) (json.Number, bool) {
 		v, ok := get(k)
@@ -75,10 +100,6 @@ func Import(src []byte, file string) Result {
 			f, _ := n.Float64()
 			put(path, key, f)
 		}
-	}
-	arch := ""
-	if a, ok := c["architectures"].([]any); ok && len(a) > 0 {
-		arch, _ = a[0].(string)
 	}
 	mt, _ := c["model_type"].(string)
 	used["architectures"], used["model_type"] = true, true
@@ -212,8 +233,32 @@ func Import(src []byte, file string) Result {
 		for _, k := range []string{"num_experts_per_tok", "experts_per_token"} {
 			putInt("model.moe.topk", k)
 		}
-		if !putInt("model.moe.ffn_hidden", "moe_intermediate_size") && (mt == "mixtral" || mt == "gpt_oss") {
+		if !putInt("model.moe.ffn_hidden", "moe_intermediate_size") && (mt == "mixtral" || mt == "gpt_oss" || mt == "llama4_text") {
 			putInt("model.moe.ffn_hidden", "intermediate_size")
+		}
+		if mt == "llama4_text" {
+			// Llama4TextMoe (transformers): one shared expert of the routed
+			// experts' size beside them, and the router's top-k logits
+			// through a sigmoid; Llama4TextMLP of the dense layers takes
+			// intermediate_size_mlp. NeMo's Llama4Config: moe_ffn_hidden_size
+			// and moe_shared_expert_intermediate_size 8192, ffn_hidden_size
+			// 16384, moe_router_score_function "sigmoid".
+			putInt("model.moe.shared_ffn_hidden", "intermediate_size")
+			putInt("model.ffn_hidden", "intermediate_size_mlp")
+			put("model.moe.score_function", "model_type", "sigmoid")
+			// Its router weight scales the expert's input, not its output
+			// (Megatron's --moe-apply-probs-on-input, which NeMo's
+			// Llama4Config sets): no spec field.
+			r.Diags.Warnf(pos, "model.moe", "import-hf-unexpressed", "check the routing against the model",
+				"Llama 4 applies the router weight to the expert's input (Megatron's --moe-apply-probs-on-input), which the spec cannot say: Megatron's default scales the expert's output")
+			if n, ok := num("interleave_moe_layer_step"); ok && n.String() != "1" {
+				// Llama4TextConfig: moe_layers k-1, 2k-1, … (NeMo's
+				// Maverick: moe_layer_freq [0, 1]*24), which no layer_freq
+				// (layers 0, k, 2k, …) reproduces.
+				r.Diags.Warnf(pos, "model.moe", "import-hf-unexpressed", "check which layers are MoE against the model",
+					"interleave_moe_layer_step %s puts the experts on layers %s-1, 2·%s-1, …; model.moe.layer_freq (Megatron's --moe-layer-freq) counts from layer 0: the spec makes every layer MoE", n, n, n)
+			}
+			used["interleave_moe_layer_step"], used["moe_layers"] = true, true
 		}
 		if n, ok := num("n_shared_experts"); ok {
 			s, _ := n.Int64()
@@ -316,9 +361,33 @@ func Import(src []byte, file string) Result {
 		}
 	}
 
+	if mt == "llama4_text" {
+		// Llama4TextAttention: no RoPE on the layers no_rope_layers marks 0
+		// (every fourth, nope_layer_interval; Megatron's --no-rope-freq),
+		// where attn_temperature_tuning scales the queries by position; an
+		// L2 norm of each head's query and key on the RoPE layers
+		// (use_qk_norm; Megatron's --qk-l2-norm); attention in chunks of
+		// attention_chunk_size on the RoPE layers (no Megatron option).
+		if l, _ := c["no_rope_layers"].([]any); len(l) > 0 && slices.ContainsFunc(l, func(v any) bool { n, _ := v.(json.Number); return n.String() == "0" }) {
+			r.Diags.Warnf(pos, "model", "import-hf-unexpressed", "check the spec against the model's architecture",
+				"config.json's no_rope_layers leave RoPE out of some layers (Megatron's --no-rope-freq), which the spec cannot say: every layer of the spec rotates")
+		}
+		used["no_rope_layers"] = true
+		if b, _ := c["use_qk_norm"].(bool); b {
+			r.Diags.Warnf(pos, "model", "import-hf-unexpressed", "check the spec against the model's architecture",
+				"config.json's use_qk_norm (an L2 norm of each head's query and key, Megatron's --qk-l2-norm) has no spec field")
+		}
+		used["use_qk_norm"] = true
+		if n, ok := num("attention_chunk_size"); ok {
+			r.Diags.Warnf(pos, "model", "import-hf-unexpressed", "keep train.seq_length at most the chunk, where chunked attention is causal attention",
+				"config.json's attention_chunk_size %s (attention within chunks of that many tokens on the RoPE layers) has no spec field: the spec attends causally over the whole sequence, the same for sequences of at most %s tokens", n, n)
+		}
+		used["attention_chunk_size"] = true
+	}
+
 	// What changes the model and has no field.
 	for _, k := range []string{"sliding_window", "use_sliding_window", "layer_types", "attention_sinks",
-		"mlp_only_layers", "partial_rotary_factor", "attn_logit_softcapping", "final_logit_softcapping"} {
+		"mlp_only_layers", "partial_rotary_factor", "attn_logit_softcapping", "final_logit_softcapping", "attn_temperature_tuning"} {
 		v, ok := get(k)
 		if !ok || used[k] {
 			continue

@@ -310,17 +310,26 @@ func TestSquaredReLU(t *testing.T) {
 // every second layer, the GLU's offset 1 and its clamp at swiglu_limit),
 // with a warning for what Megatron-LM has no flag for: YaRN's unrounded
 // correction range.
-func TestGPTOSS(t *testing.T) {
-	ctx := cuecontext.New()
-	src, err := os.ReadFile("testdata/gpt_oss_120b.json")
+// importWarned imports testdata/name, which must import without errors and
+// with import-hf-unexpressed warnings only: its source, the result and the
+// warnings' messages.
+func importWarned(t *testing.T, name string) ([]byte, Result, []string) {
+	t.Helper()
+	src, err := os.ReadFile("testdata/" + name)
 	require.NoError(t, err)
-	res := Import(src, "gpt_oss_120b.json")
+	res := Import(src, name)
 	require.False(t, res.Diags.HasErrors(), "%v", res.Diags)
 	var msgs []string
 	for _, d := range res.Diags {
 		require.Equal(t, "import-hf-unexpressed", d.Code)
 		msgs = append(msgs, d.Message)
 	}
+	return src, res, msgs
+}
+
+func TestGPTOSS(t *testing.T) {
+	ctx := cuecontext.New()
+	src, res, msgs := importWarned(t, "gpt_oss_120b.json")
 	require.Len(t, msgs, 1, "%v", msgs)
 	require.Contains(t, msgs[0], "truncate false")
 	b, err := stdlib.FS.ReadFile("models/gpt_oss.cue")
@@ -372,4 +381,49 @@ func TestHybridNotImported(t *testing.T) {
 	b, err := os.ReadFile("testdata/gpt_oss_20b.json")
 	require.NoError(t, err)
 	require.False(t, Import(b, "config.json").Diags.HasErrors())
+}
+
+// TestLlama4: a multimodal config.json (Llama4ForConditionalGeneration) is
+// planned by its language model, text_config, with the vision encoder named
+// in a warning; Llama 4's MoE maps as NeMo's Llama4Config has it (routed and
+// shared experts of intermediate_size, dense MLP of intermediate_size_mlp,
+// sigmoid router), and what the spec cannot say is named.
+func TestLlama4(t *testing.T) {
+	src, res, msgs := importWarned(t, "llama4_scout.json")
+	all := strings.Join(msgs, "\n")
+	for _, want := range []string{"vision_config", "--moe-apply-probs-on-input", "no_rope_layers", "use_qk_norm", "attention_chunk_size 8192", "attn_temperature_tuning"} {
+		assert.Contains(t, all, want)
+	}
+	require.Len(t, msgs, 6, all)
+	m := decode(t, cuecontext.New().CompileBytes(res.Spec).LookupPath(cue.ParsePath("model")))
+	assert.Equal(t, 48, m.Layers)
+	assert.Equal(t, 5120, m.Hidden)
+	assert.Equal(t, 40, m.Heads)
+	require.NotNil(t, m.FFNHidden)
+	assert.Equal(t, 16384, *m.FFNHidden)
+	require.NotNil(t, m.QueryGroups)
+	assert.Equal(t, 8, *m.QueryGroups)
+	assert.Equal(t, 202048, m.Vocab)
+	assert.False(t, m.TieEmbeddings)
+	assert.False(t, m.Bias)
+	assert.Equal(t, "swiglu", m.Activation)
+	require.NotNil(t, m.MoE)
+	assert.Equal(t, 16, m.MoE.Experts)
+	assert.Equal(t, 1, m.MoE.TopK)
+	require.NotNil(t, m.MoE.FFNHidden)
+	assert.Equal(t, 8192, *m.MoE.FFNHidden)
+	assert.Equal(t, 8192, m.MoE.SharedFFNHidden)
+	assert.Equal(t, "sigmoid", m.MoE.ScoreFunction)
+	assert.Equal(t, 1, m.MoE.LayerFreq)
+	// Maverick's layout: experts on every other layer from layer 1, and no
+	// query/key norm.
+	mav := strings.Replace(strings.Replace(string(src), `"interleave_moe_layer_step": 1`, `"interleave_moe_layer_step": 2`, 1), `"use_qk_norm": true`, `"use_qk_norm": false`, 1)
+	res = Import([]byte(mav), "x")
+	msgs = msgs[:0]
+	for _, d := range res.Diags {
+		msgs = append(msgs, d.Message)
+	}
+	all = strings.Join(msgs, "\n")
+	assert.Contains(t, all, "interleave_moe_layer_step 2")
+	assert.NotContains(t, all, "use_qk_norm")
 }
