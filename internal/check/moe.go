@@ -110,7 +110,8 @@ func (c *checker) moe() {
 		// SharedExpertMLP.__init__ (moe/shared_experts.py at d98e8a64)
 		// asserts config.add_bias_linear == False: "bias is not supported in
 		// the shared experts, please set '--disable-bias-linear' instead",
-		// when the model is built.
+		// when the model is built. Left out, model.bias is off here (the
+		// schema's default for an MoE with shared experts).
 		c.report("moe-shared-expert-bias", "model.moe.shared_ffn_hidden", c.anyOf("moe-shared-expert-bias", "model.moe.shared_ffn_hidden",
 			setOpt(setting{"model.bias", false}).note("Megatron --disable-bias-linear")),
 			"the shared experts (shared_ffn_hidden=%d) take no linear biases, and model.bias is on: Megatron stops when it builds the layer", sh)

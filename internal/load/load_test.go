@@ -285,3 +285,32 @@ func TestInvalidValueNoDefaultCascade(t *testing.T) {
 	l = diagsFor(t, src)
 	require.Len(t, l, 2, "%v", l)
 }
+
+// TestBiasDefaultFollowsSharedExperts: model.bias left out is Megatron's
+// default (on) but off for an MoE with shared experts, which Megatron builds
+// only without linear biases; written, it holds. In CUE and HCL alike.
+func TestBiasDefaultFollowsSharedExperts(t *testing.T) {
+	bias := func(name, text string) bool {
+		t.Helper()
+		res, l := Load(mem(name, text))
+		require.False(t, l.HasErrors(), "%s: %v", name, l)
+		s, l := res.Decode()
+		require.False(t, l.HasErrors(), "%s: %v", name, l)
+		return s.Model.Bias
+	}
+	model := "model: {layers: 32, hidden: 4096, heads: 32, vocab: 32000}"
+	for _, c := range []struct {
+		model string
+		want  bool
+	}{
+		{model, true},
+		{model + "\nmodel: moe: {experts: 8}", true},
+		{model + "\nmodel: moe: {experts: 8, shared_ffn_hidden: 4096}", false},
+		{model + "\nmodel: {bias: true, moe: {experts: 8, shared_ffn_hidden: 4096}}", true},
+		{model + "\nmodel: {bias: false, moe: {experts: 8}}", false},
+	} {
+		assert.Equal(t, c.want, bias("plan.cue", strings.Replace(goodCUE, model, c.model, 1)), c.model)
+	}
+	hcl := strings.Replace(goodHCL, "  vocab  = 32000\n", "  vocab  = 32000\n  moe {\n    experts = 8\n    shared_ffn_hidden = 4096\n  }\n", 1)
+	assert.False(t, bias("plan.hcl", hcl))
+}

@@ -58,8 +58,8 @@ func (n *node) set(p string, v any, comment string) {
 // others, from the one place that defines it: spec.Derive for the sizes
 // Megatron derives when the arguments leave them out (ffn_hidden,
 // kv_channels, query_groups, the expert size, max_position_embeddings,
-// etp), the schema's own expressions for overlap_param_gather and
-// grad_reduce_in_bf16, spec.DefaultTPCommOverlap for tp_comm_overlap, and
+// etp), the schema's own expressions for overlap_param_gather,
+// grad_reduce_in_bf16 and bias, spec.DefaultTPCommOverlap for tp_comm_overlap, and
 // fusionDefault for the bias-dropout and bias-activation fusions. ok is false
 // when the values it depends on are not known.
 func derivedDefault(p string, vals map[string]any) (any, bool) {
@@ -67,7 +67,7 @@ func derivedDefault(p string, vals map[string]any) (any, bool) {
 		v, ok := asInt(vals[k])
 		return int(v), ok
 	}
-	if p == "train.overlap_param_gather" || p == "train.grad_reduce_in_bf16" {
+	if p == "train.overlap_param_gather" || p == "train.grad_reduce_in_bf16" || p == "model.bias" {
 		return theSchema().defaultGiven(p, vals)
 	}
 	if p == "kernels.bias_dropout_fusion" || p == "kernels.bias_gelu_fusion" {
