@@ -144,7 +144,7 @@ func (c *checker) gluOptions() {
 	if m.GatedMLP() {
 		return
 	}
-	if m.GLULinearOffset != 0 && !(fusion && m.Activation != "quick_geglu") {
+	if m.GLULinearOffset != 0 && !fusion { // fused, the rule above rejects it
 		c.report("glu-options-unused", offPath, c.anyOf("glu-options-unused", offPath, setOpt(setting{offPath, 0.0})),
 			"glu_linear_offset=%g has no effect: the %s activation is not gated, and only a gated MLP adds the offset", m.GLULinearOffset, m.Activation)
 	}

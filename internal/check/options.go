@@ -179,19 +179,21 @@ func (c *checker) kernels() {
 			setOpt(setting{"kernels.bias_gelu_fusion", false}), setOpt(setting{"model.bias", false})),
 			"the squared_relu activation with linear biases cannot use the fused bias-activation kernel (kernels.bias_gelu_fusion, on by default): Megatron fuses only gelu, swiglu and quick_geglu")
 	}
-	if dense := c.denseMLP(); s.Model.Activation == "quick_geglu" && fusion && dense != "" {
+	// Left out, the fusion is off where Megatron cannot run it
+	// (spec.DefaultBiasGeluFusion): only a spec that turns it on gets here.
+	switch where := spec.UnfusableBiasActivation(&s.Model); {
+	case where == "" || !fusion:
+	case s.Model.Activation == "quick_geglu":
 		// MLP.forward (megatron/core/transformer/mlp.py at d98e8a64) fuses
 		// quick_geglu with its bias only where the routed experts pass their
 		// routing weights (per_token_scale); a dense layer's MLP raises
 		// "Only support fusion of gelu and swiglu" on the first forward
 		// (bias_activation_fusion is bias_gelu_fusion without --swiglu, kept
 		// with linear biases).
-		// Left out, the fusion is off here (spec.DefaultBiasGeluFusion).
 		c.report("bias-activation-fusion", "kernels.bias_gelu_fusion", c.anyOf("bias-activation-fusion", "kernels.bias_gelu_fusion",
 			setOpt(setting{"kernels.bias_gelu_fusion", false}), setOpt(setting{"model.bias", false})),
-			"the quick_geglu activation's %s cannot use the fused bias-activation kernel with linear biases, and kernels.bias_gelu_fusion is true: Megatron's MLP fuses only gelu and swiglu there and stops at the first forward", dense)
-	}
-	if s.Model.Activation == "gelu" && fusion && s.Model.MoE != nil {
+			"the quick_geglu activation's %s cannot use the fused bias-activation kernel with linear biases, and kernels.bias_gelu_fusion is true: Megatron's MLP fuses only gelu and swiglu there and stops at the first forward", where)
+	default:
 		// The routed experts fuse the bias and activation only for swiglu
 		// and quick_geglu: TEGroupedMLP's bias_act_func raises "Only support
 		// fusion of swiglu and quick_gelu in TEGroupedMLP", and
@@ -199,8 +201,7 @@ func (c *checker) kernels() {
 		// MLP.forward, "Only support fusion of swiglu and quick_gelu with
 		// per_token_scale in MLP" (moe/experts.py, mlp.py at d98e8a64), on
 		// the first forward. Every MoE configuration of Megatron-LM's
-		// examples and functional tests disables the linear biases. Left
-		// out, the fusion is off here (spec.DefaultBiasGeluFusion).
+		// examples and functional tests disables the linear biases.
 		c.report("bias-activation-fusion", "kernels.bias_gelu_fusion", c.anyOf("bias-activation-fusion", "kernels.bias_gelu_fusion",
 			setOpt(setting{"kernels.bias_gelu_fusion", false}), setOpt(setting{"model.bias", false}), setOpt(setting{"model.activation", "swiglu"})),
 			"the routed experts cannot use the fused bias-activation kernel with linear biases and the gelu activation, and kernels.bias_gelu_fusion is true: Megatron's experts fuse only swiglu and quick_geglu and stop at the first forward")
@@ -400,18 +401,4 @@ func (c *checker) biasActivationFusion() (on bool, field string) {
 		return k.BiasSwigluFusion, "kernels.bias_swiglu_fusion"
 	}
 	return spec.BiasGeluFusionOn(c.s) && m.Bias, "kernels.bias_gelu_fusion"
-}
-
-// denseMLP names the decoder layers that run Megatron's plain MLP with the
-// model's linear biases, "" when none do: a dense model's, or an MoE's dense
-// layers (moe.dense_layers, moe.layer_freq). Shared experts run it too, but
-// take no biases (moe-shared-expert-bias).
-func (c *checker) denseMLP() string {
-	switch {
-	case c.s.Model.MoE == nil:
-		return "MLP"
-	case c.s.Model.HasDenseMLP():
-		return "dense layers"
-	}
-	return ""
 }

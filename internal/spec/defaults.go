@@ -53,29 +53,33 @@ func BiasDropoutFusionOn(s *Spec) bool {
 	return asWritten(s.Kernels.BiasDropoutFusion, s, DefaultBiasDropoutFusion)
 }
 
-// DefaultBiasGeluFusion is kernels.bias_gelu_fusion when the spec leaves it
-// out: Megatron's default (on), but off where Megatron's fused bias-activation
-// kernel cannot run the plan's MLP with its linear biases and Megatron finds
-// out only at the first forward: gelu in the routed experts (TEGroupedMLP's and
-// SequentialMLP's experts fuse only swiglu and quick_geglu) and quick_geglu in
-// a dense layer's MLP (mlp.py fuses only gelu and swiglu there; moe/experts.py,
-// mlp.py at d98e8a64). The target then writes --no-bias-gelu-fusion; written
-// true, the plan is rejected (bias-activation-fusion). squared_relu with
-// biases keeps Megatron's default: its validation rejects that pair when it
-// builds the TransformerConfig, and so does parc (kernel-options).
-func DefaultBiasGeluFusion(s *Spec) bool {
-	m := &s.Model
-	if !m.Bias {
-		return true
+// UnfusableBiasActivation names the MLP whose activation Megatron's fused
+// bias-activation kernel cannot run with the model's linear biases, which
+// Megatron finds out only at the first forward (moe/experts.py, mlp.py at
+// d98e8a64), and "" where it can: gelu in the routed experts ("routed
+// experts": TEGroupedMLP's and SequentialMLP's experts fuse only swiglu and
+// quick_geglu) and quick_geglu in a plain MLP ("MLP" of a dense model, "dense
+// layers" of an MoE: mlp.py fuses only gelu and swiglu there).
+func UnfusableBiasActivation(m *Model) string {
+	switch {
+	case !m.Bias:
+	case m.Activation == "gelu" && m.MoE != nil:
+		return "routed experts"
+	case m.Activation == "quick_geglu" && m.MoE == nil:
+		return "MLP"
+	case m.Activation == "quick_geglu" && m.HasDenseMLP():
+		return "dense layers"
 	}
-	switch m.Activation {
-	case "gelu":
-		return m.MoE == nil
-	case "quick_geglu":
-		return !m.HasDenseMLP()
-	}
-	return true
+	return ""
 }
+
+// DefaultBiasGeluFusion is kernels.bias_gelu_fusion when the spec leaves it
+// out: Megatron's default (on), but off where UnfusableBiasActivation names an
+// MLP. The target then writes --no-bias-gelu-fusion; written true, the plan is
+// rejected (bias-activation-fusion). squared_relu with biases keeps Megatron's
+// default: its validation rejects that pair when it builds the
+// TransformerConfig, and so does parc (kernel-options).
+func DefaultBiasGeluFusion(s *Spec) bool { return UnfusableBiasActivation(&s.Model) == "" }
 
 // BiasGeluFusionOn is kernels.bias_gelu_fusion as written, else
 // DefaultBiasGeluFusion.
