@@ -258,7 +258,6 @@ func Import(src []byte, file string) Result {
 				r.Diags.Warnf(pos, "model.moe", "import-hf-unexpressed", "check which layers are MoE against the model",
 					"interleave_moe_layer_step %s puts the experts on layers %s-1, 2·%s-1, …; model.moe.layer_freq (Megatron's --moe-layer-freq) counts from layer 0: the spec makes every layer MoE", n, n, n)
 			}
-			used["interleave_moe_layer_step"], used["moe_layers"] = true, true
 		}
 		if n, ok := num("n_shared_experts"); ok {
 			s, _ := n.Int64()
@@ -372,17 +371,14 @@ func Import(src []byte, file string) Result {
 			r.Diags.Warnf(pos, "model", "import-hf-unexpressed", "check the spec against the model's architecture",
 				"config.json's no_rope_layers leave RoPE out of some layers (Megatron's --no-rope-freq), which the spec cannot say: every layer of the spec rotates")
 		}
-		used["no_rope_layers"] = true
 		if b, _ := c["use_qk_norm"].(bool); b {
 			r.Diags.Warnf(pos, "model", "import-hf-unexpressed", "check the spec against the model's architecture",
 				"config.json's use_qk_norm (an L2 norm of each head's query and key, Megatron's --qk-l2-norm) has no spec field")
 		}
-		used["use_qk_norm"] = true
 		if n, ok := num("attention_chunk_size"); ok {
 			r.Diags.Warnf(pos, "model", "import-hf-unexpressed", "keep train.seq_length at most the chunk, where chunked attention is causal attention",
 				"config.json's attention_chunk_size %s (attention within chunks of that many tokens on the RoPE layers) has no spec field: the spec attends causally over the whole sequence, the same for sequences of at most %s tokens", n, n)
 		}
-		used["attention_chunk_size"] = true
 	}
 
 	// What changes the model and has no field.
