@@ -45,7 +45,7 @@ func dense(nodes, memory, parallel string) string {
 }
 
 // moe16 is a small 16-expert MoE model on two 8-GPU nodes.
-const moe16 = `model: {layers: 8, hidden: 1024, heads: 16, vocab: 32000, bias: false, moe: {experts: 16, topk: 2}}
+const moe16 = `model: {layers: 8, hidden: 1024, heads: 16, vocab: 32000, moe: {experts: 16, topk: 2}}
 cluster: {
 	nodes:         2
 	gpus_per_node: 8

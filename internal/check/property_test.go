@@ -58,16 +58,6 @@ func randomValid(r *rand.Rand) map[string]any {
 	if r.IntN(3) == 0 {
 		model["activation"] = "swiglu"
 	}
-	kernels := map[string]any{}
-	if b, _ := model["bias"].(bool); b {
-		// Routed experts fuse their biases with swiglu or quick_geglu only
-		// (bias-activation-fusion), and grouped-GEMM experts take them only
-		// without the fused bias-dropout-add (moe-bias-dropout-fusion).
-		if model["activation"] == nil {
-			model["activation"] = "swiglu"
-		}
-		kernels["bias_dropout_fusion"] = false
-	}
 	if r.IntN(4) == 0 {
 		par["dp"] = dp
 	}
@@ -76,7 +66,6 @@ func randomValid(r *rand.Rand) map[string]any {
 		"cluster":  map[string]any{"nodes": nodes, "gpus_per_node": gpn, "nvlink_domain": gpn},
 		"parallel": par,
 		"train":    map[string]any{"seq_length": seq, "micro_batch": mbs, "global_batch": gbs},
-		"kernels":  kernels,
 	}
 }
 

@@ -72,12 +72,6 @@ import (
 model:   models.%s
 cluster: clusters.%s & {nodes: 16}
 `, m, c)
-				if m == "gpt_oss_120b" {
-					// Its experts have biases, which grouped-GEMM experts take
-					// only without the fused bias-dropout-add
-					// (moe-bias-dropout-fusion), as Megatron-Bridge runs it.
-					head += "kernels: bias_dropout_fusion: false\n"
-				}
 				common := fmt.Sprintf("seq_length: 2048, global_batch: 512, precision: %q, iters: 10", precision)
 				if r, ds := solveKeepsPromises(t, head, "tp: int, pp: int, vpp: int, cp: int, ep: int, etp: int",
 					common, "micro_batch: int, recompute: string, distributed_optimizer: bool"); len(r.Candidates) == 0 {

@@ -73,11 +73,10 @@ checkpoint: format: "torch_dcp"`, false},
 	{"activation-squared-relu-bias-fusion", `model: {activation: "squared_relu", bias: true}`, false},
 	{"activation-squared-relu-bias-unfused", `model: {activation: "squared_relu", bias: true}
 kernels: bias_gelu_fusion: false`, true},
-	// Dense quick_geglu with biases passes Megatron's validation only: with
-	// the fused bias-activation kernel its MLP stops at the first forward
-	// (kernel-options, internal/check's corpus), so the kernel is off here.
-	{"activation-quick-geglu", `model: {activation: "quick_geglu", bias: true}
-kernels: bias_gelu_fusion: false`, true},
+	// Dense quick_geglu with biases: its MLP cannot run the fused
+	// bias-activation kernel, so parc's default turns it off
+	// (spec.DefaultBiasGeluFusion) and the arguments carry --no-bias-gelu-fusion.
+	{"activation-quick-geglu", `model: {activation: "quick_geglu", bias: true}`, true},
 	{"quick-geglu-offset-clamp", `model: {activation: "quick_geglu", glu_linear_offset: 1, activation_func_clamp_value: 7}`, true},
 	{"swiglu-offset-fused", `model: {activation: "swiglu", glu_linear_offset: 1}`, false},
 	{"swiglu-offset-unfused", `model: {activation: "swiglu", glu_linear_offset: 0.5}
