@@ -76,6 +76,7 @@ func (c *checker) run() {
 	c.attention()
 	c.pipeline()
 	c.batch()
+	c.batchSchedule()
 	c.sequence()
 	c.moe()
 	c.precision()

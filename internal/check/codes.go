@@ -52,6 +52,7 @@ var Codes = []CodeInfo{
 
 	// Batch.
 	{Code: "global-batch", Severity: diag.Error, Rule: "B4/B5", Meaning: "The global batch is not a positive multiple of micro_batch × dp.", Fix: "Use a global batch that is a multiple of micro_batch·dp (the hint gives the nearest)."},
+	{Code: "batch-schedule", Severity: diag.Error, Rule: "B8/B9/B10/P25/P26", Meaning: "train.step_batch_size_schedule is malformed (Megatron's parser stops at start-up), train.global_batch is not its first batch size, or a phase the run reaches has a batch size Megatron's training loop stops at: not a multiple of micro_batch × dp, fewer microbatches than the phase before, or a microbatch count the interleaved schedule does not allow.", Fix: "Write the schedule as THRESHOLD:BATCH entries in tokens from 0, set train.global_batch to its first size, and give every phase a multiple of micro_batch·dp that never lowers the microbatches (the hint gives a corrected schedule)."},
 
 	// Context and sequence parallelism.
 	{Code: "cp-seq-length", Severity: diag.Error, Rule: "C1", Meaning: "With cp > 1 the sequence length must be a multiple of 2·cp (load-balanced causal chunks).", Fix: "Use a seq_length that is a multiple of 2·cp, or another cp."},

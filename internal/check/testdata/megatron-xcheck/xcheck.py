@@ -44,7 +44,7 @@ def tokenizer(args):
     t = Stub(); t.vocab_size = args.padded_vocab_size; return t
 pretrain_gpt.build_tokenizer = tokenizer
 import megatron.core.parallel_state as ps
-from megatron.core.num_microbatches_calculator import ConstantNumMicroBatchesCalculator
+from megatron.core.num_microbatches_calculator import ConstantNumMicroBatchesCalculator, StepBatchsizeNumMicroBatchesCalculator
 from megatron.training.argument_utils import core_transformer_config_from_args
 from megatron.core.transformer.transformer_block import get_num_layers_to_build
 from megatron.core.transformer.transformer_layer import get_transformer_layer_offset
@@ -94,7 +94,14 @@ def megatron_verdict(s, args, env):
         if oc.fp16:
             return 'optimizer', 'emerging optimizer with fp16 is not supported.'
     try:
-        ConstantNumMicroBatchesCalculator(args.global_batch_size, args.micro_batch_size, args.data_parallel_size, False, 0)
+        # As _build_num_microbatches_calculator at start-up: a step schedule
+        # (thresholds in tokens: set_global_variables passes --seq-length)
+        # or the constant batch.
+        if args.step_batch_size_schedule is not None:
+            calc = StepBatchsizeNumMicroBatchesCalculator(args.micro_batch_size, args.data_parallel_size, False, 1,
+                                                          args.step_batch_size_schedule, seq_length=args.seq_length)
+        else:
+            ConstantNumMicroBatchesCalculator(args.global_batch_size, args.micro_batch_size, args.data_parallel_size, False, 0)
     except BaseException as e:
         return 'microbatches', repr(e)[:200]
     try:
@@ -138,12 +145,42 @@ def megatron_verdict(s, args, env):
             pretrain_gpt.core_gpt_dataset_config_from_args(args)
     except BaseException as e:
         return 'dataset', repr(e)[:200]
-    # schedule (interleaved only), as written in forward_backward_pipelining_with_interleaving
-    if vp is not None and pp > 1:
-        M = args.global_batch_size // (args.micro_batch_size * dp)
-        N = cfg.microbatch_group_size_per_vp_stage
-        if N > M or N < pp: return 'schedule', 'P25'
-        if 0 < M % N < pp: return 'schedule', 'P26'
+    # schedule (interleaved only), as written in forward_backward_pipelining_with_interleaving,
+    # for the batch of each step; with a step schedule, the training loop's
+    # checks before every step (train in training.py): update_num_microbatches
+    # with the consistency check, and no fewer microbatches than the step
+    # before. Within a phase the batch is constant, so each phase the run
+    # reaches is checked at its first step and the loop jumps to the next.
+    def interleave(M):
+        if vp is not None and pp > 1:
+            N = cfg.microbatch_group_size_per_vp_stage
+            if N > M or N < pp: return 'schedule', 'P25'
+            if 0 < M % N < pp: return 'schedule', 'P26'
+        return None
+    if args.step_batch_size_schedule is None:
+        return interleave(args.global_batch_size // (args.micro_batch_size * dp)) or (None, None)
+    iters = args.train_iters  # with --train-samples, the steps update_train_iters (training.py) counts:
+    if not iters:
+        iters, consumed = 0, 0
+        while consumed < args.train_samples:
+            calc.update(consumed, False); consumed += calc.get_current_global_batch_size(); iters += 1
+    it, consumed, prev = 0, 0, None
+    thresholds = [t for t, _ in calc.schedule]
+    while it < iters:
+        calc.update(consumed, False)
+        n = calc.get()
+        if prev is not None and n != prev and not n > prev:
+            return 'train', 'Number of microbatches should not decrease; going from %d to %d' % (prev, n)
+        try:
+            calc.update(consumed, True)
+        except BaseException as e:
+            return 'train', repr(e)[:200]
+        bad = interleave(calc.get())
+        if bad: return bad
+        prev, b = calc.get(), calc.get_current_global_batch_size()
+        nxt = [t for t in thresholds if t > consumed]
+        k = min(iters - it, -(-(nxt[0] - consumed) // b)) if nxt else iters - it
+        it, consumed = it + k, consumed + k * b
     return None, None
 
 # Codes Megatron's validation (what this script runs) cannot see. A plan parc
@@ -163,7 +200,8 @@ OUTSIDE = {'slurm-time', 'slurm-mem', 'slurm-option', 'slurm-nodes', 'slurm-cpus
 # (the target writes one of them, so Megatron never sees the conflict), by
 # (code, field blamed).
 SPEC = {('pipeline-layout', 'parallel.vpp'): 'parallel.vpp beside the stages parallel.layout gives (the target writes the layout only)',
-        ('kernel-options', 'model.rope_scaling_factor'): 'two YaRN factors for one --rotary-scaling-factor'}
+        ('kernel-options', 'model.rope_scaling_factor'): 'two YaRN factors for one --rotary-scaling-factor',
+        ('batch-schedule', 'train.global_batch'): 'train.global_batch beside a schedule whose first size differs (the target writes the schedule only)'}
 PARC_ONLY = LATER | OUTSIDE
 
 def later_here(spec):

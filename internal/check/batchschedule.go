@@ -1,0 +1,119 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"parc.dev/parc/internal/spec"
+)
+
+const batchSchedulePath = "train.step_batch_size_schedule"
+
+// batchSchedule checks train.step_batch_size_schedule as Megatron reads and
+// runs it: the schedule itself at start-up (B8, spec.ParseBatchSchedule);
+// train.global_batch against its first batch size, which is the batch parc
+// plans, rates and checks with (Megatron takes no --global-batch-size beside
+// a schedule); and, for every later phase the run reaches
+// (spec.ScheduledRun: all of them when train.iters and train.samples are
+// both unset), what the training loop asserts at that phase's first step
+// however far into the run it lies: the batch divisible by micro_batch·dp
+// (B9), no fewer microbatches than the phase before (B10), and with the
+// interleaved schedule a microbatch count the group allows (P25/P26).
+func (c *checker) batchSchedule() {
+	t := c.s.Train
+	if t.StepBatchSizeSchedule == nil {
+		return
+	}
+	phases, err := spec.ParseBatchSchedule(*t.StepBatchSizeSchedule, t.SeqLength)
+	if err != nil {
+		c.report("batch-schedule", batchSchedulePath,
+			`write "THRESHOLD:BATCH" entries separated by spaces, thresholds in tokens (K, M, B, T suffixes), the first 0, increasing, e.g. "0:256 100B:512"`,
+			"Megatron's step batch-size schedule parser rejects %q: %v", *t.StepBatchSizeSchedule, err)
+		return
+	}
+	if int64(t.GlobalBatch) != phases[0].Batch {
+		hint := fmt.Sprintf("set train.global_batch to %d", phases[0].Batch)
+		if phases[0].Batch > 1<<30 || !c.accepts("batch-schedule", "train.global_batch", int(phases[0].Batch)) {
+			hint = "set train.global_batch to the schedule's first batch size"
+		}
+		c.report("batch-schedule", "train.global_batch", hint,
+			"train.global_batch=%d is not the schedule's first batch size %d: with a schedule Megatron takes no --global-batch-size, and parc plans, rates and checks the first phase with train.global_batch",
+			t.GlobalBatch, phases[0].Batch).
+			Related(batchSchedulePath, "step_batch_size_schedule = %q", *t.StepBatchSizeSchedule)
+		return
+	}
+	if !c.gridOK() {
+		return
+	}
+	unit := int64(t.MicroBatch * c.d.DP)
+	stages, bounded := spec.ScheduledRun(phases, t.Iters, t.Samples)
+	interleaved := c.vppOn() && c.s.Parallel.PP > 1
+	N, pp := c.d.MicrobatchGroup, c.s.Parallel.PP
+	prev := phases[0].Batch / unit // the first phase is global_batch's (global-batch, interleave-microbatches)
+	for _, st := range stages {
+		if st.Phase == 0 {
+			continue
+		}
+		p := phases[st.Phase]
+		where := fmt.Sprintf("the entry %s:%s (from %d samples", p.Threshold, p.BatchText, p.FromSample)
+		if bounded {
+			where += fmt.Sprintf(", step %d of the run", st.FromStep+1)
+		}
+		where += ")"
+		M := st.Batch / unit
+		ok := func(b int64) bool {
+			m := b / unit
+			return b%unit == 0 && m >= prev && (!interleaved || InterleaveGroupValid(N, int(m), pp))
+		}
+		if ok(st.Batch) {
+			prev = M
+			continue
+		}
+		hint := c.scheduleHint(phases, st.Phase, unit, ok)
+		switch {
+		case st.Batch%unit != 0:
+			c.report("batch-schedule", batchSchedulePath, hint,
+				"%s: batch size %d is not divisible by micro_batch·dp = %d·%d = %d; Megatron's training loop stops when the run reaches it (update_num_microbatches' consistency check)",
+				where, st.Batch, t.MicroBatch, c.d.DP, unit)
+		case M < prev:
+			c.report("batch-schedule", batchSchedulePath, hint,
+				"%s: batch size %d gives %d microbatches, fewer than the %d before it; Megatron's training loop stops there (\"Number of microbatches should not decrease\")",
+				where, st.Batch, M, prev)
+		default:
+			c.report("batch-schedule", batchSchedulePath, hint,
+				"%s: batch size %d gives M=%d microbatches, which the interleaved schedule (vpp=%d) does not allow with the microbatch group N=%d on pp=%d stages (M ≥ N, M mod N 0 or ≥ pp); Megatron stops at that phase's first step",
+				where, st.Batch, M, c.s.Parallel.VPP, N, pp)
+		}
+		return // the loop stops at the first failing phase
+	}
+}
+
+// scheduleHint offers the schedule with phase i's batch size replaced by
+// the nearest one ok accepts (at most 64 multiples of unit away), when the
+// whole schedule then passes; otherwise says what a valid size must be.
+func (c *checker) scheduleHint(phases []spec.BatchPhase, i int, unit int64, ok func(int64) bool) string {
+	general := fmt.Sprintf("every batch size the run reaches must be a multiple of micro_batch·dp = %d, with no fewer microbatches than the one before", unit)
+	b := phases[i].Batch
+	base := b / unit * unit
+	for k := int64(0); k <= 64; k++ {
+		for _, cand := range []int64{base + (k+1)*unit, base - k*unit} {
+			if cand <= 0 || cand > 1<<30 || !ok(cand) {
+				continue
+			}
+			entries := make([]string, len(phases))
+			for j, p := range phases {
+				bs := p.BatchText
+				if j == i {
+					bs = fmt.Sprint(cand)
+				}
+				entries[j] = p.Threshold + ":" + bs
+			}
+			fixed := strings.Join(entries, " ")
+			if c.acceptsAll("batch-schedule", setting{batchSchedulePath, fixed}) {
+				return fmt.Sprintf("%s; e.g. %q", general, fixed)
+			}
+			return general
+		}
+	}
+	return general
+}
