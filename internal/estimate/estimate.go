@@ -39,6 +39,10 @@ type Estimate struct {
 	// FasterTogether is FasterSettings applied together (FasterTogether),
 	// nil unless two or more of them add up.
 	FasterTogether *FasterCombination `json:"faster_together,omitempty"`
+	// Run is the whole run's steps, tokens, time and GPU-hours
+	// (TrainingRunOf); filled where a user reads the plan, nil when the
+	// spec bounds no run.
+	Run *TrainingRun `json:"run,omitempty"`
 	// Accuracy is how far the model was from published measurements of
 	// this kind of model on this GPU (AccuracyOf); filled where a user
 	// reads the plan, like FasterSettings. Nil: no such measurements.
@@ -157,7 +161,11 @@ type Compute struct {
 	FLOPsPerGPU     float64 `json:"flops_per_gpu_per_step"` // slowest stage, recompute included
 	TimeS           float64 `json:"time_s"`                 // busy compute per step, slowest stage
 	MicrobatchTimeS float64 `json:"microbatch_time_s"`      // slowest stage, exposed per-microbatch comms included
-	SlowestStage    int     `json:"slowest_stage"`
+	// ForwardMicrobatchS is the slowest stage's forward pass of one
+	// microbatch (compute, as the backward waits for it), what an
+	// evaluation step repeats.
+	ForwardMicrobatchS float64 `json:"forward_microbatch_s"`
+	SlowestStage       int     `json:"slowest_stage"`
 	// TimeS by kind of work (slowest stage, per step).
 	GEMMS           float64 `json:"gemm_s"`
 	AttentionS      float64 `json:"attention_s"`

@@ -1019,6 +1019,7 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 	sc := clocks[slow].compute
 	e.Compute.SlowestStage = slow
 	e.Compute.MicrobatchTimeS = mbTime[slow]
+	e.Compute.ForwardMicrobatchS = clocks[slow].fwd
 	e.Compute.TimeS = m * sc.total()
 	e.Compute.GEMMS, e.Compute.AttentionS, e.Compute.MemoryBoundS, e.Compute.KernelOverheadS, e.Compute.HostBoundS =
 		m*sc.gemm, m*sc.attn, m*sc.mem, m*sc.fixed, m*sc.idle

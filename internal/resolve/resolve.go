@@ -112,6 +112,15 @@ func Faster(p *plan.Plan, maxFraction float64) ([]estimate.FasterSetting, *estim
 	return singles, estimate.FasterTogether(&p.Spec, p.Derived, l, o, p.Estimate, maxFraction, singles)
 }
 
+// TrainingRun rates p's whole run (estimate.TrainingRunOf) on p's layout:
+// nil for a plan without an estimate or without a training length.
+func TrainingRun(p *plan.Plan) *estimate.TrainingRun {
+	if p.Layout == nil || p.Estimate == nil {
+		return nil
+	}
+	return estimate.TrainingRunOf(&p.Spec, p.Derived, links(p.Layout), estimate.DefaultOptions(), p.Estimate)
+}
+
 // TargetChecks runs the targets' checks on p. They may not assume a layout
 // or an estimate (p.Layout, p.Estimate nil): Resolve runs them on a spec
 // whose rules fail too, and vet on what a spec with schema errors still

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"maps"
+	"math"
 	"path"
 	"regexp"
 	"slices"
@@ -105,6 +106,9 @@ func NewData(p *plan.Plan, warnings diag.List) *Data {
 				Bytes(e.Memory.PerGPUPeakBytes), Bytes(e.Memory.GPUBytes), Percent(e.Memory.FractionOfGPU), e.Memory.PeakStage)},
 			Row{"pipeline bubble", Percent(e.Pipeline.BubbleFraction)},
 		)
+		if r := e.Run; r != nil {
+			data.Summary = append(data.Summary, Row{"training run", runText(r, d.World)})
+		}
 		if a := e.Accuracy; a != nil {
 			data.Summary = append(data.Summary, Row{"step-time accuracy", accuracyText(a)})
 		}
@@ -487,4 +491,25 @@ func optimizerNote(tr *spec.Train) string {
 		return ", optimizer " + tr.OptimizerName()
 	}
 	return ""
+}
+
+// runText says what the whole run costs (estimate.TrainingRun).
+func runText(r *estimate.TrainingRun, gpus int) string {
+	steps := "steps"
+	if r.Steps == 1 {
+		steps = "step"
+	}
+	text := fmt.Sprintf("%s %s, %s tokens: %s", Thousands(r.Steps), steps, Count(r.Tokens), Duration(r.TimeS))
+	if r.EvalS > 0 {
+		text += fmt.Sprintf(" (%s of it %d evaluations)", Duration(r.EvalS), r.Evaluations)
+	}
+	text += fmt.Sprintf(", %s GPU-hours on %s GPUs", Thousands(int64(math.Round(r.GPUHours))), Thousands(int64(gpus)))
+	if len(r.Phases) > 1 {
+		var parts []string
+		for _, p := range r.Phases {
+			parts = append(parts, fmt.Sprintf("batch %s for %s steps at %s", Thousands(p.Batch), Thousands(p.Steps), Seconds(p.StepTimeS)))
+		}
+		text += "; " + strings.Join(parts, ", then ")
+	}
+	return text + "; start-up, checkpoint saves and restarts not included"
 }

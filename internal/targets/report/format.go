@@ -86,6 +86,20 @@ func Seconds(s float64) string {
 	return fmt.Sprintf("%.0f µs", s*1e6)
 }
 
+// Duration formats a long time in the largest unit that keeps it above 1:
+// seconds, minutes, hours or days.
+func Duration(s float64) string {
+	switch {
+	case s >= 2*86400:
+		return fmt.Sprintf("%.1f days", s/86400)
+	case s >= 2*3600:
+		return fmt.Sprintf("%.1f h", s/3600)
+	case s >= 120:
+		return fmt.Sprintf("%.1f min", s/60)
+	}
+	return Seconds(s)
+}
+
 // Percent formats a fraction as a percentage.
 func Percent(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
 

@@ -1,0 +1,148 @@
+package estimate
+
+import (
+	"strconv"
+	"strings"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/spec"
+)
+
+// TrainingRun is what the whole run costs: the optimizer steps Megatron
+// takes (train.iters, or train.samples as update_train_iters counts them),
+// the samples and tokens they train on, and the estimated time and
+// GPU-hours. Each step is rated at its own batch: with a step batch-size
+// schedule every phase the run reaches is estimated at its batch size
+// (Phases). The evaluations logging.eval_interval and logging.eval_iters
+// ask for are added as forward passes. Start-up, checkpoint saves, restarts
+// after failures and the data pipeline are not in it.
+type TrainingRun struct {
+	Steps   int64 `json:"steps"`
+	Samples int64 `json:"samples"`
+	Tokens  int64 `json:"tokens"`
+	// TrainS is the steps' time, EvalS the evaluations' (Evaluations of
+	// logging.eval_iters forward-only steps each: every eval_interval
+	// steps and once at the end), TimeS both.
+	TrainS      float64 `json:"train_s"`
+	Evaluations int64   `json:"evaluations"`
+	EvalS       float64 `json:"eval_s"`
+	TimeS       float64 `json:"time_s"`
+	// GPUHours is TimeS times the GPUs, in hours.
+	GPUHours float64    `json:"gpu_hours"`
+	Phases   []RunPhase `json:"phases,omitempty"`
+}
+
+// RunPhase is a stretch of the run at one scheduled batch size.
+type RunPhase struct {
+	Batch     int64   `json:"batch"`
+	FromStep  int64   `json:"from_step"`
+	Steps     int64   `json:"steps"`
+	StepTimeS float64 `json:"step_time_s"`
+}
+
+// maxRunPhases bounds the phases TrainingRunOf estimates one by one (each
+// is a full estimate); a schedule with more is not rated.
+const maxRunPhases = 64
+
+// TrainingRunOf rates the run of the plan base estimates: nil when the spec
+// bounds no run (neither train.iters nor train.samples) or its batch
+// schedule does not parse (batch-schedule reports it).
+func TrainingRunOf(s *spec.Spec, d spec.Derived, links map[string]string, o Options, base *Estimate) *TrainingRun {
+	t := s.Train
+	if base == nil || (t.Iters == nil && t.Samples == nil) || t.SeqLength <= 0 || t.GlobalBatch <= 0 {
+		return nil
+	}
+	run := &TrainingRun{}
+	stepAt := map[int64]float64{int64(t.GlobalBatch): base.StepTimeS}
+	if t.StepBatchSizeSchedule == nil {
+		steps := int64(0)
+		if t.Iters != nil {
+			steps = int64(*t.Iters)
+		} else {
+			steps = int64(*t.Samples) / int64(t.GlobalBatch) // update_train_iters without a schedule
+		}
+		run.Steps, run.Samples = steps, steps*int64(t.GlobalBatch)
+		run.TrainS = float64(steps) * base.StepTimeS
+	} else {
+		phases, err := spec.ParseBatchSchedule(*t.StepBatchSizeSchedule, t.SeqLength)
+		if err != nil {
+			return nil
+		}
+		stages, _ := spec.ScheduledRun(phases, t.Iters, t.Samples)
+		if len(stages) > maxRunPhases {
+			return nil
+		}
+		for _, st := range stages {
+			step, ok := stepAt[st.Batch]
+			if !ok {
+				s2 := *s
+				s2.Train.GlobalBatch = int(st.Batch)
+				d2 := spec.Derive(&s2)
+				e, _ := RunWith(&s2, d2, links, diag.NoPos, o)
+				if e == nil {
+					return nil
+				}
+				step = e.StepTimeS
+				stepAt[st.Batch] = step
+			}
+			run.Phases = append(run.Phases, RunPhase{Batch: st.Batch, FromStep: st.FromStep, Steps: st.Steps, StepTimeS: step})
+			run.Steps += st.Steps
+			run.Samples += st.Steps * st.Batch
+			run.TrainS += float64(st.Steps) * step
+		}
+	}
+	run.Tokens = run.Samples * int64(t.SeqLength)
+	run.Evaluations, run.EvalS = evaluations(s, d, base, run.Steps)
+	run.TimeS = run.TrainS + run.EvalS
+	run.GPUHours = run.TimeS * float64(d.World) / 3600
+	return run
+}
+
+// evaluations counts the evaluations of a run of steps steps and their
+// time: Megatron's train loop evaluates the validation set every
+// logging.eval_interval steps, and pretrain once more after the loop on the
+// validation and on the test set (do_valid, do_test: the splits data.split
+// gives them a share of), logging.eval_iters forward-only steps each on the
+// evaluation batch (the global batch; with a batch schedule, micro_batch·dp,
+// which validate_args sets when no --global-batch-size is given). A
+// forward-only step runs its microbatches through the pipeline once:
+// (m + (pp−1)/vpp) forward passes of the slowest stage.
+func evaluations(s *spec.Spec, d spec.Derived, base *Estimate, steps int64) (int64, float64) {
+	l := s.Logging
+	if l.EvalIters <= 0 || steps <= 0 {
+		return 0, 0
+	}
+	valid, test := splitShares(s.Data.Split)
+	var n int64
+	if valid {
+		n++
+		if l.EvalInterval != nil && *l.EvalInterval > 0 {
+			n += steps / int64(*l.EvalInterval)
+		}
+	}
+	if test {
+		n++
+	}
+	m := float64(d.Microbatches)
+	if s.Train.StepBatchSizeSchedule != nil {
+		m = 1
+	}
+	vpp := float64(max(d.VPP, 1))
+	step := (m + float64(s.Parallel.PP-1)/vpp) * base.Compute.ForwardMicrobatchS
+	return n, float64(n) * float64(l.EvalIters) * step
+}
+
+// splitShares says whether data.split ("train,valid,test" weights, commas
+// or slashes, missing ones 0: parse_and_normalize_split) gives the
+// validation and the test set a share.
+func splitShares(split string) (valid, test bool) {
+	w := strings.FieldsFunc(split, func(r rune) bool { return r == ',' || r == '/' })
+	share := func(i int) bool {
+		if i >= len(w) {
+			return false
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(w[i]), 64)
+		return err == nil && f > 0
+	}
+	return share(1), share(2)
+}

@@ -1,0 +1,88 @@
+package estimate
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/spec"
+)
+
+// TestTrainingRun: the run's steps are Megatron's (train.iters; with
+// train.samples, samples // global_batch as update_train_iters counts them
+// without a schedule; with a step schedule, each phase the run reaches at
+// its own batch, rated by the estimate at that batch), its tokens are the
+// samples times the sequence, its time is the steps' plus the evaluations'
+// (every eval_interval steps on the validation set, and once more on the
+// validation and the test set at the end), and its GPU-hours are the time
+// times the GPUs.
+func TestTrainingRun(t *testing.T) {
+	load := func(gbs int, train, logging string) (*spec.Spec, spec.Derived, *Estimate, *TrainingRun) {
+		s := loadSpecText(t, `
+model:   models.llama3_8b
+cluster: clusters.dgx_h100 & {nodes: 2}
+parallel: {tp: 2, pp: 2, vpp: 2}
+train: {seq_length: 8192, micro_batch: 1, global_batch: `+fmt.Sprint(gbs)+`, `+train+`}
+logging: {`+logging+`}
+`)
+		d := spec.Derive(s)
+		links := DefaultLinks(s, d)
+		e, _ := RunWith(s, d, links, diag.NoPos, DefaultOptions())
+		if e == nil {
+			t.Fatal("no estimate")
+		}
+		return s, d, e, TrainingRunOf(s, d, links, DefaultOptions(), e)
+	}
+	near := func(what string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+			t.Errorf("%s: %g, want %g", what, got, want)
+		}
+	}
+
+	if _, _, _, r := load(64, `recompute: "none"`, ``); r != nil {
+		t.Errorf("a run without a length: %+v", r)
+	}
+
+	// 1000 iterations, evaluations every 300 steps: 3 in the loop, and the
+	// validation and test sets at the end.
+	_, d, e, r := load(64, `iters: 1000`, `eval_interval: 300, eval_iters: 5`)
+	if r.Steps != 1000 || r.Samples != 64000 || r.Tokens != 64000*8192 || r.Evaluations != 5 {
+		t.Fatalf("run %+v", r)
+	}
+	near("train time", r.TrainS, 1000*e.StepTimeS)
+	fwd := (float64(d.Microbatches) + 1.0/2) * e.Compute.ForwardMicrobatchS // (m + (pp−1)/vpp) forward passes
+	near("evaluation time", r.EvalS, 5*5*fwd)
+	near("GPU-hours", r.GPUHours, (r.TrainS+r.EvalS)*16/3600)
+	if e.Compute.ForwardMicrobatchS <= 0 || fwd >= e.StepTimeS {
+		t.Errorf("a forward-only step %g s against the training step %g s", fwd, e.StepTimeS)
+	}
+
+	// No test set: one evaluation fewer; no validation set: none in the loop.
+	if _, _, _, r := load(64, `iters: 1000`, `eval_interval: 300, eval_iters: 5`+"}\ndata: {split: \"99,1,0\""); r.Evaluations != 4 {
+		t.Errorf("split without a test share: %d evaluations", r.Evaluations)
+	}
+	if _, _, _, r := load(64, `iters: 1000`, `eval_interval: 300, eval_iters: 5`+"}\ndata: {split: \"100,0,0\""); r.Evaluations != 0 {
+		t.Errorf("split without validation or test: %d evaluations", r.Evaluations)
+	}
+
+	// train.samples without a schedule: samples // global_batch steps.
+	if _, _, _, r := load(64, `samples: 6500`, `eval_iters: 0`); r.Steps != 101 || r.Samples != 101*64 {
+		t.Errorf("samples-based run %+v", r)
+	}
+
+	// A step schedule: 64 until 1M tokens (122 samples), then 128.
+	// Steps: 2 at 64 (0, 64 < 122), then 128 from 128 samples on.
+	_, _, e, r = load(64, `iters: 10, step_batch_size_schedule: "0:64 1M:128"`, `eval_iters: 0`)
+	if len(r.Phases) != 2 || r.Phases[0].Steps != 2 || r.Phases[1].Steps != 8 || r.Phases[1].Batch != 128 || r.Samples != 2*64+8*128 {
+		t.Fatalf("scheduled run %+v", r)
+	}
+	near("first phase at the plan's step", r.Phases[0].StepTimeS, e.StepTimeS)
+	_, _, e2, _ := load(128, `iters: 10`, `eval_iters: 0`)
+	near("second phase at its batch's step", r.Phases[1].StepTimeS, e2.StepTimeS)
+	near("scheduled run time", r.TrainS, 2*e.StepTimeS+8*e2.StepTimeS)
+	if e2.StepTimeS <= e.StepTimeS {
+		t.Errorf("a step of 128 samples (%g s) is not longer than one of 64 (%g s)", e2.StepTimeS, e.StepTimeS)
+	}
+}
