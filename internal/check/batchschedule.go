@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"parc.dev/parc/internal/spec"
 )
@@ -28,7 +29,7 @@ func (c *checker) batchSchedule() {
 	if err != nil {
 		c.report("batch-schedule", batchSchedulePath,
 			`write "THRESHOLD:BATCH" entries separated by spaces, thresholds in tokens (K, M, B, T suffixes), the first 0, increasing, e.g. "0:256 100B:512"`,
-			"Megatron's step batch-size schedule parser rejects %q: %v", *t.StepBatchSizeSchedule, err)
+			"Megatron's step batch-size schedule parser rejects %q: %v", clip(*t.StepBatchSizeSchedule, 120), err)
 		return
 	}
 	if int64(t.GlobalBatch) != phases[0].Batch {
@@ -39,7 +40,7 @@ func (c *checker) batchSchedule() {
 		c.report("batch-schedule", "train.global_batch", hint,
 			"train.global_batch=%d is not the schedule's first batch size %d: with a schedule Megatron takes no --global-batch-size, and parc plans, rates and checks the first phase with train.global_batch",
 			t.GlobalBatch, phases[0].Batch).
-			Related(batchSchedulePath, "step_batch_size_schedule = %q", *t.StepBatchSizeSchedule)
+			Related(batchSchedulePath, "step_batch_size_schedule = %q", clip(*t.StepBatchSizeSchedule, 120))
 		return
 	}
 	if !c.gridOK() {
@@ -116,4 +117,16 @@ func (c *checker) scheduleHint(phases []spec.BatchPhase, i int, unit int64, ok f
 		}
 	}
 	return general
+}
+
+// clip shortens a long value for a message: its first n bytes (on a rune
+// boundary) and an ellipsis.
+func clip(v string, n int) string {
+	if len(v) <= n {
+		return v
+	}
+	for n > 0 && !utf8.RuneStart(v[n]) {
+		n--
+	}
+	return v[:n] + "…"
 }

@@ -495,21 +495,35 @@ func optimizerNote(tr *spec.Train) string {
 
 // runText says what the whole run costs (estimate.TrainingRun).
 func runText(r *estimate.TrainingRun, gpus int) string {
-	steps := "steps"
-	if r.Steps == 1 {
-		steps = "step"
-	}
-	text := fmt.Sprintf("%s %s, %s tokens: %s", Thousands(r.Steps), steps, Count(r.Tokens), Duration(r.TimeS))
+	text := fmt.Sprintf("%s, %s tokens: %s", plural(r.Steps, "step"), Count(r.Tokens), Duration(r.TimeS))
 	if r.EvalS > 0 {
-		text += fmt.Sprintf(" (%s of it %d evaluations)", Duration(r.EvalS), r.Evaluations)
+		text += fmt.Sprintf(" (%s of it %s)", Duration(r.EvalS), plural(r.Evaluations, "evaluation"))
 	}
 	text += fmt.Sprintf(", %s GPU-hours on %s GPUs", Thousands(int64(math.Round(r.GPUHours))), Thousands(int64(gpus)))
 	if len(r.Phases) > 1 {
+		phase := func(p estimate.RunPhase) string {
+			return fmt.Sprintf("batch %s for %s at %s", Thousands(p.Batch), plural(p.Steps, "step"), Seconds(p.StepTimeS))
+		}
 		var parts []string
-		for _, p := range r.Phases {
-			parts = append(parts, fmt.Sprintf("batch %s for %s steps at %s", Thousands(p.Batch), Thousands(p.Steps), Seconds(p.StepTimeS)))
+		for i, p := range r.Phases {
+			if len(r.Phases) > 4 && i == 2 {
+				parts = append(parts, fmt.Sprintf("%d more phases", len(r.Phases)-3))
+				continue
+			}
+			if len(r.Phases) > 4 && i > 2 && i < len(r.Phases)-1 {
+				continue
+			}
+			parts = append(parts, phase(p))
 		}
 		text += "; " + strings.Join(parts, ", then ")
 	}
 	return text + "; start-up, checkpoint saves and restarts not included"
+}
+
+// plural writes n and the noun, with an s unless n is 1.
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return Thousands(n) + " " + noun + "s"
 }
