@@ -183,6 +183,9 @@ func writeSolveText(w io.Writer, file string, r *solve.Result) error {
 	if r.Explanation != "" {
 		fmt.Fprintf(&b, "\n%s\n", r.Explanation)
 	}
+	if r.Run != nil {
+		fmt.Fprintf(&b, "\nThe pick's training run: %s.\n", report.RunText(r.Run))
+	}
 	if len(r.FasterSettings) > 0 {
 		b.WriteString("\nSettings the spec leaves off that would each shorten the pick's step (every check passes):\n")
 		for _, f := range r.FasterSettings {

@@ -28,6 +28,7 @@ type TrainingRun struct {
 	EvalS       float64 `json:"eval_s"`
 	TimeS       float64 `json:"time_s"`
 	// GPUHours is TimeS times the GPUs, in hours.
+	GPUs     int        `json:"gpus"`
 	GPUHours float64    `json:"gpu_hours"`
 	Phases   []RunPhase `json:"phases,omitempty"`
 }
@@ -94,6 +95,7 @@ func TrainingRunOf(s *spec.Spec, d spec.Derived, links map[string]string, o Opti
 	run.Tokens = run.Samples * int64(t.SeqLength)
 	run.Evaluations, run.EvalS = evaluations(s, d, base, run.Steps)
 	run.TimeS = run.TrainS + run.EvalS
+	run.GPUs = d.World
 	run.GPUHours = run.TimeS * float64(d.World) / 3600
 	return run
 }

@@ -48,7 +48,7 @@ logging: {`+logging+`}
 	// 1000 iterations, evaluations every 300 steps: 3 in the loop, and the
 	// validation and test sets at the end.
 	_, d, e, r := load(64, `iters: 1000`, `eval_interval: 300, eval_iters: 5`)
-	if r.Steps != 1000 || r.Samples != 64000 || r.Tokens != 64000*8192 || r.Evaluations != 5 {
+	if r.Steps != 1000 || r.Samples != 64000 || r.Tokens != 64000*8192 || r.Evaluations != 5 || r.GPUs != 16 {
 		t.Fatalf("run %+v", r)
 	}
 	near("train time", r.TrainS, 1000*e.StepTimeS)

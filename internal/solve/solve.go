@@ -292,6 +292,11 @@ type Result struct {
 	// FasterTogether is FasterSettings applied together
 	// (estimate.FasterTogether), nil unless two or more add up.
 	FasterTogether *estimate.FasterCombination `json:"faster_together,omitempty"`
+	// Run is the pick's whole run (estimate.TrainingRunOf), nil when the
+	// spec bounds no run. The search ranks plans by their step at
+	// train.global_batch; with a step batch-size schedule that is the first
+	// phase's batch, and Run rates every phase the pick reaches.
+	Run *estimate.TrainingRun `json:"run,omitempty"`
 	// NoiseBand and MemoryHeadroom are the fractions the search used.
 	NoiseBand      float64 `json:"noise_band"`
 	MemoryHeadroom float64 `json:"memory_headroom"`

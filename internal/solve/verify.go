@@ -246,6 +246,7 @@ func (sv *solver) run() *Result {
 	} else {
 		r.Explanation = sv.explain(verified, groups)
 		r.FasterSettings, r.FasterTogether = resolve.Faster(verified[0].plan, sv.opts.MemoryHeadroom)
+		r.Run = resolve.TrainingRun(verified[0].plan)
 	}
 	return r
 }

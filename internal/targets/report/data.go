@@ -107,7 +107,7 @@ func NewData(p *plan.Plan, warnings diag.List) *Data {
 			Row{"pipeline bubble", Percent(e.Pipeline.BubbleFraction)},
 		)
 		if r := e.Run; r != nil {
-			data.Summary = append(data.Summary, Row{"training run", runText(r, d.World)})
+			data.Summary = append(data.Summary, Row{"training run", RunText(r)})
 		}
 		if a := e.Accuracy; a != nil {
 			data.Summary = append(data.Summary, Row{"step-time accuracy", accuracyText(a)})
@@ -493,13 +493,13 @@ func optimizerNote(tr *spec.Train) string {
 	return ""
 }
 
-// runText says what the whole run costs (estimate.TrainingRun).
-func runText(r *estimate.TrainingRun, gpus int) string {
+// RunText says what the whole run costs (estimate.TrainingRun).
+func RunText(r *estimate.TrainingRun) string {
 	text := fmt.Sprintf("%s, %s tokens: %s", plural(r.Steps, "step"), Count(r.Tokens), Duration(r.TimeS))
 	if r.EvalS > 0 {
 		text += fmt.Sprintf(" (%s of it %s)", Duration(r.EvalS), plural(r.Evaluations, "evaluation"))
 	}
-	text += fmt.Sprintf(", %s GPU-hours on %s GPUs", Thousands(int64(math.Round(r.GPUHours))), Thousands(int64(gpus)))
+	text += fmt.Sprintf(", %s GPU-hours on %s GPUs", Thousands(int64(math.Round(r.GPUHours))), Thousands(int64(r.GPUs)))
 	if len(r.Phases) > 1 {
 		phase := func(p estimate.RunPhase) string {
 			return fmt.Sprintf("batch %s for %s at %s", Thousands(p.Batch), plural(p.Steps, "step"), Seconds(p.StepTimeS))
