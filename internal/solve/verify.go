@@ -156,6 +156,12 @@ func (sv *solver) run() *Result {
 		}
 	}
 
+	if sch := sv.base.Train.StepBatchSizeSchedule; sch != nil {
+		if ps, err := spec.ParseBatchSchedule(*sch, sv.base.Train.SeqLength); err == nil && len(ps) > 1 {
+			r.Notes = append(r.Notes, fmt.Sprintf("train.step_batch_size_schedule changes the batch during the run: parc ranks the plans by their step at its first batch size (train.global_batch = %d) and checks every phase the run reaches; the pick's training run rates each phase at its own batch, and a plan ranked lower may be faster over the later phases",
+				ps[0].Batch))
+		}
+	}
 	sv.prepareBounds()
 	sv.enumerate()
 	if sv.groupChosen && !sv.group.open && sv.leaves.any(func(nd *leaf) bool { return nd.vpp > 1 && nd.pp > 1 }) {
