@@ -72,6 +72,7 @@ func vetLoaded(src Source, res *load.Result) (*plan.Plan, diag.List) {
 	p.Choice = choice
 	p.Estimate.FasterSettings, p.Estimate.FasterTogether = resolve.Faster(p, 1) // the plan as written: fit is the GPU
 	p.Estimate.Run = resolve.TrainingRun(p)
+	diags = append(diags, resolve.TimeLimit(p, at)...)
 	p.Estimate.Accuracy = estimate.AccuracyOf(&p.Spec)
 	return p, diags
 }

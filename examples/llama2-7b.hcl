@@ -55,7 +55,7 @@ cluster {
   slurm {
     job_name  = "llama2-7b"
     partition = "batch"
-    time      = "02:00:00"
+    time      = "06:00:00" # the 1,000 steps take about 5 h (parc explain: training run)
   }
 }
 

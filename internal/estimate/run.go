@@ -1,6 +1,8 @@
 package estimate
 
 import (
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -147,4 +149,64 @@ func splitShares(split string) (valid, test bool) {
 		return err == nil && f > 0
 	}
 	return share(1), share(2)
+}
+
+// CodeRunExceedsTimeLimit: the run outlasts the Slurm job's time limit.
+const CodeRunExceedsTimeLimit = "run-exceeds-time-limit"
+
+// TimeLimitDiagnostics warns when the estimated run r is longer than the
+// job's time limit of limitS seconds (cluster.slurm.time; 0 or less: none)
+// and Megatron is not told to stop before it: without
+// train.exit_duration_in_mins below the limit, Slurm ends the job mid-run and
+// the steps since the last checkpoint are lost (all of them without
+// checkpoint.save). Megatron's --exit-duration-in-mins counts from the start
+// of pretrain and, when it passes, saves a checkpoint (with --save) and
+// exits, so the run resumes in the next job; with
+// cluster.slurm.preempt_signal_seconds and checkpoint.save the batch script's
+// signal has Megatron save and exit (--exit-signal-handler) before the limit.
+func TimeLimitDiagnostics(s *spec.Spec, r *TrainingRun, limitS int, at diag.Locator) diag.List {
+	if r == nil || limitS <= 0 || r.TimeS <= float64(limitS) || r.Steps <= 0 {
+		return nil
+	}
+	rep := diag.NewReporter(at)
+	limitMin := limitS / 60
+	exit := s.Train.ExitDurationInMins
+	if exit != nil && *exit < limitMin {
+		return nil // Megatron stops and saves in time; the run spans several jobs
+	}
+	saved := s.Checkpoint != nil && s.Checkpoint.Save != nil
+	if sl := s.Cluster.Slurm; saved && sl != nil && sl.PreemptSignalSeconds != nil {
+		return nil // the batch script's signal makes Megatron save and exit (--exit-signal-handler)
+	}
+	suggest := max(1, limitMin*9/10)
+	saves := "the spec saves no checkpoint (checkpoint.save), so the run cannot resume"
+	if saved {
+		saves = fmt.Sprintf("the steps since the last checkpoint are lost (every checkpoint.interval = %d steps)", s.Checkpoint.Interval)
+	}
+	perStep := r.TrainS / float64(r.Steps)
+	done := int64(float64(limitS) / perStep)
+	jobs := int64(math.Ceil(r.TimeS / (float64(suggest) * 60)))
+	hint := fmt.Sprintf("set train.exit_duration_in_mins to %d (below the limit, leaving time to save) so that Megatron saves and stops in time, and submit the job again to resume (about %d jobs)", suggest, jobs)
+	if !saved {
+		hint += ", with checkpoint.save and checkpoint.load naming the checkpoint directory"
+	}
+	hint += "; or set cluster.slurm.preempt_signal_seconds (with checkpoint.save: Megatron saves on the signal, and cluster.slurm.requeue resubmits the job); or raise cluster.slurm.time"
+	if exit != nil {
+		rep.Warnf("train.exit_duration_in_mins", CodeRunExceedsTimeLimit, hint,
+			"train.exit_duration_in_mins = %d is not below the Slurm time limit of %d min (cluster.slurm.time), and the run is estimated at %s: Slurm ends the job before Megatron stops, after about %d of %d steps; %s",
+			*exit, limitMin, hours(r.TimeS), done, r.Steps, saves)
+		return rep.List
+	}
+	rep.Warnf("cluster.slurm.time", CodeRunExceedsTimeLimit, hint,
+		"the training run is estimated at %s (%d steps), longer than the Slurm time limit of %d min (cluster.slurm.time): Slurm ends the job after about %d steps, and %s",
+		hours(r.TimeS), r.Steps, limitMin, done, saves)
+	return rep.List
+}
+
+// hours formats a long time in hours (minutes below one hour).
+func hours(s float64) string {
+	if s < 3600 {
+		return fmt.Sprintf("%.0f min", s/60)
+	}
+	return fmt.Sprintf("%.1f h", s/3600)
 }

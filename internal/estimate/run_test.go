@@ -1,8 +1,10 @@
 package estimate
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"parc.dev/parc/internal/diag"
@@ -84,5 +86,63 @@ logging: {`+logging+`}
 	near("scheduled run time", r.TrainS, 2*e.StepTimeS+8*e2.StepTimeS)
 	if e2.StepTimeS <= e.StepTimeS {
 		t.Errorf("a step of 128 samples (%g s) is not longer than one of 64 (%g s)", e2.StepTimeS, e.StepTimeS)
+	}
+}
+
+// TestTimeLimitDiagnostics: a run longer than the Slurm time limit is warned
+// about unless Megatron stops and saves before it (exit_duration_in_mins
+// below the limit, or the preemption signal with checkpoint.save), at the
+// field that decides; the hint's exit_duration_in_mins clears it.
+func TestTimeLimitDiagnostics(t *testing.T) {
+	base := &TrainingRun{Steps: 1000, TrainS: 36000, TimeS: 36000} // 10 h
+	cases := []struct {
+		name, text string
+		path, msg  string // "" path: no warning
+	}{
+		{"no limit", `{}`, "", ""},
+		{"within the limit", `{"cluster": {"slurm": {"time": "12:00:00"}}}`, "", ""},
+		{"no limit to exceed", `{"cluster": {"slurm": {"time": "infinite"}}}`, "", ""},
+		{"over, nothing saved", `{"cluster": {"slurm": {"time": "04:00:00"}}}`,
+			"cluster.slurm.time", "estimated at 10.0 h (1000 steps), longer than the Slurm time limit of 240 min (cluster.slurm.time): Slurm ends the job after about 400 steps, and the spec saves no checkpoint"},
+		{"over, saved", `{"cluster": {"slurm": {"time": "04:00:00"}}, "checkpoint": {"save": "ck", "interval": 500}}`,
+			"cluster.slurm.time", "the steps since the last checkpoint are lost (every checkpoint.interval = 500 steps)"},
+		{"exit before the limit", `{"cluster": {"slurm": {"time": "04:00:00"}}, "train": {"exit_duration_in_mins": 230}}`, "", ""},
+		{"exit at the limit", `{"cluster": {"slurm": {"time": "04:00:00"}}, "train": {"exit_duration_in_mins": 240}}`,
+			"train.exit_duration_in_mins", "train.exit_duration_in_mins = 240 is not below the Slurm time limit of 240 min"},
+		{"preemption signal with saves", `{"cluster": {"slurm": {"time": "04:00:00", "preempt_signal_seconds": 300}}, "checkpoint": {"save": "ck"}}`, "", ""},
+		{"preemption signal, nothing saved", `{"cluster": {"slurm": {"time": "04:00:00", "preempt_signal_seconds": 300}}}`,
+			"cluster.slurm.time", "saves no checkpoint"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &spec.Spec{}
+			if err := json.Unmarshal([]byte(tc.text), s); err != nil {
+				t.Fatal(err)
+			}
+			limit := 0
+			if sl := s.Cluster.Slurm; sl != nil && sl.Time != nil {
+				limit = map[string]int{"04:00:00": 4 * 3600, "12:00:00": 12 * 3600, "infinite": -1}[*sl.Time]
+			}
+			l := TimeLimitDiagnostics(s, base, limit, diag.NoPos)
+			if tc.path == "" {
+				if len(l) > 0 {
+					t.Fatalf("want no warning, got %v", l)
+				}
+				return
+			}
+			if len(l) != 1 || l[0].Path != tc.path || l[0].Code != CodeRunExceedsTimeLimit || !strings.Contains(l[0].Message, tc.msg) {
+				t.Fatalf("want a warning at %s containing %q, got %v", tc.path, tc.msg, l)
+			}
+			// The hint's exit_duration_in_mins (216 = 90% of 240) clears it,
+			// with checkpoint.save where the hint asks for it.
+			if !strings.Contains(l[0].Hint, "set train.exit_duration_in_mins to 216") {
+				t.Fatalf("hint %q", l[0].Hint)
+			}
+			v := 216
+			s.Train.ExitDurationInMins = &v
+			if l := TimeLimitDiagnostics(s, base, limit, diag.NoPos); len(l) > 0 {
+				t.Errorf("the hint's value leaves %v", l)
+			}
+		})
 	}
 }

@@ -121,6 +121,20 @@ func TrainingRun(p *plan.Plan) *estimate.TrainingRun {
 	return estimate.TrainingRunOf(&p.Spec, p.Derived, links(p.Layout), estimate.DefaultOptions(), p.Estimate)
 }
 
+// TimeLimit warns when p's estimated run (p.Estimate.Run) outlasts the Slurm
+// job's time limit, cluster.slurm.time (estimate.TimeLimitDiagnostics).
+func TimeLimit(p *plan.Plan, at diag.Locator) diag.List {
+	sl := p.Spec.Cluster.Slurm
+	if p.Estimate == nil || sl == nil || sl.Time == nil {
+		return nil
+	}
+	secs, err := check.SlurmTime(*sl.Time)
+	if err != nil || secs <= 0 {
+		return nil // slurm-time reports a bad one; -1: no limit
+	}
+	return estimate.TimeLimitDiagnostics(&p.Spec, p.Estimate.Run, secs, at)
+}
+
 // TargetChecks runs the targets' checks on p. They may not assume a layout
 // or an estimate (p.Layout, p.Estimate nil): Resolve runs them on a spec
 // whose rules fail too, and vet on what a spec with schema errors still
