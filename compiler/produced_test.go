@@ -117,6 +117,7 @@ train: {seq_length: 67108864, micro_batch: 1, global_batch: 1073741824, iters: 1
 	}},
 	{code: "pipeline-bubble", file: "p.cue", text: strings.Replace(tiny, "global_batch: 64", "global_batch: 4", 1)},
 	{code: "comms-exceed-compute", file: "p.cue", text: strings.Replace(tiny, "nvlink_gbps: 450", "nvlink_gbps: 0.1", 1)},
+	{code: "batch-schedule-iterations", file: "p.cue", text: strings.Replace(tiny, "iters: 10}", "iters: 10, step_batch_size_schedule: \"0:64 1M:128\"}", 1)},
 	{code: "run-exceeds-time-limit", file: "p.cue", text: strings.Replace(tiny, "iters: 10}", "iters: 100000000}\ncluster: slurm: time: \"00:01:00\"", 1)},
 	{code: "extra-arg-conflict", file: "p.cue", text: tiny + `launch: extra_args: ["--num-layers", "8"]` + "\n"},
 	{code: "extra-arg-unknown", file: "p.cue", text: tiny + `launch: extra_args: ["--no-such-flag"]` + "\n"},

@@ -87,6 +87,111 @@ func (c *checker) batchSchedule() {
 		}
 		return // the loop stops at the first failing phase
 	}
+	c.batchScheduleIterations(phases, unit)
+}
+
+// batchScheduleIterations warns when a batch schedule meets iteration-based
+// training: with a schedule Megatron takes no --global-batch-size and sets it
+// to micro_batch·dp (validate_args), and get_optimizer_param_scheduler
+// (training.py at d98e8a64) turns train.iters, lr_decay_iters,
+// lr_warmup_iters and lr_wsd_decay_iters into samples with that batch, while
+// train_step advances the scheduler by each step's scheduled batch. The
+// warmup and the decay then end after a fraction of the steps they name, and
+// the learning rate stays at min_lr for the rest of the run. Sample-based
+// training (train.samples, lr_*_samples) counts what the steps consume.
+func (c *checker) batchScheduleIterations(phases []spec.BatchPhase, unit int64) {
+	t := c.s.Train
+	if t.Iters == nil {
+		return
+	}
+	stages, _ := spec.ScheduledRun(phases, t.Iters, nil)
+	big := false
+	for _, st := range stages {
+		big = big || st.Batch > unit
+	}
+	if !big {
+		return // every step is micro_batch·dp samples: the iterations count right
+	}
+	// endStep is the step after which n scheduler iterations (n·unit
+	// samples) have passed; samples is what n steps of the run consume.
+	endStep := func(n int64) int64 {
+		var consumed int64
+		for _, st := range stages {
+			need := n*unit - consumed
+			if need <= st.Steps*st.Batch {
+				return st.FromStep + (need+st.Batch-1)/st.Batch
+			}
+			consumed += st.Steps * st.Batch
+		}
+		return -1
+	}
+	samples := func(n int) int64 {
+		var total int64
+		st, _ := spec.ScheduledRun(phases, &n, nil)
+		for _, x := range st {
+			total += x.Steps * x.Batch
+		}
+		return total
+	}
+	decay := *t.Iters
+	if t.LRDecayIters != nil {
+		decay = *t.LRDecayIters
+	}
+	end := endStep(int64(decay))
+	what := fmt.Sprintf("the learning-rate decay over lr_decay_iters=%d iterations (%s samples) ends at step %d of the run's %d", decay, thousands(int64(decay)*unit), end, *t.Iters)
+	if t.LRDecayIters == nil {
+		what = fmt.Sprintf("the learning-rate decay over train.iters=%d iterations (%s samples) ends at step %d", decay, thousands(int64(decay)*unit), end)
+	}
+	if t.LRWarmupIters > 0 && t.LRWarmupFraction == nil {
+		what += fmt.Sprintf(", the warmup of %d iterations at step %d", t.LRWarmupIters, endStep(int64(t.LRWarmupIters)))
+	}
+	// The hint: the same run by samples, each iteration count as the
+	// samples the run's steps consume.
+	set := []setting{{"train.iters", nil}, {"train.samples", int(samples(*t.Iters))}}
+	parts := []string{fmt.Sprintf("train.samples: %d instead of train.iters", samples(*t.Iters))}
+	if t.LRWarmupIters > 0 {
+		w := int(samples(t.LRWarmupIters))
+		set = append(set, setting{"train.lr_warmup_iters", 0}, setting{"train.lr_warmup_samples", w})
+		parts = append(parts, fmt.Sprintf("train.lr_warmup_samples: %d instead of lr_warmup_iters", w))
+	}
+	if t.LRDecayIters != nil {
+		d := int(samples(*t.LRDecayIters))
+		set = append(set, setting{"train.lr_decay_iters", nil}, setting{"train.lr_decay_samples", d})
+		parts = append(parts, fmt.Sprintf("train.lr_decay_samples: %d instead of lr_decay_iters", d))
+	}
+	if t.LRWSDDecayIters != nil {
+		d := int(samples(*t.LRWSDDecayIters))
+		set = append(set, setting{"train.lr_wsd_decay_iters", nil}, setting{"train.lr_wsd_decay_samples", d})
+		parts = append(parts, fmt.Sprintf("train.lr_wsd_decay_samples: %d instead of lr_wsd_decay_iters", d))
+	}
+	hint := "train by samples (train.samples and the lr_*_samples fields), which count what the scheduled steps consume"
+	if c.acceptsAll("batch-schedule-iterations", set...) {
+		hint = "train by samples, the same run: " + strings.Join(parts, ", ")
+	}
+	lo, hi := stages[0].Batch, stages[0].Batch
+	for _, st := range stages {
+		lo, hi = min(lo, st.Batch), max(hi, st.Batch)
+	}
+	take := fmt.Sprintf("%d", lo)
+	if hi > lo {
+		take = fmt.Sprintf("%d to %d", lo, hi)
+	}
+	c.report("batch-schedule-iterations", "train.iters", hint,
+		"with train.step_batch_size_schedule Megatron takes no --global-batch-size and counts an iteration of the learning-rate schedule as micro_batch·dp = %d samples, while the scheduled steps take %s: %s, and the learning rate stays at min_lr after it",
+		unit, take, what)
+}
+
+// thousands writes n with thousands separators.
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // scheduleHint offers the schedule with phase i's batch size replaced by

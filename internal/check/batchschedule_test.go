@@ -1,6 +1,11 @@
 package check
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -96,4 +101,161 @@ func TestBatchScheduleHint(t *testing.T) {
 			t.Fatalf("the hint's schedule fails: %v", d)
 		}
 	}
+}
+
+// With a batch schedule and train.iters, Megatron's learning-rate schedule
+// counts micro_batch·dp samples an iteration (base: 4) while the steps take
+// their scheduled batch: the decay of 100 iterations (400 samples) ends at
+// step 7 of 100 (64 samples a step), the warmup of 10 (40 samples) at step 1.
+// The hint is the same run by samples, and it clears the warning.
+func TestBatchScheduleIterations(t *testing.T) {
+	s := specFrom(t, parse(t, `{"train": {"lr_warmup_iters": 10, "step_batch_size_schedule": "0:64 1M:128"}}`))
+	var got []diag.Diagnostic
+	for _, d := range Run(s, spec.Derive(s), diag.NoPos) {
+		if d.Code == "batch-schedule-iterations" {
+			got = append(got, d)
+		}
+	}
+	want := "counts an iteration of the learning-rate schedule as micro_batch·dp = 4 samples, while the scheduled steps take 64 to 128: the learning-rate decay over train.iters=100 iterations (400 samples) ends at step 7, the warmup of 10 iterations at step 1"
+	if len(got) != 1 || got[0].Path != "train.iters" || !strings.Contains(got[0].Message, want) {
+		t.Fatalf("want one batch-schedule-iterations at train.iters containing %q, got %v", want, got)
+	}
+	// 8 steps of 64 (512 ≥ 488 samples), then 92 of 128; the warmup's 10
+	// steps are 640 samples... of 64, then 128: 8·64 + 2·128 = 768.
+	if !strings.Contains(got[0].Hint, "train.samples: 12288 instead of train.iters, train.lr_warmup_samples: 768 instead of lr_warmup_iters") {
+		t.Fatalf("hint %q", got[0].Hint)
+	}
+	s.Train.Iters = nil
+	n, w := 12288, 768
+	s.Train.Samples, s.Train.LRWarmupIters, s.Train.LRWarmupSamples = &n, 0, w
+	for _, d := range Run(s, spec.Derive(s), diag.NoPos) {
+		if d.Severity == diag.Error || d.Code == "batch-schedule-iterations" {
+			t.Errorf("the hint's run: %v", d)
+		}
+	}
+	// A schedule whose every batch is micro_batch·dp counts right.
+	s = specFrom(t, parse(t, `{"train": {"global_batch": 4, "step_batch_size_schedule": "0:4 1M:4"}}`))
+	for _, d := range Run(s, spec.Derive(s), diag.NoPos) {
+		if d.Code == "batch-schedule-iterations" {
+			t.Errorf("one microbatch a step: %v", d)
+		}
+	}
+}
+
+// TestBatchScheduleIterationsMatchesMegatron drives Megatron-Core's own
+// OptimizerParamScheduler (megatron/core/optimizer_param_scheduler.py) as
+// training.py does with a schedule and --train-iters (get_optimizer_param_scheduler's
+// steps at --global-batch-size = micro_batch·dp, train_step's increment of
+// the step's scheduled batch, the batch from StepBatchsizeNumMicroBatchesCalculator)
+// and compares the step at which the learning rate reaches min_lr, and the
+// step that ends the warmup, with batch-schedule-iterations' message. It
+// needs torch and a Megatron-LM checkout named by MEGATRON_LM.
+func TestBatchScheduleIterationsMatchesMegatron(t *testing.T) {
+	root := os.Getenv("MEGATRON_LM")
+	if root == "" {
+		t.Skip("MEGATRON_LM is not set (a Megatron-LM checkout)")
+	}
+	type tcase struct {
+		Schedule string `json:"schedule"`
+		Iters    int    `json:"iters"`
+		Warmup   int    `json:"warmup"`
+		Decay    int    `json:"decay"`
+	}
+	var cases []tcase
+	for _, sch := range []string{"0:64 1M:128", "0:8 100K:16 500K:64", "0:4 1M:8", "0:32 4M:256"} {
+		for _, it := range []int{50, 100, 300} {
+			for _, w := range []int{0, 10} {
+				cases = append(cases, tcase{sch, it, w, it}, tcase{sch, it, w, it / 2})
+			}
+		}
+	}
+	in, _ := json.Marshal(cases)
+	script := `
+import importlib.util, json, sys, types
+root = sys.argv[1]
+for name in ("megatron", "megatron.core"):
+    sys.modules[name] = types.ModuleType(name)
+utils = types.ModuleType("megatron.core.utils"); utils.log_single_rank = lambda *a, **k: None
+sys.modules["megatron.core.utils"] = utils
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, root + path)
+    m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); return m
+ops = load("ops", "/megatron/core/optimizer_param_scheduler.py")
+nmc = load("nmc", "/megatron/core/num_microbatches_calculator.py")
+unit = 4  # micro_batch 1 x dp 4: the base plan
+for c in json.load(sys.stdin):
+    calc = nmc.StepBatchsizeNumMicroBatchesCalculator(1, 4, False, 1, c["schedule"], seq_length=2048)
+    class Opt: param_groups = [{"params": [], "lr": 0.0, "weight_decay": 0.1}]
+    s = ops.OptimizerParamScheduler(Opt(), init_lr=0.0, max_lr=3e-4, min_lr=3e-5,
+        lr_warmup_steps=c["warmup"] * unit, lr_decay_steps=c["decay"] * unit, lr_decay_style="cosine",
+        start_wd=0.1, end_wd=0.1, wd_incr_steps=c["iters"] * unit, wd_incr_style="constant")
+    consumed, warm, end = 0, None, None
+    for it in range(1, c["iters"] + 1):
+        calc.update(consumed, True)
+        inc = calc.get() * 1 * 4
+        s.step(increment=inc); consumed += inc
+        if warm is None and c["warmup"] > 0 and s.num_steps >= s.lr_warmup_steps: warm = it
+        if end is None and s.num_steps > s.lr_warmup_steps and s.get_lr(Opt.param_groups[0]) <= 3e-5: end = it
+    print(json.dumps({"warm": warm, "end": end}))
+`
+	cmd := exec.Command("/usr/bin/python3", "-c", script, root)
+	cmd.Stdin = strings.NewReader(string(in))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(cases) {
+		t.Fatalf("python answered %d of %d cases:\n%s", len(lines), len(cases), out)
+	}
+	endRE := regexp.MustCompile(`ends at step (\d+)`)
+	warned := 0
+	warmRE := regexp.MustCompile(`the warmup of \d+ iterations at step (\d+)`)
+	for i, c := range cases {
+		var got struct{ Warm, End *int }
+		if err := json.Unmarshal([]byte(lines[i]), &got); err != nil {
+			t.Fatal(err)
+		}
+		first := strings.TrimPrefix(strings.Fields(c.Schedule)[0], "0:")
+		over := fmt.Sprintf(`{"train": {"global_batch": %s, "iters": %d, "lr_warmup_iters": %d, "step_batch_size_schedule": %q}}`, first, c.Iters, c.Warmup, c.Schedule)
+		if c.Decay != c.Iters {
+			over = fmt.Sprintf(`{"train": {"global_batch": %s, "iters": %d, "lr_warmup_iters": %d, "lr_decay_iters": %d, "step_batch_size_schedule": %q}}`, first, c.Iters, c.Warmup, c.Decay, c.Schedule)
+		}
+		s := specFrom(t, parse(t, over))
+		var msg string
+		for _, d := range Run(s, spec.Derive(s), diag.NoPos) {
+			if d.Code == "batch-schedule-iterations" {
+				msg = d.Message
+			}
+		}
+		if msg == "" {
+			// No warning: every step is micro_batch·dp samples, and the
+			// schedule ends where its iterations say.
+			if got.End == nil || *got.End != c.Decay || (c.Warmup > 0 && (got.Warm == nil || *got.Warm != c.Warmup)) {
+				t.Errorf("%+v: no warning, but Megatron's decay ends at step %s and its warmup at %s", c, stepText(got.End), stepText(got.Warm))
+			}
+			continue
+		}
+		warned++
+		m := endRE.FindStringSubmatch(msg)
+		if m == nil || got.End == nil || m[1] != fmt.Sprint(*got.End) {
+			t.Errorf("%+v: Megatron's learning rate reaches min_lr at step %s; parc says %q", c, stepText(got.End), msg)
+		}
+		if w := warmRE.FindStringSubmatch(msg); c.Warmup > 0 && (w == nil || got.Warm == nil || w[1] != fmt.Sprint(*got.Warm)) {
+			t.Errorf("%+v: Megatron's warmup ends at step %s; parc says %q", c, stepText(got.Warm), msg)
+		}
+	}
+	if warned < len(cases)/2 {
+		t.Errorf("only %d of %d runs warned: the cases should mostly run past micro_batch·dp", warned, len(cases))
+	}
+	if !t.Failed() {
+		t.Logf("%d runs (%d warned): the decay's and the warmup's ends agree with Megatron's scheduler", len(cases), warned)
+	}
+}
+
+func stepText(p *int) string {
+	if p == nil {
+		return "never"
+	}
+	return fmt.Sprint(*p)
 }
