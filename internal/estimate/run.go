@@ -171,10 +171,17 @@ func TimeLimitDiagnostics(s *spec.Spec, r *TrainingRun, limitS int, at diag.Loca
 	rep := diag.NewReporter(at)
 	limitMin := limitS / 60
 	exit := s.Train.ExitDurationInMins
-	if exit != nil && *exit < limitMin {
-		return nil // Megatron stops and saves in time; the run spans several jobs
-	}
 	saved := s.Checkpoint != nil && s.Checkpoint.Save != nil
+	if exit != nil && *exit < limitMin {
+		if saved {
+			return nil // Megatron stops and saves in time; the run spans several jobs
+		}
+		rep.Warnf("train.exit_duration_in_mins", CodeRunExceedsTimeLimit,
+			"set checkpoint.save and checkpoint.load to a checkpoint directory, so that Megatron saves when it stops and the next job resumes",
+			"the training run is estimated at %s (%d steps), longer than the Slurm time limit of %d min: Megatron stops after train.exit_duration_in_mins = %d min, about %d steps in, but the spec saves no checkpoint (checkpoint.save), so the run cannot resume",
+			hours(r.TimeS), r.Steps, limitMin, *exit, int64(float64(*exit)*60/(r.TrainS/float64(r.Steps))))
+		return rep.List
+	}
 	if sl := s.Cluster.Slurm; saved && sl != nil && sl.PreemptSignalSeconds != nil {
 		return nil // the batch script's signal makes Megatron save and exit (--exit-signal-handler)
 	}

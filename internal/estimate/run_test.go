@@ -106,7 +106,9 @@ func TestTimeLimitDiagnostics(t *testing.T) {
 			"cluster.slurm.time", "estimated at 10.0 h (1000 steps), longer than the Slurm time limit of 240 min (cluster.slurm.time): Slurm ends the job after about 400 steps, and the spec saves no checkpoint"},
 		{"over, saved", `{"cluster": {"slurm": {"time": "04:00:00"}}, "checkpoint": {"save": "ck", "interval": 500}}`,
 			"cluster.slurm.time", "the steps since the last checkpoint are lost (every checkpoint.interval = 500 steps)"},
-		{"exit before the limit", `{"cluster": {"slurm": {"time": "04:00:00"}}, "train": {"exit_duration_in_mins": 230}}`, "", ""},
+		{"exit before the limit, saved", `{"cluster": {"slurm": {"time": "04:00:00"}}, "train": {"exit_duration_in_mins": 230}, "checkpoint": {"save": "ck"}}`, "", ""},
+		{"exit before the limit, nothing saved", `{"cluster": {"slurm": {"time": "04:00:00"}}, "train": {"exit_duration_in_mins": 230}}`,
+			"train.exit_duration_in_mins", "Megatron stops after train.exit_duration_in_mins = 230 min, about 383 steps in, but the spec saves no checkpoint"},
 		{"exit at the limit", `{"cluster": {"slurm": {"time": "04:00:00"}}, "train": {"exit_duration_in_mins": 240}}`,
 			"train.exit_duration_in_mins", "train.exit_duration_in_mins = 240 is not below the Slurm time limit of 240 min"},
 		{"preemption signal with saves", `{"cluster": {"slurm": {"time": "04:00:00", "preempt_signal_seconds": 300}}, "checkpoint": {"save": "ck"}}`, "", ""},
@@ -135,11 +137,20 @@ func TestTimeLimitDiagnostics(t *testing.T) {
 			}
 			// The hint's exit_duration_in_mins (216 = 90% of 240) clears it,
 			// with checkpoint.save where the hint asks for it.
-			if !strings.Contains(l[0].Hint, "set train.exit_duration_in_mins to 216") {
+			v, dir := 216, "ck"
+			switch {
+			case strings.Contains(l[0].Hint, "set train.exit_duration_in_mins to 216"):
+				s.Train.ExitDurationInMins = &v
+			case strings.HasPrefix(l[0].Hint, "set checkpoint.save"):
+			default:
 				t.Fatalf("hint %q", l[0].Hint)
 			}
-			v := 216
-			s.Train.ExitDurationInMins = &v
+			if strings.Contains(l[0].Hint, "checkpoint.save") {
+				if s.Checkpoint == nil {
+					s.Checkpoint = &spec.Checkpoint{}
+				}
+				s.Checkpoint.Save = &dir
+			}
 			if l := TimeLimitDiagnostics(s, base, limit, diag.NoPos); len(l) > 0 {
 				t.Errorf("the hint's value leaves %v", l)
 			}
