@@ -198,6 +198,10 @@ func TimeLimitDiagnostics(s *spec.Spec, r *TrainingRun, limitS int, at diag.Loca
 		hint += ", with checkpoint.save and checkpoint.load naming the checkpoint directory"
 	}
 	hint += "; or set cluster.slurm.preempt_signal_seconds (with checkpoint.save: Megatron saves on the signal, and cluster.slurm.requeue resubmits the job); or raise cluster.slurm.time"
+	if suggest >= limitMin {
+		// A limit of a minute or less leaves no whole minute to stop in.
+		hint = fmt.Sprintf("raise cluster.slurm.time to at least %d min: a limit of %d s leaves Megatron no whole minute to stop and save in", int(math.Ceil(r.TimeS/60)), limitS)
+	}
 	if exit != nil {
 		rep.Warnf("train.exit_duration_in_mins", CodeRunExceedsTimeLimit, hint,
 			"train.exit_duration_in_mins = %d is not below the Slurm time limit of %d min (cluster.slurm.time), and the run is estimated at %s: Slurm ends the job before Megatron stops, after about %d of %d steps; %s",

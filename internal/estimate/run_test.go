@@ -112,6 +112,8 @@ func TestTimeLimitDiagnostics(t *testing.T) {
 		{"exit at the limit", `{"cluster": {"slurm": {"time": "04:00:00"}}, "train": {"exit_duration_in_mins": 240}}`,
 			"train.exit_duration_in_mins", "train.exit_duration_in_mins = 240 is not below the Slurm time limit of 240 min"},
 		{"preemption signal with saves", `{"cluster": {"slurm": {"time": "04:00:00", "preempt_signal_seconds": 300}}, "checkpoint": {"save": "ck"}}`, "", ""},
+		{"a limit below two minutes", `{"cluster": {"slurm": {"time": "00:01:30"}}}`,
+			"cluster.slurm.time", "longer than the Slurm time limit of 1 min"},
 		{"preemption signal, nothing saved", `{"cluster": {"slurm": {"time": "04:00:00", "preempt_signal_seconds": 300}}}`,
 			"cluster.slurm.time", "saves no checkpoint"},
 	}
@@ -123,7 +125,7 @@ func TestTimeLimitDiagnostics(t *testing.T) {
 			}
 			limit := 0
 			if sl := s.Cluster.Slurm; sl != nil && sl.Time != nil {
-				limit = map[string]int{"04:00:00": 4 * 3600, "12:00:00": 12 * 3600, "infinite": -1}[*sl.Time]
+				limit = map[string]int{"04:00:00": 4 * 3600, "12:00:00": 12 * 3600, "00:01:30": 90, "infinite": -1}[*sl.Time]
 			}
 			l := TimeLimitDiagnostics(s, base, limit, diag.NoPos)
 			if tc.path == "" {
@@ -142,6 +144,12 @@ func TestTimeLimitDiagnostics(t *testing.T) {
 			case strings.Contains(l[0].Hint, "set train.exit_duration_in_mins to 216"):
 				s.Train.ExitDurationInMins = &v
 			case strings.HasPrefix(l[0].Hint, "set checkpoint.save"):
+			case strings.HasPrefix(l[0].Hint, "raise cluster.slurm.time to at least 600 min"):
+				limit = 600 * 60 // the hint's limit: the run's 10 h
+				if l := TimeLimitDiagnostics(s, base, limit, diag.NoPos); len(l) > 0 {
+					t.Errorf("the hint's limit leaves %v", l)
+				}
+				return
 			default:
 				t.Fatalf("hint %q", l[0].Hint)
 			}
