@@ -13,6 +13,7 @@ import (
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/resolve"
+	"parc.dev/parc/internal/spec"
 	mg "parc.dev/parc/internal/targets/megatron"
 )
 
@@ -180,7 +181,8 @@ func Import(src []byte, o Options) Result {
 		if sched, ok := ns.Values["step_batch_size_schedule"].(string); ok && ns.Values["global_batch_size"] == nil {
 			// The schedule gives the batch sizes (Megatron takes no
 			// --global-batch-size beside it); global_batch is its first.
-			if gbs, ok := firstScheduledBatch(sched); ok {
+			seq, _ := asInt(ns.Values["seq_length"])
+			if gbs, ok := firstScheduledBatch(sched, int(seq)); ok {
 				out = append(out, assignment{path: "train.global_batch", value: gbs, dests: []string{"step_batch_size_schedule"},
 					note: "the first size of --step-batch-size-schedule (parc writes no --global-batch-size beside it)"})
 			}
@@ -507,9 +509,15 @@ func megatronRejects(ns *mg.Namespace) []rejection {
 	return out
 }
 
-// firstScheduledBatch is the global batch size of the first entry of a
-// --step-batch-size-schedule ("0:384 200B:768 ...").
-func firstScheduledBatch(sched string) (int64, bool) {
+// firstScheduledBatch is the global batch size of the first phase of a
+// --step-batch-size-schedule ("0:384 200B:768 ..."), as Megatron reads it
+// (spec.ParseBatchSchedule: entries sorted by their token threshold over the
+// sequence length, K/M/B/T suffixes); for a schedule Megatron rejects, the
+// first entry as written (parc vet then reports batch-schedule).
+func firstScheduledBatch(sched string, seq int) (int64, bool) {
+	if ps, err := spec.ParseBatchSchedule(sched, seq); err == nil {
+		return ps[0].Batch, true
+	}
 	f := strings.Fields(sched)
 	if len(f) == 0 {
 		return 0, false

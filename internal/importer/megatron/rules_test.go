@@ -242,3 +242,22 @@ func TestImportActivations(t *testing.T) {
 		require.Contains(t, res.Diags.Codes(), "import-megatron-rejects", a)
 	}
 }
+
+// TestImportBatchSchedule: with --step-batch-size-schedule Megatron takes no
+// --global-batch-size, and the spec's train.global_batch is the schedule's
+// first phase as Megatron reads it: entries sorted by their token threshold,
+// whatever order the script writes them in (the first written here is the
+// later phase).
+func TestImportBatchSchedule(t *testing.T) {
+	args := strings.ReplaceAll("--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 "+
+		"--micro-batch-size 1 --train-samples 100000 --lr 1e-4 --eval-interval 10 --mock-data --tokenizer-type NullTokenizer --vocab-size 1024 "+
+		"--step-batch-size-schedule", " ", "\n") + "\n1M:16 0:8\n"
+	res := Import([]byte(args), Options{Cluster: "dgx_h100", Nodes: 1})
+	require.NotNil(t, res.Spec, "%v", res.Diags)
+	spec := strings.Join(strings.Fields(string(res.Spec)), " ")
+	require.Contains(t, spec, "global_batch: 8", "%s", res.Spec)
+	require.Contains(t, spec, `step_batch_size_schedule: "1M:16 0:8"`)
+	for _, c := range []string{"batch-schedule", "batch-schedule-iterations", "import-not-round-trip", "import-megatron-rejects"} {
+		require.NotContains(t, res.Diags.Codes(), c, "%v", res.Diags)
+	}
+}
