@@ -33,6 +33,33 @@ type TrainingRun struct {
 	GPUs     int        `json:"gpus"`
 	GPUHours float64    `json:"gpu_hours"`
 	Phases   []RunPhase `json:"phases,omitempty"`
+	// Jobs is how many Slurm jobs the run takes when it outlasts one and
+	// resumes safely (SplitIntoJobs), each JobS long; 0 otherwise.
+	Jobs int     `json:"jobs,omitempty"`
+	JobS float64 `json:"job_s,omitempty"`
+}
+
+// SplitIntoJobs counts the jobs a run longer than the Slurm time limit
+// (limitS seconds; 0 or less: none) takes where each stops and saves in
+// time and the next resumes: train.exit_duration_in_mins below the limit
+// (each job then trains that long), or the preemption signal
+// (cluster.slurm.preempt_signal_seconds, the job trains until it), each with
+// checkpoint.save. Where the run cannot resume, TimeLimitDiagnostics warns
+// instead and no jobs are counted.
+func (r *TrainingRun) SplitIntoJobs(s *spec.Spec, limitS int) {
+	if r == nil || limitS <= 0 || r.TimeS <= float64(limitS) || s.Checkpoint == nil || s.Checkpoint.Save == nil {
+		return
+	}
+	work := 0.0
+	if e := s.Train.ExitDurationInMins; e != nil && *e*60 < limitS {
+		work = float64(*e * 60)
+	} else if sl := s.Cluster.Slurm; sl != nil && sl.PreemptSignalSeconds != nil && *sl.PreemptSignalSeconds < limitS {
+		work = float64(limitS - *sl.PreemptSignalSeconds)
+	}
+	if work <= 0 {
+		return
+	}
+	r.Jobs, r.JobS = int(math.Ceil(r.TimeS/work)), work
 }
 
 // RunPhase is a stretch of the run at one scheduled batch size.

@@ -165,3 +165,34 @@ func TestTimeLimitDiagnostics(t *testing.T) {
 		})
 	}
 }
+
+// TestSplitIntoJobs: a 10 h run under a 4 h limit takes ceil(10 h / work)
+// jobs where each stops and saves in time: 216 min with an exit duration,
+// 4 h less the 300 s warning with the preemption signal; none where it
+// cannot resume (nothing saved, or no stop before the limit) or fits one job.
+func TestSplitIntoJobs(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		jobs int
+		work float64
+	}{
+		{`{"train": {"exit_duration_in_mins": 216}, "checkpoint": {"save": "ck"}}`, 3, 216 * 60},
+		{`{"cluster": {"slurm": {"preempt_signal_seconds": 300}}, "checkpoint": {"save": "ck"}}`, 3, 4*3600 - 300},
+		{`{"train": {"exit_duration_in_mins": 216}}`, 0, 0},
+		{`{"checkpoint": {"save": "ck"}}`, 0, 0},
+	} {
+		s := &spec.Spec{}
+		if err := json.Unmarshal([]byte(tc.text), s); err != nil {
+			t.Fatal(err)
+		}
+		r := &TrainingRun{Steps: 1000, TrainS: 36000, TimeS: 36000}
+		r.SplitIntoJobs(s, 4*3600)
+		if r.Jobs != tc.jobs || r.JobS != tc.work {
+			t.Errorf("%s: %d jobs of %g s, want %d of %g", tc.text, r.Jobs, r.JobS, tc.jobs, tc.work)
+		}
+		short := &TrainingRun{Steps: 10, TrainS: 3600, TimeS: 3600}
+		if short.SplitIntoJobs(s, 4*3600); short.Jobs != 0 {
+			t.Errorf("%s: a run of one job split into %d", tc.text, short.Jobs)
+		}
+	}
+}

@@ -118,7 +118,13 @@ func TrainingRun(p *plan.Plan) *estimate.TrainingRun {
 	if p.Layout == nil || p.Estimate == nil {
 		return nil
 	}
-	return estimate.TrainingRunOf(&p.Spec, p.Derived, links(p.Layout), estimate.DefaultOptions(), p.Estimate)
+	r := estimate.TrainingRunOf(&p.Spec, p.Derived, links(p.Layout), estimate.DefaultOptions(), p.Estimate)
+	if sl := p.Spec.Cluster.Slurm; r != nil && sl != nil && sl.Time != nil {
+		if secs, err := check.SlurmTime(*sl.Time); err == nil {
+			r.SplitIntoJobs(&p.Spec, secs)
+		}
+	}
+	return r
 }
 
 // TimeLimit warns when p's estimated run (p.Estimate.Run) outlasts the Slurm

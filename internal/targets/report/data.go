@@ -500,6 +500,9 @@ func RunText(r *estimate.TrainingRun) string {
 		text += fmt.Sprintf(" (%s of it %s)", Duration(r.EvalS), plural(r.Evaluations, "evaluation"))
 	}
 	text += fmt.Sprintf(", %s GPU-hours on %s GPUs", Thousands(int64(math.Round(r.GPUHours))), Thousands(int64(r.GPUs)))
+	if r.Jobs > 1 {
+		text += fmt.Sprintf(", in about %d Slurm jobs of %s each", r.Jobs, Duration(r.JobS))
+	}
 	if len(r.Phases) > 1 {
 		phase := func(p estimate.RunPhase) string {
 			return fmt.Sprintf("batch %s for %s at %s", Thousands(p.Batch), plural(p.Steps, "step"), Seconds(p.StepTimeS))
