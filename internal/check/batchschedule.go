@@ -142,8 +142,18 @@ func (c *checker) batchScheduleIterations(phases []spec.BatchPhase, unit int64) 
 	if t.LRDecayIters == nil {
 		what = fmt.Sprintf("the learning-rate decay over train.iters=%d iterations (%s samples) ends at step %d", decay, thousands(int64(decay)*unit), end)
 	}
+	after := ", and the learning rate stays at min_lr after it"
+	if end < 0 {
+		// A decay longer than the run: it does not end, but runs ahead.
+		run := samples(*t.Iters)
+		what = fmt.Sprintf("by the run's last step the learning-rate decay over lr_decay_iters=%d iterations (%s samples) has run through %.0f%% of them, not the %.0f%% its iterations say",
+			decay, thousands(int64(decay)*unit), 100*min(1, float64(run)/float64(int64(decay)*unit)), 100*float64(*t.Iters)/float64(decay))
+		after = ""
+	}
 	if t.LRWarmupIters > 0 && t.LRWarmupFraction == nil {
-		what += fmt.Sprintf(", the warmup of %d iterations at step %d", t.LRWarmupIters, endStep(int64(t.LRWarmupIters)))
+		if w := endStep(int64(t.LRWarmupIters)); w > 0 {
+			what += fmt.Sprintf(", the warmup of %d iterations at step %d", t.LRWarmupIters, w)
+		}
 	}
 	// The hint: the same run by samples, each iteration count as the
 	// samples the run's steps consume.
@@ -177,8 +187,8 @@ func (c *checker) batchScheduleIterations(phases []spec.BatchPhase, unit int64) 
 		take = fmt.Sprintf("%d to %d", lo, hi)
 	}
 	c.report("batch-schedule-iterations", "train.iters", hint,
-		"with train.step_batch_size_schedule Megatron takes no --global-batch-size and counts an iteration of the learning-rate schedule as micro_batch·dp = %d samples, while the scheduled steps take %s: %s, and the learning rate stays at min_lr after it",
-		unit, take, what)
+		"with train.step_batch_size_schedule Megatron takes no --global-batch-size and counts an iteration of the learning-rate schedule as micro_batch·dp = %d samples, while the scheduled steps take %s: %s%s",
+		unit, take, what, after)
 }
 
 // thousands writes n with thousands separators.

@@ -133,6 +133,19 @@ func TestBatchScheduleIterations(t *testing.T) {
 			t.Errorf("the hint's run: %v", d)
 		}
 	}
+	// A decay longer than the run does not end in it, but runs ahead: 100
+	// steps consume 12,288 samples, 61% of lr_decay_iters=5000 (20,000
+	// samples), where its iterations say 2%.
+	s = specFrom(t, parse(t, `{"train": {"lr_decay_iters": 5000, "step_batch_size_schedule": "0:64 1M:128"}}`))
+	got = nil
+	for _, d := range Run(s, spec.Derive(s), diag.NoPos) {
+		if d.Code == "batch-schedule-iterations" {
+			got = append(got, d)
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0].Message, "by the run's last step the learning-rate decay over lr_decay_iters=5000 iterations (20,000 samples) has run through 61% of them, not the 2% its iterations say") {
+		t.Fatalf("a decay longer than the run: %v", got)
+	}
 	// A schedule whose every batch is micro_batch·dp counts right.
 	s = specFrom(t, parse(t, `{"train": {"global_batch": 4, "step_batch_size_schedule": "0:4 1M:4"}}`))
 	for _, d := range Run(s, spec.Derive(s), diag.NoPos) {
