@@ -3,7 +3,6 @@ package check
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/spec"
+	"parc.dev/parc/internal/testenv"
 )
 
 // The step batch-size schedule is checked as Megatron reads it at start-up
@@ -164,10 +164,7 @@ func TestBatchScheduleIterations(t *testing.T) {
 // step that ends the warmup, with batch-schedule-iterations' message. It
 // needs torch and a Megatron-LM checkout named by MEGATRON_LM.
 func TestBatchScheduleIterationsMatchesMegatron(t *testing.T) {
-	root := os.Getenv("MEGATRON_LM")
-	if root == "" {
-		t.Skip("MEGATRON_LM is not set (a Megatron-LM checkout)")
-	}
+	root := testenv.MegatronLM(t)
 	type tcase struct {
 		Schedule string `json:"schedule"`
 		Iters    int    `json:"iters"`

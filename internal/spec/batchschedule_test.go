@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"parc.dev/parc/internal/testenv"
 )
 
 func TestParseBatchSchedule(t *testing.T) {
@@ -82,10 +83,7 @@ func TestScheduledRun(t *testing.T) {
 // ScheduledRun. It needs a Megatron-LM checkout at the commit of
 // targets/megatron/options.tsv, named by MEGATRON_LM.
 func TestBatchScheduleMatchesMegatron(t *testing.T) {
-	root := os.Getenv("MEGATRON_LM")
-	if root == "" {
-		t.Skip("MEGATRON_LM is not set (a Megatron-LM checkout)")
-	}
+	root := testenv.MegatronLM(t)
 	type scase struct {
 		Text    string `json:"text"`
 		Seq     int    `json:"seq"`

@@ -163,3 +163,17 @@ func checkLayout(sinfo string) string {
 	}
 	return strings.Join(bad, ", ")
 }
+
+// MegatronLM is the Megatron-LM checkout named by MEGATRON_LM (at the
+// commit of internal/targets/megatron/options.tsv, see its testdata/README.md)
+// that the tests comparing parc with Megatron's own code read; without one
+// the test is skipped: Megatron-LM is not a package of this machine's
+// registries, so those tests are opt-in.
+func MegatronLM(t testing.TB) string {
+	t.Helper()
+	root := os.Getenv("MEGATRON_LM")
+	if root == "" {
+		t.Skip("MEGATRON_LM is not set (a Megatron-LM checkout; see internal/targets/megatron/testdata/README.md)")
+	}
+	return root
+}

@@ -14,6 +14,7 @@ import (
 
 	"parc.dev/parc/internal/diag"
 	mg "parc.dev/parc/internal/targets/megatron"
+	"parc.dev/parc/internal/testenv"
 )
 
 // corpusHeader reads the "# key: value" lines at the top of a corpus file.
@@ -124,10 +125,7 @@ func atoi(t *testing.T, s string) int {
 // MEGATRON_LM names a Megatron-LM checkout at the commit of options.tsv and
 // python3 needs the packaging module (see targets/megatron/testdata/README.md).
 func TestCorpusMegatronAccepts(t *testing.T) {
-	root := os.Getenv("MEGATRON_LM")
-	if root == "" {
-		t.Skip("MEGATRON_LM is not set (a Megatron-LM checkout; see internal/targets/megatron/testdata/README.md)")
-	}
+	root := testenv.MegatronLM(t)
 	python := ""
 	for _, py := range []string{"python3", "/usr/bin/python3"} {
 		if exec.Command(py, "-c", "import packaging.version").Run() == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"parc.dev/parc/internal/targets/megatron"
+	"parc.dev/parc/internal/testenv"
 )
 
 // TestMegatronParser runs the arguments of every example through Megatron-LM's
@@ -19,10 +20,7 @@ import (
 // MEGATRON_LM, and python3; Megatron-LM is not a package of this machine's
 // registries, so the test is opt-in (see testdata/README.md).
 func TestMegatronParser(t *testing.T) {
-	root := os.Getenv("MEGATRON_LM")
-	if root == "" {
-		t.Skip("MEGATRON_LM is not set (a Megatron-LM checkout; see testdata/README.md)")
-	}
+	root := testenv.MegatronLM(t)
 	python := pythonWithPackaging(t)
 	dir := t.TempDir()
 	for name, p := range examples(t) {
