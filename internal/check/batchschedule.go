@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/spec"
 )
 
@@ -138,16 +139,16 @@ func (c *checker) batchScheduleIterations(phases []spec.BatchPhase, unit int64) 
 		decay = *t.LRDecayIters
 	}
 	end := endStep(int64(decay))
-	what := fmt.Sprintf("the learning-rate decay over lr_decay_iters=%d iterations (%s samples) ends at step %d of the run's %d", decay, thousands(int64(decay)*unit), end, *t.Iters)
+	what := fmt.Sprintf("the learning-rate decay over lr_decay_iters=%d iterations (%s samples) ends at step %d of the run's %d", decay, diag.Thousands(int64(decay)*unit), end, *t.Iters)
 	if t.LRDecayIters == nil {
-		what = fmt.Sprintf("the learning-rate decay over train.iters=%d iterations (%s samples) ends at step %d", decay, thousands(int64(decay)*unit), end)
+		what = fmt.Sprintf("the learning-rate decay over train.iters=%d iterations (%s samples) ends at step %d", decay, diag.Thousands(int64(decay)*unit), end)
 	}
 	after := ", and the learning rate stays at min_lr after it"
 	if end < 0 {
 		// A decay longer than the run: it does not end, but runs ahead.
 		run := samples(*t.Iters)
 		what = fmt.Sprintf("by the run's last step the learning-rate decay over lr_decay_iters=%d iterations (%s samples) has run through %.0f%% of them, not the %.0f%% its iterations say",
-			decay, thousands(int64(decay)*unit), 100*min(1, float64(run)/float64(int64(decay)*unit)), 100*float64(*t.Iters)/float64(decay))
+			decay, diag.Thousands(int64(decay)*unit), 100*min(1, float64(run)/float64(int64(decay)*unit)), 100*float64(*t.Iters)/float64(decay))
 		after = ""
 	}
 	if t.LRWarmupIters > 0 && t.LRWarmupFraction == nil {
@@ -189,19 +190,6 @@ func (c *checker) batchScheduleIterations(phases []spec.BatchPhase, unit int64) 
 	c.report("batch-schedule-iterations", "train.iters", hint,
 		"with train.step_batch_size_schedule Megatron takes no --global-batch-size and counts an iteration of the learning-rate schedule as micro_batch·dp = %d samples, while the scheduled steps take %s: %s%s",
 		unit, take, what, after)
-}
-
-// thousands writes n with thousands separators.
-func thousands(n int64) string {
-	s := fmt.Sprint(n)
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // scheduleHint offers the schedule with phase i's batch size replaced by

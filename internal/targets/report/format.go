@@ -3,8 +3,8 @@ package report
 import (
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
+
+	"parc.dev/parc/internal/diag"
 )
 
 // Units: memory and bytes moved in binary units (GiB, MiB), counts in
@@ -40,23 +40,8 @@ func Count(n int64) string {
 	return Thousands(n)
 }
 
-// Thousands writes n with thousands separators.
-func Thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+// Thousands writes n with thousands separators (diag.Thousands).
+func Thousands(n int64) string { return diag.Thousands(n) }
 
 // FLOPs formats a FLOP count.
 func FLOPs(f float64) string {
