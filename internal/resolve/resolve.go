@@ -119,26 +119,31 @@ func TrainingRun(p *plan.Plan) *estimate.TrainingRun {
 		return nil
 	}
 	r := estimate.TrainingRunOf(&p.Spec, p.Derived, links(p.Layout), estimate.DefaultOptions(), p.Estimate)
-	if sl := p.Spec.Cluster.Slurm; r != nil && sl != nil && sl.Time != nil {
-		if secs, err := check.SlurmTime(*sl.Time); err == nil {
-			r.SplitIntoJobs(&p.Spec, secs)
-		}
-	}
+	r.SplitIntoJobs(&p.Spec, slurmLimit(p))
 	return r
+}
+
+// slurmLimit is the job's time limit in seconds (cluster.slurm.time), 0
+// without one, -1 for an unlimited one; a limit slurm-time rejects is 0.
+func slurmLimit(p *plan.Plan) int {
+	sl := p.Spec.Cluster.Slurm
+	if sl == nil || sl.Time == nil {
+		return 0
+	}
+	secs, err := check.SlurmTime(*sl.Time)
+	if err != nil {
+		return 0
+	}
+	return secs
 }
 
 // TimeLimit warns when p's estimated run (p.Estimate.Run) outlasts the Slurm
 // job's time limit, cluster.slurm.time (estimate.TimeLimitDiagnostics).
 func TimeLimit(p *plan.Plan, at diag.Locator) diag.List {
-	sl := p.Spec.Cluster.Slurm
-	if p.Estimate == nil || sl == nil || sl.Time == nil {
+	if p.Estimate == nil {
 		return nil
 	}
-	secs, err := check.SlurmTime(*sl.Time)
-	if err != nil || secs <= 0 {
-		return nil // slurm-time reports a bad one; -1: no limit
-	}
-	return estimate.TimeLimitDiagnostics(&p.Spec, p.Estimate.Run, secs, at)
+	return estimate.TimeLimitDiagnostics(&p.Spec, p.Estimate.Run, slurmLimit(p), at)
 }
 
 // TargetChecks runs the targets' checks on p. They may not assume a layout
