@@ -115,9 +115,12 @@ func quantizedWidth(precision string) float64 {
 
 // gpuRates are the GPU's figures the model reads, datasheet defaults filled in.
 type gpuRates struct {
-	bf16, fp8, fp4, fp32 float64 // dense FLOP/s
-	hbm                  float64 // bytes/s
-	exp                  float64 // SFU exponentials/s
+	bf16, fp8, fp4, fp32 float64 // dense FLOP/s (fp32: TF32 tensor cores)
+	// fp32Core is the FP32 rate of the CUDA cores (no tensor cores): what
+	// PyTorch's own fp32 matmuls run at (see torchFP32).
+	fp32Core float64
+	hbm      float64 // bytes/s
+	exp      float64 // SFU exponentials/s
 	// tensor is the share of the tensor-core peaks sustained under the
 	// power limit (see tensorShare).
 	tensor float64
@@ -162,9 +165,28 @@ func newGPURates(g spec.GPU) gpuRates {
 		r.sms = 132
 	}
 	r.fp32 = r.bf16 / 2
+	r.fp32Core = r.bf16 * fp32CorePerBF16(g.ComputeCapability)
 	r.nvls = g.ComputeCapability >= 9
 	r.nvlinkBus, r.nvlsAlg = nvlinkRates(g.ComputeCapability)
 	return r
+}
+
+// fp32CorePerBF16 is a GPU's FP32 CUDA-core rate over its dense bf16 tensor
+// rate, both per SM per clock: 64 FP32 lanes per SM on A100 (NVIDIA A100
+// Tensor Core GPU Architecture whitepaper: 19.5 TFLOP/s FP32 against 312
+// bf16), 128 from Hopper on (NVIDIA H100 Tensor Core GPU Architecture
+// whitepaper: 128 FP32 cores per SM; Blackwell keeps 128 per SM), each an
+// FMA of two FLOPs, against the 2,048, 4,096 and 8,192 bf16 FLOPs per SM
+// per clock of expPerBF16's note. H100 SXM: 61.8 TFLOP/s at the clock of its
+// bf16 peak (its datasheet's 67 is at the boost clock); B200 70.
+func fp32CorePerBF16(cc float64) float64 {
+	switch {
+	case cc >= 10:
+		return 256.0 / 8192
+	case cc >= 9:
+		return 256.0 / 4096
+	}
+	return 128.0 / 2048
 }
 
 // expPerBF16 is a GPU's SFU exponential rate over its dense bf16 tensor
@@ -301,10 +323,15 @@ func (cm *computeModel) kernels(k float64) op {
 
 // computeModel times operations on one GPU.
 type computeModel struct {
-	r      gpuRates
-	cal    Calibration
-	fp8    bool // the decoder's linear layers run in fp8 (or, with fp4, in NVFP4)
-	fp4    bool // precision "fp4": the quantized GEMMs are NVFP4
+	r   gpuRates
+	cal Calibration
+	fp8 bool // the decoder's linear layers run in fp8 (or, with fp4, in NVFP4)
+	fp4 bool // precision "fp4": the quantized GEMMs are NVFP4
+	// fp32: precision "fp32". Transformer Engine's GEMMs of fp32 operands
+	// run on the TF32 tensor cores (cublaslt_gemm.cu: "Use TF32 only for pure
+	// FP32 GEMM", CUBLAS_COMPUTE_32F_FAST_TF32), PyTorch's own on the CUDA
+	// cores (torchFP32).
+	fp32   bool
 	ab     float64
 	graphs cudaGraphs
 	// routerFusion: kernels.moe_router_fusion.
@@ -357,6 +384,23 @@ func (cm *computeModel) gemm(g, M, N, K float64, fp8, grouped bool) (t, ideal fl
 	return cm.gemmAs(g, M, N, K, fp8, grouped, 0, cm.ab)
 }
 
+// torchFP32 is cm for the GEMMs PyTorch runs itself rather than Transformer
+// Engine (the batched GEMMs of unfused core attention, torch.baddbmm and
+// torch.bmm; the output layer, Megatron's ColumnParallelLinear over
+// torch.matmul): in fp32 training they run on the CUDA cores, since PyTorch
+// keeps TF32 off for matmuls (torch.backends.cuda.matmul.allow_tf32 is False
+// by default from PyTorch 1.12) and Megatron-LM does not turn it on (no
+// allow_tf32 or set_float32_matmul_precision at d98e8a64). Other precisions:
+// cm itself.
+func (cm *computeModel) torchFP32() *computeModel {
+	if !cm.fp32 {
+		return cm
+	}
+	t := *cm
+	t.r.fp32 = cm.r.fp32Core
+	return &t
+}
+
 // teGroupedGEMMStreams is how many of a grouped linear's per-expert GEMMs
 // Transformer Engine runs at once: nvte_multi_stream_cublas_gemm launches
 // GEMM i as its own cuBLAS GEMM on compute stream i mod
@@ -378,6 +422,9 @@ func (cm *computeModel) gemmAs(g, M, N, K float64, fp8, grouped bool, concurrent
 		return 0, 0
 	}
 	peak, eff, inB := cm.r.bf16, cm.cal.GEMMEff, cm.ab
+	if cm.fp32 {
+		peak = cm.r.fp32
+	}
 	if fp8 {
 		peak, eff, inB = cm.r.fp8, cm.cal.FP8GEMMEff, cm.qb()
 		if cm.fp4 {
@@ -566,8 +613,9 @@ func (cm *computeModel) unfusedAttention(b, heads, sq, sk, dqk, dv float64) (fwd
 		return op{}, op{}
 	}
 	g, e := b*heads, cm.ab
+	torch := cm.torchFP32()
 	bmm := func(M, N, K float64) op {
-		t, ideal := cm.gemm(g, M, N, K, false, false)
+		t, ideal := torch.gemm(g, M, N, K, false, false)
 		return cm.kernels(1).plus(op{attn: t, ideal: ideal})
 	}
 	scores := g * sq * sk * e
@@ -965,7 +1013,7 @@ func (cm *computeModel) layer(ls layerShape, moe bool) layerTime {
 // outputLayer times the last stage's final norm, output layer (bf16) and
 // vocab-parallel cross-entropy (fp32 logits read and written a few times).
 func (cm *computeModel) outputLayer(T, Tsp, h, vocab, tp float64) (fwd, bwd op) {
-	fwd, bwd = cm.linear(-1, T, h, vocab/tp, false)
+	fwd, bwd = cm.torchFP32().linear(-1, T, h, vocab/tp, false)
 	ce := cm.elementwise(T*vocab/tp*(cm.ab+4*2)+Tsp*h*2*cm.ab, 6)
 	return fwd.plus(ce), bwd.plus(ce)
 }

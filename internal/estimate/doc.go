@@ -55,6 +55,14 @@
 //     default with Transformer Engine): the 5as²b score term of Korthikanti's
 //     formula is replaced by the fp32 softmax statistics, unless
 //     kernels.attention_backend is "unfused" or "local" (or
-//     Options.FusedAttention is false): then the probabilities are kept (2
-//     bytes, 5 with attention dropout, as Korthikanti counts them).
+//     Options.FusedAttention is false), or the precision is fp32 (Transformer
+//     Engine's flash and fused attention take bf16 or fp16 only): then the
+//     probabilities are kept (2 bytes, 5 with attention dropout, as
+//     Korthikanti counts them; twice that in fp32).
+//   - fp32 training: Transformer Engine's linear layers run on the TF32
+//     tensor cores (half the bf16 peak, the peak MFU is rated against);
+//     PyTorch's own matmuls, the unfused attention's batched GEMMs and the
+//     output layer, on the CUDA cores (1/16 of the bf16 rate per SM per
+//     clock on A100 and Hopper, 1/32 on Blackwell), as PyTorch keeps TF32
+//     off for them.
 package estimate

@@ -188,6 +188,15 @@ func fusedAttention(s *spec.Spec, assume bool) bool {
 		// _get_transformer_layer_spec, get_gpt_layer_local_spec).
 		return false
 	}
+	if s.Train.Precision == "fp32" {
+		// Transformer Engine runs flash and fused attention on bf16 and
+		// fp16 only: get_attention_backend disables both for any other QKV
+		// data type ("Disabling FlashAttention due to unsupported QKV data
+		// type", the same for FusedAttention; transformer_engine/pytorch/
+		// attention/dot_product_attention/utils.py), leaving
+		// UnfusedDotProductAttention, whatever the backend asked for.
+		return false
+	}
 	switch s.Kernels.AttentionBackend {
 	case "unfused", "local":
 		return false
