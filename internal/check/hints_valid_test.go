@@ -68,7 +68,7 @@ var hintForms = []hintForm{
 	form(`valid tp here: `+list, "parallel.tp"),
 	form(`valid tp with pp=\d+, cp=\d+: `+list, "parallel.tp"),
 	form(`valid pp with tp=\d+, cp=\d+: `+list, "parallel.pp"),
-	form(`or cp in `+list, "parallel.cp"),
+	form(`(?:^|or )cp in `+list, "parallel.cp"),
 	form(`valid query_groups for heads=\d+: `+list, "model.query_groups"),
 	form(`heads dividing hidden=\d+: `+list, "model.heads"),
 	{re: regexp.MustCompile(`set max_position_embeddings ≥ (\d+)`), path: "model.max_position_embeddings", values: atLeast},
