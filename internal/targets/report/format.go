@@ -58,32 +58,11 @@ func FLOPs(f float64) string {
 	return fmt.Sprintf("%.0f FLOP", f)
 }
 
-// Seconds formats a duration in seconds.
-func Seconds(s float64) string {
-	switch {
-	case s == 0:
-		return "0"
-	case s >= 1:
-		return fmt.Sprintf("%.2f s", s)
-	case s >= 1e-3:
-		return fmt.Sprintf("%.1f ms", s*1e3)
-	}
-	return fmt.Sprintf("%.0f µs", s*1e6)
-}
+// Seconds formats a duration in seconds (diag.Seconds).
+func Seconds(s float64) string { return diag.Seconds(s) }
 
-// Duration formats a long time in the largest unit that keeps it above 1:
-// seconds, minutes, hours or days.
-func Duration(s float64) string {
-	switch {
-	case s >= 2*86400:
-		return fmt.Sprintf("%.1f days", s/86400)
-	case s >= 2*3600:
-		return fmt.Sprintf("%.1f h", s/3600)
-	case s >= 120:
-		return fmt.Sprintf("%.1f min", s/60)
-	}
-	return Seconds(s)
-}
+// Duration formats a long time in its largest unit (diag.Duration).
+func Duration(s float64) string { return diag.Duration(s) }
 
 // Percent formats a fraction as a percentage.
 func Percent(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
