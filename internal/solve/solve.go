@@ -208,6 +208,12 @@ type Candidate struct {
 	Breakdown Breakdown `json:"breakdown"`
 	// Warnings are the codes of the warnings `parc vet` reports for this plan.
 	Warnings []string `json:"warnings,omitempty"`
+	// RunS is the whole training run's estimated time (estimate.TrainingRun
+	// TimeS: every phase of a batch schedule at its own batch, evaluations
+	// included), set when the spec has a step batch-size schedule, whose
+	// later phases can order the candidates otherwise than their first
+	// phase's step does.
+	RunS float64 `json:"run_s,omitempty"`
 	// InNoiseBand: the step time is within the noise band of the fastest
 	// shape's, so the candidate ranks by simplicity among those.
 	InNoiseBand bool `json:"in_noise_band"`

@@ -158,7 +158,7 @@ func (sv *solver) run() *Result {
 
 	if sch := sv.base.Train.StepBatchSizeSchedule; sch != nil {
 		if ps, err := spec.ParseBatchSchedule(*sch, sv.base.Train.SeqLength); err == nil && len(ps) > 1 {
-			r.Notes = append(r.Notes, fmt.Sprintf("train.step_batch_size_schedule changes the batch during the run: parc ranks the plans by their step at its first batch size (train.global_batch = %d) and checks every phase the run reaches; the pick's training run rates each phase at its own batch, and a plan ranked lower may be faster over the later phases",
+			r.Notes = append(r.Notes, fmt.Sprintf("train.step_batch_size_schedule changes the batch during the run: parc ranks the plans by their step at its first batch size (train.global_batch = %d) and checks every phase the run reaches; the pick's training run rates each phase at its own batch, and a last note every candidate listed, of which one ranked lower may be faster over the later phases",
 				ps[0].Batch))
 		}
 	}
@@ -253,8 +253,39 @@ func (sv *solver) run() *Result {
 		r.Explanation = sv.explain(verified, groups)
 		r.FasterSettings, r.FasterTogether = resolve.Faster(verified[0].plan, sv.opts.MemoryHeadroom)
 		r.Run = resolve.TrainingRun(verified[0].plan)
+		if note := wholeRunNote(verified, r.Run, func(c *Candidate) *estimate.TrainingRun { return resolve.TrainingRun(c.plan) }); note != "" {
+			r.Notes = append(r.Notes, note)
+		}
 	}
 	return r
+}
+
+// wholeRunNote rates every candidate's whole run when the pick's run has
+// more than one phase of a batch schedule (the search ranks the first
+// phase's step; the later phases, with more microbatches per step, weigh
+// the bubble and the per-step costs differently), fills their RunS, and
+// says which candidate trains the run fastest and by how much against the
+// pick; empty without a schedule. runOf rates a candidate's run.
+func wholeRunNote(cands []Candidate, pick *estimate.TrainingRun, runOf func(*Candidate) *estimate.TrainingRun) string {
+	if pick == nil || len(pick.Phases) < 2 || len(cands) < 2 {
+		return ""
+	}
+	cands[0].RunS = pick.TimeS
+	best := 0
+	for i := 1; i < len(cands); i++ {
+		if run := runOf(&cands[i]); run != nil {
+			cands[i].RunS = run.TimeS
+			if run.TimeS < cands[best].RunS {
+				best = i
+			}
+		}
+	}
+	if best == 0 {
+		return fmt.Sprintf("over the whole batch schedule (%d phases) the pick is also the fastest of the %d candidates as listed (each shape at its best plan for the first batch; their variants are not rated over the run): %s", len(pick.Phases), len(cands), diag.Duration(pick.TimeS))
+	}
+	b := &cands[best]
+	return fmt.Sprintf("over the whole batch schedule (%d phases) candidate %d, %s, trains the run in %s, %.1f%% less than the pick's %s (of the %d candidates as listed, each shape at its best plan for the first batch): its step is slower at the first batch but faster at the later ones; write its degrees to run it",
+		len(pick.Phases), b.Rank, b.Label(), diag.Duration(b.RunS), 100*(pick.TimeS-b.RunS)/pick.TimeS, diag.Duration(pick.TimeS), len(cands))
 }
 
 // fixedRuleErrors are the spec's errors no plan can clear: the rules
