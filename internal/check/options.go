@@ -231,6 +231,7 @@ func (c *checker) kernels() {
 			setOpt(setting{"kernels.attention_backend", "auto"})),
 			"attention_backend \"local\" needs Megatron's local layer spec (--spec local), which parc's transformer_engine plans do not use")
 	}
+	c.attentionBackend()
 	c.transformerImpl()
 	c.determinism()
 	m := s.Model
@@ -401,4 +402,45 @@ func (c *checker) biasActivationFusion() (on bool, field string) {
 		return k.BiasSwigluFusion, "kernels.bias_swiglu_fusion"
 	}
 	return spec.BiasGeluFusionOn(c.s) && m.Bias, "kernels.bias_gelu_fusion"
+}
+
+// attentionBackend reports the plans for which Transformer Engine's
+// DotProductAttention has no backend left and raises "No dot product
+// attention backend is available for the provided inputs" in the first
+// step. Its get_attention_backend (pytorch/attention/dot_product_attention/
+// utils.py) disables flash and fused attention for QKV other than bf16 or
+// fp16 and UnfusedDotProductAttention with context parallelism, and
+// Megatron's --attention-backend turns the backends it does not name off
+// (LanguageModule._set_attention_backend at d98e8a64: flash or fused sets
+// NVTE_UNFUSED_ATTN=0, unfused sets NVTE_FLASH_ATTN=0 and NVTE_FUSED_ATTN=0).
+// So fp32 has only the unfused backend, which context parallelism and a
+// flash or fused backend rule out, and the unfused backend alone cannot run
+// context parallelism.
+func (c *checker) attentionBackend() {
+	s := c.s
+	fp32, cp, backend := s.Train.Precision == "fp32", s.Parallel.CP, s.Kernels.AttentionBackend
+	if s.Kernels.TransformerImpl == "local" {
+		return // Megatron's own DotProductAttention, which asserts cp = 1 itself
+	}
+	const code = "attention-no-backend"
+	switch {
+	case fp32 && (backend == "flash" || backend == "fused"):
+		c.report(code, "kernels.attention_backend", c.anyOf(code, "kernels.attention_backend",
+			setOpt(setting{"kernels.attention_backend", "auto"}),
+			setOpt(setting{"train.precision", "bf16"}),
+			setOpt(setting{"train.precision", "fp16"})),
+			"attention_backend %q takes bf16 or fp16 only and turns Transformer Engine's unfused attention off: in fp32 no attention backend is left and the first step fails", backend)
+	case fp32 && cp > 1:
+		opts := []option{setOpt(setting{"parallel.cp", 1})}
+		for _, p := range []string{"bf16", "fp16"} {
+			opts = append(opts, setOpt(setting{"train.precision", p}))
+		}
+		c.report(code, "parallel.cp", c.anyOf(code, "parallel.cp", opts...),
+			"context parallelism (cp=%d) runs core attention in Transformer Engine's flash or fused kernels, which take bf16 or fp16 only; in fp32 no attention backend is left (the unfused one does not support context parallelism) and the first step fails", cp)
+	case backend == "unfused" && cp > 1:
+		c.report(code, "kernels.attention_backend", c.anyOf(code, "kernels.attention_backend",
+			setOpt(setting{"kernels.attention_backend", "auto"}),
+			setOpt(setting{"parallel.cp", 1})),
+			"attention_backend \"unfused\" turns Transformer Engine's flash and fused attention off, and its unfused attention does not support context parallelism (cp=%d): no attention backend is left and the first step fails", cp)
+	}
 }

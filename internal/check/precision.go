@@ -25,21 +25,6 @@ const nvfp4MinCC = 10.0
 // precision checks what the GPU supports.
 func (c *checker) precision() {
 	t, cc := c.s.Train, c.s.Cluster.GPU.ComputeCapability
-	if t.Precision == "fp32" && c.s.Parallel.CP > 1 {
-		// Transformer Engine's get_attention_backend (pytorch/attention/
-		// dot_product_attention/utils.py) disables flash and fused attention
-		// for QKV other than bf16 or fp16 and UnfusedDotProductAttention
-		// with context parallelism; with no backend left,
-		// DotProductAttention.forward raises "No dot product attention
-		// backend is available for the provided inputs" in the first step.
-		// Megatron's local DotProductAttention asserts cp = 1 itself.
-		opts := []option{setOpt(setting{"parallel.cp", 1})}
-		for _, p := range []string{"bf16", "fp16"} {
-			opts = append(opts, setOpt(setting{"train.precision", p}))
-		}
-		c.report("precision-fp32-cp", "parallel.cp", c.anyOf("precision-fp32-cp", "parallel.cp", opts...),
-			"context parallelism (cp=%d) runs core attention in Transformer Engine's flash or fused kernels, which take bf16 or fp16 only; in fp32 no attention backend is left (the unfused one does not support context parallelism) and the first step fails", c.s.Parallel.CP)
-	}
 	if cc <= 0 {
 		return
 	}

@@ -191,7 +191,7 @@ def megatron_verdict(s, args, env):
 # tokenizer or dataset opening its files); the corpus derives those by hand.
 LATER = {'ffn-tp', 'moe-ffn-etp', 'moe-shared-ffn-tp', 'query-groups-heads', 'moe-sp-required', 'sp-seq-length',
          'moe-sinkhorn-aux-loss', 'moe-topk-experts', 'recompute-mtp-uniform', 'precision-fp8-gpu', 'precision-fp4-gpu', 'tokenizer-files',
-         'bias-activation-fusion', 'moe-shared-expert-bias', 'moe-bias-dropout-fusion', 'precision-fp32-cp'}
+         'bias-activation-fusion', 'moe-shared-expert-bias', 'moe-bias-dropout-fusion', 'attention-no-backend'}
 # OUTSIDE: rules of the cluster, Slurm and the launch, which Megatron never sees.
 OUTSIDE = {'slurm-time', 'slurm-mem', 'slurm-option', 'slurm-nodes', 'slurm-cpus', 'slurm-preempt', 'slurm-segment',
            'slurm-line-break', 'nvlink-domain', 'tp-crosses-nvlink', 'etp-crosses-nvlink', 'env-name', 'env-reserved',
