@@ -408,7 +408,7 @@ func (c *checker) biasActivationFusion() (on bool, field string) {
 // DotProductAttention has no backend left and raises "No dot product
 // attention backend is available for the provided inputs" in the first
 // step. Its get_attention_backend (pytorch/attention/dot_product_attention/
-// utils.py) disables flash and fused attention for QKV other than bf16 or
+// utils.py, v2.x to d0067d0d) disables flash and fused attention for QKV other than bf16 or
 // fp16 and UnfusedDotProductAttention with context parallelism, and
 // Megatron's --attention-backend turns the backends it does not name off
 // (LanguageModule._set_attention_backend at d98e8a64: flash or fused sets

@@ -193,7 +193,7 @@ func fusedAttention(s *spec.Spec, assume bool) bool {
 		// fp16 only: get_attention_backend disables both for any other QKV
 		// data type ("Disabling FlashAttention due to unsupported QKV data
 		// type", the same for FusedAttention; transformer_engine/pytorch/
-		// attention/dot_product_attention/utils.py), leaving
+		// attention/dot_product_attention/utils.py, v2.x to d0067d0d), leaving
 		// UnfusedDotProductAttention, whatever the backend asked for.
 		return false
 	}
