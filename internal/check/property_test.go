@@ -301,6 +301,32 @@ var mutations = []mutation{
 		s.Model.MoE.TopK = s.Model.MoE.Experts + 1
 		return true
 	}},
+	{"moe-topk-pre-softmax", func(s *spec.Spec, d spec.Derived) bool {
+		e := s.Model.MoE
+		if e == nil || e.RouterLoadBalancing == "sinkhorn" {
+			return false
+		}
+		e.TopK, e.ScoreFunction, e.RouterPreSoftmax = 1, "softmax", false
+		e.RouterGroupTopK, e.RouterNumGroups = nil, nil
+		return true
+	}},
+	{"moe-capacity-balancing", func(s *spec.Spec, d spec.Derived) bool {
+		e := s.Model.MoE
+		if e == nil {
+			return false
+		}
+		cf := 1.0
+		e.CapacityFactor, e.RouterLoadBalancing = &cf, "sinkhorn"
+		return true
+	}},
+	{"moe-pad-capacity", func(s *spec.Spec, d spec.Derived) bool {
+		e := s.Model.MoE
+		if e == nil {
+			return false
+		}
+		e.PadExpertInputToCapacity, e.CapacityFactor = true, nil
+		return true
+	}},
 }
 
 func TestSingleRuleMutationsAreReported(t *testing.T) {
