@@ -301,6 +301,20 @@ var mutations = []mutation{
 		s.Model.MoE.TopK = s.Model.MoE.Experts + 1
 		return true
 	}},
+	{"lr-warmup", func(s *spec.Spec, d spec.Derived) bool {
+		n := 100
+		s.Train.Iters, s.Train.Samples, s.Train.LRDecayIters, s.Train.LRWarmupIters = &n, nil, nil, 200
+		return true
+	}},
+	{"lr-wsd-decay", func(s *spec.Spec, d spec.Derived) bool {
+		s.Train.LRDecayStyle, s.Train.LRWSDDecayIters, s.Train.LRWSDDecaySamples = "WSD", nil, nil
+		return true
+	}},
+	{"train-iters-samples", func(s *spec.Spec, d spec.Derived) bool {
+		n, m := 100, 6400
+		s.Train.Iters, s.Train.Samples = &n, &m
+		return true
+	}},
 	{"moe-topk-pre-softmax", func(s *spec.Spec, d spec.Derived) bool {
 		e := s.Model.MoE
 		if e == nil || e.RouterLoadBalancing == "sinkhorn" {

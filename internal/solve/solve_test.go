@@ -791,24 +791,26 @@ func TestLayoutWritten(t *testing.T) {
 	}
 }
 
-// TestSharedErrorReportedAsIs: an error no open field can fix (a warm-up
-// longer than training) is reported where the user can fix it, not as
-// no-feasible-plan only.
+// TestSharedErrorReportedAsIs: an error no open field can fix (the warm-up
+// given twice) is reported where the user can fix it, not as
+// no-feasible-plan only; one whose rule reads none of the fields the search
+// fills (a warm-up longer than training, check.FixedBySpec) alone, with
+// nothing searched.
 func TestSharedErrorReportedAsIs(t *testing.T) {
-	text := strings.Replace(fmt.Sprintf(tiny, "80", "tp: int", "1", `"none"`), "iters: 10, ", "iters: 10, lr_warmup_iters: 20, ", 1)
+	text := strings.Replace(fmt.Sprintf(tiny, "80", "tp: int", "1", `"none"`), "iters: 10, ", "iters: 10, lr_warmup_iters: 2, lr_warmup_fraction: 0.1, ", 1)
 	res := loadText(t, "plan.cue", text)
 	r, ds := solve.Solve(res, solve.Options{})
 	require.NotNil(t, r)
 	assert.Empty(t, r.Candidates)
 	got := codesOf(ds)
-	assert.Contains(t, got, "lr-warmup")
+	assert.Contains(t, got, "lr-warmup-exclusive")
 	assert.Contains(t, got, solve.CodeNoFeasiblePlan)
 	// The no-feasible-plan hint is that error's own (it names the values
 	// to set), not its code's general advice.
 	var shared, none diag.Diagnostic
 	for _, d := range ds {
 		switch d.Code {
-		case "lr-warmup":
+		case "lr-warmup-exclusive":
 			shared = d
 		case solve.CodeNoFeasiblePlan:
 			none = d
@@ -816,6 +818,14 @@ func TestSharedErrorReportedAsIs(t *testing.T) {
 	}
 	require.NotEmpty(t, shared.Hint)
 	assert.Equal(t, shared.Hint, none.Hint)
+
+	text = strings.Replace(fmt.Sprintf(tiny, "80", "tp: int", "1", `"none"`), "iters: 10, ", "iters: 10, lr_warmup_iters: 20, ", 1)
+	r, ds = solve.Solve(loadText(t, "plan.cue", text), solve.Options{})
+	require.NotNil(t, r)
+	assert.Empty(t, r.Candidates)
+	assert.Equal(t, []string{"lr-warmup"}, codesOf(ds))
+	assert.Equal(t, "use lr_warmup_iters < 10", ds[0].Hint)
+	assert.Zero(t, r.Space, "nothing searched")
 }
 
 func TestOpenFieldWithoutValue(t *testing.T) {
