@@ -206,6 +206,8 @@ var fixedBySpec = map[string]bool{
 	"lr-warmup":              true,
 	"lr-wsd-decay":           true,
 	"train-iters-samples":    true,
+	"weight-decay-schedule":  true,
+	"data-split":             true,
 	"env-name":               true,
 	"env-reserved":           true,
 	"env-value":              true,

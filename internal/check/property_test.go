@@ -315,6 +315,15 @@ var mutations = []mutation{
 		s.Train.Iters, s.Train.Samples = &n, &m
 		return true
 	}},
+	{"weight-decay-schedule", func(s *spec.Spec, d spec.Derived) bool {
+		w := 0.05
+		s.Train.WeightDecayIncrStyle, s.Train.StartWeightDecay = "constant", &w
+		return true
+	}},
+	{"data-split", func(s *spec.Spec, d spec.Derived) bool {
+		s.Data.Paths, s.Data.Split = []string{"/data/corpus_text_document"}, "0,0,0"
+		return true
+	}},
 	{"moe-topk-pre-softmax", func(s *spec.Spec, d spec.Derived) bool {
 		e := s.Model.MoE
 		if e == nil || e.RouterLoadBalancing == "sinkhorn" {
