@@ -158,7 +158,7 @@ func (sv *solver) run() *Result {
 
 	if sch := sv.base.Train.StepBatchSizeSchedule; sch != nil {
 		if ps, err := spec.ParseBatchSchedule(*sch, sv.base.Train.SeqLength); err == nil && len(ps) > 1 {
-			r.Notes = append(r.Notes, fmt.Sprintf("train.step_batch_size_schedule changes the batch during the run: parc ranks the plans by their step at its first batch size (train.global_batch = %d) and checks every phase the run reaches; the pick's training run rates each phase at its own batch, and a last note every candidate listed, of which one ranked lower may be faster over the later phases",
+			r.Notes = append(r.Notes, fmt.Sprintf("train.step_batch_size_schedule changes the batch during the run: parc ranks the plans by their step at its first batch size (train.global_batch = %d) and checks every phase the run reaches; the pick's training run rates each phase at its own batch, and a last note rates every listed candidate over the whole run",
 				ps[0].Batch))
 		}
 	}
@@ -284,7 +284,7 @@ func wholeRunNote(cands []Candidate, pick *estimate.TrainingRun, runOf func(*Can
 		return fmt.Sprintf("over the whole batch schedule (%d phases) the pick is also the fastest of the %d candidates as listed (each shape at its best plan for the first batch; their variants are not rated over the run): %s", len(pick.Phases), len(cands), diag.Duration(pick.TimeS))
 	}
 	b := &cands[best]
-	return fmt.Sprintf("over the whole batch schedule (%d phases) candidate %d, %s, trains the run in %s, %.1f%% less than the pick's %s (of the %d candidates as listed, each shape at its best plan for the first batch): its step is slower at the first batch but faster at the later ones; write its degrees to run it",
+	return fmt.Sprintf("over the whole batch schedule (%d phases) candidate %d, %s, trains the run in %s, %.1f%% less than the pick's %s (of the %d candidates as listed, each shape at its best plan for the first batch): it ranks below the pick at the first batch, where the search ranks, and gains over the later phases; write its degrees to run it",
 		len(pick.Phases), b.Rank, b.Label(), diag.Duration(b.RunS), 100*(pick.TimeS-b.RunS)/pick.TimeS, diag.Duration(pick.TimeS), len(cands))
 }
 
