@@ -596,6 +596,10 @@ func (c *costModel) assumptions(o Options) Assumptions {
 		a.Notes = append(a.Notes, fmt.Sprintf("optimizer_cpu_offload: the first %.0f%% of each rank's optimizer shard keeps its fp32 main weights and Adam moments in host memory (the optimizer column is what stays on the GPU), and the host runs Adam on it at %.2f ns per element and GPU (fitted on Megatron-Bridge's DGX H100 measurement; another host's CPUs run it at another speed)",
 			100*f, hostAdamS*1e9))
 	}
+	if c.cm.fp32 {
+		a.Notes = append(a.Notes, fmt.Sprintf("fp32: Transformer Engine's linear layers on the TF32 tensor cores (%.0f TFLOP/s); core attention unfused, as Transformer Engine's flash and fused attention take bf16 or fp16 only; PyTorch's own matmuls (that attention's batched GEMMs, the output layer) on the CUDA cores (%.0f TFLOP/s), PyTorch keeping TF32 off for them",
+			c.cm.r.fp32/1e12, c.cm.r.fp32Core/1e12))
+	}
 	return a
 }
 

@@ -36,6 +36,7 @@ func TestFP32Training(t *testing.T) {
 	e := run(t, long())
 	assert.LessOrEqual(t, e.MFU, 1.0, "one layer, 32k sequence, A100 fp32")
 	assert.InDelta(t, 156, e.Compute.PeakTFLOPs, 0.5, "the TF32 dense peak")
+	assert.Contains(t, e.Assumptions.Notes[len(e.Assumptions.Notes)-1], "CUDA cores (20 TFLOP/s)", "A100's FP32 rate, 19.5 TFLOP/s on its datasheet")
 
 	for _, g := range []spec.GPU{
 		{Name: "A100", MemoryGiB: 80, BF16TFLOPs: 312, ComputeCapability: 8},
