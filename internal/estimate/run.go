@@ -41,26 +41,37 @@ type TrainingRun struct {
 
 // SplitIntoJobs counts the jobs a run longer than the Slurm time limit
 // (limitS seconds; 0 or less: none) takes where each stops and saves in
-// time and the next resumes: train.exit_duration_in_mins below the limit
-// (each job then trains that long), or the preemption signal
-// (cluster.slurm.preempt_signal_seconds, the job trains until it), each with
-// checkpoint.save. Where the run cannot resume, TimeLimitDiagnostics warns
-// instead and no jobs are counted.
+// time and the next resumes (stopsBefore, with checkpoint.save). Where the
+// run cannot resume, TimeLimitDiagnostics warns instead and no jobs are
+// counted.
 func (r *TrainingRun) SplitIntoJobs(s *spec.Spec, limitS int) {
-	if r == nil || limitS <= 0 || r.TimeS <= float64(limitS) || s.Checkpoint == nil || s.Checkpoint.Save == nil {
+	if r == nil || limitS <= 0 || r.TimeS <= float64(limitS) || !savesCheckpoints(s) {
 		return
 	}
-	work := 0.0
-	if e := s.Train.ExitDurationInMins; e != nil && *e*60 < limitS {
-		work = float64(*e * 60)
-	} else if sl := s.Cluster.Slurm; sl != nil && sl.PreemptSignalSeconds != nil && *sl.PreemptSignalSeconds < limitS {
-		work = float64(limitS - *sl.PreemptSignalSeconds)
+	if work, _ := stopsBefore(s, limitS); work > 0 {
+		r.Jobs, r.JobS = int(math.Ceil(r.TimeS/work)), work
 	}
-	if work <= 0 {
-		return
-	}
-	r.Jobs, r.JobS = int(math.Ceil(r.TimeS/work)), work
 }
+
+// stopsBefore is how long a job trains before Megatron stops it ahead of
+// the Slurm time limit of limitS seconds, 0 when nothing does: with
+// train.exit_duration_in_mins below the limit (byExit), that long, counted
+// from the start of pretrain; else with cluster.slurm.preempt_signal_seconds
+// below the limit, until the batch script's signal (--exit-signal-handler).
+// Megatron saves a checkpoint when it stops so only with checkpoint.save.
+func stopsBefore(s *spec.Spec, limitS int) (workS float64, byExit bool) {
+	if e := s.Train.ExitDurationInMins; e != nil && *e*60 < limitS {
+		return float64(*e * 60), true
+	}
+	if sl := s.Cluster.Slurm; sl != nil && sl.PreemptSignalSeconds != nil && *sl.PreemptSignalSeconds < limitS {
+		return float64(limitS - *sl.PreemptSignalSeconds), false
+	}
+	return 0, false
+}
+
+// savesCheckpoints: the spec saves checkpoints (checkpoint.save), so a job
+// that stops can be resumed.
+func savesCheckpoints(s *spec.Spec) bool { return s.Checkpoint != nil && s.Checkpoint.Save != nil }
 
 // RunPhase is a stretch of the run at one scheduled batch size.
 type RunPhase struct {
@@ -198,19 +209,18 @@ func TimeLimitDiagnostics(s *spec.Spec, r *TrainingRun, limitS int, at diag.Loca
 	rep := diag.NewReporter(at)
 	limitMin := limitS / 60
 	exit := s.Train.ExitDurationInMins
-	saved := s.Checkpoint != nil && s.Checkpoint.Save != nil
-	if exit != nil && *exit < limitMin {
+	saved := savesCheckpoints(s)
+	if work, byExit := stopsBefore(s, limitS); work > 0 {
 		if saved {
 			return nil // Megatron stops and saves in time; the run spans several jobs
 		}
-		rep.Warnf("train.exit_duration_in_mins", CodeRunExceedsTimeLimit,
-			"set checkpoint.save and checkpoint.load to a checkpoint directory, so that Megatron saves when it stops and the next job resumes",
-			"the training run is estimated at %s (%d steps), longer than the Slurm time limit of %d min: Megatron stops after train.exit_duration_in_mins = %d min, about %d steps in, but the spec saves no checkpoint (checkpoint.save), so the run cannot resume",
-			hours(r.TimeS), r.Steps, limitMin, *exit, int64(float64(*exit)*60/(r.TrainS/float64(r.Steps))))
-		return rep.List
-	}
-	if sl := s.Cluster.Slurm; saved && sl != nil && sl.PreemptSignalSeconds != nil {
-		return nil // the batch script's signal makes Megatron save and exit (--exit-signal-handler)
+		if byExit {
+			rep.Warnf("train.exit_duration_in_mins", CodeRunExceedsTimeLimit,
+				"set checkpoint.save and checkpoint.load to a checkpoint directory, so that Megatron saves when it stops and the next job resumes",
+				"the training run is estimated at %s (%d steps), longer than the Slurm time limit of %d min: Megatron stops after train.exit_duration_in_mins = %d min, about %d steps in, but the spec saves no checkpoint (checkpoint.save), so the run cannot resume",
+				diag.Duration(r.TimeS), r.Steps, limitMin, *exit, int64(work/(r.TrainS/float64(r.Steps))))
+			return rep.List
+		}
 	}
 	suggest := max(1, limitMin*9/10)
 	saves := "the spec saves no checkpoint (checkpoint.save), so the run cannot resume"
@@ -232,19 +242,11 @@ func TimeLimitDiagnostics(s *spec.Spec, r *TrainingRun, limitS int, at diag.Loca
 	if exit != nil {
 		rep.Warnf("train.exit_duration_in_mins", CodeRunExceedsTimeLimit, hint,
 			"train.exit_duration_in_mins = %d is not below the Slurm time limit of %d min (cluster.slurm.time), and the run is estimated at %s: Slurm ends the job before Megatron stops, after about %d of %d steps; %s",
-			*exit, limitMin, hours(r.TimeS), done, r.Steps, saves)
+			*exit, limitMin, diag.Duration(r.TimeS), done, r.Steps, saves)
 		return rep.List
 	}
 	rep.Warnf("cluster.slurm.time", CodeRunExceedsTimeLimit, hint,
 		"the training run is estimated at %s (%d steps), longer than the Slurm time limit of %d min (cluster.slurm.time): Slurm ends the job after about %d steps, and %s",
-		hours(r.TimeS), r.Steps, limitMin, done, saves)
+		diag.Duration(r.TimeS), r.Steps, limitMin, done, saves)
 	return rep.List
-}
-
-// hours formats a long time in hours (minutes below one hour).
-func hours(s float64) string {
-	if s < 3600 {
-		return fmt.Sprintf("%.0f min", s/60)
-	}
-	return fmt.Sprintf("%.1f h", s/3600)
 }

@@ -194,5 +194,26 @@ func TestSplitIntoJobs(t *testing.T) {
 		if short.SplitIntoJobs(s, 4*3600); short.Jobs != 0 {
 			t.Errorf("%s: a run of one job split into %d", tc.text, short.Jobs)
 		}
+		// The warning and the jobs come from one reading of the spec: a
+		// run split into jobs is never warned about, one that is not
+		// always is.
+		if warned := len(TimeLimitDiagnostics(s, r, 4*3600, diag.NoPos)) > 0; warned == (tc.jobs > 0) {
+			t.Errorf("%s: %d jobs, warned %v", tc.text, r.Jobs, warned)
+		}
+	}
+	// A limit of whole seconds: an exit duration of 2 min stops a job in
+	// time under 2 min 30 s (it once read the limit as 2 whole minutes and
+	// warned while counting the jobs).
+	s := &spec.Spec{}
+	if err := json.Unmarshal([]byte(`{"train": {"exit_duration_in_mins": 2}, "checkpoint": {"save": "ck"}}`), s); err != nil {
+		t.Fatal(err)
+	}
+	r := &TrainingRun{Steps: 1000, TrainS: 3600, TimeS: 3600}
+	r.SplitIntoJobs(s, 150)
+	if r.Jobs != 30 {
+		t.Errorf("2 min jobs of a 1 h run under a 150 s limit: %d, want 30", r.Jobs)
+	}
+	if l := TimeLimitDiagnostics(s, r, 150, diag.NoPos); len(l) > 0 {
+		t.Errorf("warned although each job stops and saves in time: %s", l[0].Message)
 	}
 }
