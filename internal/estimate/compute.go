@@ -401,6 +401,21 @@ func (cm *computeModel) torchFP32() *computeModel {
 	return &t
 }
 
+// peak is the dense datasheet peak a GEMM runs against: the quantized one
+// (fp8, or NVFP4 with precision "fp4") for a quantized GEMM, else the
+// precision's 16-bit one, TF32 in fp32 training.
+func (cm *computeModel) peak(quantized bool) float64 {
+	switch {
+	case quantized && cm.fp4:
+		return cm.r.fp4
+	case quantized:
+		return cm.r.fp8
+	case cm.fp32:
+		return cm.r.fp32
+	}
+	return cm.r.bf16
+}
+
 // teGroupedGEMMStreams is how many of a grouped linear's per-expert GEMMs
 // Transformer Engine runs at once: nvte_multi_stream_cublas_gemm launches
 // GEMM i as its own cuBLAS GEMM on compute stream i mod
@@ -421,14 +436,11 @@ func (cm *computeModel) gemmAs(g, M, N, K float64, fp8, grouped bool, concurrent
 	if g <= 0 || M <= 0 || N <= 0 || K <= 0 {
 		return 0, 0
 	}
-	peak, eff, inB := cm.r.bf16, cm.cal.GEMMEff, cm.ab
-	if cm.fp32 {
-		peak = cm.r.fp32
-	}
+	peak, eff, inB := cm.peak(fp8), cm.cal.GEMMEff, cm.ab
 	if fp8 {
-		peak, eff, inB = cm.r.fp8, cm.cal.FP8GEMMEff, cm.qb()
+		eff, inB = cm.cal.FP8GEMMEff, cm.qb()
 		if cm.fp4 {
-			peak, eff = cm.r.fp4, cm.cal.FP4Eff()
+			eff = cm.cal.FP4Eff()
 		}
 	}
 	peak *= cm.r.tensor

@@ -958,17 +958,7 @@ func (c *costModel) allToAllTime(sent, colls float64, link string) (t, bw float6
 }
 
 // peakFLOPs is the dense peak of the precision the model's GEMMs run in.
-func (c *costModel) peakFLOPs() float64 {
-	switch c.s.Train.Precision {
-	case "fp8":
-		return c.cm.r.fp8
-	case "fp4":
-		return c.cm.r.fp4
-	case "fp32":
-		return c.cm.r.fp32
-	}
-	return c.cm.r.bf16
-}
+func (c *costModel) peakFLOPs() float64 { return c.cm.peak(c.cm.fp8) }
 
 // time fills comms, compute, step time, tokens/s and MFU.
 func (c *costModel) time(e *Estimate, link func(string) string) {
