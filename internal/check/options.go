@@ -408,8 +408,9 @@ func (c *checker) biasActivationFusion() (on bool, field string) {
 // DotProductAttention has no backend left and raises "No dot product
 // attention backend is available for the provided inputs" in the first
 // step. Its get_attention_backend (pytorch/attention/dot_product_attention/
-// utils.py, v2.x to d0067d0d) disables flash and fused attention for QKV other than bf16 or
-// fp16 and UnfusedDotProductAttention with context parallelism, and
+// utils.py, v2.x to d0067d0d) disables flash and fused attention for QKV
+// other than bf16 or fp16 (spec.Train.FusedAttentionDtype) and
+// UnfusedDotProductAttention with context parallelism, and
 // Megatron's --attention-backend turns the backends it does not name off
 // (LanguageModule._set_attention_backend at d98e8a64: flash or fused sets
 // NVTE_UNFUSED_ATTN=0, unfused sets NVTE_FLASH_ATTN=0 and NVTE_FUSED_ATTN=0).
@@ -418,24 +419,19 @@ func (c *checker) biasActivationFusion() (on bool, field string) {
 // context parallelism.
 func (c *checker) attentionBackend() {
 	s := c.s
-	fp32, cp, backend := s.Train.Precision == "fp32", s.Parallel.CP, s.Kernels.AttentionBackend
+	fp32, cp, backend := !s.Train.FusedAttentionDtype(), s.Parallel.CP, s.Kernels.AttentionBackend
 	if s.Kernels.TransformerImpl == "local" {
 		return // Megatron's own DotProductAttention, which asserts cp = 1 itself
 	}
 	const code = "attention-no-backend"
+	half := []option{setOpt(setting{"train.precision", "bf16"}), setOpt(setting{"train.precision", "fp16"})}
 	switch {
 	case fp32 && (backend == "flash" || backend == "fused"):
 		c.report(code, "kernels.attention_backend", c.anyOf(code, "kernels.attention_backend",
-			setOpt(setting{"kernels.attention_backend", "auto"}),
-			setOpt(setting{"train.precision", "bf16"}),
-			setOpt(setting{"train.precision", "fp16"})),
+			append([]option{setOpt(setting{"kernels.attention_backend", "auto"})}, half...)...),
 			"attention_backend %q takes bf16 or fp16 only and turns Transformer Engine's unfused attention off: in fp32 no attention backend is left and the first step fails", backend)
 	case fp32 && cp > 1:
-		opts := []option{setOpt(setting{"parallel.cp", 1})}
-		for _, p := range []string{"bf16", "fp16"} {
-			opts = append(opts, setOpt(setting{"train.precision", p}))
-		}
-		c.report(code, "parallel.cp", c.anyOf(code, "parallel.cp", opts...),
+		c.report(code, "parallel.cp", c.anyOf(code, "parallel.cp", append([]option{setOpt(setting{"parallel.cp", 1})}, half...)...),
 			"context parallelism (cp=%d) runs core attention in Transformer Engine's flash or fused kernels, which take bf16 or fp16 only; in fp32 no attention backend is left (the unfused one does not support context parallelism) and the first step fails", cp)
 	case backend == "unfused" && cp > 1:
 		c.report(code, "kernels.attention_backend", c.anyOf(code, "kernels.attention_backend",

@@ -188,14 +188,8 @@ func fusedAttention(s *spec.Spec, assume bool) bool {
 		// _get_transformer_layer_spec, get_gpt_layer_local_spec).
 		return false
 	}
-	if s.Train.Precision == "fp32" {
-		// Transformer Engine runs flash and fused attention on bf16 and
-		// fp16 only: get_attention_backend disables both for any other QKV
-		// data type ("Disabling FlashAttention due to unsupported QKV data
-		// type", the same for FusedAttention; transformer_engine/pytorch/
-		// attention/dot_product_attention/utils.py, v2.x to d0067d0d), leaving
-		// UnfusedDotProductAttention, whatever the backend asked for.
-		return false
+	if !s.Train.FusedAttentionDtype() {
+		return false // fp32: only Transformer Engine's unfused attention, whatever the backend asked for
 	}
 	switch s.Kernels.AttentionBackend {
 	case "unfused", "local":

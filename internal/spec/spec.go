@@ -500,6 +500,15 @@ func (t *Train) OptimizerName() string {
 	return t.Optimizer
 }
 
+// FusedAttentionDtype reports that the activations are in a data type
+// Transformer Engine's flash and fused attention take, bf16 or fp16:
+// get_attention_backend disables both for any other QKV data type
+// ("Disabling FlashAttention due to unsupported QKV data type", the same
+// for FusedAttention; transformer_engine/pytorch/attention/
+// dot_product_attention/utils.py, v2.x to d0067d0d), so fp32 training has
+// only TE's unfused attention.
+func (t *Train) FusedAttentionDtype() bool { return t.Precision != "fp32" }
+
 // FP32AdamMoments reports that Adam keeps both moments in fp32 on the GPU
 // (exp_avg_dtype and exp_avg_sq_dtype unset or fp32, no optimizer offload):
 // what SetBF16AdamMoments would halve.
