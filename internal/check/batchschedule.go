@@ -106,11 +106,11 @@ func (c *checker) batchScheduleIterations(phases []spec.BatchPhase, unit int64) 
 		return
 	}
 	stages, _ := spec.ScheduledRun(phases, t.Iters, nil)
-	big := false
+	lo, hi := stages[0].Batch, stages[0].Batch
 	for _, st := range stages {
-		big = big || st.Batch > unit
+		lo, hi = min(lo, st.Batch), max(hi, st.Batch)
 	}
-	if !big {
+	if hi <= unit {
 		return // every step is micro_batch·dp samples: the iterations count right
 	}
 	// endStep is the step after which n scheduler iterations (n·unit
@@ -158,30 +158,29 @@ func (c *checker) batchScheduleIterations(phases []spec.BatchPhase, unit int64) 
 	}
 	// The hint: the same run by samples, each iteration count as the
 	// samples the run's steps consume.
-	set := []setting{{"train.iters", nil}, {"train.samples", int(samples(*t.Iters))}}
-	parts := []string{fmt.Sprintf("train.samples: %d instead of train.iters", samples(*t.Iters))}
-	if t.LRWarmupIters > 0 {
-		w := int(samples(t.LRWarmupIters))
-		set = append(set, setting{"train.lr_warmup_iters", 0}, setting{"train.lr_warmup_samples", w})
-		parts = append(parts, fmt.Sprintf("train.lr_warmup_samples: %d instead of lr_warmup_iters", w))
-	}
-	if t.LRDecayIters != nil {
-		d := int(samples(*t.LRDecayIters))
-		set = append(set, setting{"train.lr_decay_iters", nil}, setting{"train.lr_decay_samples", d})
-		parts = append(parts, fmt.Sprintf("train.lr_decay_samples: %d instead of lr_decay_iters", d))
-	}
-	if t.LRWSDDecayIters != nil {
-		d := int(samples(*t.LRWSDDecayIters))
-		set = append(set, setting{"train.lr_wsd_decay_iters", nil}, setting{"train.lr_wsd_decay_samples", d})
-		parts = append(parts, fmt.Sprintf("train.lr_wsd_decay_samples: %d instead of lr_wsd_decay_iters", d))
+	var set []setting
+	var parts []string
+	for _, f := range []struct {
+		n           *int
+		path, name  string // the iteration count's field, as the hint names it
+		unset       any    // what the field becomes: removed (nil), or 0
+		samplesPath string
+	}{
+		{t.Iters, "train.iters", "train.iters", nil, "train.samples"},
+		{positive(t.LRWarmupIters), "train.lr_warmup_iters", "lr_warmup_iters", 0, "train.lr_warmup_samples"},
+		{t.LRDecayIters, "train.lr_decay_iters", "lr_decay_iters", nil, "train.lr_decay_samples"},
+		{t.LRWSDDecayIters, "train.lr_wsd_decay_iters", "lr_wsd_decay_iters", nil, "train.lr_wsd_decay_samples"},
+	} {
+		if f.n == nil {
+			continue
+		}
+		n := int(samples(*f.n))
+		set = append(set, setting{f.path, f.unset}, setting{f.samplesPath, n})
+		parts = append(parts, fmt.Sprintf("%s: %d instead of %s", f.samplesPath, n, f.name))
 	}
 	hint := "train by samples (train.samples and the lr_*_samples fields), which count what the scheduled steps consume"
 	if c.acceptsAll("batch-schedule-iterations", set...) {
 		hint = "train by samples, the same run: " + strings.Join(parts, ", ")
-	}
-	lo, hi := stages[0].Batch, stages[0].Batch
-	for _, st := range stages {
-		lo, hi = min(lo, st.Batch), max(hi, st.Batch)
 	}
 	take := fmt.Sprintf("%d", lo)
 	if hi > lo {
@@ -232,4 +231,12 @@ func clip(v string, n int) string {
 		n--
 	}
 	return v[:n] + "…"
+}
+
+// positive is &n for n > 0, else nil: an iteration count the spec sets.
+func positive(n int) *int {
+	if n <= 0 {
+		return nil
+	}
+	return &n
 }
