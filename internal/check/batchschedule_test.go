@@ -208,7 +208,7 @@ for c in json.load(sys.stdin):
         if end is None and s.num_steps > s.lr_warmup_steps and s.get_lr(Opt.param_groups[0]) <= 3e-5: end = it
     print(json.dumps({"warm": warm, "end": end}))
 `
-	cmd := exec.Command("/usr/bin/python3", "-c", script, root)
+	cmd := exec.Command(testenv.Python(t), "-c", script, root) // the scheduler imports torch
 	cmd.Stdin = strings.NewReader(string(in))
 	out, err := cmd.CombinedOutput()
 	if err != nil {

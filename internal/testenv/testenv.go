@@ -177,3 +177,19 @@ func MegatronLM(t testing.TB) string {
 	}
 	return root
 }
+
+// MegatronPython is a python3 that imports what Megatron-LM's argument code
+// needs besides the modules the tests stub (packaging): python3 on PATH, else
+// Debian's /usr/bin/python3 (python3-packaging). Without one the test is
+// skipped, as without MEGATRON_LM: the tests that run Megatron-LM's own code
+// are opt-in.
+func MegatronPython(t testing.TB) string {
+	t.Helper()
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		if exec.Command(py, "-c", "import packaging.version").Run() == nil {
+			return py
+		}
+	}
+	t.Skip("no python3 with the packaging module (apt-get install python3-packaging)")
+	return ""
+}

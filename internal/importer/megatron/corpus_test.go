@@ -126,16 +126,7 @@ func atoi(t *testing.T, s string) int {
 // python3 needs the packaging module (see targets/megatron/testdata/README.md).
 func TestCorpusMegatronAccepts(t *testing.T) {
 	root := testenv.MegatronLM(t)
-	python := ""
-	for _, py := range []string{"python3", "/usr/bin/python3"} {
-		if exec.Command(py, "-c", "import packaging.version").Run() == nil {
-			python = py
-			break
-		}
-	}
-	if python == "" {
-		t.Skip("no python3 with the packaging module")
-	}
+	python := testenv.MegatronPython(t)
 	checker, err := filepath.Abs("../../targets/megatron/testdata/megatron_check.py")
 	require.NoError(t, err)
 	files, err := filepath.Glob("testdata/corpus/*.args")

@@ -16,6 +16,7 @@ import (
 	"parc.dev/parc/internal/plan"
 	"parc.dev/parc/internal/spec"
 	"parc.dev/parc/internal/targets/megatron"
+	"parc.dev/parc/internal/testenv"
 )
 
 // parityBase is a small plan (world 16 = 2 × 8, tp 2, pp 2, 8 layers) the
@@ -218,7 +219,7 @@ func TestMegatronParity(t *testing.T) {
 	if root == "" {
 		t.Skip("MEGATRON_LM is not set: parc's verdicts checked, Megatron's not (see testdata/README.md)")
 	}
-	python := pythonWithPackaging(t)
+	python := testenv.MegatronPython(t)
 	cmdArgs := []string{"testdata/megatron_check.py", strconv.Itoa(world)}
 	for _, c := range parityCases {
 		cmdArgs = append(cmdArgs, files[c.name])

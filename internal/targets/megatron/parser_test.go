@@ -21,7 +21,7 @@ import (
 // registries, so the test is opt-in (see testdata/README.md).
 func TestMegatronParser(t *testing.T) {
 	root := testenv.MegatronLM(t)
-	python := pythonWithPackaging(t)
+	python := testenv.MegatronPython(t)
 	dir := t.TempDir()
 	for name, p := range examples(t) {
 		args, diags := megatron.Args(p, nil)
@@ -52,16 +52,4 @@ func TestMegatronParser(t *testing.T) {
 			require.Contains(t, string(out), "FAIL")
 		}
 	})
-}
-
-// pythonWithPackaging finds a python3 that can import what Megatron's
-// argument code needs besides the stubbed modules (packaging).
-func pythonWithPackaging(t *testing.T) string {
-	for _, py := range []string{"python3", "/usr/bin/python3"} {
-		if exec.Command(py, "-c", "import packaging.version").Run() == nil {
-			return py
-		}
-	}
-	t.Skip("no python3 with the packaging module (apt-get install python3-packaging)")
-	return ""
 }
