@@ -49,7 +49,8 @@ func BenchmarkRun405B16k(b *testing.B) {
 
 // FuzzRun: whatever degrees and shapes (each at least 1, as the schema
 // guarantees), the estimate neither panics nor produces non-finite numbers,
-// and its peak is the largest stage.
+// its peak is the largest stage, and its MFU stays within the dense peak of
+// the precision (above it, some work was timed faster than the GPU can run).
 func FuzzRun(f *testing.F) {
 	f.Add(uint8(8), uint8(4), uint8(5), uint8(1), uint8(1), uint16(80), uint16(64), uint8(1), uint16(128), uint8(0), uint8(1))
 	f.Add(uint8(2), uint8(4), uint8(1), uint8(2), uint8(4), uint16(32), uint16(32), uint8(2), uint16(256), uint8(2), uint8(0))
@@ -66,13 +67,23 @@ func FuzzRun(f *testing.F) {
 		s.Train.MicroBatch, s.Train.GlobalBatch = int(mb%8)+1, int(gbs)+1
 		s.Train.Recompute = []string{"none", "selective", "full"}[recompute%3]
 		s.Train.Precision = []string{"bf16", "fp8", "fp32", "fp16"}[variant%4]
-		e, _ := Run(s, spec.Derive(s), nil, nil)
+		d := spec.Derive(s)
+		e, _ := Run(s, d, nil, nil)
 		b, err := json.Marshal(e)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if strings.Contains(string(b), "NaN") || strings.Contains(string(b), "Inf") || math.IsNaN(e.StepTimeS) {
 			t.Fatalf("non-finite: %s", b)
+		}
+		// MFU divides by every GPU of the cluster: it bounds the estimate
+		// where the degrees tile the cluster and the batch (the checks
+		// reject the rest before an estimate is shown).
+		p := s.Parallel
+		tiles := d.World == p.TP*p.PP*p.CP*d.DP && d.World == d.ETP*p.EP*p.PP*d.EDP &&
+			s.Train.GlobalBatch == s.Train.MicroBatch*d.DP*d.Microbatches
+		if tiles && e.MFU > 1 {
+			t.Fatalf("MFU %.3f above the dense peak: %s", e.MFU, b)
 		}
 		for _, st := range e.Memory.Stages {
 			if st.Total > e.Memory.PerGPUPeakBytes {
