@@ -87,6 +87,9 @@ type corpusOutcome struct {
 	// memory, pickMFU its MFU against the precision's dense peak: issue 14
 	// asks for no pick above the memory headroom and no MFU above 100%.
 	pickMemory, pickMFU float64
+	// pubMemory is the published plan's estimated peak as a fraction of
+	// the GPU's memory.
+	pubMemory float64
 }
 
 func TestPublishedCorpus(t *testing.T) {
@@ -111,6 +114,14 @@ func TestPublishedCorpus(t *testing.T) {
 		if o.pickMemory > solve.DefaultMemoryHeadroom || o.pickMFU > 1 {
 			t.Errorf("%s: the pick's peak is %.1f%% of the GPU (headroom %.0f%%), its MFU %.1f%% of the dense peak: %s",
 				o.id, 100*o.pickMemory, 100*solve.DefaultMemoryHeadroom, 100*o.pickMFU, o.detail)
+		}
+		// The search's own optimum: a published plan within the headroom
+		// that the model rates faster than the pick by more than the noise
+		// band is a plan the search missed (within the band the simpler
+		// plan ranks first).
+		if o.ratio > 0 && o.pubMemory <= solve.DefaultMemoryHeadroom && o.ratio*(1+solve.DefaultNoiseBand) < 1-1e-9 {
+			t.Errorf("%s: the published plan is rated %.1f%% faster than the pick, beyond the %.1f%% noise band, and fits the headroom: the search missed it: %s",
+				o.id, 100*(1/o.ratio-1), 100*solve.DefaultNoiseBand, o.detail)
 		}
 		if o.status != "ok" {
 			misses[o.id] = o.status
@@ -276,7 +287,7 @@ func solveCase(c corpusCase) corpusOutcome {
 	}
 	o.ratio = pub.StepTimeS / pick.StepTimeS
 	o.pickStep = pick.StepTimeS
-	o.pickMemory, o.pickMFU = pick.Memory.FractionOfGPU, pick.MFU
+	o.pickMemory, o.pickMFU, o.pubMemory = pick.Memory.FractionOfGPU, pick.MFU, pub.Memory.FractionOfGPU
 	o.pub, o.pick = kindOf(pub.Parallel, pub.Train), kindOf(pick.Parallel, pick.Train)
 	o.detail = fmt.Sprintf("published/pick %.3f: published %s %.4g s (%.0f%% memory); pick %s %.4g s",
 		o.ratio, pub.Label(), pub.StepTimeS, 100*pub.Memory.FractionOfGPU, pick.Label(), pick.StepTimeS)
