@@ -153,7 +153,7 @@ func (c *checker) kernels() {
 		c.report("kernel-options", "kernels.cross_entropy_fusion_impl", c.options("kernel-options", "kernels.cross_entropy_fusion_impl", `use cross_entropy_fusion_impl "native", or cross_entropy_loss_fusion: false`,
 			opt(`use kernels.cross_entropy_fusion_impl "native"`, setting{"kernels.cross_entropy_fusion_impl", "native"}),
 			opt("set kernels.cross_entropy_loss_fusion: false", setting{"kernels.cross_entropy_loss_fusion", false})),
-			"Megatron disables Transformer Engine's cross-entropy fusion (stability issues): cross_entropy_loss_fusion with impl \"te\" is rejected")
+			"Megatron-LM's arguments reject Transformer Engine's cross-entropy fusion (stability issues; Megatron-Core alone, as Megatron-Bridge's recipes run it, only warns): cross_entropy_loss_fusion with impl \"te\" is rejected")
 	}
 	if k.DisableParameterTransposeCache && !c.o.MeasuredRun {
 		// arguments.py at d98e8a64 lists disable_parameter_transpose_cache
