@@ -827,7 +827,9 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
 
 - Host overhead: eager training is asynchronous, so a stretch of work takes the longer of its GPU
   time and the host's time to issue its kernels (HostOpS per modelled kernel; a modelled kernel
-  stands for the few real ones around it: casts, allocations, scale swizzles). Each MoE layer's
+  stands for the few real ones around it: casts, allocations, scale swizzles). The collectives'
+  exposed time fills the GPU's idle time in a host-bound stretch (their kernels are GPU work the host
+  has issued); the pipeline's point-to-point transfers do not (the schedule waits for them). Each MoE layer's
   forward synchronises with the host (the grouped GEMM's per-expert sizes are a host list) and
   the GPU then idles for HostSyncS. CUDA graphs (` + "`kernels.cuda_graph_impl`" + `, modules) remove
   the host time of what they capture; a graph of the MoE block or the full iteration removes the
@@ -994,7 +996,7 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   benchmark, but fitted on the corpus it moves the held-out median from 4.8% to 5.8% (branch
   gb300-attn-cudnn): the corpus's GB300/GB200 gap (about 1.2x) comes from elsewhere.
 - Qwen3-235B-A22B on B300 at pp 8, vpp 4, micro batch 1 (26.02: 2691, 26.02.01: 2644 tokens/s/GPU) is
-  28-30% too fast. 26.02's config (tag v0.3.0) runs it with EP A2A overlap (overlap_moe_expert_parallel_comm
+  28-31% too fast. 26.02's config (tag v0.3.0) runs it with EP A2A overlap (overlap_moe_expert_parallel_comm
   and delay_wgrad_compute, Megatron's combined 1F1B schedule) and the alltoall dispatcher; the next
   releases' B300 configs (pp 8, micro batch 2, no overlap) measure 4865-5936 and are 21-30% too slow.
   Megatron-Bridge measured the overlap's cost on the same plan on 64 B200 (PR 1760, January 2026):
@@ -1009,7 +1011,7 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   time of it is 25 s), and the node operations give the host time 1.119x with the overlap for the
   measured 1.075x (TestEPOverlapHostCost; counting the model chunk's own nodes and events as well, 15
   more operations per chunk, gives 1.140 and is not in). On B300 the GPU time is close to the host time,
-  so part of the cost shows: 26.02 goes from +37% to +30%; 26.02.01 (+28%) prints 26.02's plan but its
+  so part of the cost shows: 26.02 goes from +37% to +31%; 26.02.01 (+28%) prints 26.02's plan but its
   settings are unknown (tag v0.3.1's V2 is pp 8 without vpp, DeepEP) and is estimated without the
   overlap. Across nodes the hidden all-to-all outweighs the cost: the A/Bs of the Megatron-Bridge skill
   (16 H100, EP 16 HybridEP: 0.869 for the measured 0.849) and of Megatron-MoE-ModelZoo (256 H100, EP 32
@@ -1126,10 +1128,10 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   (position_embedding "yarn", factor 32) and timed as RoPE: the same rotary kernel with scaled
   frequencies. The learnable softmax offset (attention sinks) adds one term
   per softmax row in cuDNN's fused attention and is not timed.
-- Qwen3-30B-A3B on H100 (25.11, 26.02) is 1.4-1.9x too fast. Both releases' H100 configs run pp 2,
+- Qwen3-30B-A3B on H100 (25.11, 26.02) is 1.4-1.5x too fast. Both releases' H100 configs run pp 2,
   vpp 12 with EP A2A overlap (26.02: DeepEP; 25.11: alltoall, recorded with the config's vpp 12 /
   micro batch 1, not the table's vpp 24 / micro batch 2, which repeat the 25.09 token-drop row; the
-  row's notes give the evidence) and measure 5113-5275 tokens/s/GPU (+37% and +51%); from 26.02.01 the config is
+  row's notes give the evidence) and measure 5113-5275 tokens/s/GPU (+39% and +54%); from 26.02.01 the config is
   EP 16 with HybridEP and no overlap and measures 8826-9058, within 6% (26.02.01's table still prints
   26.02's pp 2 / vpp 12 / ep 8, where the same table commit updated the B200 row to its new config;
   the row records the config, its notes give the evidence). NVIDIA tracked these
@@ -1139,11 +1141,11 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   26.02.01: EP 16 HybridEP without overlap on H100; micro batch 4, HybridEP and attention graphs on
   B200). What makes the dropless runs of 25.11/26.02 slow is modelled in part: the EP overlap's host cost
   (above) takes 26.02 (DeepEP, the overlap recorded; the host already bounds this layer of hidden size
-  2048 at micro batch 1) from +54% to +38%, and 25.11 (alltoall) to +51%; B200 ran without the overlap. B200 at micro batch 1 (25.11, 26.02) is 11-16% too
+  2048 at micro batch 1) from +54% to +39%, and 25.11 (alltoall) to +54%; B200 ran without the overlap. B200 at micro batch 1 (25.11, 26.02) is 22-27% too
   fast, and 25.09's token-drop B200/GB200 rows (per-layer CUDA graphs) 19-38%. The issue says no
   more than that: a 2x regression of dropless against token drop on x86, to be fixed in 26.02; it names
   no setting the row lacks. In the model the x86 runs at micro batch 1 are host-bound: the GPU waits
-  for the host 9.0 s of 26.02 H100's 37.4 s step and 4.9 s of 24.3 s on B200 (1.4 s of 30.6 s for the
+  for the host 8.6 s of 26.02 H100's 37.0 s step and 2.7 s of 22.2 s on B200 (none of 29.2 s for the
   EP 16 H100 rows). Tried and parked, each sourced: (1) a GEMM's epilogue (its output through HBM
   after the main loop, weighing as 1/K, so most on the experts' short reductions; the published
   kernel tables in testdata/gemm drop from 12-16% to 4-6% median shape error) with the 25.11 row at its

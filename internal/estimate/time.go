@@ -692,6 +692,17 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 			st.commBound += w.bytes[axPP] / c.linkRate(l)
 		}
 	}
+	// Where the host is the bottleneck the GPU idles between kernels, and
+	// the collectives' kernels run in that idle time: they are GPU work
+	// the host has already issued. The point-to-point transfers are not:
+	// the schedule waits for them (batch_p2p_sync).
+	var gpuComm float64
+	for ax, x := range st.exposed {
+		if ax != axPP {
+			gpuComm += x
+		}
+	}
+	st.compute.idle = math.Max(0, st.compute.idle-gpuComm)
 	return st
 }
 
