@@ -35,12 +35,15 @@ import (
 //     stretch, twice the peak lengthened it by up to 2.4% on 27 of these
 //     150 plans (host-bound, where the shorter GEMMs hid less of the
 //     collectives and nothing took up the longer idle time);
+//   - selective recomputation against none, sequence parallelism against
+//     none and the distributed optimizer against a replicated one never
+//     raise the peak: each only drops or shards what a GPU keeps;
 //   - MFU stays within the dense peak.
 func TestMetamorphic(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 7))
 	const want = 150
 	n := 0
-	var batch, weak, micro, full, faster int // relations checked
+	var batch, weak, micro, full, faster, leaner int // relations checked
 	for i := 0; n < want && i < 20000; i++ {
 		text := randomFormulaSpec(r, i)
 		s, d, ok := loadFormulaSpec(t, fmt.Sprintf("m%d", i), text)
@@ -95,6 +98,26 @@ func TestMetamorphic(t *testing.T) {
 			}
 		}
 
+		// Settings that only drop or shard what a GPU keeps.
+		yes := true
+		var lean []func(*spec.Spec)
+		if s.Train.Recompute == "none" {
+			lean = append(lean, func(v *spec.Spec) { v.Train.Recompute = "selective" })
+		}
+		if s.Parallel.TP > 1 && s.Parallel.SP != nil && !*s.Parallel.SP {
+			lean = append(lean, func(v *spec.Spec) { v.Parallel.SP = &yes })
+		}
+		if !s.Train.DistributedOptimizer {
+			lean = append(lean, func(v *spec.Spec) { v.Train.DistributedOptimizer = true })
+		}
+		for _, f := range lean {
+			e, ok := variant(t, s, f)
+			leaner += boolInt(ok)
+			if ok && e.Memory.PerGPUPeakBytes > base.Memory.PerGPUPeakBytes {
+				t.Errorf("%d: a setting that drops or shards state raises the peak: %d bytes, from %d\n%s", i, e.Memory.PerGPUPeakBytes, base.Memory.PerGPUPeakBytes, text)
+			}
+		}
+
 		// A faster GPU and faster links.
 		for what, f := range map[string]func(*spec.Spec){
 			"twice the bf16 peak":         func(v *spec.Spec) { v.Cluster.GPU.BF16TFLOPs *= 2 },
@@ -111,9 +134,9 @@ func TestMetamorphic(t *testing.T) {
 	if n < want {
 		t.Fatalf("only %d random plans pass every check and fit", n)
 	}
-	t.Logf("%d plans; relations checked: global batch %d, weak scaling %d, micro batch %d, full recomputation %d, faster GPU or links %d",
-		n, batch, weak, micro, full, faster)
-	if min(batch, weak, micro, full, faster) < 10 {
+	t.Logf("%d plans; relations checked: global batch %d, weak scaling %d, micro batch %d, full recomputation %d, faster GPU or links %d, leaner state %d",
+		n, batch, weak, micro, full, faster, leaner)
+	if min(batch, weak, micro, full, faster, leaner) < 10 {
 		t.Errorf("a relation was checked on fewer than 10 plans")
 	}
 }
