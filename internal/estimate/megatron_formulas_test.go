@@ -250,11 +250,14 @@ func loadFormulaSpec(t testing.TB, name, text string) (*spec.Spec, spec.Derived,
 	if ds.HasErrors() {
 		return nil, spec.Derived{}, false
 	}
+	d, ok := accepted(s)
+	return s, d, ok
+}
+
+// accepted derives s and reports whether every check accepts it.
+func accepted(s *spec.Spec) (spec.Derived, bool) {
 	d := spec.Derive(s)
-	if check.Run(s, d, diag.NoPos).HasErrors() {
-		return nil, d, false
-	}
-	return s, d, true
+	return d, !check.Run(s, d, diag.NoPos).HasErrors()
 }
 
 // TestDumpMegatronFormulaCases writes cases.jsonl: 200 random plans every

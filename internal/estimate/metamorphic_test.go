@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/estimate"
 	"parc.dev/parc/internal/spec"
@@ -43,7 +42,7 @@ func TestMetamorphic(t *testing.T) {
 	r := rand.New(rand.NewPCG(43, 7))
 	const want = 150
 	n := 0
-	var batch, weak, micro, full, faster, leaner int // relations checked
+	checked := map[string]int{}
 	for i := 0; n < want && i < 20000; i++ {
 		text := randomFormulaSpec(r, i)
 		s, d, ok := loadFormulaSpec(t, fmt.Sprintf("m%d", i), text)
@@ -58,87 +57,88 @@ func TestMetamorphic(t *testing.T) {
 		if base.MFU > 1 {
 			t.Errorf("%d: MFU %.3f above the dense peak\n%s", i, base.MFU, text)
 		}
-
-		// Twice the global batch.
-		e, ok := variant(t, s, func(v *spec.Spec) { v.Train.GlobalBatch *= 2 })
-		batch += boolInt(ok)
-		if ok && e.TokensPerS < base.TokensPerS*(1-1e-3) {
-			t.Errorf("%d: twice the global batch trains fewer tokens per second: %.0f, from %.0f\n%s", i, e.TokensPerS, base.TokensPerS, text)
-		}
-
-		// Twice the nodes and the global batch.
-		if s.Train.DistributedOptimizer || s.Train.FSDP {
-			// the optimizer step shrinks with the data-parallel group
-		} else if e, ok := variant(t, s, func(v *spec.Spec) { v.Cluster.Nodes *= 2; v.Train.GlobalBatch *= 2 }); ok {
-			weak++
-			perGPU := func(e *estimate.Estimate, nodes int) float64 { return e.TokensPerS / float64(nodes) }
-			if perGPU(e, 2*s.Cluster.Nodes) > perGPU(base, s.Cluster.Nodes)*(1+1e-3) {
-				t.Errorf("%d: twice the GPUs at the same batch per GPU train more tokens per second per GPU: %.0f, from %.0f\n%s",
-					i, perGPU(e, 2*s.Cluster.Nodes), perGPU(base, s.Cluster.Nodes), text)
+		for _, rel := range relations {
+			if rel.applies != nil && !rel.applies(s) {
+				continue
 			}
-		}
-
-		// Twice the micro batch at the same global batch.
-		e, ok = variant(t, s, func(v *spec.Spec) { v.Train.MicroBatch *= 2 })
-		micro += boolInt(ok)
-		if ok && e.Memory.PerGPUPeakBytes < int64(float64(base.Memory.PerGPUPeakBytes)*(1-1e-3)) {
-			t.Errorf("%d: twice the micro batch lowers the peak: %d bytes, from %d\n%s", i, e.Memory.PerGPUPeakBytes, base.Memory.PerGPUPeakBytes, text)
-		}
-
-		// Full recomputation against none.
-		if s.Train.Recompute == "none" {
-			toFull := func(v *spec.Spec) {
-				one := 1
-				v.Train.Recompute, v.Train.RecomputeMethod, v.Train.RecomputeLayers = "full", "uniform", &one
+			v := *s
+			rel.change(&v)
+			dv, ok := accepted(&v)
+			if !ok {
+				continue
 			}
-			e, ok := variant(t, s, toFull)
-			full += boolInt(ok)
-			if ok && e.StepTimeS < base.StepTimeS*(1-1e-6) {
-				t.Errorf("%d: full recomputation shortens the step: %.4g s, from %.4g s\n%s", i, e.StepTimeS, base.StepTimeS, text)
+			e, ok := run(&v, dv)
+			if !ok {
+				continue
 			}
-		}
-
-		// Settings that only drop or shard what a GPU keeps.
-		yes := true
-		var lean []func(*spec.Spec)
-		if s.Train.Recompute == "none" {
-			lean = append(lean, func(v *spec.Spec) { v.Train.Recompute = "selective" })
-		}
-		if s.Parallel.TP > 1 && s.Parallel.SP != nil && !*s.Parallel.SP {
-			lean = append(lean, func(v *spec.Spec) { v.Parallel.SP = &yes })
-		}
-		if !s.Train.DistributedOptimizer {
-			lean = append(lean, func(v *spec.Spec) { v.Train.DistributedOptimizer = true })
-		}
-		for _, f := range lean {
-			e, ok := variant(t, s, f)
-			leaner += boolInt(ok)
-			if ok && e.Memory.PerGPUPeakBytes > base.Memory.PerGPUPeakBytes {
-				t.Errorf("%d: a setting that drops or shards state raises the peak: %d bytes, from %d\n%s", i, e.Memory.PerGPUPeakBytes, base.Memory.PerGPUPeakBytes, text)
-			}
-		}
-
-		// A faster GPU and faster links.
-		for what, f := range map[string]func(*spec.Spec){
-			"twice the bf16 peak":         func(v *spec.Spec) { v.Cluster.GPU.BF16TFLOPs *= 2 },
-			"twice the NVLink bandwidth":  func(v *spec.Spec) { v.Cluster.NVLinkGBps *= 2 },
-			"twice the network bandwidth": func(v *spec.Spec) { v.Cluster.NetworkGBps *= 2 },
-		} {
-			e, ok := variant(t, s, f)
-			faster += boolInt(ok)
-			if ok && e.StepTimeS > base.StepTimeS*(1+1e-6) {
-				t.Errorf("%d: %s lengthens the step: %.5g s, from %.5g s\n%s", i, what, e.StepTimeS, base.StepTimeS, text)
+			checked[rel.name]++
+			was, got := rel.quantity(base, s), rel.quantity(e, &v)
+			if rel.mustNotRise && got > was*(1+rel.tol) || !rel.mustNotRise && got < was*(1-rel.tol) {
+				t.Errorf("%d: %s: %.6g, from %.6g\n%s", i, rel.name, got, was, text)
 			}
 		}
 	}
 	if n < want {
 		t.Fatalf("only %d random plans pass every check and fit", n)
 	}
-	t.Logf("%d plans; relations checked: global batch %d, weak scaling %d, micro batch %d, full recomputation %d, faster GPU or links %d, leaner state %d",
-		n, batch, weak, micro, full, faster, leaner)
-	if min(batch, weak, micro, full, faster, leaner) < 10 {
-		t.Errorf("a relation was checked on fewer than 10 plans")
+	t.Logf("%d plans; plans each relation was checked on, by what it rules out: %v", n, checked)
+	for _, rel := range relations {
+		if checked[rel.name] < 10 {
+			t.Errorf("%s: checked on %d plans, fewer than 10", rel.name, checked[rel.name])
+		}
 	}
+}
+
+// relation is one of TestMetamorphic's: a change to an accepted plan that
+// must not lower (or, mustNotRise, raise) a quantity of its estimate beyond
+// a relative tolerance.
+type relation struct {
+	name        string
+	applies     func(*spec.Spec) bool // nil: every plan
+	change      func(*spec.Spec)
+	quantity    func(*estimate.Estimate, *spec.Spec) float64
+	mustNotRise bool
+	tol         float64
+}
+
+var (
+	tokensPerS       = func(e *estimate.Estimate, _ *spec.Spec) float64 { return e.TokensPerS }
+	tokensPerSPerGPU = func(e *estimate.Estimate, s *spec.Spec) float64 {
+		return e.TokensPerS / float64(s.Cluster.Nodes*s.Cluster.GPUsPerNode)
+	}
+	peakBytes   = func(e *estimate.Estimate, _ *spec.Spec) float64 { return float64(e.Memory.PerGPUPeakBytes) }
+	stepTime    = func(e *estimate.Estimate, _ *spec.Spec) float64 { return e.StepTimeS }
+	noRecompute = func(s *spec.Spec) bool { return s.Train.Recompute == "none" }
+)
+
+var relations = []relation{
+	{name: "twice the global batch trains fewer tokens/s", change: func(v *spec.Spec) { v.Train.GlobalBatch *= 2 },
+		quantity: tokensPerS, tol: 1e-3},
+	{name: "twice the GPUs at the same batch per GPU train more tokens/s per GPU",
+		applies:  func(s *spec.Spec) bool { return !s.Train.DistributedOptimizer && !s.Train.FSDP }, // the optimizer step shrinks with the data-parallel group
+		change:   func(v *spec.Spec) { v.Cluster.Nodes *= 2; v.Train.GlobalBatch *= 2 },
+		quantity: tokensPerSPerGPU, mustNotRise: true, tol: 1e-3},
+	{name: "twice the micro batch lowers the peak", change: func(v *spec.Spec) { v.Train.MicroBatch *= 2 },
+		quantity: peakBytes, tol: 1e-3},
+	{name: "full recomputation shortens the step", applies: noRecompute,
+		change: func(v *spec.Spec) {
+			one := 1
+			v.Train.Recompute, v.Train.RecomputeMethod, v.Train.RecomputeLayers = "full", "uniform", &one
+		},
+		quantity: stepTime, tol: 1e-6},
+	{name: "selective recomputation raises the peak", applies: noRecompute,
+		change: func(v *spec.Spec) { v.Train.Recompute = "selective" }, quantity: peakBytes, mustNotRise: true},
+	{name: "sequence parallelism raises the peak",
+		applies: func(s *spec.Spec) bool { return s.Parallel.TP > 1 && s.Parallel.SP != nil && !*s.Parallel.SP },
+		change:  func(v *spec.Spec) { yes := true; v.Parallel.SP = &yes }, quantity: peakBytes, mustNotRise: true},
+	{name: "the distributed optimizer raises the peak", applies: func(s *spec.Spec) bool { return !s.Train.DistributedOptimizer },
+		change: func(v *spec.Spec) { v.Train.DistributedOptimizer = true }, quantity: peakBytes, mustNotRise: true},
+	{name: "twice the bf16 peak lengthens the step", change: func(v *spec.Spec) { v.Cluster.GPU.BF16TFLOPs *= 2 },
+		quantity: stepTime, mustNotRise: true, tol: 1e-6},
+	{name: "twice the NVLink bandwidth lengthens the step", change: func(v *spec.Spec) { v.Cluster.NVLinkGBps *= 2 },
+		quantity: stepTime, mustNotRise: true, tol: 1e-6},
+	{name: "twice the network bandwidth lengthens the step", change: func(v *spec.Spec) { v.Cluster.NetworkGBps *= 2 },
+		quantity: stepTime, mustNotRise: true, tol: 1e-6},
 }
 
 // run estimates an accepted plan; ok is false when it does not fit its GPU
@@ -146,16 +146,4 @@ func TestMetamorphic(t *testing.T) {
 func run(s *spec.Spec, d spec.Derived) (*estimate.Estimate, bool) {
 	e, ds := estimate.Run(s, d, estimate.DefaultLinks(s, d), diag.NoPos)
 	return e, e != nil && !ds.HasErrors()
-}
-
-// variant estimates a copy of s changed by f, when every check accepts it.
-func variant(t *testing.T, s *spec.Spec, f func(*spec.Spec)) (*estimate.Estimate, bool) {
-	t.Helper()
-	v := *s
-	f(&v)
-	d := spec.Derive(&v)
-	if check.Run(&v, d, diag.NoPos).HasErrors() {
-		return nil, false
-	}
-	return run(&v, d)
 }
