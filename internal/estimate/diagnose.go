@@ -14,6 +14,7 @@ const (
 	CodeMemoryNearLimit    = "memory-near-limit"
 	CodePipelineBubble     = "pipeline-bubble"
 	CodeCommsExceedCompute = "comms-exceed-compute"
+	CodeRoutingUnbounded   = "moe-routing-unbounded"
 )
 
 // GiB formats bytes in binary gigabytes.
@@ -24,6 +25,7 @@ func (c *costModel) diagnose(e *Estimate, at diag.Locator, o Options) diag.List 
 	c.diagnoseMemory(e, r, o)
 	c.diagnoseBubble(e, r, o)
 	c.diagnoseComms(e, r)
+	c.diagnoseRouting(r)
 	return r.List
 }
 
@@ -181,6 +183,28 @@ func (c *costModel) diagnoseComms(e *Estimate, r *diag.Reporter) {
 			"%s communication crosses the %s link: %s per step per GPU at %.0f GB/s takes %.3g s, %.3g s of it exposed, more than the %.3g s of compute it goes with (%s)",
 			ax, ac.Link, GiB(ac.BytesPerStep), ac.BandwidthGBps, ac.TimeS, ac.ExposedS, compute, ac.Collective)
 	}
+}
+
+// diagnoseRouting warns where nothing keeps the experts' loads even
+// (spec.MoE.UnboundedRouting): the step time assumes balanced experts, as
+// every benchmark run of the calibration forces them, so for such a plan it
+// is a lower bound. Megatron-Bridge's verification runs of GPT-OSS 120B and
+// 20B on H100 with this routing (its model bridge sets no balancing loss;
+// natural routing from a fresh start, examples/model_verification_cards at
+// 067f987d) took 2.2x and 1.3x the estimated step
+// (testdata/calibration/README.md, rows reported apart).
+func (c *costModel) diagnoseRouting(r *diag.Reporter) {
+	e := c.s.Model.MoE
+	if !e.UnboundedRouting() {
+		return
+	}
+	hint := `set model.moe.router_load_balancing to "aux_loss" (Megatron's default) or "seq_aux_loss", with a positive model.moe.aux_loss_coeff`
+	if e.ScoreFunction == "sigmoid" {
+		hint += ", or model.moe.expert_bias: true for aux-loss-free balancing"
+	}
+	r.Warnf("model.moe.router_load_balancing", CodeRoutingUnbounded, hint,
+		"model.moe.router_load_balancing is %q with dropless routing (no capacity_factor, no router_force_load_balancing, no expert_bias): nothing keeps the %d experts' loads even, the GPU holding the busiest ones sets every step, and the estimated step time, which takes every expert at its share of the tokens, is a lower bound",
+		e.RouterLoadBalancing, e.Experts)
 }
 
 // stageComputeTime is the busy compute per step of rank r.

@@ -592,6 +592,9 @@ func (c *costModel) assumptions(o Options) Assumptions {
 			"collectives: latency per ring step + bytes at NCCL's measured bus bandwidth of the link; expert all-to-all split between NVLink and network by where the peers are",
 		},
 	}
+	if c.s.Model.MoE != nil {
+		a.Notes = append(a.Notes, "MoE routing timed balanced: every expert gets its share of the routed tokens, as in benchmark runs that force it; with natural routing the busiest expert rank sets the pace, which the step time does not include")
+	}
 	if f := c.set.optOffload; f > 0 {
 		a.Notes = append(a.Notes, fmt.Sprintf("optimizer_cpu_offload: the first %.0f%% of each rank's optimizer shard keeps its fp32 main weights and Adam moments in host memory (the optimizer column is what stays on the GPU), and the host runs Adam on it at %.2f ns per element and GPU (fitted on Megatron-Bridge's DGX H100 measurement; another host's CPUs run it at another speed)",
 			100*f, hostAdamS*1e9))

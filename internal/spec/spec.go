@@ -104,6 +104,18 @@ type MLA struct {
 	VHeadDim        int  `json:"v_head_dim"`
 }
 
+// UnboundedRouting reports an MoE whose experts' loads nothing keeps even:
+// no load-balancing loss (router_load_balancing "none"), no aux-loss-free
+// expert bias, no forced balancing, and dropless dispatch (no capacity
+// factor, no per-rank budget). Routing then drifts to a few experts and the
+// GPU holding the busiest ones sets every step's pace (Megatron's MoE
+// layers wait for the slowest rank of the expert-parallel all-to-all), which
+// a step time of balanced experts does not show.
+func (e *MoE) UnboundedRouting() bool {
+	return e != nil && e.RouterLoadBalancing == "none" && !e.ExpertBias && !e.RouterForceLoadBalancing &&
+		e.CapacityFactor == nil && e.ExpertRankCapacityFactor == nil
+}
+
 type MoE struct {
 	Experts                  int      `json:"experts"`
 	TopK                     int      `json:"topk"`
