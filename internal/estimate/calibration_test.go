@@ -684,7 +684,7 @@ func calibrationReadme(results []calResult, byKind string, cal Calibration, fit,
 	b.WriteString("also set what explain does not suggest (delayed weight gradients, force-balanced routing). Line ⁴\n")
 	b.WriteString("checks the suggestions on the runs that took them.\n\n")
 	b.WriteString("⁴ The runs (fit and held out, the GPT-OSS runs NVIDIA marks as slow left out; Megatron-Bridge\n" +
-		"26.06-26.08 MoE on GB200, GB300 and B300) that captured the whole iteration in one CUDA graph, with HybridEP,\n" +
+		"26.06-26.08 MoE on GB200, GB300 and B300, and its model verification cards' runs of 2026-08) that captured the whole iteration in one CUDA graph, with HybridEP,\n" +
 		"a rank budget (`model.moe.expert_rank_capacity_factor` 1.5) and the paged stash: the settings of explain's\n" +
 		"full-iteration suggestion for an MoE plan. Written with the contract's fields only they miss all of it; with\n" +
 		"the suggestions they get it back, and the error is close to the row's own (column *error*), which is what\n" +
