@@ -28,19 +28,7 @@ func TestMeasuredCorpusShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	presets := map[string]bool{}
-	files, _ := filepath.Glob(filepath.Join("..", "..", "stdlib", "models", "*.cue"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if i := strings.Index(line, ": {"); i > 0 && !strings.HasPrefix(line, "\t") && !strings.HasPrefix(line, "//") {
-				presets[line[:i]] = true
-			}
-		}
-	}
+	presets := modelPresets(t)
 	if len(presets) == 0 {
 		t.Fatal("no model presets found under stdlib/models")
 	}
@@ -83,7 +71,7 @@ func TestMeasuredCorpusShape(t *testing.T) {
 		}
 		var name string
 		if json.Unmarshal(r.Model, &name) == nil {
-			if !presets[name] {
+			if _, ok := presets[name]; !ok {
 				at("model %q is not a preset in stdlib/models", name)
 			}
 		} else {
