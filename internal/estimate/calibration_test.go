@@ -879,7 +879,19 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   expert), where the flex dispatcher fuses the first into its communication (Megatron-LM's GB200
   guide §2.1.1): one more pass over the routed tokens and its kernels. With it, the one plan measured
   with both (Qwen3-235B-A22B on 256 B300, 26.04 alltoall 4865, 26.04.01 HybridEP 5936 tokens/s/GPU,
-  1.22x) comes out 1.08x (1.04x without; TestAlltoallVersusHybridEP).
+  1.22x) comes out 1.11x (1.04x without the second permute, 1.08x without the padding below;
+  TestAlltoallVersusHybridEP).
+- Quantized experts pad each expert's tokens to the fp8 or fp4 recipe's alignment: Megatron's
+  grouped MLP copies the permuted tokens into padded segments (Fp8Padding) and its output back
+  (Fp8Unpadding), forward and backward, unless the padding happened before it: HybridEP and
+  NCCL-EP fuse it into their dispatch, and the router can pad (--moe-router-padding-for-quantization,
+  which Megatron-Bridge's DeepSeek recipes of 25.11-26.04 leave off). So the alltoall and DeepEP
+  dispatchers pay four more passes over the routed tokens in fp8 (experts.py, moe_utils.py
+  skip_routed_expert_padding at d98e8a64; fp8ExpertPadding). Timed with the constants unchanged,
+  it takes the held-out mean from 8.5% to 8.4%: the fp8 Qwen3-30B-A3B alltoall and DeepEP runs that
+  were rated too fast by 19-54% come 3-5 points closer, the alltoall Qwen3-235B-A22B runs on B200 and
+  GB200, rated too slow, go 2-3 points further (to -17..-20%). It is also why DeepEP, inside 8 GPUs,
+  is timed below HybridEP in fp8 (TestDeepEPAcrossMNNVL).
 - The flex dispatcher's DeepEP backend, where more than 8 ranks of an expert-parallel group share
   one NVLink domain (EP 32 on GB200 NVL72, beyond DeepEP's 8-peer NVLink kernels), runs at what
   Megatron-LM's DeepSeek-V3 GB200 guide measured there: dispatch about 400 GB/s and combine about

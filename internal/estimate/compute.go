@@ -350,6 +350,9 @@ type computeModel struct {
 	// fusedGroupedMLP: the routed experts run as Transformer Engine's fused
 	// grouped MLP (see fusedGroupedMLP in settings.go).
 	fusedGroupedMLP bool
+	// fp8Padding: the routed experts pad each expert's tokens to the fp8
+	// recipe's alignment themselves (see fp8ExpertPadding in settings.go).
+	fp8Padding bool
 	// mainGradAccum is the width in bytes of the main gradients a weight-
 	// gradient GEMM accumulates into (kernels.gradient_accumulation_fusion),
 	// 0 without the fusion.
@@ -950,6 +953,14 @@ func (cm *computeModel) moeBlock(ls layerShape) (fwd, bwd op) {
 			sf, sb = cm.captured(sf), cm.captured(sb)
 		}
 		fwd, bwd = fwd.plus(sf), bwd.plus(sb)
+	}
+	if cm.fp8Padding {
+		// Fp8Padding copies the expert's input and probabilities into
+		// segments padded to the alignment, Fp8Unpadding copies the output
+		// back (one fused kernel each, TE's fused_multi_row_padding and
+		// unpadding); the backward runs the two the other way round.
+		pad := cm.elementwise(4*P*ls.h*e, 3)
+		fwd, bwd = fwd.plus(pad), bwd.plus(pad)
 	}
 	if g.moe {
 		fwd, bwd = cm.captured(fwd), cm.captured(bwd)

@@ -362,8 +362,8 @@ func (c *costModel) init(s *spec.Spec, d spec.Derived, o Options) {
 	c.am = newActivationModel(s, d, c.sh, o.FusedAttention, c.set)
 	c.cm = computeModel{r: newGPURates(s.Cluster.GPU), cal: c.cal, fp8: s.Train.Precision == "fp8" || s.Train.Precision == "fp4", fp4: s.Train.Precision == "fp4", fp32: s.Train.Precision == "fp32", ab: c.am.ab, graphs: c.set.graphs,
 		routerFusion: s.Kernels.MoERouterFusion, sharedExpertOverlap: s.Model.MoE != nil && s.Model.MoE.SharedExpertOverlap, unfused: !fusedAttention(s, o.FusedAttention), attnDropout: s.Train.AttentionDropout > 0,
-		fusedGroupedMLP: fusedGroupedMLP(s, max(d.ETP, 1)),
-		globalPermute:   s.Model.MoE != nil && s.Model.MoE.Dispatcher == "alltoall" && s.Model.MoE.Experts > max(s.Parallel.EP, 1)}
+		fusedGroupedMLP: fusedGroupedMLP(s, max(d.ETP, 1)), fp8Padding: fp8ExpertPadding(s),
+		globalPermute: s.Model.MoE != nil && s.Model.MoE.Dispatcher == "alltoall" && s.Model.MoE.Experts > max(s.Parallel.EP, 1)}
 	if s.Kernels.GradientAccumulationFusion {
 		c.cm.mainGradAccum = c.state.Gradients
 	}

@@ -280,6 +280,28 @@ func fusedGroupedMLP(s *spec.Spec, etp int) bool {
 		cc >= 10 && cc < 11 && env("NVTE_CUTEDSL_FUSED_GROUPED_MLP")
 }
 
+// fp8ExpertPadding reports that the routed experts pad their tokens to the
+// quantized recipe's alignment themselves: Transformer Engine's fp8 and fp4
+// grouped GEMMs need each expert's rows aligned (16 for per-tensor and
+// blockwise scaling, 32 for MXFP8), and Megatron's TEGroupedMLP (grouped
+// GEMM, plain and fused path) pads the permuted tokens with Fp8Padding and
+// unpads its output with Fp8Unpadding unless the padding happened before
+// (experts.py forward at d98e8a64: "FP8/FP4 require recipe-specific
+// alignment ... this explicit fallback"). skip_routed_expert_padding
+// (moe_utils.py) skips it where the router pads
+// (--moe-router-padding-for-quantization, which the spec has no field for:
+// parc takes it off, Megatron's default), where HybridEP or NCCL-EP fuse the
+// padding into their dispatch, and for DeepEP only with the grouped-tensor
+// backend, which parc does not model. Megatron-Bridge's DeepSeek recipes of
+// 25.11-26.04 set moe_router_padding_for_fp8 False (recipes/deepseek at
+// r0.3.0-r0.5.0), so their alltoall and DeepEP runs pad in the experts.
+func fp8ExpertPadding(s *spec.Spec) bool {
+	e := s.Model.MoE
+	quantized := s.Train.Precision == "fp8" || s.Train.Precision == "fp4"
+	return quantized && e != nil && e.GroupedGEMM && s.Kernels.TransformerImpl != "local" &&
+		!e.FlexWith("hybridep") && !e.FlexWith("ncclep")
+}
+
 // ropeEmbeddings reports rotary position embeddings (rope, or YaRN's
 // scaled rope) for a model.position_embedding.
 func ropeEmbeddings(pe string) bool { return pe == "rope" || pe == "yarn" }
