@@ -70,6 +70,7 @@ func (c *checker) moe() {
 			"the flex dispatcher's ncclep backend supports neither capacity_factor nor pad_expert_input_to_capacity")
 	}
 	c.rankBudget()
+	c.routerPadding()
 	if e.ExpertBias && e.ScoreFunction != "sigmoid" {
 		c.report("moe-expert-bias-score", "model.moe.expert_bias", c.options("moe-expert-bias-score", "model.moe.expert_bias", `set model.moe.score_function: "sigmoid", or expert_bias: false`,
 			opt(`set model.moe.score_function: "sigmoid"`, setting{"model.moe.score_function", "sigmoid"}),
@@ -223,5 +224,35 @@ func (c *checker) rankBudget() {
 		c.report("moe-paged-stash", stashPath, c.anyOf("moe-paged-stash", stashPath,
 			setOpt(setting{"train.offload_modules", keep}), setOpt(setting{stashPath, false})),
 			"paged_stash keeps the routed experts' activations itself, so offload_modules must not include %s", spec.Literal(clash))
+	}
+}
+
+// routerPadding checks --moe-router-padding-for-quantization (M24): the
+// padded routing map aligns each expert's tokens for fp8 or fp4 GEMMs, so
+// TransformerConfig.__post_init__ at d98e8a64 raises "fp8/fp4 must be
+// specified when moe_router_padding_for_quantization is True." without a
+// quantized precision, and "allgather and alltoall_seq dispatcher does not
+// support moe_router_padding_for_quantization."; inference-optimized MoE
+// layers refuse it too ("Inference-optimized MoE layers do not support
+// padded routing map for quantization.").
+func (c *checker) routerPadding() {
+	e := c.s.Model.MoE
+	if e == nil || !e.RouterPaddingForQuantization {
+		return
+	}
+	const path = "model.moe.router_padding_for_quantization"
+	off := setOpt(setting{path, false})
+	if pr := c.s.Train.Precision; pr != "fp8" && pr != "fp4" {
+		c.report("moe-router-padding", path, c.anyOf("moe-router-padding", path, off),
+			"router_padding_for_quantization pads each expert's tokens for fp8 or fp4 GEMMs, but train.precision is %q", pr)
+	}
+	if e.Dispatcher == "allgather" {
+		c.report("moe-router-padding", path, c.anyOf("moe-router-padding", path, off,
+			setOpt(setting{"model.moe.dispatcher", "alltoall"})),
+			"the allgather dispatcher does not support router_padding_for_quantization")
+	}
+	if c.s.Kernels.TransformerImpl == "inference_optimized" {
+		c.report("moe-router-padding", path, c.anyOf("moe-router-padding", path, off),
+			"inference-optimized MoE layers do not support router_padding_for_quantization")
 	}
 }

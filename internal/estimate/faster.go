@@ -100,6 +100,10 @@ var fasterCandidates = []fasterCandidate{
 		applies: func(s *spec.Spec) bool { return s.Model.MoE != nil && !s.Kernels.MoERouterFusion }},
 	{field: "kernels.moe_permute_fusion", value: true,
 		applies: func(s *spec.Spec) bool { return s.Model.MoE != nil && !s.Kernels.MoEPermuteFusion }},
+	// The router pads each expert's tokens instead of the experts copying
+	// them (fp8ExpertPadding).
+	{field: "model.moe.router_padding_for_quantization", value: true,
+		applies: fp8ExpertPadding},
 	{field: "model.moe.shared_expert_overlap", value: true,
 		applies: func(s *spec.Spec) bool {
 			return s.Model.MoE != nil && s.Model.MoE.SharedFFNHidden > 0 && !s.Model.MoE.SharedExpertOverlap

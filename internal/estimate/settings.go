@@ -289,8 +289,7 @@ func fusedGroupedMLP(s *spec.Spec, etp int) bool {
 // (experts.py forward at d98e8a64: "FP8/FP4 require recipe-specific
 // alignment ... this explicit fallback"). skip_routed_expert_padding
 // (moe_utils.py) skips it where the router pads
-// (--moe-router-padding-for-quantization, which the spec has no field for:
-// parc takes it off, Megatron's default), where HybridEP or NCCL-EP fuse the
+// (model.moe.router_padding_for_quantization), where HybridEP or NCCL-EP fuse the
 // padding into their dispatch, and for DeepEP only with the grouped-tensor
 // backend, which parc does not model. Megatron-Bridge's DeepSeek recipes of
 // 25.11-26.04 set moe_router_padding_for_fp8 False (recipes/deepseek at
@@ -299,7 +298,7 @@ func fp8ExpertPadding(s *spec.Spec) bool {
 	e := s.Model.MoE
 	quantized := s.Train.Precision == "fp8" || s.Train.Precision == "fp4"
 	return quantized && e != nil && e.GroupedGEMM && s.Kernels.TransformerImpl != "local" &&
-		!e.FlexWith("hybridep") && !e.FlexWith("ncclep")
+		!e.RouterPaddingForQuantization && !e.FlexWith("hybridep") && !e.FlexWith("ncclep")
 }
 
 // ropeEmbeddings reports rotary position embeddings (rope, or YaRN's

@@ -22,7 +22,7 @@ func ModelKernelsCUE(settings map[string]any) string {
 	if v, ok := settings["moe_flex_dispatcher_backend"].(string); ok {
 		moe = append(moe, fmt.Sprintf("flex_dispatcher_backend: %q", v))
 	}
-	for _, k := range []string{"router_force_load_balancing", "shared_expert_overlap", "pad_expert_input_to_capacity", "paged_stash"} {
+	for _, k := range []string{"router_force_load_balancing", "shared_expert_overlap", "pad_expert_input_to_capacity", "paged_stash", "router_padding_for_quantization"} {
 		if v, ok := settings["moe_"+k].(bool); ok {
 			moe = append(moe, fmt.Sprintf("%s: %v", k, v))
 		}

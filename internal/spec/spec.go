@@ -138,8 +138,11 @@ type MoE struct {
 	RouterTopKScalingFactor  *float64 `json:"router_topk_scaling_factor,omitempty"` // --moe-router-topk-scaling-factor
 	RouterBiasUpdateRate     float64  `json:"router_bias_update_rate"`              // --moe-router-bias-update-rate
 	RouterForceLoadBalancing bool     `json:"router_force_load_balancing"`          // --moe-router-force-load-balancing
-	FlexDispatcherBackend    string   `json:"flex_dispatcher_backend"`              // --moe-flex-dispatcher-backend
-	SharedExpertOverlap      bool     `json:"shared_expert_overlap"`                // --moe-shared-expert-overlap
+	// RouterPaddingForQuantization is --moe-router-padding-for-quantization:
+	// the routing map padded to the quantized recipe's alignment per expert.
+	RouterPaddingForQuantization bool   `json:"router_padding_for_quantization"`
+	FlexDispatcherBackend        string `json:"flex_dispatcher_backend"` // --moe-flex-dispatcher-backend
+	SharedExpertOverlap          bool   `json:"shared_expert_overlap"`   // --moe-shared-expert-overlap
 	// ExpertRankCapacityFactor is --moe-expert-rank-capacity-factor: the
 	// HybridEP/NCCL-EP receive budget per expert rank, in units of its
 	// balanced share (static dispatch shapes, no host synchronisation).

@@ -186,6 +186,7 @@ func (m *mapper) explicit() {
 		m.simple("model.moe.expert_bias", "moe_router_enable_expert_bias")
 		m.simple("model.moe.capacity_factor", "moe_expert_capacity_factor")
 		m.simple("model.moe.pad_expert_input_to_capacity", "moe_pad_expert_input_to_capacity")
+		m.simple("model.moe.router_padding_for_quantization", "moe_router_padding_for_quantization")
 		m.simple("model.moe.router_dtype", "moe_router_dtype")
 	}
 

@@ -347,6 +347,7 @@ func (e *emitter) moe() {
 			a.float("--moe-router-bias-update-rate", r)
 		}
 		a.boolFlag("--moe-router-force-load-balancing", moe.RouterForceLoadBalancing)
+		a.boolFlag("--moe-router-padding-for-quantization", moe.RouterPaddingForQuantization)
 		if moe.Dispatcher == "flex" {
 			// Always said: "flex" alone silently means DeepEP.
 			a.add("", "--moe-flex-dispatcher-backend", moe.FlexBackend())
