@@ -3,6 +3,7 @@ package estimate
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -10,6 +11,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+
+	"parc.dev/parc/internal/load"
+	"parc.dev/parc/stdlib"
 )
 
 // coverageGPUs are the coverage table's columns, in order.
@@ -70,27 +77,27 @@ func coverageModel(r *measuredRun) string {
 	return name
 }
 
-// modelPresets are the stdlib model presets (stdlib/models/*.cue, a
-// top-level "name: {" each), true for those with routed experts (a moe
-// block in their definition).
-func modelPresets(t *testing.T) map[string]bool {
+// moePresets are the stdlib model presets (load.Presets) with routed
+// experts: the preset's value has a moe field.
+func moePresets(t *testing.T) map[string]bool {
 	t.Helper()
+	ctx := cuecontext.New()
 	out := map[string]bool{}
-	files, _ := filepath.Glob(filepath.Join("..", "..", "stdlib", "models", "*.cue"))
-	head := regexp.MustCompile(`(?m)^([a-z0-9_]+): \{`)
+	files, err := fs.Glob(stdlib.FS, "models/*.cue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := load.Presets("models")
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := stdlib.FS.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := string(b)
-		idx := head.FindAllStringSubmatchIndex(s, -1)
-		for i, m := range idx {
-			end := len(s)
-			if i+1 < len(idx) {
-				end = idx[i+1][0]
+		v := ctx.CompileBytes(b)
+		for _, name := range names {
+			if p := v.LookupPath(cue.MakePath(cue.Str(name))); p.Exists() && p.LookupPath(cue.ParsePath("moe")).Exists() {
+				out[name] = true
 			}
-			out[s[m[2]:m[3]]] = strings.Contains(s[m[0]:end], "moe:")
 		}
 	}
 	return out
@@ -99,7 +106,7 @@ func modelPresets(t *testing.T) map[string]bool {
 // coverageSection is the measured README's coverage section: rows per
 // model, GPU and precision, and the corpus's totals by source.
 func coverageSection(t *testing.T, runs []measuredRun) string {
-	moe := modelPresets(t)
+	moe := moePresets(t)
 	cells := map[string]map[string]map[string]int{}
 	sources := map[string]int{}
 	quantities := map[string]int{}

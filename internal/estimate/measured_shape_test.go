@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/measured"
 )
 
@@ -28,7 +29,10 @@ func TestMeasuredCorpusShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	presets := modelPresets(t)
+	presets := map[string]bool{}
+	for _, p := range load.Presets("models") {
+		presets[p] = true
+	}
 	if len(presets) == 0 {
 		t.Fatal("no model presets found under stdlib/models")
 	}
@@ -71,7 +75,7 @@ func TestMeasuredCorpusShape(t *testing.T) {
 		}
 		var name string
 		if json.Unmarshal(r.Model, &name) == nil {
-			if _, ok := presets[name]; !ok {
+			if !presets[name] {
 				at("model %q is not a preset in stdlib/models", name)
 			}
 		} else {
