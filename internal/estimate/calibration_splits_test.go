@@ -93,7 +93,7 @@ func splitReport(rows []*calRow, main Calibration, cals map[string]Calibration) 
 		}
 		var errs []float64
 		for _, r := range rows {
-			if r.skip == "" && r.knownSlow == "" && sp.held(r) {
+			if r.skip == "" && r.apart == "" && sp.held(r) {
 				errs = append(errs, r.estimated(c)/r.measured-1)
 			}
 		}

@@ -101,13 +101,13 @@ type calRow struct {
 	// largest to smallest measured throughput.
 	plan   string
 	spread float64
-	// knownSlow says why the row is reported apart: the source's words
+	// apart says why the row is reported apart: the source's words
 	// where it marks the measurement as abnormally slow
 	// (measuredRun.KnownSlow), or the warning parc gives for its plan where
 	// the step time is only a lower bound (routingApart). The row is
 	// estimated and listed, but outside the fit and held-out statistics and
 	// outside its plan's spread.
-	knownSlow string
+	apart string
 }
 
 func holdout(id string) bool {
@@ -139,7 +139,7 @@ func readCalibrationRows(t *testing.T) []*calRow {
 	rows := mapRuns(readMeasuredRuns(t), makeCalRow)
 	lo, hi := map[string]float64{}, map[string]float64{}
 	for _, r := range rows {
-		if r.skip != "" || r.knownSlow != "" {
+		if r.skip != "" || r.apart != "" {
 			continue
 		}
 		if v, ok := lo[r.plan]; !ok || r.measured < v {
@@ -148,7 +148,7 @@ func readCalibrationRows(t *testing.T) []*calRow {
 		hi[r.plan] = math.Max(hi[r.plan], r.measured)
 	}
 	for _, r := range rows {
-		if r.skip == "" && r.knownSlow == "" {
+		if r.skip == "" && r.apart == "" {
 			r.spread = hi[r.plan] / lo[r.plan]
 		}
 	}
@@ -240,7 +240,7 @@ func fitsGPU(s *spec.Spec) bool {
 var SolvePublished func(res *load.Result) (*spec.Spec, diag.List)
 
 func makeCalRow(r *measuredRun) *calRow {
-	row := &calRow{id: r.ID, source: r.Source, release: r.Release, holdout: holdout(r.ID), knownSlow: r.KnownSlow}
+	row := &calRow{id: r.ID, source: r.Source, release: r.Release, holdout: holdout(r.ID), apart: r.KnownSlow}
 	text, s, skip := loadRunSpec(r)
 	row.plan = text
 	if skip != "" {
@@ -249,8 +249,8 @@ func makeCalRow(r *measuredRun) *calRow {
 	}
 	row.s = s
 	row.d = spec.Derive(s)
-	if row.knownSlow == "" && s.Model.MoE.UnboundedRouting() {
-		row.knownSlow = routingApart
+	if row.apart == "" && s.Model.MoE.UnboundedRouting() {
+		row.apart = routingApart
 	}
 	row.links = DefaultLinks(s, row.d)
 	// The source's FLOP count per token, for a run that publishes only
@@ -337,7 +337,7 @@ func errStats(errs []float64) calStats {
 func fitCalibration(rows []*calRow, held func(*calRow) bool, starts ...Calibration) Calibration {
 	fit := []*calRow{}
 	for _, r := range rows {
-		if r.skip == "" && !held(r) && r.knownSlow == "" {
+		if r.skip == "" && !held(r) && r.apart == "" {
 			fit = append(fit, r)
 		}
 	}
@@ -498,16 +498,16 @@ func TestCalibration(t *testing.T) {
 		res := calResult{row: r, est: est, err: e}
 		if v, tuned, ok := contractOnlyTokens(r, runs[r.id], cal); ok {
 			res.contract, res.together, res.hasContract = v/r.measured-1, tuned/r.measured-1, true
-			if r.knownSlow == "" && runs[r.id].Settings["cuda_graph_impl"] == "full_iteration" {
+			if r.apart == "" && runs[r.id].Settings["cuda_graph_impl"] == "full_iteration" {
 				fullIter = append(fullIter, res)
 			}
 		}
 		results = append(results, res)
-		if r.knownSlow != "" {
+		if r.apart != "" {
 			if r.holdout {
 				slowHoldErrs = append(slowHoldErrs, e) // only in the "with them" line
 			}
-			continue // reported apart (knownSlowSection)
+			continue // reported apart (apartSection)
 		}
 		if r.holdout {
 			holdErrs = append(holdErrs, e)
@@ -699,7 +699,7 @@ func calibrationReadme(results []calResult, byKind string, cal Calibration, fit,
 	b.WriteString("![estimated vs measured](scatter.svg)\n\n")
 	b.WriteString(byKind)
 	b.WriteString(calibrationWeaknesses)
-	b.WriteString(knownSlowSection(results))
+	b.WriteString(apartSection(results))
 	b.WriteString("\n<!-- guide -->")
 	b.WriteString("Columns *contract-only* and *suggested*: the error of the row written with the contract's fields only (¹),\n" +
 		"and of that spec with the settings explain suggests for it set together (³).\n\n")
@@ -715,7 +715,7 @@ func calibrationReadme(results []calResult, byKind string, cal Calibration, fit,
 			fmt.Fprintf(&b, "| %s | %s | skipped: %s | | | | | | |\n", r.row.id, set, strings.ReplaceAll(r.row.skip, "|", "/"))
 			continue
 		}
-		if r.row.knownSlow != "" {
+		if r.row.apart != "" {
 			fmt.Fprintf(&b, "| %s | apart | %s | %.0f | %.0f | %+.1f%% | | %s |\n", r.row.id, r.row.measuredWhat, r.row.measured, r.est, 100*r.err, contractCells(r))
 			continue
 		}
@@ -740,7 +740,7 @@ func errorByKind(results []calResult) (string, []Accuracy) {
 	type key struct{ gpu, kind string }
 	errs := map[key][]float64{}
 	for _, r := range results {
-		if r.row.skip != "" || r.row.knownSlow != "" {
+		if r.row.skip != "" || r.row.apart != "" {
 			continue
 		}
 		k := key{GPUFamily(r.row.s.Cluster.GPU.Name), ModelKind(r.row.s)}
@@ -809,16 +809,16 @@ func median(sorted []float64) float64 {
 // (spec.MoE.UnboundedRouting) is reported apart.
 const routingApart = "parc warns moe-routing-unbounded: no load-balancing loss, no expert bias, dropless and not forced to balance, so the busiest expert rank sets the step and the estimate (balanced experts) is a lower bound"
 
-// knownSlowSection lists the rows reported apart: those whose source marks
+// apartSection lists the rows reported apart: those whose source marks
 // the measurement as abnormally slow, with the source's own words (data, not
 // model error), and those whose plan parc warns it rates only as a lower
 // bound (routingApart: the model has no term for it). They are estimated and
 // shown but counted in neither the fit nor the held-out statistics (nor in
 // their plan's spread).
-func knownSlowSection(results []calResult) string {
+func apartSection(results []calResult) string {
 	var b strings.Builder
 	for _, r := range results {
-		if r.row.skip != "" || r.row.knownSlow == "" {
+		if r.row.skip != "" || r.row.apart == "" {
 			continue
 		}
 		if b.Len() == 0 {
@@ -830,7 +830,7 @@ func knownSlowSection(results []calResult) string {
 			b.WriteString("loads even, and the model times balanced experts).\n\n")
 			b.WriteString("| id | measured tok/s/GPU | estimated | error | why apart |\n|---|---|---|---|---|\n")
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %+.1f%% | %s |\n", r.row.id, r.row.measured, r.est, 100*r.err, strings.ReplaceAll(r.row.knownSlow, "|", "/"))
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %+.1f%% | %s |\n", r.row.id, r.row.measured, r.est, 100*r.err, strings.ReplaceAll(r.row.apart, "|", "/"))
 	}
 	return b.String()
 }
@@ -1261,7 +1261,7 @@ func calibrationSVG(results []calResult, hold calStats) string {
 		if r.row.holdout {
 			color = "#d62728"
 		}
-		if r.row.knownSlow != "" {
+		if r.row.apart != "" {
 			color = "#999999"
 		}
 		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s" fill-opacity="0.7"><title>%s %+.1f%%</title></circle>`+"\n",

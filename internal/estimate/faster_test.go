@@ -28,7 +28,7 @@ func TestFasterSettingsAgreeWithMeasuredPairs(t *testing.T) {
 	for _, c := range fasterCandidates {
 		groups := map[string][]*calRow{}
 		for _, r := range rows {
-			if r.skip != "" || r.knownSlow != "" {
+			if r.skip != "" || r.apart != "" {
 				continue
 			}
 			s2 := *r.s

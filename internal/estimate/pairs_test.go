@@ -146,7 +146,7 @@ func measuredPairs(t *testing.T) (pairs, microBatch, gpus []runPair) {
 	cal := DefaultCalibration()
 	est := make([]float64, len(rows))
 	for i, row := range rows {
-		if row.skip == "" && row.knownSlow == "" {
+		if row.skip == "" && row.apart == "" {
 			est[i] = row.estimated(cal)
 		}
 	}
