@@ -1117,7 +1117,7 @@ func (c *costModel) dataParallelTime(e *Estimate, clocks []stageClock, link func
 				n = float64(expert)
 			}
 			grad, gather := c.dataParallelBytes(n, x.size)
-			gt, pt := c.dataParallelTimes(n, x.size, k, l)
+			gt, pt := c.dataParallelTimes(n, x.size, k, l, c.gatherBuckets(n, x.size, r, x.expert))
 			exposed := c.exposedDataParallel(gt, pt, clocks[r])
 			if b := grad + gather; b > bestBytes {
 				best, bestBytes, bestExposed, bestTime = r, b, exposed, gt+pt
@@ -1249,14 +1249,48 @@ func (c *costModel) dataParallelBytes(n float64, size int) (grad, gather float64
 // (distributed_data_parallel_config.py, bucket_size default).
 func ddpBucketParams(dp int) float64 { return math.Max(40e6, 1e6*float64(dp)) }
 
+// gatherBuckets is how many collectives each reduction or gather of the n
+// data-parallel parameters pipeline rank r holds (its expert ones where
+// expert) takes over size GPUs. Megatron's DDP and distributed optimizer
+// pack the parameters into buckets of ddpBucketParams. Megatron-FSDP
+// (train.fsdp, any sharding strategy but no_shard) groups them by FSDP unit
+// instead: every decoder layer (TransformerLayer, MoETransformerLayer) is a
+// unit whose parameters one collective gathers and one reduces, the expert
+// parameters in a bucket of their own, and the parameters outside the units
+// (embedding, output layer, final norm) in one more (FullyShardedDataParallel
+// sets fsdp_unit_modules to the layer classes, mcore_fsdp_adapter.py, and
+// _get_parameter_groups buckets by unit and by expert, dtype and
+// requires_grad, param_and_grad_buffer.py, at d98e8a64). So full sharding
+// pays a collective's latency per layer and microbatch, which at a large
+// data-parallel group (a ring step per rank) is what bounds it.
+func (c *costModel) gatherBuckets(n float64, size, r int, expert bool) float64 {
+	if !c.s.Train.FSDP || c.sharding == ShardNone {
+		return math.Max(1, math.Ceil(n/ddpBucketParams(size)))
+	}
+	units := 0.0
+	for _, chunk := range c.stages[r] {
+		for l := chunk.First; l < chunk.First+chunk.Count; l++ {
+			if !expert || c.sh.isMoE(l) {
+				units++
+			}
+		}
+	}
+	if r == c.pp-1 && c.sh.mtp > 0 && (!expert || c.sh.isMoE(int(c.sh.layers)-1)) {
+		units += float64(c.sh.mtp) // each MTP layer's decoder layer
+	}
+	if !expert && (r == 0 || r == c.pp-1) {
+		units++ // embedding, output layer, final norm
+	}
+	return math.Max(1, units)
+}
+
 // dataParallelTimes is the time of the gradient reduction and of the
 // parameter gather of n parameters over size GPUs, k of them on each node,
-// bucket by bucket.
-func (c *costModel) dataParallelTimes(n float64, size, k int, link string) (grad, gather float64) {
+// in buckets collectives each (gatherBuckets).
+func (c *costModel) dataParallelTimes(n float64, size, k int, link string, buckets float64) (grad, gather float64) {
 	if n <= 0 || size <= 1 {
 		return 0, 0
 	}
-	buckets := math.Max(1, math.Ceil(n/ddpBucketParams(size)))
 	gb, wb := c.gradBytes(), c.gatherBytes()
 	lat := c.latency(link, float64(size-1)) * buckets
 	gather1 := func(bytes float64) float64 { return lat + c.gatherTransfer(bytes, size, k, link) }
