@@ -6,11 +6,11 @@ package estimate
 // measured corpus, by kind of model and GPU (testdata/calibration/README.md,
 // "Error by GPU and kind of model").
 var measuredAccuracy = []Accuracy{
-	{Model: "MoE, more than 16 experts", GPU: "B200", Runs: 11, MedianError: -0.038, P10Error: -0.098, P90Error: 0.227, LowestError: -0.108, HighestError: 0.324},
-	{Model: "MoE, more than 16 experts", GPU: "B300", Runs: 10, MedianError: -0.006, P10Error: -0.076, P90Error: 0.178, LowestError: -0.076, HighestError: 0.338},
-	{Model: "MoE, more than 16 experts", GPU: "GB200", Runs: 20, MedianError: -0.006, P10Error: -0.052, P90Error: 0.137, LowestError: -0.088, HighestError: 0.571},
-	{Model: "MoE, more than 16 experts", GPU: "GB300", Runs: 20, MedianError: -0.003, P10Error: -0.028, P90Error: 0.018, LowestError: -0.036, HighestError: 0.055},
-	{Model: "MoE, more than 16 experts", GPU: "H100", Runs: 17, MedianError: -0.091, P10Error: -0.229, P90Error: 0.357, LowestError: -0.313, HighestError: 0.501},
+	{Model: "MoE, more than 16 experts", GPU: "B200", Runs: 11, MedianError: -0.054, P10Error: -0.098, P90Error: 0.227, LowestError: -0.108, HighestError: 0.324},
+	{Model: "MoE, more than 16 experts", GPU: "B300", Runs: 10, MedianError: -0.013, P10Error: -0.076, P90Error: 0.155, LowestError: -0.076, HighestError: 0.324},
+	{Model: "MoE, more than 16 experts", GPU: "GB200", Runs: 20, MedianError: -0.023, P10Error: -0.052, P90Error: 0.137, LowestError: -0.088, HighestError: 0.571},
+	{Model: "MoE, more than 16 experts", GPU: "GB300", Runs: 20, MedianError: -0.007, P10Error: -0.042, P90Error: 0.018, LowestError: -0.044, HighestError: 0.055},
+	{Model: "MoE, more than 16 experts", GPU: "H100", Runs: 17, MedianError: -0.125, P10Error: -0.229, P90Error: 0.357, LowestError: -0.313, HighestError: 0.501},
 	{Model: "MoE, more than 16 experts, over 150B parameters", GPU: "B200", Runs: 12, MedianError: -0.125, P10Error: -0.191, P90Error: 0.01, LowestError: -0.204, HighestError: 0.06},
 	{Model: "MoE, more than 16 experts, over 150B parameters", GPU: "B300", Runs: 9, MedianError: -0.136, P10Error: -0.297, P90Error: 0.283, LowestError: -0.297, HighestError: 0.283},
 	{Model: "MoE, more than 16 experts, over 150B parameters", GPU: "GB200", Runs: 31, MedianError: -0.167, P10Error: -0.24, P90Error: 0.413, LowestError: -0.344, HighestError: 0.603},

@@ -387,7 +387,7 @@ func (c *costModel) newLayerShape() layerShape {
 		q: float64(sh.q), kv: float64(sh.kv), experts: float64(sh.experts), topk: float64(sh.topk),
 		ep: float64(c.ep), etp: float64(c.etp), dropout: tr.HiddenDropout > 0, mla: sh.mla,
 		recompute: tr.Recompute, recomputeModule: c.set.recomputeModules,
-		rope: ropeEmbeddings(c.s.Model.PositionEmbedding), ropeFused: c.s.Kernels.ApplyRopeFusion,
+		rope: ropeEmbeddings(c.s.Model.PositionEmbedding), ropeFused: c.s.Kernels.ApplyRopeFusion && c.s.Model.RopeFusionApplies(),
 	}
 	if ml := sh.mla; ml != nil {
 		ls.dqk, ls.dv = float64(ml.QKHeadDim+ml.QKPosEmbHeadDim), float64(ml.VHeadDim)
@@ -594,6 +594,9 @@ func (c *costModel) assumptions(o Options) Assumptions {
 	}
 	if c.s.Model.MoE != nil {
 		a.Notes = append(a.Notes, "MoE routing timed balanced: every expert gets its share of the routed tokens, as in benchmark runs that force it; with natural routing the busiest expert rank sets the pace, which the step time does not include")
+	}
+	if m := &c.s.Model; c.s.Kernels.ApplyRopeFusion && ropeEmbeddings(m.PositionEmbedding) && !m.RopeFusionApplies() {
+		a.Notes = append(a.Notes, "rotary embeddings timed unfused although kernels.apply_rope_fusion is set: YaRN's concentration factor (from model.rotary_scaling_factor, mscale and mscale_all_dim) is not 1, which Transformer Engine's fused RoPE cannot apply, so Megatron falls back to its unfused implementation")
 	}
 	if f := c.set.optOffload; f > 0 {
 		a.Notes = append(a.Notes, fmt.Sprintf("optimizer_cpu_offload: the first %.0f%% of each rank's optimizer shard keeps its fp32 main weights and Adam moments in host memory (the optimizer column is what stays on the GPU), and the host runs Adam on it at %.2f ns per element and GPU (fitted on Megatron-Bridge's DGX H100 measurement; another host's CPUs run it at another speed)",

@@ -1,8 +1,10 @@
 package estimate
 
 import (
+	"fmt"
 	"testing"
 
+	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/spec"
 )
 
@@ -93,5 +95,48 @@ func TestSharedExpertOverlapHidesAllToAll(t *testing.T) {
 	}
 	if on.Compute.TimeS != off.Compute.TimeS || on.StepTimeS >= off.StepTimeS {
 		t.Errorf("compute %g vs %g, step %g vs %g: the overlap hides communication only", on.Compute.TimeS, off.Compute.TimeS, on.StepTimeS, off.StepTimeS)
+	}
+}
+
+// TestYaRNConcentrationUnfusesRoPE: Megatron applies TE's fused RoPE only
+// where the YaRN concentration factor is 1 (spec.Model.RopeFusionApplies,
+// rope_utils.py apply_rotary_pos_emb at d98e8a64: "mscale=... is not
+// supported by TE's fused RoPE. Using unfused implementation."). GPT-OSS's
+// YaRN (factor 32, mscale 1, mscale_all_dim 0: factor 1.347) therefore
+// takes as long with kernels.apply_rope_fusion as without it, while plain
+// RoPE (Llama 3) and YaRN with equal mscales are faster fused.
+func TestYaRNConcentrationUnfusesRoPE(t *testing.T) {
+	for _, tc := range []struct {
+		name, model string
+		fusionHelps bool
+	}{
+		{"gpt-oss yarn, factor 32, mscale 1 / 0", `models.gpt_oss_120b`, false},
+		{"gpt-oss with equal mscales", `models.gpt_oss_120b & {mscale: 1, mscale_all_dim: 1}`, true},
+		{"gpt-oss yarn at factor 1", `models.gpt_oss_120b & {rotary_scaling_factor: 1}`, true},
+		{"llama3 rope", `models.llama3_8b`, true},
+	} {
+		step := func(fused bool) float64 {
+			s := loadPlanText(t, fmt.Sprintf(`package plan
+
+import (
+	"parc.dev/stdlib/clusters"
+	"parc.dev/stdlib/models"
+)
+
+model: %s
+cluster: clusters.dgx_h100 & {nodes: 2}
+parallel: {tp: 1, pp: 2, ep: 8}
+train: {seq_length: 4096, micro_batch: 1, global_batch: 64, iters: 10, distributed_optimizer: true}
+kernels: {apply_rope_fusion: %v}
+`, tc.model, fused))
+			d := spec.Derive(s)
+			e, _ := RunWith(s, d, DefaultLinks(s, d), diag.NoPos, DefaultOptions())
+			return e.StepTimeS
+		}
+		fused, unfused := step(true), step(false)
+		if helps := fused < unfused*(1-1e-9); helps != tc.fusionHelps {
+			t.Errorf("%s: step %.4g s with apply_rope_fusion, %.4g s without: fusion shortens it %v, want %v",
+				tc.name, fused, unfused, helps, tc.fusionHelps)
+		}
 	}
 }

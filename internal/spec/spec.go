@@ -1,5 +1,7 @@
 package spec
 
+import "math"
+
 // Spec is the typed view of a user's plan after it was unified with #Plan and
 // found concrete: every default of the schema is filled in. Optional fields the
 // schema leaves without a default are pointers (nil = not given); the values
@@ -93,6 +95,34 @@ func (m *Model) WindowedLayers() int {
 		}
 	}
 	return n
+}
+
+// RopeFusionApplies reports whether Megatron applies rotary embeddings with
+// Transformer Engine's fused kernel when kernels.apply_rope_fusion asks for
+// it. It does not for YaRN with a concentration factor (attention factor,
+// "mscale") other than 1 outside multi-latent attention: the factor scales
+// the cosines and sines, which TE's fused RoPE cannot, so apply_rotary_pos_emb
+// warns "mscale=... is not supported by TE's fused RoPE. Using unfused
+// implementation." (models/common/embeddings/rope_utils.py at d98e8a64, since
+// Megatron-LM 987395813b "Fixes for gpt-oss", core_v0.16.0). The factor is
+// _yarn_get_concentration_factor of --rotary-scaling-factor, --mscale and
+// --mscale-all-dim (yarn_rotary_pos_embedding.py; argument_utils.py copies the
+// three into yarn_rotary_scaling_factor, yarn_mscale, yarn_mscale_all_dim):
+// g(s, mscale)/g(s, mscale_all_dim) with g(s, m) = 0.1·m·ln(s) + 1 for s > 1,
+// else 1. GPT-OSS (factor 32, mscale 1, mscale_all_dim 0) has 1.347 and so
+// runs unfused RoPE; DeepSeek-V3's and Kimi K2's equal mscales give 1, and
+// their multi-latent attention rotates through its own kernels anyway.
+func (m *Model) RopeFusionApplies() bool {
+	if m.PositionEmbedding != "yarn" || m.MLA != nil || m.RotaryScalingFactor == nil {
+		return true
+	}
+	g := func(ms float64) float64 {
+		if s := *m.RotaryScalingFactor; s > 1 {
+			return 0.1*ms*math.Log(s) + 1
+		}
+		return 1
+	}
+	return g(m.Mscale) == g(m.MscaleAllDim)
 }
 
 // MLA is multi-latent attention (DeepSeek-V2/V3).
