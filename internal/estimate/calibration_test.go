@@ -1132,6 +1132,21 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   sliding windows without dropout: attention/dot_product_attention/utils.py at d0067d0d), and timing the
   windowed layers as full causal ones (a probe, no source) with the bias gives GroupedRel 0.561 and
   held-out 5.7% / 91% / 8.5%.
+  Session 45, with GroupedRel 1 (the kernel rate) and the other constants as fitted: what the fp8
+  MoE runs lack per routed pair and hidden element is about 13 ps on H100 and 5-6 ps on GB200 and
+  GB300 for Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 and Kimi K2 alike, the ratio of the GPUs' HBM
+  bandwidths (about 44 bytes of HBM traffic on each), whatever the expert width (768 to 2,048), and
+  about nothing in the bf16 runs of Qwen3-30B-A3B on H100 and of DeepSeek-V3. Timed as a fitted term
+  (bytes per pair and hidden element for fp8 and fp4 experts), the fit keeps GroupedRel at 0.488 and the
+  term near 0: the GPT-OSS rows and the four eager mid-2025 DeepSeek-V3 GB200 rows hold it there; held
+  at GroupedRel 0.87 with 28.9 bytes, held-out 4.9% / 60.0% / 8.4% -> 4.1% / 89.2% / 7.9%, 8 -> 12 rows
+  beyond 25%, the large-MoE Blackwell fp8 rows from a median of -17% to -4%, and it fails the guide's
+  DeepEP step (TestDeepEPAcrossMNNVL: 1.29 for 1.137), the Model Zoo's EP-overlap A/B
+  (TestEPOverlapHostCost: 0.782 for 0.893) and the solver corpus (480 -> 476 of 548), so it is not in.
+  GPT-OSS's own missing time is about 600-700 ns per token and layer in bf16 on H100 (micro batch 1)
+  and B200 (micro batch 4) alike, neither HBM- nor FLOP-bound in those terms. Since session 45 its
+  rotary embeddings are timed unfused from 26.02 on (spec.Model.RopeFusionApplies: YaRN's concentration
+  factor 1.347, which TE's fused RoPE cannot apply; about 1 ms per layer and microbatch on GB200).
 - With the power cap, Blackwell dense rows are mostly within 10% (B200 and GB200 medians about 0);
   GB300, which the cap does not bind, is still 0-15% too slow (median about -6%), and its DeepSeek-V3
   and Qwen3-235B-A22B rows 8-21% (26.02-26.06).
