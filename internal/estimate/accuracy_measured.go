@@ -21,7 +21,9 @@ var measuredAccuracy = []Accuracy{
 	{Model: "MoE, up to 16 experts", GPU: "H100", Runs: 3, MedianError: -0.033, P10Error: -0.06, P90Error: 0.099, LowestError: -0.06, HighestError: 0.099},
 	{Model: "dense", GPU: "A100", Runs: 22, MedianError: -0.095, P10Error: -0.173, P90Error: 0.075, LowestError: -0.175, HighestError: 0.12},
 	{Model: "dense", GPU: "B200", Runs: 15, MedianError: -0.053, P10Error: -0.155, P90Error: 0.034, LowestError: -0.179, HighestError: 0.048},
-	{Model: "dense", GPU: "GB200", Runs: 69, MedianError: 0.017, P10Error: -0.093, P90Error: 0.157, LowestError: -0.206, HighestError: 0.226},
+	{Model: "dense", GPU: "GB200", Runs: 68, MedianError: 0.021, P10Error: -0.093, P90Error: 0.157, LowestError: -0.206, HighestError: 0.226},
 	{Model: "dense", GPU: "GB300", Runs: 32, MedianError: -0.053, P10Error: -0.124, P90Error: 0.055, LowestError: -0.162, HighestError: 0.217},
-	{Model: "dense", GPU: "H100", Runs: 247, MedianError: 0.004, P10Error: -0.049, P90Error: 0.09, LowestError: -0.126, HighestError: 0.547},
+	{Model: "dense", GPU: "H100", Runs: 234, MedianError: 0.001, P10Error: -0.05, P90Error: 0.078, LowestError: -0.126, HighestError: 0.547},
+	{Model: "dense, 4,096 GPUs or more", GPU: "GB200", Runs: 1, MedianError: -0.011, P10Error: -0.011, P90Error: -0.011, LowestError: -0.011, HighestError: -0.011},
+	{Model: "dense, 4,096 GPUs or more", GPU: "H100", Runs: 13, MedianError: 0.113, P10Error: 0.057, P90Error: 0.196, LowestError: 0.034, HighestError: 0.196},
 }

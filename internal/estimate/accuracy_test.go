@@ -33,4 +33,16 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: 64, precision: "bf16", r
 			assert.Equal(t, "GB200", a.GPU, model)
 		}
 	}
+	// A dense model on 4,096 GPUs or more reads its own line: the published
+	// runs at that scale (H100) are all rated faster than they ran.
+	s := loadSpecText(t, `model: models.llama3_405b
+cluster: clusters.dgx_h100 & {nodes: 1024}
+parallel: {tp: 8, pp: 16, cp: 1, first_stage_layers: 6}
+train: {seq_length: 8192, micro_batch: 1, global_batch: 2048, precision: "bf16", recompute: "none", iters: 10}
+`)
+	assert.Equal(t, KindDenseAtScale, ModelKind(s))
+	if a := AccuracyOf(s); assert.NotNil(t, a) {
+		assert.Greater(t, a.Runs, 5)
+		assert.Greater(t, a.LowestError, 0.0, "every published dense run on 4,096 H100 or more is rated faster than measured")
+	}
 }

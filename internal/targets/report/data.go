@@ -470,7 +470,11 @@ func accuracyText(a *estimate.Accuracy) string {
 		estimate.KindCoarseMoE:    "MoE models with up to 16 experts",
 		estimate.KindFineMoE:      "MoE models with more than 16 experts",
 		estimate.KindLargeFineMoE: "MoE models with more than 16 experts and over 150B parameters",
+		estimate.KindDenseAtScale: "dense models on 4,096 GPUs or more",
 	}[a.Model]
+	if models == "" {
+		models = a.Model
+	}
 	band := fmt.Sprintf("by %s to %s (median %s)", SignedPercent(a.LowestError), SignedPercent(a.HighestError), SignedPercent(a.MedianError))
 	if a.Runs >= 10 {
 		band = fmt.Sprintf("by %s to %s for 80%% of them (median %s; %s to %s for all)",
