@@ -242,9 +242,9 @@ func (c *checker) routerPadding() {
 	}
 	const path = "model.moe.router_padding_for_quantization"
 	off := setOpt(setting{path, false})
-	if pr := c.s.Train.Precision; pr != "fp8" && pr != "fp4" {
+	if !c.s.Train.QuantizedGEMMs() {
 		c.report("moe-router-padding", path, c.anyOf("moe-router-padding", path, off),
-			"router_padding_for_quantization pads each expert's tokens for fp8 or fp4 GEMMs, but train.precision is %q", pr)
+			"router_padding_for_quantization pads each expert's tokens for fp8 or fp4 GEMMs, but train.precision is %q", c.s.Train.Precision)
 	}
 	if e.Dispatcher == "allgather" {
 		c.report("moe-router-padding", path, c.anyOf("moe-router-padding", path, off,

@@ -360,7 +360,7 @@ func (c *costModel) init(s *spec.Spec, d spec.Derived, o Options) {
 		c.g = c.pp
 	}
 	c.am = newActivationModel(s, d, c.sh, o.FusedAttention, c.set)
-	c.cm = computeModel{r: newGPURates(s.Cluster.GPU), cal: c.cal, fp8: s.Train.Precision == "fp8" || s.Train.Precision == "fp4", fp4: s.Train.Precision == "fp4", fp32: s.Train.Precision == "fp32", ab: c.am.ab, graphs: c.set.graphs,
+	c.cm = computeModel{r: newGPURates(s.Cluster.GPU), cal: c.cal, fp8: s.Train.QuantizedGEMMs(), fp4: s.Train.Precision == "fp4", fp32: s.Train.Precision == "fp32", ab: c.am.ab, graphs: c.set.graphs,
 		routerFusion: s.Kernels.MoERouterFusion, sharedExpertOverlap: s.Model.MoE != nil && s.Model.MoE.SharedExpertOverlap, unfused: !fusedAttention(s, o.FusedAttention), attnDropout: s.Train.AttentionDropout > 0,
 		fusedGroupedMLP: fusedGroupedMLP(s, max(d.ETP, 1)), fp8Padding: fp8ExpertPadding(s),
 		globalPermute: s.Model.MoE != nil && s.Model.MoE.Dispatcher == "alltoall" && s.Model.MoE.Experts > max(s.Parallel.EP, 1)}
@@ -668,11 +668,10 @@ func (c *costModel) quantizedParams() bool { return c.set.paramWidth > 0 }
 // columnwise one always exists: NVFP4 GEMMs take only the TN layout, so the
 // data gradient reads a transposed copy (Transformer Engine nvfp4.rst).
 func (c *costModel) quantizedWeightCopies(r int, params int64) float64 {
-	p := c.s.Train.Precision
-	if p != "fp8" && p != "fp4" || c.sharding == ShardFull {
+	if !c.s.Train.QuantizedGEMMs() || c.sharding == ShardFull {
 		return 0
 	}
-	width := quantizedWidth(p)
+	width := quantizedWidth(c.s.Train.Precision)
 	copies := 0.0
 	if !c.quantizedParams() {
 		if c.s.Kernels.DisableParameterTransposeCache {

@@ -296,8 +296,7 @@ func fusedGroupedMLP(s *spec.Spec, etp int) bool {
 // r0.3.0-r0.5.0), so their alltoall and DeepEP runs pad in the experts.
 func fp8ExpertPadding(s *spec.Spec) bool {
 	e := s.Model.MoE
-	quantized := s.Train.Precision == "fp8" || s.Train.Precision == "fp4"
-	return quantized && e != nil && e.GroupedGEMM && s.Kernels.TransformerImpl != "local" &&
+	return s.Train.QuantizedGEMMs() && e != nil && e.GroupedGEMM && s.Kernels.TransformerImpl != "local" &&
 		!e.RouterPaddingForQuantization && !e.FlexWith("hybridep") && !e.FlexWith("ncclep")
 }
 

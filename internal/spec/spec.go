@@ -554,6 +554,10 @@ func (t *Train) OptimizerName() string {
 // only TE's unfused attention.
 func (t *Train) FusedAttentionDtype() bool { return t.Precision != "fp32" }
 
+// QuantizedGEMMs reports that the decoder's linear layers run quantized
+// GEMMs: precision "fp8" (an fp8 recipe) or "fp4" (NVFP4).
+func (t *Train) QuantizedGEMMs() bool { return t.Precision == "fp8" || t.Precision == "fp4" }
+
 // FP32AdamMoments reports that Adam keeps both moments in fp32 on the GPU
 // (exp_avg_dtype and exp_avg_sq_dtype unset or fp32, no optimizer offload):
 // what SetBF16AdamMoments would halve.
