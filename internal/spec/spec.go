@@ -1,7 +1,5 @@
 package spec
 
-import "math"
-
 // Spec is the typed view of a user's plan after it was unified with #Plan and
 // found concrete: every default of the schema is filled in. Optional fields the
 // schema leaves without a default are pointers (nil = not given); the values
@@ -109,20 +107,15 @@ func (m *Model) WindowedLayers() int {
 // --mscale-all-dim (yarn_rotary_pos_embedding.py; argument_utils.py copies the
 // three into yarn_rotary_scaling_factor, yarn_mscale, yarn_mscale_all_dim):
 // g(s, mscale)/g(s, mscale_all_dim) with g(s, m) = 0.1·m·ln(s) + 1 for s > 1,
-// else 1. GPT-OSS (factor 32, mscale 1, mscale_all_dim 0) has 1.347 and so
+// else 1: 1 exactly where the factor s is at most 1 or the two mscales are
+// equal. GPT-OSS (factor 32, mscale 1, mscale_all_dim 0) has 1.347 and so
 // runs unfused RoPE; DeepSeek-V3's and Kimi K2's equal mscales give 1, and
 // their multi-latent attention rotates through its own kernels anyway.
 func (m *Model) RopeFusionApplies() bool {
 	if m.PositionEmbedding != "yarn" || m.MLA != nil || m.RotaryScalingFactor == nil {
 		return true
 	}
-	g := func(ms float64) float64 {
-		if s := *m.RotaryScalingFactor; s > 1 {
-			return 0.1*ms*math.Log(s) + 1
-		}
-		return 1
-	}
-	return g(m.Mscale) == g(m.MscaleAllDim)
+	return *m.RotaryScalingFactor <= 1 || m.Mscale == m.MscaleAllDim
 }
 
 // MLA is multi-latent attention (DeepSeek-V2/V3).
