@@ -18,7 +18,7 @@ import (
 // the buckets of one unit aggregated into one NCCL group
 // (param_and_grad_buffer.py at d98e8a64). Megatron's DDP and distributed
 // optimizer instead fill buckets of max(40M, 1M·dp) parameters
-// (ddpBucketParams). So a fully sharded plan pays one collective's latency
+// (resolve_ddp_bucket_size in training.py). So a fully sharded plan pays one collective's latency
 // per layer, microbatch and pass, which grows with the ring of a large
 // data-parallel group, and the distributed optimizer one per bucket and step.
 func TestFSDPCollectivesPerLayer(t *testing.T) {
@@ -53,8 +53,11 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: %d, precision: "bf16", i
 			c := newCostModel(s, d, resolveOptions(s, DefaultOptions()))
 			for r := range c.pp {
 				dense, expert := c.stageParams[r].denseExpertPerGPU(int64(c.tp), int64(c.etp), int64(c.ep))
-				wantD := math.Max(1, math.Ceil(float64(dense)/ddpBucketParams(c.dp)))
-				wantE := math.Max(1, math.Ceil(float64(expert)/ddpBucketParams(c.edp)))
+				// Megatron's DDP bucket: max(40M, 1M·dp) parameters
+				// (training.py resolve_ddp_bucket_size at d98e8a64).
+				megatronBucket := func(dp int) float64 { return math.Max(40e6, 1e6*float64(dp)) }
+				wantD := math.Max(1, math.Ceil(float64(dense)/megatronBucket(c.dp)))
+				wantE := math.Max(1, math.Ceil(float64(expert)/megatronBucket(c.edp)))
 				if tc.dense != nil {
 					wantD, wantE = tc.dense(layers, r), tc.expert(layers, r)
 				}
