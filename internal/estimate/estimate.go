@@ -595,7 +595,7 @@ func (c *costModel) assumptions(o Options) Assumptions {
 	if c.s.Model.MoE != nil {
 		a.Notes = append(a.Notes, "MoE routing timed balanced: every expert gets its share of the routed tokens, as in benchmark runs that force it; with natural routing the busiest expert rank sets the pace, which the step time does not include")
 	}
-	if m := &c.s.Model; c.s.Kernels.ApplyRopeFusion && ropeEmbeddings(m.PositionEmbedding) && !m.RopeFusionApplies() {
+	if c.ls.rope && !c.ls.ropeFused && c.s.Kernels.ApplyRopeFusion {
 		a.Notes = append(a.Notes, "rotary embeddings timed unfused although kernels.apply_rope_fusion is set: YaRN's concentration factor (from model.rotary_scaling_factor, mscale and mscale_all_dim) is not 1, which Transformer Engine's fused RoPE cannot apply, so Megatron falls back to its unfused implementation")
 	}
 	if f := c.set.optOffload; f > 0 {
