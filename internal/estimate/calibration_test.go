@@ -1012,6 +1012,22 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   where the model has 0.02 s; timed in full (branch dsv3-upproj), it adds 0.17 s there and takes the
   Megatron-Bridge DeepSeek-V3 rows, already 10-25% too slow, 1-1.5 points further (two held-out rows
   past 25%), so it is not in.
+- A grouped linear's on-the-fly quantisation is timed as one kernel per GEMM operand, though
+  Transformer Engine quantises the experts one by one except under delayed scaling (see the
+  GroupedRel item below, branch moegb-parked). Tried again on the session-46 model (branch
+  cast-per-expert) with the kernels counted from the source: current scaling four per expert (the
+  amax zeroed by zero_amax_kernel, computed, turned into a scale, the cast; common/recipe/
+  current_scaling.cu), MXFP8 and blockwise one per expert (TE v2.5 to v2.18 cast.cpp
+  multi_tensor_quantize_impl, "Quantize kernels individually"), at the fitted per-kernel costs and
+  refitted: the Qwen3-30B-A3B H100 FP8-CS rows of 25.11 and 26.02 (pp 2, vpp 12, the EP overlap) go
+  from +50% and +36% to +2% and -2%, H100 MoE from 15.1% to 8.8% median |error| and the fit held out
+  by release from 11.5% to 9.9% median; but the 25.09 FP8-CS MoE rows on B200 and H100 fall 13-19
+  points (DeepSeek-V3 B200 +1% -> -18%), the held-out worst rises from 60% to 65%, the fit takes the
+  GPU idle per host synchronisation from 738 to 244 µs and attention's efficiency to 0.73, and the
+  PR 1760 A/B of the EP overlap's host cost fails (TestEPOverlapHostCost). The fitted 14.8 µs of GPU
+  time and 43.8 µs of host time per kernel stand for a Python-level operation; these casts are
+  launched from C++ with the GIL released, no published figure of their cost was found, and so they
+  are not in.
 - Data-parallel overlap with the interleaved schedule: each model chunk's gradients are reduced once
   its last microbatch is through the backward, under the backward of the chunks after it
   (Megatron's per-chunk grad_sync_func); parameter gathers likewise ahead of each chunk's forward.
