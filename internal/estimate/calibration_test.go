@@ -1248,6 +1248,19 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   step shrink. The model hides all but the last model chunk's data-parallel traffic under the interleaved
   cool-down. It does not model stragglers across 10,000 GPUs, or the data-parallel bucket size those runs set
   (bucket_cap_mb, which no spec field holds, so it uses Megatron's default max(40M, 1M x dp) parameters).
+  It is not the GPU count alone: DGX Cloud 24.11's Nemotron-4 340B (one plan, tp 8, pp 8, vpp 12, 16
+  microbatches per step, the same work per GPU at every size; the data-parallel group from 2 to 32) misses
+  a step cost that grows about linearly with the data-parallel size: measured minus modelled step 0, 0.04,
+  0.06, 0.11, 0.20 s in BF16 at dp 2, 4, 8, 16, 32 (4.6 s steps) and 0.04, 0.09, 0.14, 0.20, 0.36 s in FP8
+  (3.1-3.5 s steps); ring latency at the modelled 4 µs per step over its 44 data-parallel collectives
+  would be 35 times less. FP8 misses about twice what BF16 does. A candidate that is FP8-only and grows
+  with the group is delayed scaling's amax all-reduce: Megatron passes Transformer Engine's fp8_autocast
+  the tensor-, data- and context-parallel group as fp8_group (get_amax_reduction_group unless
+  tp_only_amax_red, fp8_utils.py at d98e8a64), and TE reduces the amaxes when each autocast region exits,
+  a small all-reduce over tp x dp x cp GPUs per microbatch and model chunk that also couples every
+  data-parallel replica each time; it is not timed, and no measurement of its cost was found. Over the
+  pipelined dense H100 rows the error falls as the microbatches per step rise: median +19.6% below 8, +11.5%
+  at 8-15, +4.3% at 16-31, -0.8% at 32-63, -1.1% from 64 (2, 3, 21, 33 and 98 rows).
 - The rank budget (model.moe.expert_rank_capacity_factor, recorded on the 26 full-iteration runs of
   Megatron-Bridge 26.06-26.08 at their recipes' 1.5 with the paged stash) is timed as a dispatch without host
   synchronisation and sized as the experts' saved activations at the budget, or at the paged stash's buffer
