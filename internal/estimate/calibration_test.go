@@ -1241,26 +1241,27 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   128K with CP16 (all-gather K/V, exposed); the paper's TFLOP/s are taken with Megatron's causal
   attention count, which the paper does not state.
 - At 10,000 GPUs and more the model is fast. NVIDIA's MLPerf Training GPT-3 175B runs (the mlperf-v3.1 and
-  v4.0 rows) are within 1% at 512 H100 (128 microbatches per step), 6% too fast at 4,096-8,192 (16), 11-12%
-  at 10,240-10,752 (8) and 20% at 11,616 (v4.0, 6). On v3.1's one plan the measured step is m x 85 ms +
-  0.26 s (m microbatches per step) and the model's m x 86 ms + 0.16 s: the per-microbatch time is right, and
-  0.1 s of per-step cost is missing. It weighs more as the data-parallel group grows and the microbatches per
+  v4.0 rows) are within 1% at 512 H100 (128 microbatches per step), 5-6% too fast at 4,096-8,192 (16), 10-11%
+  at 10,240-10,752 (8) and 18% at 10,752-11,616 (v4.0, 6). On v3.1's one plan (a least-squares line through its seven
+  runs) the measured step is m x 84 ms + 0.28 s (m microbatches per step) and the model's m x 86 ms + 0.17 s:
+  the per-microbatch time is right, and 0.11 s of per-step cost is missing. It weighs more as the data-parallel group grows and the microbatches per
   step shrink. The model hides all but the last model chunk's data-parallel traffic under the interleaved
-  cool-down. It does not model stragglers across 10,000 GPUs, or the data-parallel bucket size those runs set
-  (bucket_cap_mb, which no spec field holds, so it uses Megatron's default max(40M, 1M x dp) parameters).
-  It is not the GPU count alone: DGX Cloud 24.11's Nemotron-4 340B (one plan, tp 8, pp 8, vpp 12, 16
-  microbatches per step, the same work per GPU at every size; the data-parallel group from 2 to 32) misses
-  a step cost that grows about linearly with the data-parallel size: measured minus modelled step 0, 0.04,
-  0.06, 0.11, 0.20 s in BF16 at dp 2, 4, 8, 16, 32 (4.6 s steps) and 0.04, 0.09, 0.14, 0.20, 0.36 s in FP8
-  (3.1-3.5 s steps); ring latency at the modelled 4 µs per step over its 44 data-parallel collectives
-  would be 35 times less. FP8 misses about twice what BF16 does. A candidate that is FP8-only and grows
-  with the group is delayed scaling's amax all-reduce: Megatron passes Transformer Engine's fp8_autocast
-  the tensor-, data- and context-parallel group as fp8_group (get_amax_reduction_group unless
-  tp_only_amax_red, fp8_utils.py at d98e8a64), and TE reduces the amaxes when each autocast region exits,
-  a small all-reduce over tp x dp x cp GPUs per microbatch and model chunk that also couples every
-  data-parallel replica each time; it is not timed, and no measurement of its cost was found. Over the
-  pipelined dense H100 rows the error falls as the microbatches per step rise: median +19.6% below 8, +11.5%
-  at 8-15, +4.3% at 16-31, -0.8% at 32-63, -1.1% from 64 (2, 3, 21, 33 and 98 rows).
+  cool-down (these runs overlap their point-to-point transfers). It does not model stragglers across 10,000
+  GPUs, or the data-parallel bucket size those runs set (NeMo's distributed_fused_adam bucket_cap_mb, 100 and
+  200 MB, which no spec field holds, so it uses Megatron's default max(40M, 1M x dp) parameters). Over the
+  pipelined dense H100 rows the error falls as the microbatches per step rise: median +17.9% below 8, +10.8%
+  at 8-15, +0.4% at 16-31, -0.8% at 32-63, -1.1% from 64 (2, 3, 21, 33 and 98 rows).
+- A data-parallel bucket's all-gather or reduce-scatter pays NCCL's own latency for a ring in its Simple
+  protocol, the one large messages run in: 8.4 µs, 14 µs per step that crosses nodes and 3.4 µs per step
+  inside one (src/graph/tuning.cc at 5067397c; bucketLatency), in place of the 20 µs + 4 µs per step of
+  small-message nccl-tests figures the other collectives use. Without overlap_p2p_comm the pipeline's
+  point-to-point transfers synchronise the device after each pass (batch_p2p_sync), so a model chunk's
+  data-parallel traffic hides under one pass of its own and the interleaved cool-down does not widen the
+  window. DGX Cloud 24.11's Nemotron-4 340B ran so (overlap_p2p_comm false, recorded from session 46 on):
+  one plan, tp 8, pp 8, vpp 12, 16 microbatches per step and the same work per GPU from dp 2 to dp 32, whose
+  error grew with the data-parallel group (BF16 -0.1% to +4.5%, FP8 +1.2% to +11.5%, the measured minus
+  modelled step 0 to 0.20 s and 0.04 to 0.36 s); with both it is flat: BF16 -2.6% to -3.6%, FP8 -2.6% to
+  +0.5%.
 - The rank budget (model.moe.expert_rank_capacity_factor, recorded on the 26 full-iteration runs of
   Megatron-Bridge 26.06-26.08 at their recipes' 1.5 with the paged stash) is timed as a dispatch without host
   synchronisation and sized as the experts' saved activations at the budget, or at the paged stash's buffer

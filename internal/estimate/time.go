@@ -829,6 +829,38 @@ const (
 	networkStepS = 4e-6
 )
 
+// NCCL's tuning model for a ring all-gather or reduce-scatter in its Simple
+// protocol, the one it runs large messages in (the data-parallel buckets:
+// tens to hundreds of MB): a base latency and one per ring step, the steps
+// that cross nodes at the network's (NVIDIA/nccl 5067397c
+// src/graph/tuning.cc, ncclTunerConstantsDefaults: baseLatencies Ring
+// Simple 8.4 µs, hwLatencies NET Simple 14 µs for Ring and for Tree, which
+// the ring's inter-node steps take with one rank per node, NVLink Ring
+// Simple 3.4 µs; ncclTopoTuneModel: latency = base + (nsteps −
+// nInterSteps)·intraLat + nInterSteps·interLat, nInterSteps = nNodes − 1,
+// intraLat at least three times the network overhead per step of an
+// inter-node ring, 1 µs on x86 (getNetOverhead)).
+const (
+	ncclSimpleBaseS      = 8.4e-6
+	ncclSimpleNetStepS   = 14e-6
+	ncclSimpleIntraStepS = 3.4e-6
+)
+
+// bucketLatency is the latency NCCL's tuning model gives one data-parallel
+// bucket's all-gather or reduce-scatter over n GPUs, k of them in each
+// NVLink domain, on link (ncclSimpleBaseS).
+func (c *costModel) bucketLatency(n, k int, link string) float64 {
+	if n <= 1 {
+		return 0
+	}
+	if link != LinkNetwork {
+		return ncclSimpleBaseS + float64(n-1)*ncclSimpleIntraStepS
+	}
+	nodes := (n + max(k, 1) - 1) / max(k, 1)
+	inter := max(nodes-1, 0)
+	return ncclSimpleBaseS + float64(inter)*ncclSimpleNetStepS + float64(n-1-inter)*ncclSimpleIntraStepS
+}
+
 func (c *costModel) latency(link string, steps float64) float64 {
 	if link == LinkNVLink {
 		return nvlinkBaseS + steps*nvlinkStepS
@@ -1292,7 +1324,7 @@ func (c *costModel) dataParallelTimes(n float64, size, k int, link string, bucke
 		return 0, 0
 	}
 	gb, wb := c.gradBytes(), c.gatherBytes()
-	lat := c.latency(link, float64(size-1)) * buckets
+	lat := c.bucketLatency(size, k, link) * buckets
 	gather1 := func(bytes float64) float64 { return lat + c.gatherTransfer(bytes, size, k, link) }
 	switch c.sharding {
 	case ShardOptimizer:
@@ -1439,8 +1471,19 @@ func (c *costModel) exposedDataParallel(grad, gather float64, st stageClock) flo
 	// — a window of (vpp−1)/vpp of a group's backward beyond the last
 	// microbatch's. The parameter gathers run ahead of each chunk's first
 	// forward the same way (param_sync_func).
+	//
+	// Without overlap_p2p_comm every point-to-point transfer of the
+	// pipeline ends in torch.cuda.synchronize() (batch_p2p_comm with
+	// batch_p2p_sync, p2p_communication.py at d98e8a64; microbatchSyncs),
+	// which waits for every stream of the device, the data-parallel
+	// collectives' included. A chunk's reduction, launched bucket by bucket
+	// in its last backward pass, must then be done by the transfer that
+	// follows that pass, and a chunk's parameter gather by the one after
+	// the forward pass it is issued ahead of: each hides under one pass of
+	// its own chunk, and the step waits for the rest, v·(R/v − bwd/v) =
+	// R − bwd, as without interleaving.
 	win := 1.0
-	if c.vpp > 1 {
+	if c.vpp > 1 && c.s.Parallel.OverlapP2P {
 		win += float64(min(c.m, c.g)) * float64(c.vpp-1) / float64(c.vpp)
 	}
 	if tr.OverlapGradReduce {

@@ -247,6 +247,13 @@ func PublishedPlan(r *Run) (*Plan, error) {
 			par[k] = v
 		}
 	}
+	// Interleaved pipelines overlap their point-to-point transfers unless
+	// the run turned it off (--no-overlap-p2p-communication; NeMo's
+	// overlap_p2p_comm false, batch_p2p_comm true): then every transfer
+	// synchronises the device (spec.Parallel.OverlapP2P).
+	if v, ok := set["overlap_p2p_comm"].(bool); ok && !v {
+		par["overlap_p2p"] = false
+	}
 	// The context-parallel exchange exists only with context parallelism.
 	if v, ok := set["cp_comm_type"].(string); ok && cp > 1 {
 		par["cp_comm_type"] = v

@@ -61,6 +61,12 @@ func TestPublishedPlanSpecs(t *testing.T) {
 				t.Errorf("%s: nvlink_domain %d, the row records %d", r.ID, sp.Cluster.NVLinkDomain, want)
 			}
 		}
+		// A run that turned the overlap of its point-to-point transfers
+		// off (NeMo's overlap_p2p_comm false) is written so: its
+		// transfers synchronise the device (spec.Parallel.OverlapP2P).
+		if v, ok := r.Settings["overlap_p2p_comm"].(bool); ok && !v && sp != nil && sp.Parallel.OverlapP2P {
+			t.Errorf("%s: overlap_p2p_comm false in the run, parallel.overlap_p2p true in the spec", r.ID)
+		}
 		if got := res.Open(); !slices.Equal(got, p.Unsaid()) {
 			t.Errorf("%s: open %v, unsaid %v", r.ID, got, p.Unsaid())
 		}
