@@ -48,7 +48,7 @@ const (
 // faster than it ran (the Llama 3 paper's 8K and 16K runs, NVIDIA's MLPerf
 // Training GPT-3 175B runs from 4,096 to 11,616 GPUs and its Llama 3.1 405B
 // run on 8,192, Nemotron-4 340B on 6,144, the Megatron-LM README's 462B on
-// 6,144: +3% to +20%, testdata/calibration/README.md, "Error by GPU and kind
+// 6,144: +3% to +18%, testdata/calibration/README.md, "Error by GPU and kind
 // of model"), where the smaller runs center on 0, so a plan at that scale
 // reads its own line.
 const denseScaleGPUs = 4096

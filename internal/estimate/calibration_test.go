@@ -1241,7 +1241,7 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   128K with CP16 (all-gather K/V, exposed); the paper's TFLOP/s are taken with Megatron's causal
   attention count, which the paper does not state.
 - At 10,000 GPUs and more the model is fast. NVIDIA's MLPerf Training GPT-3 175B runs (the mlperf-v3.1 and
-  v4.0 rows) are within 1% at 512 H100 (128 microbatches per step), 5-6% too fast at 4,096-8,192 (16), 10-11%
+  v4.0 rows) are 1% too slow at 512 and 768 H100 (128 microbatches per step), 5-6% too fast at 4,096-8,192 (16), 10-11%
   at 10,240-10,752 (8) and 18% at 10,752-11,616 (v4.0, 6). On v3.1's one plan (a least-squares line through its seven
   runs) the measured step is m x 84 ms + 0.28 s (m microbatches per step) and the model's m x 86 ms + 0.17 s:
   the per-microbatch time is right, and 0.11 s of per-step cost is missing. It weighs more as the data-parallel group grows and the microbatches per
