@@ -68,6 +68,12 @@ var fasterCandidates = []fasterCandidate{
 		applies: func(s *spec.Spec) bool { return !s.Train.OverlapGradReduce }},
 	{field: "train.overlap_param_gather", value: true,
 		applies: func(s *spec.Spec) bool { return !s.Train.OverlapParamGather }},
+	// The interleaved schedule's transfers overlapped (Megatron's default;
+	// NeMo 1's recipes turned it off): without it every transfer
+	// synchronises the device, and the data-parallel traffic hides under
+	// one pass of a chunk only (exposedDataParallel).
+	{field: "parallel.overlap_p2p", value: true,
+		applies: func(s *spec.Spec) bool { return s.Parallel.VPP > 1 && s.Parallel.PP > 1 && !s.Parallel.OverlapP2P }},
 	{field: "parallel.tp_comm_overlap", value: true, needs: "Transformer Engine's userbuffers (TE built with them, as NVIDIA's containers are)",
 		applies: func(s *spec.Spec) bool { return !spec.TPCommOverlapOn(s) && s.Parallel.TP > 1 }},
 	flexDispatcher("deepep", "the DeepEP library on every node"),

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/spec"
 )
 
@@ -47,4 +48,22 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: 512, precision: "bf16", 
 		"with synchronised transfers the traffic beyond one pass per chunk waits")
 	assert.Greater(t, dpOff.ExposedS, 2*dpOn.ExposedS)
 	assert.Greater(t, off.StepTimeS, on.StepTimeS)
+
+	// explain suggests turning the overlap back on, at the step the
+	// estimate gives it.
+	c := *s
+	c.Parallel.OverlapP2P = false
+	d := spec.Derive(&c)
+	o := DefaultOptions()
+	links := DefaultLinks(&c, d)
+	base, _ := RunWith(&c, d, links, diag.NoPos, o)
+	var found *FasterSetting
+	for _, f := range FasterSettings(&c, d, links, o, base, 1) {
+		if f.Field == "parallel.overlap_p2p" {
+			found = &f
+		}
+	}
+	if assert.NotNil(t, found, "parallel.overlap_p2p: true is not suggested") {
+		assert.InDelta(t, on.StepTimeS, found.StepTimeS, 1e-9)
+	}
 }
