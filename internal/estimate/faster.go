@@ -73,7 +73,11 @@ var fasterCandidates = []fasterCandidate{
 	// synchronises the device, and the data-parallel traffic hides under
 	// one pass of a chunk only (exposedDataParallel).
 	{field: "parallel.overlap_p2p", value: true,
-		applies: func(s *spec.Spec) bool { return s.Parallel.VPP > 1 && s.Parallel.PP > 1 && !s.Parallel.OverlapP2P }},
+		applies: func(s *spec.Spec) bool {
+			on := s.Parallel
+			on.OverlapP2P = true
+			return !s.Parallel.OverlapP2P && on.OverlapsP2P() // interleaved, with the overlap off
+		}},
 	{field: "parallel.tp_comm_overlap", value: true, needs: "Transformer Engine's userbuffers (TE built with them, as NVIDIA's containers are)",
 		applies: func(s *spec.Spec) bool { return !spec.TPCommOverlapOn(s) && s.Parallel.TP > 1 }},
 	flexDispatcher("deepep", "the DeepEP library on every node"),

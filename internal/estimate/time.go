@@ -679,7 +679,7 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		l := link("pp")
 		t := c.latency(l, 1)*w.ppSends + w.bytes[axPP]/c.linkRate(l)
 		st.comm[axPP], st.exposed[axPP] = t, t
-		if c.vpp > 1 && par.OverlapP2P {
+		if par.OverlapsP2P() {
 			// The steady state runs a transfer, latency and all, beside
 			// the chunk's forward the warm-up put ahead of it
 			// (interleavedFill); it waits only for a transfer longer than
@@ -785,7 +785,7 @@ func (c *costModel) microbatchSyncs(r int) (fwd, bwd float64) {
 	if r == c.pp-1 && c.s.Train.CheckForNaNInLossAndGrad {
 		fwd += 2
 	}
-	if c.pp > 1 && !(c.vpp > 1 && c.s.Parallel.OverlapP2P) {
+	if c.pp > 1 && !c.s.Parallel.OverlapsP2P() {
 		v := float64(c.vpp)
 		if c.vpp > 1 {
 			return fwd + v, bwd + v
@@ -1041,7 +1041,7 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 			pipeTime += t / float64(c.vpp)
 		}
 	}
-	if w := works[slow]; c.vpp > 1 && c.s.Parallel.OverlapP2P && w.ppSends > 0 {
+	if w := works[slow]; c.s.Parallel.OverlapsP2P() && w.ppSends > 0 {
 		l := link("pp")
 		pipeTime += interleavedFill(c.pp, c.vpp, c.g, c.latency(l, 1)+w.bytes[axPP]/w.ppSends/c.linkRate(l), clocks[slow].fwd/float64(c.vpp))
 	}
@@ -1483,7 +1483,7 @@ func (c *costModel) exposedDataParallel(grad, gather float64, st stageClock) flo
 	// its own chunk, and the step waits for the rest, v·(R/v − bwd/v) =
 	// R − bwd, as without interleaving.
 	win := 1.0
-	if c.vpp > 1 && c.s.Parallel.OverlapP2P {
+	if c.s.Parallel.OverlapsP2P() {
 		win += float64(min(c.m, c.g)) * float64(c.vpp-1) / float64(c.vpp)
 	}
 	if tr.OverlapGradReduce {

@@ -547,6 +547,14 @@ func (t *Train) OptimizerName() string {
 // only TE's unfused attention.
 func (t *Train) FusedAttentionDtype() bool { return t.Precision != "fp32" }
 
+// OverlapsP2P reports that the pipeline overlaps its point-to-point
+// transfers with compute: the interleaved schedule (pp > 1, vpp > 1) with
+// parallel.overlap_p2p. Megatron turns the overlap off without interleaving
+// (arguments.py at d98e8a64), and without it batch_p2p_comm ends every
+// transfer in torch.cuda.synchronize() (p2p_communication.py,
+// batch_p2p_sync).
+func (p Parallel) OverlapsP2P() bool { return p.PP > 1 && p.VPP > 1 && p.OverlapP2P }
+
 // QuantizedGEMMs reports that the decoder's linear layers run quantized
 // GEMMs: precision "fp8" (an fp8 recipe) or "fp4" (NVFP4).
 func (t *Train) QuantizedGEMMs() bool { return t.Precision == "fp8" || t.Precision == "fp4" }
