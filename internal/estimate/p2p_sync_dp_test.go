@@ -67,3 +67,42 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: 512, precision: "bf16", 
 		assert.InDelta(t, on.StepTimeS, found.StepTimeS, 1e-9)
 	}
 }
+
+// TestP2PSyncMatchesMeasuredScaling checks the rule against measurements:
+// DGX Cloud 24.11 ran Nemotron-4 340B (tp 8, pp 8, vpp 12, 16 microbatches
+// per step) with overlap_p2p_comm off on 128 and on 2,048 H100, the same
+// work per GPU at dp 2 and dp 32, and measured the step growing with the
+// data-parallel group (dgxc-benchmarking nemotron/README_340b.md @
+// 143b90dd, the corpus rows). The estimate of those rows, as they ran,
+// grows by the measured amount within 35%; with the transfers overlapped
+// the data-parallel traffic would hide and the step would barely grow.
+func TestP2PSyncMatchesMeasuredScaling(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads measured runs")
+	}
+	cal := DefaultCalibration()
+	step := func(r *calRow, tokensPerGPU float64) float64 {
+		return float64(r.s.Train.GlobalBatch*r.s.Train.SeqLength) / (tokensPerGPU * float64(r.d.World))
+	}
+	overlapped := func(r *calRow) *calRow {
+		on, s := *r, *r.s
+		s.Parallel.OverlapP2P = true
+		on.s = &s
+		return &on
+	}
+	for _, prec := range []string{"bf16", "fp8"} {
+		rows := calRowsOf(t, "dgxc-24.11-nemotron4-340b-h100-"+prec+"-128", "dgxc-24.11-nemotron4-340b-h100-"+prec+"-2048")
+		small, large := rows[0], rows[1]
+		if small.d.World > large.d.World {
+			small, large = large, small
+		}
+		require.False(t, small.s.Parallel.OverlapsP2P(), "%s: the run recorded overlap_p2p_comm off", small.id)
+		measured := step(large, large.measured) - step(small, small.measured)
+		est := step(large, large.estimated(cal)) - step(small, small.estimated(cal))
+		on, onL := overlapped(small), overlapped(large)
+		estOn := step(onL, onL.estimated(cal)) - step(on, on.estimated(cal))
+		t.Logf("%s: dp 2 -> 32 the step grows %.3f s measured, %.3f s estimated, %.3f s estimated with the transfers overlapped", prec, measured, est, estOn)
+		assert.InDelta(t, measured, est, 0.35*measured, "%s: estimated growth against the measured", prec)
+		assert.Less(t, estOn, 0.25*measured, "%s: with overlapped transfers the traffic hides", prec)
+	}
+}
