@@ -1149,7 +1149,7 @@ func (c *costModel) dataParallelTime(e *Estimate, clocks []stageClock, link func
 				n = float64(expert)
 			}
 			grad, gather := c.dataParallelBytes(n, x.size)
-			gt, pt := c.dataParallelTimes(n, x.size, k, l, c.gatherBuckets(n, x.size, r, x.expert))
+			gt, pt := c.dataParallelTimes(n, x.size, k, l, c.dataParallelBuckets(n, x.size, r, x.expert))
 			exposed := c.exposedDataParallel(gt, pt, clocks[r])
 			if b := grad + gather; b > bestBytes {
 				best, bestBytes, bestExposed, bestTime = r, b, exposed, gt+pt
@@ -1281,7 +1281,7 @@ func (c *costModel) dataParallelBytes(n float64, size int) (grad, gather float64
 // (distributed_data_parallel_config.py, bucket_size default).
 func ddpBucketParams(dp int) float64 { return math.Max(40e6, 1e6*float64(dp)) }
 
-// gatherBuckets is how many collectives each reduction or gather of the n
+// dataParallelBuckets is how many collectives each reduction or gather of the n
 // data-parallel parameters pipeline rank r holds (its expert ones where
 // expert) takes over size GPUs. Megatron's DDP and distributed optimizer
 // pack the parameters into buckets of ddpBucketParams. Megatron-FSDP
@@ -1295,7 +1295,7 @@ func ddpBucketParams(dp int) float64 { return math.Max(40e6, 1e6*float64(dp)) }
 // requires_grad, param_and_grad_buffer.py, at d98e8a64). So full sharding
 // pays a collective's latency per layer and microbatch, which at a large
 // data-parallel group (a ring step per rank) is what bounds it.
-func (c *costModel) gatherBuckets(n float64, size, r int, expert bool) float64 {
+func (c *costModel) dataParallelBuckets(n float64, size, r int, expert bool) float64 {
 	if !c.s.Train.FSDP || c.sharding == ShardNone {
 		return math.Max(1, math.Ceil(n/ddpBucketParams(size)))
 	}
@@ -1318,7 +1318,7 @@ func (c *costModel) gatherBuckets(n float64, size, r int, expert bool) float64 {
 
 // dataParallelTimes is the time of the gradient reduction and of the
 // parameter gather of n parameters over size GPUs, k of them on each node,
-// in buckets collectives each (gatherBuckets).
+// in buckets collectives each (dataParallelBuckets).
 func (c *costModel) dataParallelTimes(n float64, size, k int, link string, buckets float64) (grad, gather float64) {
 	if n <= 0 || size <= 1 {
 		return 0, 0
