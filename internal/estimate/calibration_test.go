@@ -1261,7 +1261,14 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   one plan, tp 8, pp 8, vpp 12, 16 microbatches per step and the same work per GPU from dp 2 to dp 32, whose
   error grew with the data-parallel group (BF16 -0.1% to +4.5%, FP8 +1.2% to +11.5%, the measured minus
   modelled step 0 to 0.20 s and 0.04 to 0.36 s); with both it is flat: BF16 -2.6% to -3.6%, FP8 -2.6% to
-  +0.5%.
+  +0.5%. Session 47 recorded two more of that recipe's settings: its optimizer state in bf16 (the yaml's optim
+  dtype bf16, which NeMo hands to Apex's distributed Adam; written as the precision-aware optimizer with bf16
+  moments) and the output layer's weight gradients deferred to the pipeline flush for the first 22 microbatches
+  (defer_embedding_wgrad_compute, wgrad_deferral_limit 22). Without the first, the deferred logits gradients put
+  the last stage of the 128-GPU run 0.1 GiB beyond the H100's 80 GiB in parc's model, and the row's selective
+  recompute had to take the MLP too to fit (peak 65.0 GiB with both settings); with both, BF16 -1.5% to -0.2%, FP8 -0.5% to +2.5%. The deferral limits of the
+  other runs that set one are recorded too (Llama 3.1 70B 22 and 405B 50 on DGX Cloud and Megatron-Bridge
+  25.09, MLPerf GPT-3 65 and Llama 3.1 405B 50).
 - The rank budget (model.moe.expert_rank_capacity_factor, recorded on the 26 full-iteration runs of
   Megatron-Bridge 26.06-26.08 at their recipes' 1.5 with the paged stash) is timed as a dispatch without host
   synchronisation and sized as the experts' saved activations at the budget, or at the paged stash's buffer

@@ -254,6 +254,18 @@ func PublishedPlan(r *Run) (*Plan, error) {
 	if v, ok := set["overlap_p2p_comm"].(bool); ok && !v {
 		par["overlap_p2p"] = false
 	}
+	// The output layer's weight gradients deferred to the pipeline flush
+	// (--defer-embedding-wgrad-compute, --wgrad-deferral-limit), which
+	// Megatron accepts only with a pipeline (ModelParallelConfig.
+	// __post_init__ at d98e8a64); the launchers turn it off without one
+	// (dgxc-benchmarking llama3.1/configure.sh at 143b90dd for PP 1,
+	// Megatron-Bridge's FSDP override).
+	if v, ok := set["defer_embedding_wgrad_compute"].(bool); ok && v && pp > 1 {
+		par["defer_embedding_wgrad_compute"] = true
+		if lim, ok := set["wgrad_deferral_limit"].(float64); ok && lim > 0 {
+			par["wgrad_deferral_limit"] = int(lim)
+		}
+	}
 	// The context-parallel exchange exists only with context parallelism.
 	if v, ok := set["cp_comm_type"].(string); ok && cp > 1 {
 		par["cp_comm_type"] = v

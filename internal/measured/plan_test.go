@@ -67,6 +67,15 @@ func TestPublishedPlanSpecs(t *testing.T) {
 		if v, ok := r.Settings["overlap_p2p_comm"].(bool); ok && !v && sp != nil && sp.Parallel.OverlapP2P {
 			t.Errorf("%s: overlap_p2p_comm false in the run, parallel.overlap_p2p true in the spec", r.ID)
 		}
+		// A pipelined run that deferred its output layer's weight
+		// gradients is written so, with its limit.
+		if v, _ := r.Settings["defer_embedding_wgrad_compute"].(bool); v && sp != nil && sp.Parallel.PP > 1 {
+			lim, _ := r.Settings["wgrad_deferral_limit"].(float64)
+			if !sp.Parallel.DeferEmbeddingWgradCompute || sp.Parallel.WgradDeferralLimit != int(lim) {
+				t.Errorf("%s: defer_embedding_wgrad_compute true, wgrad_deferral_limit %v in the run; the spec has %t, %d",
+					r.ID, lim, sp.Parallel.DeferEmbeddingWgradCompute, sp.Parallel.WgradDeferralLimit)
+			}
+		}
 		if got := res.Open(); !slices.Equal(got, p.Unsaid()) {
 			t.Errorf("%s: open %v, unsaid %v", r.ID, got, p.Unsaid())
 		}

@@ -68,6 +68,13 @@ const (
 // with every degree open.
 type corpusCase struct {
 	id, pub, open string
+	// openUndeferred is open without the deferred output-layer weight
+	// gradients, for a run that deferred them: Megatron takes them only
+	// with a pipeline, and the launchers set them with the plan
+	// (dgxc-benchmarking's llama3.1/configure.sh turns them off for its PP 1
+	// runs), so the pick is the faster of a pipelined plan with them and
+	// any plan without them.
+	openUndeferred string
 }
 
 // corpusOutcome is what TestPublishedCorpus finds for one row: "ok" or a
@@ -281,6 +288,11 @@ func solveCase(c corpusCase) corpusOutcome {
 	}
 	o.pubStep = pub.StepTimeS
 	pick, why := best(c.open, 0)
+	if c.openUndeferred != "" {
+		if u, _ := best(c.openUndeferred, 0); u != nil && (pick == nil || u.StepTimeS < pick.StepTimeS) {
+			pick = u
+		}
+	}
 	if pick == nil {
 		o.status, o.detail = "no-pick", why
 		return o
@@ -343,7 +355,15 @@ func corpusCases(t *testing.T) ([]corpusCase, map[string]int) {
 			skipped[err.Error()]++
 			continue
 		}
-		out = append(out, corpusCase{id: r.ID, pub: pub.CUE(), open: openPlan(&r, pub).CUE()})
+		o := openPlan(&r, pub)
+		c := corpusCase{id: r.ID, pub: pub.CUE(), open: o.CUE()}
+		if _, ok := o.Parallel["defer_embedding_wgrad_compute"]; ok {
+			u := o.Clone()
+			delete(u.Parallel, "defer_embedding_wgrad_compute")
+			delete(u.Parallel, "wgrad_deferral_limit")
+			c.openUndeferred = u.CUE()
+		}
+		out = append(out, c)
 	}
 	return out, skipped
 }
@@ -424,6 +444,8 @@ func writeCorpus(t *testing.T, out []corpusOutcome, skipped map[string]int) {
 	b.WriteString("same model, cluster, batch and settings with every degree, the micro batch and recompute open.\n")
 	b.WriteString("Issue 14's criteria: the published plan is feasible in parc's model (every check; peak within the\n")
 	b.WriteString("GPU), the solver finds a plan, and parc rates the published plan within 10% of its pick.\n")
+	b.WriteString("A run that deferred its output layer's weight gradients to the pipeline flush (which Megatron allows only\n")
+	b.WriteString("with a pipeline) is searched twice, with them and without, and the pick is the faster of the two.\n")
 	b.WriteString("The 2021-22 papers' rows (Narayanan et al. SC21 Table 1, MT-NLG 530B) are written as the calibration writes\n")
 	b.WriteString("them, with the software they ran: no distributed optimizer or overlapped data-parallel communication, and the\n")
 	b.WriteString("pick may not use what that software lacked (sequence or context parallelism, selective recomputation, the block\n")
