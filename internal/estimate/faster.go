@@ -80,6 +80,21 @@ var fasterCandidates = []fasterCandidate{
 		}},
 	{field: "parallel.tp_comm_overlap", value: true, needs: "Transformer Engine's userbuffers (TE built with them, as NVIDIA's containers are)",
 		applies: func(s *spec.Spec) bool { return !spec.TPCommOverlapOn(s) && s.Parallel.TP > 1 }},
+	// The output layer's weight gradients of the first 22 microbatches
+	// deferred to the pipeline flush, off the last stage's critical path, as
+	// Megatron-Bridge's Llama 3 70B recipes set it (CommOverlapConfig
+	// defer_embedding_wgrad_compute, wgrad_deferral_limit 22:
+	// src/megatron/bridge/recipes/llama/llama3_70b.py at 684a6861, and
+	// perf_recipes/llama/{h100,gb200,gb300}/llama3.py at 067f987d). Megatron
+	// needs a pipeline and gradient-accumulation fusion for it
+	// (ModelParallelConfig.__post_init__); Megatron-Bridge turns it off
+	// under Megatron-FSDP (scripts/performance/utils/helpers.py at 684a6861).
+	{field: "parallel.defer_embedding_wgrad_compute", value: true,
+		also: map[string]any{"parallel.wgrad_deferral_limit": 22},
+		applies: func(s *spec.Spec) bool {
+			p := s.Parallel
+			return p.PP > 1 && !p.DeferEmbeddingWgradCompute && s.Kernels.GradientAccumulationFusion && !s.Train.FSDP
+		}},
 	flexDispatcher("deepep", "the DeepEP library on every node"),
 	flexDispatcher("hybridep", "DeepEP's hybrid-ep branch (HybridEP) on every node"),
 	// Transformer Engine's CUDA graphs of each layer's attention, router and
