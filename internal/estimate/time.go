@@ -1149,8 +1149,9 @@ func (c *costModel) dataParallelTime(e *Estimate, clocks []stageClock, link func
 				n = float64(expert)
 			}
 			grad, gather := c.dataParallelBytes(n, x.size)
-			gt, pt := c.dataParallelTimes(n, x.size, k, l, c.dataParallelBuckets(n, x.size, r, x.expert))
-			exposed := c.exposedDataParallel(gt, pt, clocks[r])
+			nb := c.dataParallelBuckets(n, x.size, r, x.expert)
+			gt, pt := c.dataParallelTimes(n, x.size, k, l, nb)
+			exposed := c.exposedDataParallel(gt, pt, nb, clocks[r])
 			if b := grad + gather; b > bestBytes {
 				best, bestBytes, bestExposed, bestTime = r, b, exposed, gt+pt
 			}
@@ -1436,13 +1437,22 @@ func gcdInt(a, b int) int {
 }
 
 // exposedDataParallel is the part of the data-parallel traffic the step waits
-// for. With overlap_grad_reduce Megatron reduces each bucket as soon as the
-// last microbatch's backward has produced it, so the reduction hides under
-// that backward but for the last bucket; with overlap_param_gather the
-// gather of each bucket runs ahead of the next step's first forward. With
-// full sharding the traffic of every microbatch overlaps that microbatch's
-// compute when overlap_grad_reduce is on.
-func (c *costModel) exposedDataParallel(grad, gather float64, st stageClock) float64 {
+// for, in buckets collectives each way (dataParallelBuckets). With
+// overlap_grad_reduce Megatron reduces each bucket as soon as the last
+// microbatch's backward has produced all of it (the backward post-hook), the
+// collectives one after another: bucket j is ready j/n of the way through
+// that backward, so the last bucket's reduction always waits, and a
+// reduction slower than the backward ends R + B/n − B after it,
+// max(R/n, R − B + B/n). With overlap_param_gather the forward pre-hook of a
+// bucket's first module waits for its gather and only then dispatches the
+// next bucket's (param_and_grad_buffer.py finish_param_sync,
+// next_param_gather_bucket_group; the first bucket's is dispatched there
+// too unless align_param_gather or overlap_param_gather_with_optimizer_step,
+// distributed_data_parallel.py at d98e8a64): the first gather waits whole,
+// each later one behind its predecessor's compute, max(A/n, A − F + F/n).
+// With full sharding the traffic of every microbatch overlaps that
+// microbatch's compute when overlap_grad_reduce is on.
+func (c *costModel) exposedDataParallel(grad, gather, buckets float64, st stageClock) float64 {
 	tr := c.s.Train
 	if c.sharding == ShardFull {
 		m := float64(c.m)
@@ -1486,11 +1496,12 @@ func (c *costModel) exposedDataParallel(grad, gather float64, st stageClock) flo
 	if c.s.Parallel.OverlapsP2P() {
 		win += float64(min(c.m, c.g)) * float64(c.vpp-1) / float64(c.vpp)
 	}
+	nb := math.Max(buckets, 1)
 	if tr.OverlapGradReduce {
-		grad = math.Max(grad*tpOverlapResidual, grad-win*st.bwd)
+		grad = math.Max(grad*tpOverlapResidual, math.Max(grad/nb, grad-win*st.bwd+st.bwd/nb))
 	}
 	if tr.OverlapParamGather {
-		gather = math.Max(gather*tpOverlapResidual, gather-win*st.fwd)
+		gather = math.Max(gather*tpOverlapResidual, math.Max(gather/nb, gather-win*st.fwd+st.fwd/nb))
 	}
 	return grad + gather
 }
