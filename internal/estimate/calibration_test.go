@@ -1275,6 +1275,19 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   factor; the experts' GEMMs are timed on the routed tokens, not on the budget's padded rows, and the tokens a
   budget below the routed count drops (HybridEP's overflow, which Megatron reruns the step for) are not modelled:
   with forced balanced routing none are dropped. The paged stash's host spill buffer is not modelled.
+- Steps of one microbatch per GPU at scale are rated too fast. MLPerf Training v5.1's Llama 3.1 8B (session 47,
+  out of sample: global batch = data-parallel size x micro batch, 32 to 512 GPUs): +8..10% on 32-128 B200,
+  +25% on 256, +13..23% on 72 GB200/GB300, +62% and +67% on 512, +22% and +43% on 64 and 128 H100, while the
+  same code on one or two nodes is within -9..+2% (FP8). Measured throughput per GPU falls as the
+  data-parallel group grows at a fixed load per GPU (University of Florida's B200: 21,755 tokens/s at 32 GPUs,
+  18,543 at 256); the model's stays flat. Its data-parallel ring (NCCL's latency per step, the bottleneck
+  link's bus bandwidth, bucket-by-bucket overlap) does not explain it, and the runs' NCCL tuning (at most 8
+  CTAs per data-parallel communicator) has no published rate. Their Llama 3.1 405B runs on other submitters'
+  B200 and GB200 are within -7..+7%.
+- NVFP4 on Blackwell Ultra is over-rated: the 8-GPU MLPerf Llama 3.1 8B runs on B300 and GB300 +17%, where
+  B200 and GB200 are -5..-1%; the measured GB300/GB200 ratio in NVFP4 is 1.17 (8B), 1.25-1.31 (405B) and
+  1.51 (Megatron-Bridge's 70B), the model's 1.39, 1.45-1.71 and 1.60 (the datasheets' dense FP4 is 15 against
+  10 PFLOPS).
 - CPU offloading, manual GC and routing imbalance are not modelled (the MoE rows force balanced routing).
 `
 

@@ -59,8 +59,14 @@ const (
 // (53). Session 45's 24 MLPerf Training rows add one miss without outside
 // evidence, Llama 3.1 405B on 5,120 GB200 in NVFP4 (pick TP 2 CP 4 against
 // the run's TP 4 CP 2, the preference of the Megatron-Bridge GB300 NVFP4
-// misses), and change no other row's: 54 (7 confirmed, 47 none), the bound.
-const maxUnsupersededMisses = 54
+// misses), and change no other row's: 54 (7 confirmed, 47 none). Session 47's
+// 30 MLPerf rows (Llama 3.1 8B on 8 to 512 GPUs of five GPUs, other
+// submitters' Llama 3.1 405B) add two misses without outside evidence and
+// change no other row's: Llama 3.1 8B on 512 GB200 and on 512 GB300 (pick TP 4
+// CP 2 against the runs' TP 2 CP 4), one microbatch per GPU per step, where
+// the model rates the runs 62-67% too fast (testdata/measured/README.md):
+// 56 (7 confirmed, 49 none), the bound.
+const maxUnsupersededMisses = 56
 
 // missEvidence is what the measured runs of a miss's job say about its
 // published plan.
