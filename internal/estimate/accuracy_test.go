@@ -41,6 +41,19 @@ parallel: {tp: 8, pp: 16, cp: 1, first_stage_layers: 6}
 train: {seq_length: 8192, micro_batch: 1, global_batch: 2048, precision: "bf16", recompute: "none", iters: 10}
 `)
 	assert.Equal(t, KindDenseAtScale, ModelKind(s))
+	// So does a dense plan of one microbatch per GPU on 32 GPUs or more:
+	// the published runs of that kind on B200 (MLPerf Training v5.1's Llama
+	// 3.1 8B, 32 to 256 GPUs) ran slower than the model rates them.
+	one := loadSpecText(t, `model: models.llama3_8b
+cluster: clusters.dgx_b200 & {nodes: 8}
+parallel: {tp: 1, pp: 1, cp: 2}
+train: {seq_length: 8192, micro_batch: 1, global_batch: 32, precision: "bf16", recompute: "none", iters: 10}
+`)
+	assert.Equal(t, KindDenseOneMicrobatch, ModelKind(one))
+	if a := AccuracyOf(one); assert.NotNil(t, a) {
+		assert.GreaterOrEqual(t, a.Runs, 5)
+		assert.Greater(t, a.LowestError, 0.0, "every published one-microbatch dense run on 32 B200 or more is rated faster than measured")
+	}
 	if a := AccuracyOf(s); assert.NotNil(t, a) {
 		assert.Greater(t, a.Runs, 5)
 		assert.Greater(t, a.LowestError, 0.0, "every published dense run on 4,096 H100 or more is rated faster than measured")
