@@ -106,3 +106,43 @@ func TestP2PSyncMatchesMeasuredScaling(t *testing.T) {
 		assert.Less(t, estOn, 0.25*measured, "%s: with overlapped transfers the traffic hides", prec)
 	}
 }
+
+// TestDeferralSuggested: explain offers the deferred output-layer weight
+// gradients (parallel.defer_embedding_wgrad_compute with Megatron-Bridge's
+// limit of 22) on a pipelined plan that runs without them, at the step the
+// estimate gives the plan with them, and the gain is at most the output
+// layer's weight-gradient GEMMs it takes off the last stage. The plan is
+// DGX Cloud 24.11's Nemotron-4 340B on 256 H100, which ran with them
+// (wgrad_deferral_limit 22, nemotron4-340b-synth.yaml at 143b90dd), written
+// without.
+func TestDeferralSuggested(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads measured runs")
+	}
+	r := calRowsOf(t, "dgxc-24.11-nemotron4-340b-h100-bf16-256")[0]
+	require.True(t, r.s.Parallel.DeferEmbeddingWgradCompute, "the run deferred")
+	require.Equal(t, 22, r.s.Parallel.WgradDeferralLimit)
+	o := DefaultOptions()
+	on, _ := RunWith(r.s, r.d, r.links, diag.NoPos, o)
+	c := *r.s
+	c.Parallel.DeferEmbeddingWgradCompute, c.Parallel.WgradDeferralLimit = false, 0
+	d := spec.Derive(&c)
+	base, _ := RunWith(&c, d, r.links, diag.NoPos, o)
+	var found *FasterSetting
+	for _, f := range FasterSettings(&c, d, r.links, o, base, 1) {
+		if f.Field == "parallel.defer_embedding_wgrad_compute" {
+			found = &f
+		}
+	}
+	if assert.NotNil(t, found, "parallel.defer_embedding_wgrad_compute is not suggested") {
+		assert.InDelta(t, on.StepTimeS, found.StepTimeS, 1e-9)
+		assert.Less(t, found.StepTimeS, base.StepTimeS)
+		assert.LessOrEqual(t, base.StepTimeS-found.StepTimeS, on.Compute.DeferredWgradS+1e-9,
+			"the gain is at most the deferred GEMMs")
+	}
+	// Not on a plan without a pipeline, where Megatron refuses it.
+	c.Parallel.PP, c.Parallel.VPP = 1, 1
+	for _, f := range FasterSettings(&c, spec.Derive(&c), r.links, o, base, 1) {
+		assert.NotEqual(t, "parallel.defer_embedding_wgrad_compute", f.Field, "suggested without a pipeline")
+	}
+}
