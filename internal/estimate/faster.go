@@ -85,15 +85,16 @@ var fasterCandidates = []fasterCandidate{
 	// Megatron-Bridge's Llama 3 70B recipes set it (CommOverlapConfig
 	// defer_embedding_wgrad_compute, wgrad_deferral_limit 22:
 	// src/megatron/bridge/recipes/llama/llama3_70b.py at 684a6861, and
-	// perf_recipes/llama/{h100,gb200,gb300}/llama3.py at 067f987d). Megatron
-	// needs a pipeline and gradient-accumulation fusion for it
-	// (ModelParallelConfig.__post_init__); Megatron-Bridge turns it off
-	// under Megatron-FSDP (scripts/performance/utils/helpers.py at 684a6861).
+	// perf_recipes/llama/{h100,gb200,gb300}/llama3.py at 067f987d). What
+	// Megatron needs for it (a pipeline, gradient-accumulation fusion) is the
+	// defer-embedding-wgrad check's, which FasterSettings runs on every
+	// candidate; Megatron-Bridge turns it off under Megatron-FSDP
+	// (scripts/performance/utils/helpers.py at 684a6861), a choice of the
+	// recipes no check makes.
 	{field: "parallel.defer_embedding_wgrad_compute", value: true,
 		also: map[string]any{"parallel.wgrad_deferral_limit": 22},
 		applies: func(s *spec.Spec) bool {
-			p := s.Parallel
-			return p.PP > 1 && !p.DeferEmbeddingWgradCompute && s.Kernels.GradientAccumulationFusion && !s.Train.FSDP
+			return !s.Parallel.DeferEmbeddingWgradCompute && !s.Train.FSDP
 		}},
 	flexDispatcher("deepep", "the DeepEP library on every node"),
 	flexDispatcher("hybridep", "DeepEP's hybrid-ep branch (HybridEP) on every node"),
