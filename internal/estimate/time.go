@@ -1496,12 +1496,17 @@ func (c *costModel) exposedDataParallel(grad, gather, buckets float64, st stageC
 	if c.s.Parallel.OverlapsP2P() {
 		win += float64(min(c.m, c.g)) * float64(c.vpp-1) / float64(c.vpp)
 	}
+	// The collectives of n buckets t long in all behind a pass of compute
+	// that readies (or consumes) the buckets one after another.
 	nb := math.Max(buckets, 1)
+	behind := func(t, pass float64) float64 {
+		return math.Max(t*tpOverlapResidual, math.Max(t/nb, t-win*pass+pass/nb))
+	}
 	if tr.OverlapGradReduce {
-		grad = math.Max(grad*tpOverlapResidual, math.Max(grad/nb, grad-win*st.bwd+st.bwd/nb))
+		grad = behind(grad, st.bwd)
 	}
 	if tr.OverlapParamGather {
-		gather = math.Max(gather*tpOverlapResidual, math.Max(gather/nb, gather-win*st.fwd+st.fwd/nb))
+		gather = behind(gather, st.fwd)
 	}
 	return grad + gather
 }
