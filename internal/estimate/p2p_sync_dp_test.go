@@ -53,16 +53,7 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: 512, precision: "bf16", 
 	// estimate gives it.
 	c := *s
 	c.Parallel.OverlapP2P = false
-	d := spec.Derive(&c)
-	o := DefaultOptions()
-	links := DefaultLinks(&c, d)
-	base, _ := RunWith(&c, d, links, diag.NoPos, o)
-	var found *FasterSetting
-	for _, f := range FasterSettings(&c, d, links, o, base, 1) {
-		if f.Field == "parallel.overlap_p2p" {
-			found = &f
-		}
-	}
+	found, _ := suggested(&c, nil, "parallel.overlap_p2p")
 	if assert.NotNil(t, found, "parallel.overlap_p2p: true is not suggested") {
 		assert.InDelta(t, on.StepTimeS, found.StepTimeS, 1e-9)
 	}
@@ -122,27 +113,38 @@ func TestDeferralSuggested(t *testing.T) {
 	r := calRowsOf(t, "dgxc-24.11-nemotron4-340b-h100-bf16-256")[0]
 	require.True(t, r.s.Parallel.DeferEmbeddingWgradCompute, "the run deferred")
 	require.Equal(t, 22, r.s.Parallel.WgradDeferralLimit)
-	o := DefaultOptions()
-	on, _ := RunWith(r.s, r.d, r.links, diag.NoPos, o)
+	const field = "parallel.defer_embedding_wgrad_compute"
+	on, _ := RunWith(r.s, r.d, r.links, diag.NoPos, DefaultOptions())
 	c := *r.s
 	c.Parallel.DeferEmbeddingWgradCompute, c.Parallel.WgradDeferralLimit = false, 0
-	d := spec.Derive(&c)
-	base, _ := RunWith(&c, d, r.links, diag.NoPos, o)
-	var found *FasterSetting
-	for _, f := range FasterSettings(&c, d, r.links, o, base, 1) {
-		if f.Field == "parallel.defer_embedding_wgrad_compute" {
-			found = &f
-		}
-	}
+	found, base := suggested(&c, r.links, field)
 	if assert.NotNil(t, found, "parallel.defer_embedding_wgrad_compute is not suggested") {
 		assert.InDelta(t, on.StepTimeS, found.StepTimeS, 1e-9)
 		assert.Less(t, found.StepTimeS, base.StepTimeS)
 		assert.LessOrEqual(t, base.StepTimeS-found.StepTimeS, on.Compute.DeferredWgradS+1e-9,
 			"the gain is at most the deferred GEMMs")
 	}
-	// Not on a plan without a pipeline, where Megatron refuses it.
+	// Not on a plan without a pipeline, where Megatron refuses it (the
+	// defer-embedding-wgrad check).
 	c.Parallel.PP, c.Parallel.VPP = 1, 1
-	for _, f := range FasterSettings(&c, spec.Derive(&c), r.links, o, base, 1) {
-		assert.NotEqual(t, "parallel.defer_embedding_wgrad_compute", f.Field, "suggested without a pipeline")
+	found, _ = suggested(&c, r.links, field)
+	assert.Nil(t, found, "suggested without a pipeline")
+}
+
+// suggested is explain's faster setting of field for s (FasterSettings over
+// s's own estimate, with links, or the default links when nil), and that
+// estimate; nil when it is not suggested.
+func suggested(s *spec.Spec, links map[string]string, field string) (*FasterSetting, *Estimate) {
+	d := spec.Derive(s)
+	if links == nil {
+		links = DefaultLinks(s, d)
 	}
+	o := DefaultOptions()
+	base, _ := RunWith(s, d, links, diag.NoPos, o)
+	for _, f := range FasterSettings(s, d, links, o, base, 1) {
+		if f.Field == field {
+			return &f, base
+		}
+	}
+	return nil, base
 }
