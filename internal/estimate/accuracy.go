@@ -49,15 +49,15 @@ const (
 
 // oneMicrobatchGPUs splits off the dense plans whose step is a single
 // microbatch per GPU (global batch = data-parallel size × micro batch): the
-// model rates 26 of the corpus's 29 published runs of that kind on 32 GPUs or
-// more (below 4,096) faster than they ran, median +8.9%: MLPerf Training
-// v5.1's Llama 3.1 8B on B200, GB200, GB300 and H100 by +8% to +67%, more
-// with more GPUs, where the same code on one or two nodes is within -9% to
-// +2% (testdata/measured/README.md, session 47), the Nemotron-4 report's 15B
-// and the Megatron-LM README's weak-scaling runs at the micro batch they
-// leave to parc by up to +52%; Narayanan et al.'s A100 rows and NeMo 25.07's
-// Llama 3.1 405B are the three rated slower (to -4.3%). Such a plan reads its
-// own line.
+// model rates most published runs of that kind on 32 GPUs or more (below
+// 4,096) faster than they ran — MLPerf Training v5.1's Llama 3.1 8B on B200,
+// GB200, GB300 and H100 from +8% to +67%, more with more GPUs, where the same
+// code on one or two nodes is within -9% to +2% (testdata/measured/README.md,
+// session 47), and the Nemotron-4 report's 15B and the Megatron-LM README's
+// weak-scaling runs at the micro batch they leave to parc — while the
+// smaller runs of dense models center on 0 (testdata/calibration/README.md,
+// "Error by GPU and kind of model", which TestCalibration writes with
+// accuracy_measured.go). Such a plan reads its own line.
 const oneMicrobatchGPUs = 32
 
 // denseScaleGPUs splits the dense models of the accuracy table by the GPUs
