@@ -98,11 +98,39 @@ func TestP2PSyncMatchesMeasuredScaling(t *testing.T) {
 	}
 }
 
+// TestNemotron340BFitsAsRun: DGX Cloud 24.11's Nemotron-4 340B ran on 128
+// H100 of 80 GB (dgxc-benchmarking nemotron/README_340b.md at 143b90dd) with
+// its output layer's weight gradients deferred for up to 22 microbatches and
+// its optimizer state in bf16 (nemotron4-340b-synth.yaml lines 186, 214-215),
+// and NeMo's selective recomputation of core attention alone: parc's memory
+// model, given those settings, must fit it without recomputing more. With
+// the state in fp32, as the row was written before session 47, the deferred
+// logits gradients did not fit and the row had to recompute the MLP too.
+func TestNemotron340BFitsAsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads measured runs")
+	}
+	r := calRowsOf(t, "dgxc-24.11-nemotron4-340b-h100-bf16-128")[0]
+	require.True(t, r.s.Parallel.DeferEmbeddingWgradCompute)
+	require.Equal(t, "bf16", r.s.Train.ExpAvgDtype)
+	assert.Equal(t, []string{"core_attn"}, r.s.Train.RecomputeModuleList(), "the run recomputed core attention only")
+	e, _ := RunWith(r.s, r.d, r.links, diag.NoPos, DefaultOptions())
+	t.Logf("peak %.2f GiB of %g", float64(e.Memory.PerGPUPeakBytes)/(1<<30), r.s.Cluster.GPU.MemoryGiB)
+	assert.LessOrEqual(t, e.Memory.FractionOfGPU, 1.0, "the run fit its 80 GB")
+	fp32 := *r.s
+	fp32.Train.PrecisionAwareOptim, fp32.Train.ExpAvgDtype, fp32.Train.ExpAvgSqDtype = false, "fp32", "fp32"
+	e32, _ := RunWith(&fp32, r.d, r.links, diag.NoPos, DefaultOptions())
+	t.Logf("with fp32 state: peak %.2f GiB", float64(e32.Memory.PerGPUPeakBytes)/(1<<30))
+	assert.Greater(t, e32.Memory.FractionOfGPU, 1.0, "fp32 state with the deferral does not fit (why the row records bf16)")
+}
+
 // TestDeferralSuggested: explain offers the deferred output-layer weight
 // gradients (parallel.defer_embedding_wgrad_compute with Megatron-Bridge's
 // limit of 22) on a pipelined plan that runs without them, at the step the
 // estimate gives the plan with them, and the gain is at most the output
-// layer's weight-gradient GEMMs it takes off the last stage. The plan is
+// layer's weight-gradient GEMMs it takes off the last stage. This checks the
+// suggestion's wiring against the model, not the model against a
+// measurement: no published A/B run of the deferral was found. The plan is
 // DGX Cloud 24.11's Nemotron-4 340B on 256 H100, which ran with them
 // (wgrad_deferral_limit 22, nemotron4-340b-synth.yaml at 143b90dd), written
 // without.
