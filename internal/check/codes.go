@@ -115,6 +115,8 @@ var Codes = []CodeInfo{
 	{Code: "optimizer-dtypes", Severity: diag.Error, Rule: "", Meaning: "An optimizer dtype other than fp32 without the precision-aware optimizer, or the precision-aware optimizer without the distributed optimizer (OptimizerConfig, get_megatron_optimizer).", Fix: "Set train.precision_aware_optimizer and train.distributed_optimizer, or keep the dtypes fp32."},
 	{Code: "optimizer-options", Severity: diag.Error, Rule: "O5/O7/O9/O10", Meaning: "train.optimizer with what Megatron does not run it with: an optimizer other than adam or sgd (muon, lion, adaptive_muon, soap) with FSDP, fp16, a checkpoint format other than torch or torch_dist, or (with the distributed optimizer, which is then the layer-wise one) overlap_param_gather_with_optimizer_step; the precision-aware optimizer with anything but adam.", Fix: "Use adam, or change the listed option."},
 	{Code: "optimizer-cpu-offload", Severity: diag.Error, Rule: "O8", Meaning: "optimizer_cpu_offload without the precision-aware optimizer, whose code path Megatron-Core's HybridDeviceOptimizer reuses, or with fp8_param_gather and an fp8 recipe other than delayed scaling (validate_args).", Fix: "Set train.precision_aware_optimizer (with the distributed optimizer), use fp8_recipe \"delayed\" or fp8_param_gather false, or turn optimizer_cpu_offload off."},
+	{Code: "ddp-buckets", Severity: diag.Error, Rule: "", Meaning: "train.ddp_bucket_size and train.ddp_num_buckets are both set; Megatron-Core's DistributedDataParallelConfig asserts \"Cannot specify both num_buckets and bucket_size\".", Fix: "Keep one of them."},
+	{Code: "ddp-buckets-unused", Severity: diag.Warning, Rule: "", Meaning: "train.ddp_bucket_size or ddp_num_buckets is set without overlap_grad_reduce, or with Megatron-FSDP: Megatron's DDP keeps every parameter in one bucket without the overlap (resolve_ddp_bucket_size), and Megatron-FSDP buckets by FSDP unit.", Fix: "Remove the option, or set train.overlap_grad_reduce."},
 	{Code: "overlap-param-gather", Severity: diag.Error, Rule: "O1/O2", Meaning: "overlap_param_gather needs the distributed optimizer and overlap_grad_reduce; overlap_param_gather_with_optimizer_step also needs overlap_param_gather, vpp > 1 and the torch checkpoint format.", Fix: "Set train.distributed_optimizer and train.overlap_grad_reduce to true, or overlap_param_gather to false."},
 
 	// Training length and schedule.
@@ -207,6 +209,7 @@ var fixedBySpec = map[string]bool{
 	"lr-warmup":              true,
 	"lr-wsd-decay":           true,
 	"train-iters-samples":    true,
+	"ddp-buckets":            true,
 	"weight-decay-schedule":  true,
 	"data-split":             true,
 	"env-name":               true,

@@ -310,6 +310,11 @@ var mutations = []mutation{
 		s.Train.LRDecayStyle, s.Train.LRWSDDecayIters, s.Train.LRWSDDecaySamples = "WSD", nil, nil
 		return true
 	}},
+	{"ddp-buckets", func(s *spec.Spec, d spec.Derived) bool {
+		size, n := int64(134217728), int64(8)
+		s.Train.DDPBucketSize, s.Train.DDPNumBuckets = &size, &n
+		return true
+	}},
 	{"train-iters-samples", func(s *spec.Spec, d spec.Derived) bool {
 		n, m := 100, 6400
 		s.Train.Iters, s.Train.Samples = &n, &m

@@ -73,9 +73,10 @@ func (c *checker) cpuOffloading() {
 	}
 }
 
-// optimizer checks the data-parallel overlap options (O1/O2).
+// optimizer checks the data-parallel overlap options (O1/O2) and buckets.
 func (c *checker) optimizer() {
 	t := c.s.Train
+	c.ddpBuckets()
 	if !t.OverlapParamGather {
 		return
 	}
@@ -334,4 +335,34 @@ func (c *checker) withoutExtraArg(arg string) option {
 		rest = []string{}
 	}
 	return setOpt(setting{"launch.extra_args", rest})
+}
+
+// ddpBuckets checks the data-parallel bucket options: one of size and count
+// (DistributedDataParallelConfig.__post_init__ at d98e8a64), and either only
+// where Megatron's DDP cuts buckets (resolve_ddp_bucket_size: none without
+// overlap_grad_reduce; Megatron-FSDP groups by FSDP unit).
+func (c *checker) ddpBuckets() {
+	t := c.s.Train
+	if t.DDPBucketSize == nil && t.DDPNumBuckets == nil {
+		return
+	}
+	if t.DDPBucketSize != nil && t.DDPNumBuckets != nil {
+		c.report("ddp-buckets", "train.ddp_num_buckets", c.anyOf("ddp-buckets", "train.ddp_num_buckets",
+			setOpt(setting{"train.ddp_num_buckets", nil}), setOpt(setting{"train.ddp_bucket_size", nil})),
+			"train.ddp_bucket_size=%d and train.ddp_num_buckets=%d are both set", *t.DDPBucketSize, *t.DDPNumBuckets)
+		return
+	}
+	path := "train.ddp_bucket_size"
+	if t.DDPNumBuckets != nil {
+		path = "train.ddp_num_buckets"
+	}
+	switch {
+	case t.FSDP:
+		c.report("ddp-buckets-unused", path, c.anyOf("ddp-buckets-unused", path, setOpt(setting{path, nil})),
+			"%s has no effect with Megatron-FSDP, which buckets the parameters by FSDP unit", path)
+	case !t.OverlapGradReduce:
+		c.report("ddp-buckets-unused", path, c.anyOf("ddp-buckets-unused", path,
+			setOpt(setting{path, nil}), setOpt(setting{"train.overlap_grad_reduce", true})),
+			"%s has no effect without train.overlap_grad_reduce: Megatron keeps every parameter in one bucket", path)
+	}
 }

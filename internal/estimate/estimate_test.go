@@ -548,14 +548,14 @@ func TestGradShardingReducesEveryMicrobatch(t *testing.T) {
 // and the next forward waits for its all-gather (the forward pre-hook of the
 // bucket's first module dispatches and waits for it), distributed
 // data-parallel mechanics at d98e8a64 (exposedDataParallel). A model of 31 M
-// parameters is one bucket (ddpBucketParams: 40 M at least).
+// parameters is one bucket (defaultDDPBucketParams: 40 M at least).
 func TestOneBucketHidesNothing(t *testing.T) {
 	s := baseSpec()
 	s.Model.Layers, s.Model.Hidden, s.Model.Heads, s.Model.Vocab = 2, 512, 8, 50257
 	s.Train.SeqLength, s.Train.MicroBatch, s.Train.GlobalBatch = 2048, 1, 8
 	s.Train.DistributedOptimizer, s.Train.OverlapGradReduce, s.Train.OverlapParamGather = true, true, true
 	e := run(t, s)
-	if p := float64(e.Params.Total); p >= ddpBucketParams(8) {
+	if p := float64(e.Params.Total); p >= defaultDDPBucketParams(8) {
 		t.Fatalf("%g parameters: more than one bucket", p)
 	}
 	dp := e.Comms["dp"]

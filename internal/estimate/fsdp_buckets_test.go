@@ -17,7 +17,7 @@ import (
 // the rest (embedding, output layer, final norm) in buckets of their own and
 // the buckets of one unit aggregated into one NCCL group
 // (param_and_grad_buffer.py at d98e8a64). Megatron's DDP and distributed
-// optimizer instead fill buckets of max(40M, 1M·dp) parameters
+// optimizer instead fill buckets of max(40M, 1M·dp·cp) parameters
 // (resolve_ddp_bucket_size in training.py). So a fully sharded plan pays one collective's latency
 // per layer, microbatch and pass, which grows with the ring of a large
 // data-parallel group, and the distributed optimizer one per bucket and step.
@@ -53,11 +53,13 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: %d, precision: "bf16", i
 			c := newCostModel(s, d, resolveOptions(s, DefaultOptions()))
 			for r := range c.pp {
 				dense, expert := c.stageParams[r].denseExpertPerGPU(int64(c.tp), int64(c.etp), int64(c.ep))
-				// Megatron's DDP bucket: max(40M, 1M·dp) parameters
-				// (training.py resolve_ddp_bucket_size at d98e8a64).
-				megatronBucket := func(dp int) float64 { return math.Max(40e6, 1e6*float64(dp)) }
-				wantD := math.Max(1, math.Ceil(float64(dense)/megatronBucket(c.dp)))
-				wantE := math.Max(1, math.Ceil(float64(expert)/megatronBucket(c.edp)))
+				// Megatron's DDP bucket: max(40M, 1M·dp·cp) parameters,
+				// resolved once from the dp·cp group for the dense and the
+				// expert buffer alike (training.py resolve_ddp_bucket_size at
+				// d98e8a64).
+				bucket := math.Max(40e6, 1e6*float64(c.dp*c.cp))
+				wantD := math.Max(1, math.Ceil(float64(dense)/bucket))
+				wantE := math.Max(1, math.Ceil(float64(expert)/bucket))
 				if tc.dense != nil {
 					wantD, wantE = tc.dense(layers, r), tc.expert(layers, r)
 				}

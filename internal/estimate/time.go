@@ -1278,9 +1278,26 @@ func (c *costModel) dataParallelBytes(n float64, size int) (grad, gather float64
 	return AllReduceBytes(n*gb, size), 0
 }
 
-// ddpBucketParams is Megatron's DDP bucket size: max(40M, 1M·dp) parameters
-// (distributed_data_parallel_config.py, bucket_size default).
-func ddpBucketParams(dp int) float64 { return math.Max(40e6, 1e6*float64(dp)) }
+// ddpBucketParams is the DDP bucket size Megatron resolves once for every
+// buffer of a rank (resolve_ddp_bucket_size, training.py at d98e8a64):
+// train.ddp_num_buckets gives the rank's parameters (all its model chunks,
+// dense and expert) over that count, train.ddp_bucket_size itself, and
+// neither max(40M, 1M·(dp·cp)) parameters (distributed_data_parallel_config.py).
+func (c *costModel) ddpBucketParams(r int) float64 {
+	tr := c.s.Train
+	switch {
+	case tr.DDPNumBuckets != nil && *tr.DDPNumBuckets > 0:
+		dense, expert := c.stageParams[r].denseExpertPerGPU(int64(c.tp), int64(c.etp), int64(c.ep))
+		return math.Max(1, math.Floor(float64(dense+expert)/float64(*tr.DDPNumBuckets)))
+	case tr.DDPBucketSize != nil && *tr.DDPBucketSize > 0:
+		return float64(*tr.DDPBucketSize)
+	}
+	return defaultDDPBucketParams(c.dp * c.cp)
+}
+
+// defaultDDPBucketParams is Megatron's default DDP bucket size over a dp·cp
+// group of dpcp ranks: max(40M, 1M·dpcp) parameters.
+func defaultDDPBucketParams(dpcp int) float64 { return math.Max(40e6, 1e6*float64(dpcp)) }
 
 // dataParallelBuckets is how many collectives each reduction or gather of the n
 // data-parallel parameters pipeline rank r holds (its expert ones where
@@ -1296,9 +1313,21 @@ func ddpBucketParams(dp int) float64 { return math.Max(40e6, 1e6*float64(dp)) }
 // requires_grad, param_and_grad_buffer.py, at d98e8a64). So full sharding
 // pays a collective's latency per layer and microbatch, which at a large
 // data-parallel group (a ring step per rank) is what bounds it.
+//
+// Megatron's DDP cuts buckets only on the first pipeline rank, and there only
+// in the first model chunk (distributed_data_parallel.py "Turn off bucketing
+// if we are on a pipeline stage that is not the first", training.py
+// per_chunk_disable_bucketing, at d98e8a64); the other ranks and chunks
+// reduce each chunk in one collective after its last backward, hidden by
+// the pipeline's drain. Timed so (session 48: fewer collectives, the later
+// ranks' slack), the model no longer follows the measured growth of DGX
+// Cloud's Nemotron-4 340B step from dp 2 to dp 32 (TestP2PSyncMatchesMeasuredScaling:
+// fp8 0.18 s estimated against 0.33 s measured, where every rank in buckets
+// gives 0.26 s), so it keeps every rank's parameters in buckets: the
+// per-bucket latency stands in for data-parallel cost the model lacks.
 func (c *costModel) dataParallelBuckets(n float64, size, r int, expert bool) float64 {
 	if !c.s.Train.FSDP || c.sharding == ShardNone {
-		return math.Max(1, math.Ceil(n/ddpBucketParams(size)))
+		return math.Max(1, math.Ceil(n/c.ddpBucketParams(r)))
 	}
 	units := 0.0
 	for _, chunk := range c.stages[r] {

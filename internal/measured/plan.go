@@ -353,6 +353,14 @@ func PublishedPlan(r *Run) (*Plan, error) {
 		op = v
 	}
 	tr["overlap_grad_reduce"], tr["overlap_param_gather"] = og, op && (distopt || fsdp)
+	// The data-parallel buckets as the run's DDP config set them (only
+	// where Megatron's DDP cuts buckets: with overlapped gradient reduction,
+	// not Megatron-FSDP).
+	for _, k := range []string{"ddp_bucket_size", "ddp_num_buckets"} {
+		if v, ok := set[k].(float64); ok && v >= 1 && og && !fsdp {
+			tr[k] = int64(v)
+		}
+	}
 	if v, ok := set["fp8_param_gather"].(bool); ok && rt.Precision == "fp8" {
 		tr["fp8_param_gather"] = v
 	}

@@ -390,6 +390,8 @@ type Train struct {
 	MegatronFSDPGradCommDtype    string   `json:"megatron_fsdp_grad_comm_dtype"`   // --megatron-fsdp-grad-comm-dtype
 	OverlapGradReduce            bool     `json:"overlap_grad_reduce"`
 	OverlapParamGather           bool     `json:"overlap_param_gather"`
+	DDPBucketSize                *int64   `json:"ddp_bucket_size,omitempty"` // --ddp-bucket-size (parameters)
+	DDPNumBuckets                *int64   `json:"ddp_num_buckets,omitempty"` // --ddp-num-buckets
 	Iters                        *int     `json:"iters,omitempty"`
 	Samples                      *int     `json:"samples,omitempty"`
 	LR                           float64  `json:"lr"`

@@ -499,6 +499,12 @@ func (e *emitter) optimizer() {
 		a.flag("--overlap-param-gather")
 	}
 	a.boolFlag("--overlap-param-gather-with-optimizer-step", tr.OverlapParamGatherWithOptimizerStep)
+	if tr.DDPBucketSize != nil {
+		a.add("", "--ddp-bucket-size", strconv.FormatInt(*tr.DDPBucketSize, 10))
+	}
+	if tr.DDPNumBuckets != nil {
+		a.add("", "--ddp-num-buckets", strconv.FormatInt(*tr.DDPNumBuckets, 10))
+	}
 	a.float("--lr", tr.LR)
 	a.float("--min-lr", tr.MinLR)
 	a.add("", "--lr-decay-style", tr.LRDecayStyle)

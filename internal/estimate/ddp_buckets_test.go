@@ -1,0 +1,40 @@
+package estimate
+
+import (
+	"testing"
+
+	"parc.dev/parc/internal/spec"
+)
+
+// ddpPlan is a 1.7B-parameter GPT on 8 GPUs in nodes of 4 (dp 8 across
+// the network) with the distributed optimizer and both overlaps.
+func ddpPlan() *spec.Spec {
+	s := baseSpec()
+	s.Model.Layers, s.Model.Hidden, s.Model.Heads, s.Model.Vocab = 32, 2048, 16, 50257
+	s.Cluster.Nodes, s.Cluster.GPUsPerNode, s.Cluster.NVLinkDomain = 2, 4, 4
+	s.Train.SeqLength, s.Train.MicroBatch, s.Train.GlobalBatch = 2048, 1, 64
+	s.Train.DistributedOptimizer, s.Train.OverlapGradReduce, s.Train.OverlapParamGather = true, true, true
+	return s
+}
+
+// One bucket (train.ddp_num_buckets 1) hides nothing of the reduction it
+// holds: the step waits for all of it after the backward that readies it.
+// Megatron resolves the bucket size from the count (resolve_ddp_bucket_size
+// at d98e8a64).
+func TestDDPNumBucketsOne(t *testing.T) {
+	s := ddpPlan()
+	one := int64(1)
+	s.Train.DDPNumBuckets = &one
+	e := run(t, s)
+	dp := e.Comms["dp"]
+	if dp.TimeS <= 0 {
+		t.Fatal("no data-parallel time")
+	}
+	near(t, "exposed data-parallel time with one bucket", dp.ExposedS, dp.TimeS, 1e-9)
+
+	many := int64(64)
+	s.Train.DDPNumBuckets = &many
+	if got := run(t, s).Comms["dp"].ExposedS; got >= dp.ExposedS {
+		t.Errorf("64 buckets expose %.6g s, one bucket %.6g s: the buckets after the first should overlap the backward", got, dp.ExposedS)
+	}
+}
