@@ -67,9 +67,16 @@ const (
 	// example on 8 H100 measured 1.16x NeMo-Framework-Launcher 24.05's run
 	// of the same plan, which parc rated alike and now rates 1.0001x the
 	// other way (13,816 against 13,814 tokens/s/GPU in the calibration
-	// README; the optimizer step's state traffic): 4 of 76.
+	// README; the optimizer step's state traffic): 4 of 76. Session 48's
+	// MLPerf GPT-3 175B rows of other submitters add one pair across
+	// releases that misorders: NeMo 25.02's run on 512 H100 (tp 4 pp 8
+	// vpp 6, mbs 2, global batch 2048) measured 1.14x Sustainable Metal
+	// Cloud's MLPerf v4.0 run of the same job at vpp 12 (NeMo 2.0.0rc0),
+	// which parc rates 0.996x (768 against 771 tokens/s/GPU); NVIDIA's
+	// own vpp 6 MLPerf v4.1 runs of the job measured 1.13x and 1.17x the
+	// same run, which parc orders right by 1-2%: 11 of 106.
 	maxMisorderedSameRelease  = 1
-	maxMisorderedCrossRelease = 10
+	maxMisorderedCrossRelease = 11
 	maxMisorderedSettings     = 4
 	// maxMicroBatchCredit bounds how much of a larger micro batch's
 	// measured advantage the estimate may credit, as the geometric mean of
