@@ -150,6 +150,12 @@ type AxisComm struct {
 	TimeS         float64 `json:"time_s"`
 	ExposedS      float64 `json:"exposed_s"`
 	Stage         int     `json:"stage"`
+	// Buckets is how many collectives each of the data-parallel reduction
+	// and gather takes on Stage (dp, edp: Megatron's DDP buckets, or
+	// Megatron-FSDP's units), BucketParams the DDP bucket size in
+	// parameters (0 with Megatron-FSDP).
+	Buckets      float64 `json:"buckets,omitempty"`
+	BucketParams int64   `json:"bucket_params,omitempty"`
 }
 
 // Compute is the arithmetic side of the step.

@@ -1139,7 +1139,7 @@ func (c *costModel) dataParallelTime(e *Estimate, clocks []stageClock, link func
 			continue
 		}
 		best, bestBytes := 0, -1.0
-		var bestExposed, bestTime float64
+		var bestExposed, bestTime, bestBuckets float64
 		l := link(x.fam)
 		k := c.fewestPerDomain(x.fam, x.size)
 		for r := range c.pp {
@@ -1153,13 +1153,18 @@ func (c *costModel) dataParallelTime(e *Estimate, clocks []stageClock, link func
 			gt, pt := c.dataParallelTimes(n, x.size, k, l, nb)
 			exposed := c.exposedDataParallel(gt, pt, nb, clocks[r])
 			if b := grad + gather; b > bestBytes {
-				best, bestBytes, bestExposed, bestTime = r, b, exposed, gt+pt
+				best, bestBytes, bestExposed, bestTime, bestBuckets = r, b, exposed, gt+pt, nb
 			}
+		}
+		var bucketParams int64
+		if !c.s.Train.FSDP || c.sharding == ShardNone {
+			bucketParams = int64(c.ddpBucketParams(best))
 		}
 		e.Comms[x.axis] = AxisComm{
 			Group: x.fam, Size: x.size, Collective: c.dataParallelCollective(),
 			BytesPerStep: round(bestBytes), Link: l, BandwidthGBps: c.bandwidth(l),
 			TimeS: bestTime, ExposedS: bestExposed, Stage: best,
+			Buckets: bestBuckets, BucketParams: bucketParams,
 		}
 		wait += bestExposed
 	}

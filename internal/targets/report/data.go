@@ -247,8 +247,12 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 		if c.BytesPerLayer > 0 {
 			perLayer = Bytes(c.BytesPerLayer)
 		}
+		pattern := Pattern(ax, c.Collective)
+		if c.Buckets > 0 {
+			pattern += bucketsNote(c)
+		}
 		data.Comms = append(data.Comms, CommRow{
-			Axis: ax, Group: c.Group, Size: fmt.Sprint(c.Size), Pattern: Pattern(ax, c.Collective),
+			Axis: ax, Group: c.Group, Size: fmt.Sprint(c.Size), Pattern: pattern,
 			Bytes: Bytes(c.BytesPerStep), PerLayer: perLayer, Link: c.Link,
 			Bandwidth: fmt.Sprintf("%.0f GB/s", c.BandwidthGBps), Time: Seconds(c.TimeS), Exposed: Seconds(c.ExposedS),
 		})
@@ -323,6 +327,20 @@ func peakName(precision string) string {
 		return "TF32"
 	}
 	return "bf16"
+}
+
+// bucketsNote words a data-parallel axis's collectives per reduction: DDP
+// buckets of a size, or Megatron-FSDP's units.
+func bucketsNote(c estimate.AxisComm) string {
+	n := int64(c.Buckets)
+	if c.BucketParams > 0 {
+		word := "buckets"
+		if n == 1 {
+			word = "bucket"
+		}
+		return fmt.Sprintf(" (%d %s of up to %s parameters, stage %d)", n, word, Count(c.BucketParams), c.Stage)
+	}
+	return fmt.Sprintf(" (%d collectives per pass, one per FSDP unit, stage %d)", n, c.Stage)
 }
 
 // Pattern words what an axis moves, from the estimate's collective name.
