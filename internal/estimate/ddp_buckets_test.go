@@ -31,10 +31,17 @@ func TestDDPNumBucketsOne(t *testing.T) {
 		t.Fatal("no data-parallel time")
 	}
 	near(t, "exposed data-parallel time with one bucket", dp.ExposedS, dp.TimeS, 1e-9)
+	if dp.Buckets != 1 || dp.BucketParams < e.Params.PerGPUMax {
+		t.Errorf("one bucket reported as %g buckets of %d parameters, for %d parameters per GPU", dp.Buckets, dp.BucketParams, e.Params.PerGPUMax)
+	}
 
 	many := int64(64)
 	s.Train.DDPNumBuckets = &many
-	if got := run(t, s).Comms["dp"].ExposedS; got >= dp.ExposedS {
-		t.Errorf("64 buckets expose %.6g s, one bucket %.6g s: the buckets after the first should overlap the backward", got, dp.ExposedS)
+	got := run(t, s).Comms["dp"]
+	if got.ExposedS >= dp.ExposedS {
+		t.Errorf("64 buckets expose %.6g s, one bucket %.6g s: the buckets after the first should overlap the backward", got.ExposedS, dp.ExposedS)
+	}
+	if got.Buckets < 64 || got.Buckets > 65 {
+		t.Errorf("ddp_num_buckets 64 gives %g buckets", got.Buckets)
 	}
 }
