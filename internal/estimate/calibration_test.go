@@ -957,6 +957,16 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   network at 96% of the NIC). The backward's column-parallel input-gradient all-reduce/reduce-scatter
   and the sequence-parallel re-gather of its input run beside the GEMMs (Megatron's and Transformer
   Engine's asynchronous tensor-parallel collectives) and are hidden but for a residual share.
+- Data-parallel buckets: each rank's gradient reduction and parameter gather are timed bucket by bucket,
+  a ring's latency per bucket, at the run's DDP bucket size (train.ddp_bucket_size or ddp_num_buckets;
+  else Megatron's max(40M, 1M·dp·cp)). Megatron cuts buckets only on the first pipeline rank's first
+  model chunk and reduces every other chunk in one collective after its last backward, behind the
+  pipeline's drain (distributed_data_parallel.py, training.py at d98e8a64). Timed so (session 48), the
+  DGX Cloud Nemotron-4 340B step grows from dp 2 to dp 32 by 0.18 s in the model where it measured
+  0.23 s in bf16 and 0.33 s in fp8 (TestP2PSyncMatchesMeasuredScaling; 0.26 s with buckets on every rank),
+  so the model keeps buckets on every rank: their latency stands for data-parallel cost at scale the
+  model lacks, which the one-microbatch rows at 32 GPUs and more (rated too fast, table above) also
+  point to.
 - The DGX Cloud v25.05 DeepSeek-V3 rows on GB200 are about 1.55x too fast; the H100 row of the same
   recipe is within 5%. Modelled: their container's Transformer Engine (before v2.5) has no fused
   attention for MLA's 192-wide query/key heads on Blackwell, so attention runs unfused (the full score
