@@ -20,6 +20,34 @@ var axisWords = map[string]string{
 	"embd": "embedding all-reduce",
 }
 
+// axisWord names axis ax's exposed communication by the collective the
+// estimate runs on it (estimate.Collective*): sequence parallelism turns the
+// tp all-reduces into all-gathers and reduce-scatters, the distributed
+// optimizer the gradient all-reduce into a reduce-scatter and a parameter
+// all-gather.
+func axisWord(ax, collective string) string {
+	dp := "dp"
+	if ax == "edp" {
+		dp = "expert dp"
+	}
+	switch {
+	case (ax == "tp" || ax == "ep") && collective == estimate.CollectiveGatherScatter:
+		return ax + " all-gather/reduce-scatter"
+	case ax == "cp" && collective == estimate.CollectiveAllToAll:
+		return "cp all-to-all"
+	case (ax == "dp" || ax == "edp") && (collective == estimate.CollectiveShardedDP || collective == estimate.CollectiveGradShardedDP):
+		return dp + " gradient reduce-scatter and parameter all-gather"
+	case (ax == "dp" || ax == "edp") && collective == estimate.CollectiveFSDP:
+		return dp + " FSDP gathers and reduce-scatters"
+	case (ax == "dp" || ax == "edp") && collective == estimate.CollectiveAllReduce:
+		return dp + " gradient all-reduce"
+	}
+	if w := axisWords[ax]; w != "" {
+		return w
+	}
+	return ax + " communication"
+}
+
 // factor is one part of the step time that differs from the best plan.
 type factor struct {
 	delta float64
@@ -70,10 +98,7 @@ func why(c, best *Candidate, band float64) string {
 		if x == y {
 			continue
 		}
-		word := axisWords[ax]
-		if word == "" {
-			word = ax + " communication"
-		}
+		word := axisWord(ax, cb.Collectives[ax])
 		text := fmt.Sprintf("%s exposed %.3g s vs %.3g s", word, x, y)
 		if l := cb.Links[ax]; l == "network" && b.Links[ax] != "network" {
 			text = fmt.Sprintf("%s crosses the network: exposed %.3g s vs %.3g s", word, x, y)
@@ -203,11 +228,7 @@ func (sv *solver) explain(cs []Candidate, gs []group) string {
 	}
 	parts := []part{{b.ComputeS, "compute"}, {b.BubbleS, "the pipeline bubble"}}
 	for ax, x := range b.ExposedCommS {
-		word := axisWords[ax]
-		if word == "" {
-			word = ax + " communication"
-		}
-		parts = append(parts, part{x, "waiting on " + word})
+		parts = append(parts, part{x, "waiting on " + axisWord(ax, b.Collectives[ax])})
 	}
 	slices.SortStableFunc(parts, func(a, b part) int {
 		switch {

@@ -187,6 +187,9 @@ type Breakdown struct {
 	ExposedCommS map[string]float64 `json:"exposed_comm_s"`
 	// Links is the link each axis's groups cross ("nvlink" or "network").
 	Links map[string]string `json:"links"`
+	// Collectives is the collective each axis runs (the estimate's
+	// Collective* names).
+	Collectives map[string]string `json:"collectives"`
 }
 
 // Candidate is one complete plan.

@@ -467,6 +467,7 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 		Breakdown: Breakdown{
 			ComputeS: stable(e.Compute.TimeS), BubbleS: stable(e.Pipeline.BubbleTimeS), BubbleFraction: e.Pipeline.BubbleFraction,
 			Microbatches: e.Pipeline.Microbatches, ExposedCommS: map[string]float64{}, Links: map[string]string{},
+			Collectives: map[string]string{},
 		},
 		Spec: s,
 		plan: p,
@@ -475,6 +476,7 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 		ac := e.Comms[ax]
 		c.Breakdown.ExposedCommS[ax] = stable(ac.ExposedS)
 		c.Breakdown.Links[ax] = ac.Link
+		c.Breakdown.Collectives[ax] = ac.Collective
 	}
 	for _, x := range ds {
 		if x.Severity == diag.Warning && !slices.Contains(c.Warnings, x.Code) {
