@@ -2,7 +2,8 @@
 # ../README.md). For each plan, take the arguments and environment parc's
 # Megatron target renders for it (megatron.Args, megatron.Env, dumped by
 # TestDumpForMegatron), then run parse_args, validate_args, OptimizerConfig
-# (and get_megatron_optimizer's condition), the microbatch calculator,
+# (and get_megatron_optimizer's condition), the DDP config
+# (get_megatron_ddp_config), the microbatch calculator,
 # core_transformer_config_from_args (TransformerConfig __post_init__), the
 # initialize_model_parallel conditions, get_num_layers_to_build /
 # get_transformer_layer_offset for every (pipeline rank, virtual stage), the
@@ -82,6 +83,12 @@ def megatron_verdict(s, args, env):
         oc = OptimizerConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(OptimizerConfig) if hasattr(args, f.name)})
     except BaseException as e:
         return 'optimizer', repr(e)[:200]
+    try:
+        # As get_model builds it (training.get_megatron_ddp_config;
+        # DistributedDataParallelConfig.__post_init__ checks the bucket options).
+        T.get_megatron_ddp_config(args)
+    except BaseException as e:
+        return 'ddp', repr(e)[:200]
     # get_megatron_optimizer (megatron/core/optimizer/__init__.py), as written there
     # for Adam and SGD without Megatron-FSDP v2 (parc's train.fsdp is v1).
     if oc.optimizer in ('adam', 'sgd') and oc.use_precision_aware_optimizer and not oc.use_distributed_optimizer:
