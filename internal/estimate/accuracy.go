@@ -51,7 +51,7 @@ const (
 // microbatch per GPU (global batch = data-parallel size × micro batch): the
 // model rates most published runs of that kind on 32 GPUs or more (below
 // 4,096) faster than they ran — MLPerf Training v5.1's Llama 3.1 8B on B200,
-// GB200, GB300 and H100 from +8% to +67%, more with more GPUs, where the same
+// GB200, GB300 and H100 from +3% to +112%, most on 512 GPUs, where the same
 // code on one or two nodes is within -9% to +2% (testdata/measured/README.md,
 // session 47), and the Nemotron-4 report's 15B and the Megatron-LM README's
 // weak-scaling runs at the micro batch they leave to parc — while the
