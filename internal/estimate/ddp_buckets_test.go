@@ -45,3 +45,21 @@ func TestDDPNumBucketsOne(t *testing.T) {
 		t.Errorf("ddp_num_buckets 64 gives %g buckets", got.Buckets)
 	}
 }
+
+// A bucket never splits a parameter (_compute_default_per_buffer_param_layout
+// closes it at the first parameter that reaches the size, at d98e8a64), so a
+// bucket size below every tensor's (MLPerf v5.1 Cisco's 64, custom.yaml's
+// default) gives one bucket per parameter tensor. The GPT of ddpPlan as
+// Megatron-Core builds it with Transformer Engine: per layer the fused
+// layer_norm_weight and layer_norm_bias of linear_qkv and of linear_fc1,
+// linear_qkv, linear_proj, linear_fc1 and linear_fc2 each with weight and bias
+// (12); the word and position embeddings; the final LayerNorm's weight and
+// bias; no output layer (tied, one stage): 32·12 + 2 + 2 = 388.
+func TestDDPBucketPerTensor(t *testing.T) {
+	s := ddpPlan()
+	tiny := int64(64)
+	s.Train.DDPBucketSize = &tiny
+	if got := run(t, s).Comms["dp"].Buckets; got != 388 {
+		t.Errorf("64-parameter buckets: %g collectives, want 388, one per parameter tensor", got)
+	}
+}

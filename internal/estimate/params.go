@@ -241,3 +241,81 @@ func (p ParamSplit) perGPU(tp, etp, ep int64) int64 {
 func (p ParamSplit) denseExpertPerGPU(tp, etp, ep int64) (dense, expert int64) {
 	return p.TPSharded/tp + p.Replicated, p.Experts / (etp * ep)
 }
+
+// layerTensors counts the parameter tensors of one decoder layer as
+// Megatron-Core builds it (a fused norm-linear's norm weight is a tensor of
+// its own): the input and pre-MLP norms (weight, and bias with LayerNorm),
+// the attention's linear layers (MLA's down and up projections with their
+// norms, or one QKV projection; q/k norms), the MLP's two linears, and for
+// an MoE layer the router, the shared expert and, in the expert buffer, two
+// linears per local expert (TEGroupedMLP keeps one weight per expert),
+// biases where the model has them.
+func (sh modelShape) layerTensors(moe bool, localExperts int64) (dense, expert int64) {
+	b := int64(0)
+	if sh.bias {
+		b = 1
+	}
+	dense = 2 * sh.norm // input and pre-MLP norms
+	switch {
+	case sh.mla != nil:
+		dense += 3 + sh.norm // kv down, kv norm, kv up, output projection
+		if sh.mla.QLoraRank != nil && *sh.mla.QLoraRank > 0 {
+			dense += 2 + sh.norm // q down, q norm, q up
+		} else {
+			dense++ // q projection
+		}
+		dense += b
+	default:
+		dense += 2 + b // QKV and output projections, the output's bias
+		if sh.bias || sh.qkvBias {
+			dense++
+		}
+		if sh.qkNorm {
+			dense += 2 * sh.norm
+		}
+	}
+	if !moe {
+		return dense + 2 + 2*b, 0
+	}
+	dense++ // router
+	if sh.routerBias {
+		dense++
+	}
+	if sh.fs > 0 {
+		dense += 2 + 2*b
+	}
+	return dense, localExperts * (2 + 2*b)
+}
+
+// stageTensors counts the parameter tensors pipeline rank r holds in its
+// dense and expert data-parallel buffers (layerTensors, with the embedding,
+// position embedding, output layer and final norm where chunkParams puts
+// them; MTP layers as decoder layers).
+func (sh modelShape) stageTensors(stages [][]spec.LayerRange, r int, localExperts int64) (dense, expert int64) {
+	add := func(moe bool) {
+		d, e := sh.layerTensors(moe, localExperts)
+		dense, expert = dense+d, expert+e
+	}
+	for _, chunk := range stages[r] {
+		for l := chunk.First; l < chunk.First+chunk.Count; l++ {
+			add(sh.isMoE(l))
+		}
+	}
+	pp := len(stages)
+	if r == 0 {
+		dense++
+		if sh.learnedPos {
+			dense++
+		}
+	}
+	if r == pp-1 {
+		dense += sh.norm // final norm
+		if !sh.tied || pp > 1 {
+			dense++
+		}
+		for range sh.mtp {
+			add(sh.isMoE(int(sh.layers) - 1))
+		}
+	}
+	return dense, expert
+}

@@ -1332,7 +1332,17 @@ func defaultDDPBucketParams(dpcp int) float64 { return math.Max(40e6, 1e6*float6
 // per-bucket latency stands in for data-parallel cost the model lacks.
 func (c *costModel) dataParallelBuckets(n float64, size, r int, expert bool) float64 {
 	if !c.s.Train.FSDP || c.sharding == ShardNone {
-		return math.Max(1, math.Ceil(n/c.ddpBucketParams(r)))
+		// A bucket closes at the first parameter that takes it to the
+		// bucket size (parameters are never split), so there are never
+		// more buckets than parameter tensors
+		// (_compute_default_per_buffer_param_layout in
+		// param_and_grad_buffer.py at d98e8a64).
+		dense, exp := c.sh.stageTensors(c.stages, r, c.sh.experts/int64(max(c.ep, 1)))
+		tensors := float64(dense)
+		if expert {
+			tensors = float64(exp)
+		}
+		return math.Max(1, math.Min(math.Ceil(n/c.ddpBucketParams(r)), tensors))
 	}
 	units := 0.0
 	for _, chunk := range c.stages[r] {
