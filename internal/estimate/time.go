@@ -1336,7 +1336,9 @@ func (c *costModel) dataParallelBuckets(n float64, size, r int, expert bool) flo
 		// bucket size (parameters are never split), so there are never
 		// more buckets than parameter tensors
 		// (_compute_default_per_buffer_param_layout in
-		// param_and_grad_buffer.py at d98e8a64).
+		// param_and_grad_buffer.py, and the distributed optimizer's
+		// _compute_per_buffer_param_layout in distrib_optimizer.py, at
+		// d98e8a64).
 		dense, exp := c.sh.stageTensors(c.stages, r, c.sh.experts/int64(max(c.ep, 1)))
 		tensors := float64(dense)
 		if expert {
