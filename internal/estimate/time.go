@@ -1339,12 +1339,24 @@ func (c *costModel) dataParallelBuckets(n float64, size, r int, expert bool) flo
 		// param_and_grad_buffer.py, and the distributed optimizer's
 		// _compute_per_buffer_param_layout in distrib_optimizer.py, at
 		// d98e8a64).
+		buckets := math.Max(1, math.Ceil(n/c.ddpBucketParams(r)))
+		layers := 0 // the layers with parameters in this buffer: two tensors or more each
+		for _, chunk := range c.stages[r] {
+			for l := chunk.First; l < chunk.First+chunk.Count; l++ {
+				if !expert || c.sh.isMoE(l) {
+					layers++
+				}
+			}
+		}
+		if buckets <= float64(2*layers) {
+			return buckets
+		}
 		dense, exp := c.sh.stageTensors(c.stages, r, c.sh.experts/int64(max(c.ep, 1)))
 		tensors := float64(dense)
 		if expert {
 			tensors = float64(exp)
 		}
-		return math.Max(1, math.Min(math.Ceil(n/c.ddpBucketParams(r)), tensors))
+		return math.Max(1, math.Min(buckets, tensors))
 	}
 	units := 0.0
 	for _, chunk := range c.stages[r] {
