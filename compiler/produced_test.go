@@ -118,6 +118,7 @@ train: {seq_length: 67108864, micro_batch: 1, global_batch: 1073741824, iters: 1
 	{code: "pipeline-bubble", file: "p.cue", text: strings.Replace(tiny, "global_batch: 64", "global_batch: 4", 1)},
 	{code: "moe-routing-unbounded", file: "p.cue", text: moe("8", "ep: 8") + "model: moe: router_load_balancing: \"none\"\n"},
 	{code: "comms-exceed-compute", file: "p.cue", text: strings.Replace(tiny, "nvlink_gbps: 450", "nvlink_gbps: 0.1", 1)},
+	{code: "ddp-bucket-per-tensor", file: "p.cue", text: strings.Replace(tiny, "iters: 10}", "iters: 10, ddp_bucket_size: 64}", 1)},
 	{code: "batch-schedule-iterations", file: "p.cue", text: strings.Replace(tiny, "iters: 10}", "iters: 10, step_batch_size_schedule: \"0:64 1M:128\"}", 1)},
 	{code: "run-exceeds-time-limit", file: "p.cue", text: strings.Replace(tiny, "iters: 10}", "iters: 100000000}\ncluster: slurm: time: \"00:01:00\"", 1)},
 	{code: "extra-arg-conflict", file: "p.cue", text: tiny + `launch: extra_args: ["--num-layers", "8"]` + "\n"},

@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"slices"
 	"testing"
 
 	"parc.dev/parc/internal/spec"
@@ -61,5 +62,28 @@ func TestDDPBucketPerTensor(t *testing.T) {
 	s.Train.DDPBucketSize = &tiny
 	if got := run(t, s).Comms["dp"].Buckets; got != 388 {
 		t.Errorf("64-parameter buckets: %g collectives, want 388, one per parameter tensor", got)
+	}
+}
+
+// A bucket size below the tensors' is flagged (ddp-bucket-per-tensor), with a
+// hint whose size clears it; Megatron's unit is parameters, and MLPerf v5.1
+// Cisco's 64 (beside a BUCKET_CAP_MB=125 nothing read) made every tensor a
+// collective.
+func TestDDPBucketPerTensorWarns(t *testing.T) {
+	codes := func(size int64) []string {
+		s := ddpPlan()
+		s.Train.DDPBucketSize = &size
+		_, ds := Run(s, spec.Derive(s), nil, nil)
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.Code)
+		}
+		return out
+	}
+	if got := codes(64); !slices.Contains(got, CodeBucketPerTensor) {
+		t.Errorf("64-parameter buckets: codes %v, want %s", got, CodeBucketPerTensor)
+	}
+	if got := codes(134217728); slices.Contains(got, CodeBucketPerTensor) {
+		t.Errorf("the hint's 134217728: codes %v, still %s", got, CodeBucketPerTensor)
 	}
 }

@@ -15,6 +15,7 @@ const (
 	CodePipelineBubble     = "pipeline-bubble"
 	CodeCommsExceedCompute = "comms-exceed-compute"
 	CodeRoutingUnbounded   = "moe-routing-unbounded"
+	CodeBucketPerTensor    = "ddp-bucket-per-tensor"
 )
 
 // GiB formats bytes in binary gigabytes.
@@ -26,6 +27,7 @@ func (c *costModel) diagnose(e *Estimate, at diag.Locator, o Options) diag.List 
 	c.diagnoseBubble(e, r, o)
 	c.diagnoseComms(e, r)
 	c.diagnoseRouting(r)
+	c.diagnoseBuckets(e, r)
 	return r.List
 }
 
@@ -205,6 +207,30 @@ func (c *costModel) diagnoseRouting(r *diag.Reporter) {
 	r.Warnf("model.moe.router_load_balancing", CodeRoutingUnbounded, hint,
 		"model.moe.router_load_balancing is %q with dropless routing (no capacity_factor, no router_force_load_balancing, no expert_bias): nothing keeps the %d experts' loads even, the GPU holding the busiest ones sets every step, and the estimated step time, which takes every expert at its share of the tokens, is a lower bound",
 		e.RouterLoadBalancing, e.Experts)
+}
+
+// diagnoseBuckets warns where train.ddp_bucket_size is below the size of the
+// rank's parameter tensors: Megatron never splits a parameter across buckets
+// and closes one at the first parameter that reaches the size
+// (param_and_grad_buffer.py, distrib_optimizer.py at d98e8a64), so every
+// tensor becomes a collective of its own, each paying a ring's latency. The
+// size counts parameters, not megabytes: MLPerf v5.1 Cisco's Llama 3.1 8B ran
+// with 64 (its custom.yaml default, beside a BUCKET_CAP_MB=125 nothing read).
+func (c *costModel) diagnoseBuckets(e *Estimate, r *diag.Reporter) {
+	tr := c.s.Train
+	ac, ok := e.Comms["dp"]
+	if tr.DDPBucketSize == nil || !ok || ac.BucketParams <= 0 || !tr.OverlapGradReduce {
+		return
+	}
+	dense, _ := c.sh.stageTensors(c.stages, ac.Stage, c.sh.experts/int64(max(c.ep, 1)))
+	n, _ := c.stageParams[ac.Stage].denseExpertPerGPU(int64(c.tp), int64(c.etp), int64(c.ep))
+	if dense <= 0 || float64(n)/float64(*tr.DDPBucketSize) <= float64(dense) {
+		return
+	}
+	r.Warnf("train.ddp_bucket_size", CodeBucketPerTensor,
+		"give the size in parameters: 134217728 (128Mi, Megatron-Bridge's and NeMo's), or leave it out for Megatron's max(40M, 1M·dp·cp)",
+		"train.ddp_bucket_size=%d parameters is below the average size of pipeline stage %d's parameter tensors (%s parameters in %d tensors): Megatron never splits a parameter, so up to %d buckets, a data-parallel collective each, each paying a ring's latency; the size counts parameters, not megabytes",
+		*tr.DDPBucketSize, ac.Stage, diag.Thousands(n), dense, dense)
 }
 
 // stageComputeTime is the busy compute per step of rank r.
