@@ -63,10 +63,10 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: %d, precision: "bf16", i
 				if tc.dense != nil {
 					wantD, wantE = tc.dense(layers, r), tc.expert(layers, r)
 				}
-				if got := c.dataParallelBuckets(float64(dense), c.dp, r, false); got != wantD {
+				if got := c.dataParallelBuckets(float64(dense), r, false); got != wantD {
 					t.Errorf("%s, %d layers, stage %d: %g dense collectives, want %g", tc.name, layers, r, got, wantD)
 				}
-				if got := c.dataParallelBuckets(float64(expert), c.edp, r, true); got != wantE {
+				if got := c.dataParallelBuckets(float64(expert), r, true); got != wantE {
 					t.Errorf("%s, %d layers, stage %d: %g expert collectives, want %g", tc.name, layers, r, got, wantE)
 				}
 			}

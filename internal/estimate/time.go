@@ -1149,7 +1149,7 @@ func (c *costModel) dataParallelTime(e *Estimate, clocks []stageClock, link func
 				n = float64(expert)
 			}
 			grad, gather := c.dataParallelBytes(n, x.size)
-			nb := c.dataParallelBuckets(n, x.size, r, x.expert)
+			nb := c.dataParallelBuckets(n, r, x.expert)
 			gt, pt := c.dataParallelTimes(n, x.size, k, l, nb)
 			exposed := c.exposedDataParallel(gt, pt, nb, clocks[r])
 			if b := grad + gather; b > bestBytes {
@@ -1306,8 +1306,8 @@ func defaultDDPBucketParams(dpcp int) float64 { return math.Max(40e6, 1e6*float6
 
 // dataParallelBuckets is how many collectives each reduction or gather of the n
 // data-parallel parameters pipeline rank r holds (its expert ones where
-// expert) takes over size GPUs. Megatron's DDP and distributed optimizer
-// pack the parameters into buckets of ddpBucketParams. Megatron-FSDP
+// expert) takes. Megatron's DDP and distributed optimizer pack the
+// parameters into buckets of ddpBucketParams. Megatron-FSDP
 // (train.fsdp, any sharding strategy but no_shard) groups them by FSDP unit
 // instead: every decoder layer (TransformerLayer, MoETransformerLayer) is a
 // unit whose parameters one collective gathers and one reduces, the expert
@@ -1330,7 +1330,7 @@ func defaultDDPBucketParams(dpcp int) float64 { return math.Max(40e6, 1e6*float6
 // fp8 0.18 s estimated against 0.33 s measured, where every rank in buckets
 // gives 0.26 s), so it keeps every rank's parameters in buckets: the
 // per-bucket latency stands in for data-parallel cost the model lacks.
-func (c *costModel) dataParallelBuckets(n float64, size, r int, expert bool) float64 {
+func (c *costModel) dataParallelBuckets(n float64, r int, expert bool) float64 {
 	if !c.s.Train.FSDP || c.sharding == ShardNone {
 		// A bucket closes at the first parameter that takes it to the
 		// bucket size (parameters are never split), so there are never
