@@ -222,7 +222,7 @@ func (c *costModel) diagnoseBuckets(e *Estimate, r *diag.Reporter) {
 	if tr.DDPBucketSize == nil || !ok || ac.BucketParams <= 0 || !tr.OverlapGradReduce {
 		return
 	}
-	dense, _ := c.sh.stageTensors(c.stages, ac.Stage, c.sh.experts/int64(max(c.ep, 1)))
+	dense := c.stageTensors[ac.Stage].dense
 	n, _ := c.stageParams[ac.Stage].denseExpertPerGPU(int64(c.tp), int64(c.etp), int64(c.ep))
 	if dense <= 0 || float64(n)/float64(*tr.DDPBucketSize) <= float64(dense) {
 		return

@@ -329,6 +329,7 @@ type costModel struct {
 	state                    BytesPerParam
 	o                        Options
 	stageParams              []ParamSplit
+	stageTensors             []tensorCount // parameter tensors of every rank's dense and expert buffers
 	inFlight                 [][]int
 	cal                      Calibration
 	cm                       computeModel
@@ -377,8 +378,10 @@ func (c *costModel) init(s *spec.Spec, d spec.Derived, o Options) {
 	c.stages = stageLayout(s, d, c.pp, c.vpp)
 	c.cm.r.tensor = tensorShare(s.Cluster.GPU, c.cal.TensorWPerTFLOP)
 	c.stageParams, c.inFlight = make([]ParamSplit, 0, c.pp), make([][]int, c.pp) // inFlight: memory's
+	c.stageTensors = make([]tensorCount, 0, c.pp)
 	for r := range c.pp {
 		c.stageParams = append(c.stageParams, c.sh.stageParams(c.stages, r))
+		c.stageTensors = append(c.stageTensors, c.sh.stageTensors(c.stages, r, c.sh.experts/int64(max(c.ep, 1))))
 	}
 }
 

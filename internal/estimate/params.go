@@ -287,11 +287,24 @@ func (sh modelShape) layerTensors(moe bool, localExperts int64) (dense, expert i
 	return dense, localExperts * (2 + 2*b)
 }
 
+// tensorCount is how many parameter tensors a rank holds in its dense and
+// its expert data-parallel buffer.
+type tensorCount struct{ dense, expert int64 }
+
+// of is the count of the expert buffer where expert, else the dense one's.
+func (t tensorCount) of(expert bool) int64 {
+	if expert {
+		return t.expert
+	}
+	return t.dense
+}
+
 // stageTensors counts the parameter tensors pipeline rank r holds in its
 // dense and expert data-parallel buffers (layerTensors, with the embedding,
-// position embedding, output layer and final norm where chunkParams puts
+// position embedding, output layer and final norm where stageParams puts
 // them; MTP layers as decoder layers).
-func (sh modelShape) stageTensors(stages [][]spec.LayerRange, r int, localExperts int64) (dense, expert int64) {
+func (sh modelShape) stageTensors(stages [][]spec.LayerRange, r int, localExperts int64) tensorCount {
+	var dense, expert int64
 	add := func(moe bool) {
 		d, e := sh.layerTensors(moe, localExperts)
 		dense, expert = dense+d, expert+e
@@ -317,5 +330,5 @@ func (sh modelShape) stageTensors(stages [][]spec.LayerRange, r int, localExpert
 			add(sh.isMoE(int(sh.layers) - 1))
 		}
 	}
-	return dense, expert
+	return tensorCount{dense, expert}
 }

@@ -1157,7 +1157,7 @@ func (c *costModel) dataParallelTime(e *Estimate, clocks []stageClock, link func
 			}
 		}
 		var bucketParams int64
-		if !c.s.Train.FSDP || c.sharding == ShardNone {
+		if c.ddpBuckets() {
 			bucketParams = int64(c.ddpBucketParams(best))
 		}
 		e.Comms[x.axis] = AxisComm{
@@ -1300,6 +1300,11 @@ func (c *costModel) ddpBucketParams(r int) float64 {
 	return defaultDDPBucketParams(c.dp * c.cp)
 }
 
+// ddpBuckets reports whether the data-parallel parameters are in Megatron
+// DDP's buckets (the distributed optimizer or plain DDP, Megatron-FSDP
+// without sharding), not in Megatron-FSDP's units.
+func (c *costModel) ddpBuckets() bool { return !c.s.Train.FSDP || c.sharding == ShardNone }
+
 // defaultDDPBucketParams is Megatron's default DDP bucket size over a dp·cp
 // group of dpcp ranks: max(40M, 1M·dpcp) parameters.
 func defaultDDPBucketParams(dpcp int) float64 { return math.Max(40e6, 1e6*float64(dpcp)) }
@@ -1331,7 +1336,7 @@ func defaultDDPBucketParams(dpcp int) float64 { return math.Max(40e6, 1e6*float6
 // gives 0.26 s), so it keeps every rank's parameters in buckets: the
 // per-bucket latency stands in for data-parallel cost the model lacks.
 func (c *costModel) dataParallelBuckets(n float64, r int, expert bool) float64 {
-	if !c.s.Train.FSDP || c.sharding == ShardNone {
+	if c.ddpBuckets() {
 		// A bucket closes at the first parameter that takes it to the
 		// bucket size (parameters are never split), so there are never
 		// more buckets than parameter tensors
@@ -1339,24 +1344,7 @@ func (c *costModel) dataParallelBuckets(n float64, r int, expert bool) float64 {
 		// param_and_grad_buffer.py, and the distributed optimizer's
 		// _compute_per_buffer_param_layout in distrib_optimizer.py, at
 		// d98e8a64).
-		buckets := math.Max(1, math.Ceil(n/c.ddpBucketParams(r)))
-		layers := 0 // the layers with parameters in this buffer: two tensors or more each
-		for _, chunk := range c.stages[r] {
-			for l := chunk.First; l < chunk.First+chunk.Count; l++ {
-				if !expert || c.sh.isMoE(l) {
-					layers++
-				}
-			}
-		}
-		if buckets <= float64(2*layers) {
-			return buckets
-		}
-		dense, exp := c.sh.stageTensors(c.stages, r, c.sh.experts/int64(max(c.ep, 1)))
-		tensors := float64(dense)
-		if expert {
-			tensors = float64(exp)
-		}
-		return math.Max(1, math.Min(buckets, tensors))
+		return math.Max(1, math.Min(math.Ceil(n/c.ddpBucketParams(r)), float64(c.stageTensors[r].of(expert))))
 	}
 	units := 0.0
 	for _, chunk := range c.stages[r] {
