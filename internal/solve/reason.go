@@ -8,42 +8,46 @@ import (
 	"strings"
 )
 
-// axisWords names what each axis's exposed communication is.
-var axisWords = map[string]string{
-	"tp":   "tp all-reduce",
-	"cp":   "cp ring exchange",
-	"pp":   "pp send/recv",
-	"dp":   "dp gradient reduction",
-	"ep":   "ep all-to-all",
-	"etp":  "etp all-gather",
-	"edp":  "expert dp gradient reduction",
-	"embd": "embedding all-reduce",
-}
-
 // axisWord names axis ax's exposed communication by the collective the
 // estimate runs on it (estimate.Collective*): sequence parallelism turns the
 // tp all-reduces into all-gathers and reduce-scatters, the distributed
 // optimizer the gradient all-reduce into a reduce-scatter and a parameter
 // all-gather.
 func axisWord(ax, collective string) string {
-	dp := "dp"
-	if ax == "edp" {
-		dp = "expert dp"
-	}
-	switch {
-	case (ax == "tp" || ax == "ep") && collective == estimate.CollectiveGatherScatter:
-		return ax + " all-gather/reduce-scatter"
-	case ax == "cp" && collective == estimate.CollectiveAllToAll:
-		return "cp all-to-all"
-	case (ax == "dp" || ax == "edp") && (collective == estimate.CollectiveShardedDP || collective == estimate.CollectiveGradShardedDP):
-		return dp + " gradient reduce-scatter and parameter all-gather"
-	case (ax == "dp" || ax == "edp") && collective == estimate.CollectiveFSDP:
-		return dp + " FSDP gathers and reduce-scatters"
-	case (ax == "dp" || ax == "edp") && collective == estimate.CollectiveAllReduce:
-		return dp + " gradient all-reduce"
-	}
-	if w := axisWords[ax]; w != "" {
-		return w
+	switch ax {
+	case "tp", "ep":
+		if collective == estimate.CollectiveGatherScatter {
+			return ax + " all-gather/reduce-scatter"
+		}
+		if ax == "tp" {
+			return "tp all-reduce"
+		}
+		return "ep all-to-all"
+	case "cp":
+		if collective == estimate.CollectiveAllToAll {
+			return "cp all-to-all"
+		}
+		return "cp ring exchange"
+	case "dp", "edp":
+		group := "dp"
+		if ax == "edp" {
+			group = "expert dp"
+		}
+		switch collective {
+		case estimate.CollectiveShardedDP, estimate.CollectiveGradShardedDP:
+			return group + " gradient reduce-scatter and parameter all-gather"
+		case estimate.CollectiveFSDP:
+			return group + " FSDP gathers and reduce-scatters"
+		case estimate.CollectiveAllReduce:
+			return group + " gradient all-reduce"
+		}
+		return group + " gradient reduction"
+	case "pp":
+		return "pp send/recv"
+	case "etp":
+		return "etp all-gather"
+	case "embd":
+		return "embedding all-reduce"
 	}
 	return ax + " communication"
 }
