@@ -88,6 +88,7 @@ func (c *checker) run() {
 	c.deferEmbeddingWgrad()
 	c.commOverlap()
 	c.optimizer()
+	c.ddpBuckets()
 	c.optimizerPrecision()
 	c.optimizerChoice()
 	c.training()

@@ -73,10 +73,9 @@ func (c *checker) cpuOffloading() {
 	}
 }
 
-// optimizer checks the data-parallel overlap options (O1/O2) and buckets.
+// optimizer checks the data-parallel overlap options (O1/O2).
 func (c *checker) optimizer() {
 	t := c.s.Train
-	c.ddpBuckets()
 	if !t.OverlapParamGather {
 		return
 	}
