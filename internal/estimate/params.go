@@ -32,8 +32,11 @@ type modelShape struct {
 	mla                                                                     *spec.MLA
 	moeLayers                                                               []bool
 	routerBias                                                              bool
-	// perLayer is layerParams(false), layerParams(true), counted once.
-	perLayer [2]ParamSplit
+	// perLayer is layerParams(false), layerParams(true), counted once;
+	// perLayerTensors likewise layerTensors(false, 1), layerTensors(true, 1)
+	// (the expert count per local expert).
+	perLayer        [2]ParamSplit
+	perLayerTensors [2]tensorCount
 }
 
 func newModelShape(s *spec.Spec, d spec.Derived) modelShape {
@@ -64,6 +67,10 @@ func newModelShape(s *spec.Spec, d spec.Derived) modelShape {
 		sh.routerBias = m.Bias
 	}
 	sh.perLayer = [2]ParamSplit{sh.layerParams(false), sh.layerParams(true)}
+	for i, moe := range []bool{false, true} {
+		d, e := sh.layerTensors(moe, 1)
+		sh.perLayerTensors[i] = tensorCount{d, e}
+	}
 	return sh
 }
 
@@ -306,8 +313,11 @@ func (t tensorCount) of(expert bool) int64 {
 func (sh modelShape) stageTensors(stages [][]spec.LayerRange, r int, localExperts int64) tensorCount {
 	var dense, expert int64
 	add := func(moe bool) {
-		d, e := sh.layerTensors(moe, localExperts)
-		dense, expert = dense+d, expert+e
+		t := sh.perLayerTensors[0]
+		if moe {
+			t = sh.perLayerTensors[1]
+		}
+		dense, expert = dense+t.dense, expert+t.expert*localExperts
 	}
 	for _, chunk := range stages[r] {
 		for l := chunk.First; l < chunk.First+chunk.Count; l++ {
