@@ -961,7 +961,8 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   Engine's asynchronous tensor-parallel collectives) and are hidden but for a residual share.
 - Data-parallel buckets: each rank's gradient reduction and parameter gather are timed bucket by bucket,
   a ring's latency per bucket, at the run's DDP bucket size (train.ddp_bucket_size or ddp_num_buckets;
-  else Megatron's max(40M, 1M·dp·cp)). Megatron cuts buckets only on the first pipeline rank's first
+  else Megatron's max(40M, 1M·dp·cp); without overlap_grad_reduce one bucket per buffer, as Megatron
+  sets the size to infinity there). Megatron cuts buckets only on the first pipeline rank's first
   model chunk and reduces every other chunk in one collective after its last backward, behind the
   pipeline's drain (distributed_data_parallel.py, training.py at d98e8a64). Timed so (session 48), the
   DGX Cloud Nemotron-4 340B step grows from dp 2 to dp 32 by 0.18 s in the model where it measured

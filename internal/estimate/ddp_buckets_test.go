@@ -87,3 +87,20 @@ func TestDDPBucketPerTensorWarns(t *testing.T) {
 		t.Errorf("the hint's 134217728: codes %v, still %s", got, CodeBucketPerTensor)
 	}
 }
+
+// Without overlap_grad_reduce Megatron's DDP sets the bucket size to infinity
+// (distributed_data_parallel.py at d98e8a64): whatever train.ddp_bucket_size
+// says, each buffer is one bucket, reduced in one collective, so a small
+// size adds no latency.
+func TestDDPOneBucketWithoutOverlap(t *testing.T) {
+	s := ddpPlan()
+	s.Train.OverlapGradReduce, s.Train.OverlapParamGather = false, false
+	base := run(t, s).Comms["dp"]
+	tiny := int64(64)
+	s.Train.DDPBucketSize = &tiny
+	got := run(t, s).Comms["dp"]
+	if got.Buckets != 1 || got.BucketParams != 0 {
+		t.Errorf("no overlap_grad_reduce, 64-parameter buckets: %g buckets of %d parameters, want one unbounded bucket", got.Buckets, got.BucketParams)
+	}
+	near(t, "data-parallel time without overlap, 64-parameter buckets against the default", got.TimeS, base.TimeS, 1e-12)
+}

@@ -1157,7 +1157,7 @@ func (c *costModel) dataParallelTime(e *Estimate, clocks []stageClock, link func
 			}
 		}
 		var bucketParams int64
-		if c.ddpBuckets() {
+		if c.ddpBuckets() && !c.ddpOneBucket() {
 			bucketParams = int64(c.ddpBucketParams(best))
 		}
 		e.Comms[x.axis] = AxisComm{
@@ -1305,6 +1305,13 @@ func (c *costModel) ddpBucketParams(r int) float64 {
 // without sharding), not in Megatron-FSDP's units.
 func (c *costModel) ddpBuckets() bool { return !c.s.Train.FSDP || c.sharding == ShardNone }
 
+// ddpOneBucket reports Megatron DDP without overlap_grad_reduce, which sets
+// the bucket size to infinity ("Set bucket_size to infinity if
+// overlap_grad_reduce is False", distributed_data_parallel.py at d98e8a64):
+// each buffer (dense, expert) is one bucket, reduced in one synchronous
+// collective after the last backward, and gathered in one.
+func (c *costModel) ddpOneBucket() bool { return c.ddpBuckets() && !c.s.Train.OverlapGradReduce }
+
 // defaultDDPBucketParams is Megatron's default DDP bucket size over a dp·cp
 // group of dpcp ranks: max(40M, 1M·dpcp) parameters.
 func defaultDDPBucketParams(dpcp int) float64 { return math.Max(40e6, 1e6*float64(dpcp)) }
@@ -1336,6 +1343,9 @@ func defaultDDPBucketParams(dpcp int) float64 { return math.Max(40e6, 1e6*float6
 // gives 0.26 s), so it keeps every rank's parameters in buckets: the
 // per-bucket latency stands in for data-parallel cost the model lacks.
 func (c *costModel) dataParallelBuckets(n float64, r int, expert bool) float64 {
+	if c.ddpOneBucket() {
+		return 1
+	}
 	if c.ddpBuckets() {
 		// A bucket closes at the first parameter that takes it to the
 		// bucket size (parameters are never split), so there are never
