@@ -1305,7 +1305,12 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
 - NVFP4 on Blackwell Ultra is over-rated: the 8-GPU MLPerf Llama 3.1 8B runs on B300 and GB300 +17%, where
   B200 and GB200 are -5..-1%; the measured GB300/GB200 ratio in NVFP4 is 1.17 (8B), 1.25-1.31 (405B) and
   1.51 (Megatron-Bridge's 70B), the model's 1.39, 1.45-1.71 and 1.60 (the datasheets' dense FP4 is 15 against
-  10 PFLOPS).
+  10 PFLOPS). Tried (session 49): an fp4 operation drawing a quarter of a bf16 one's power, as the H100, B200
+  and GB200 datasheets' peaks imply at one power limit, so Blackwell Ultra's fp4 peak (six times its bf16)
+  would draw 1.5x its bf16 peak's power and GB300 sustain 1.17x GB200's fp4 rate: the MLPerf 8B NVFP4 rows on
+  B300 and GB300 go from +18% to -1..-4% and MLPerf's 405B on 512 GB300 from +22% to -9%, but
+  Megatron-Bridge's GB300 NVFP4 rows (70B, 405B) from -5..+9% to -13..-25% and the held-out mean from 8.4%
+  to 8.8%: Blackwell Ultra's fp4 operation costs less than that, by an amount no source gives, so it is not in.
 - CPU offloading, manual GC and routing imbalance are not modelled (the MoE rows force balanced routing).
 `
 
