@@ -170,6 +170,15 @@ const groupedKernelFindings = `What the measurements say:
   does not time otherwise. Dropped for the kernel rate (branch grouped-parked-kernelrate, with
   GPT-OSS's FC2 bias timed), the held-out rows improve (mean |error| 8.67% -> 7.68%, rows beyond 25%
   9 -> 4), but the refit moves the cost into every kernel (KernelS 14.8 -> 31.9 µs) and the solver
-  corpus falls from 433 to 396 of 498 plans within 10%.
+  corpus falls from 433 to 396 of 498 plans within 10%. Rerun in session 49 on the 610-row corpus
+  (GroupedRel started at 1, every other constant refitted; the fit settles at GroupedRel 0.70, KernelS
+  19.4 µs, a graph-replayed kernel at 0.745 of that, HostSyncS 357 µs): held-out mean |error| 8.4% -> 7.6%,
+  rows beyond 25% 9 -> 4 (the mid-2025 eager DeepSeek-V3 GB200 rows worse, +60% -> +67%), held out by
+  release median 11.8% -> 10.2%; but the solver corpus falls from 539 to 529 of 610 within 10% (worst
+  published/pick 1.78 -> 2.17) and five outside checks fail: Megatron-Bridge PR 1760's EP-overlap A/B
+  (TestEPOverlapHostCost), the DeepSeek-V3 guide's DeepEP step (TestDeepEPAcrossMNNVL), cuDNN's windowed
+  attention (attention at 0.82), the measured pairs behind explain's suggestions and the miss-evidence
+  bound. The graph share rising from 0 to 0.745 says the refit trades CUDA graphs' gain for the grouped
+  cost; a model of that MoE cost with its own source is what would let GroupedRel go.
 
 `
