@@ -153,7 +153,8 @@ type AxisComm struct {
 	// Buckets is how many collectives each of the data-parallel reduction
 	// and gather takes on Stage (dp, edp: Megatron's DDP buckets, or
 	// Megatron-FSDP's units), BucketParams the DDP bucket size in
-	// parameters (0 with Megatron-FSDP).
+	// parameters (the whole buffer's without overlap_grad_reduce, where
+	// Megatron keeps one bucket; 0 with Megatron-FSDP).
 	Buckets      float64 `json:"buckets,omitempty"`
 	BucketParams int64   `json:"bucket_params,omitempty"`
 }

@@ -1139,7 +1139,7 @@ func (c *costModel) dataParallelTime(e *Estimate, clocks []stageClock, link func
 			continue
 		}
 		best, bestBytes := 0, -1.0
-		var bestExposed, bestTime, bestBuckets float64
+		var bestExposed, bestTime, bestBuckets, bestParams float64
 		l := link(x.fam)
 		k := c.fewestPerDomain(x.fam, x.size)
 		for r := range c.pp {
@@ -1153,11 +1153,14 @@ func (c *costModel) dataParallelTime(e *Estimate, clocks []stageClock, link func
 			gt, pt := c.dataParallelTimes(n, x.size, k, l, nb)
 			exposed := c.exposedDataParallel(gt, pt, nb, clocks[r])
 			if b := grad + gather; b > bestBytes {
-				best, bestBytes, bestExposed, bestTime, bestBuckets = r, b, exposed, gt+pt, nb
+				best, bestBytes, bestExposed, bestTime, bestBuckets, bestParams = r, b, exposed, gt+pt, nb, n
 			}
 		}
 		var bucketParams int64
-		if c.ddpBuckets() && !c.ddpOneBucket() {
+		switch {
+		case c.ddpOneBucket():
+			bucketParams = int64(bestParams) // the whole buffer
+		case c.ddpBuckets():
 			bucketParams = int64(c.ddpBucketParams(best))
 		}
 		e.Comms[x.axis] = AxisComm{

@@ -249,6 +249,9 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 		}
 		pattern := Pattern(ax, c.Collective)
 		if c.Buckets > 0 {
+			if c.Buckets == 1 && c.BucketParams > 0 {
+				pattern = strings.TrimSuffix(pattern, ", bucket by bucket")
+			}
 			pattern += bucketsNote(c)
 		}
 		data.Comms = append(data.Comms, CommRow{
@@ -330,15 +333,15 @@ func peakName(precision string) string {
 }
 
 // bucketsNote words a data-parallel axis's collectives per reduction: DDP
-// buckets of a size, or Megatron-FSDP's units.
+// buckets of a size (one bucket: the whole buffer, as without
+// overlap_grad_reduce or with ddp_num_buckets 1), or Megatron-FSDP's units.
 func bucketsNote(c estimate.AxisComm) string {
 	n := int64(c.Buckets)
 	if c.BucketParams > 0 {
-		word := "buckets"
 		if n == 1 {
-			word = "bucket"
+			return fmt.Sprintf(" (one bucket of %s parameters, stage %d)", Count(c.BucketParams), c.Stage)
 		}
-		return fmt.Sprintf(" (%d %s of up to %s parameters, stage %d)", n, word, Count(c.BucketParams), c.Stage)
+		return fmt.Sprintf(" (%d buckets of up to %s parameters, stage %d)", n, Count(c.BucketParams), c.Stage)
 	}
 	return fmt.Sprintf(" (%d collectives per pass, one per FSDP unit, stage %d)", n, c.Stage)
 }

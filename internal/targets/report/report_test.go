@@ -287,3 +287,22 @@ func TestNoInfinityOrNaN(t *testing.T) {
 		}
 	}
 }
+
+// The data-parallel line says how many collectives a reduction takes: several
+// buckets of up to a size, one bucket holding the whole buffer (Megatron
+// without overlap_grad_reduce, or ddp_num_buckets 1), or Megatron-FSDP's
+// units.
+func TestBucketsNote(t *testing.T) {
+	for _, tc := range []struct {
+		c    estimate.AxisComm
+		want string
+	}{
+		{estimate.AxisComm{Buckets: 12, BucketParams: 134217728, Stage: 1}, " (12 buckets of up to 134.2 M parameters, stage 1)"},
+		{estimate.AxisComm{Buckets: 1, BucketParams: 8030261248}, " (one bucket of 8.03 B parameters, stage 0)"},
+		{estimate.AxisComm{Buckets: 34, Stage: 2}, " (34 collectives per pass, one per FSDP unit, stage 2)"},
+	} {
+		if got := bucketsNote(tc.c); got != tc.want {
+			t.Errorf("bucketsNote(%+v) = %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}
