@@ -352,6 +352,18 @@ func fitCalibration(rows []*calRow, held func(*calRow) bool, starts ...Calibrati
 	var best Calibration
 	bestLoss := math.Inf(1)
 	for _, start := range starts {
+		// With -fit the constants it does not name stay what
+		// calibration_fitted.go says from every start, the round one too:
+		// a start whose unfitted constants were round values could win
+		// and move them.
+		if *fitOnly != "" {
+			cur := DefaultCalibration()
+			for _, p := range calibrationParams {
+				if !fitting(p.name) {
+					*p.get(&start) = *p.get(&cur)
+				}
+			}
+		}
 		// Link rates are measured (nvlinkRates, networkBus), not fitted.
 		start.NVLinkEff, start.NetworkEff = 1, 1
 		// A calibration fitted before NVFP4 runs had none: its fp4 GEMMs
