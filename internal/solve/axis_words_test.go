@@ -20,6 +20,8 @@ func TestAxisWordFollowsCollective(t *testing.T) {
 		{"cp", estimate.CollectiveAllToAll, "cp all-to-all"},
 		{"cp", estimate.CollectiveRing, "cp ring exchange"},
 		{"pp", estimate.CollectiveSendRecv, "pp send/recv"},
+		{"etp", estimate.CollectiveGatherScatter, "etp all-gather/reduce-scatter"},
+		{"etp", "", "etp all-gather/reduce-scatter"},
 		{"xyz", "", "xyz communication"},
 	} {
 		if got := axisWord(tc.ax, tc.coll); got != tc.want {

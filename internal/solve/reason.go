@@ -15,8 +15,10 @@ import (
 // all-gather.
 func axisWord(ax, collective string) string {
 	switch ax {
-	case "tp", "ep":
-		if collective == estimate.CollectiveGatherScatter {
+	case "tp", "ep", "etp":
+		// The expert-tensor-parallel group always gathers the routed
+		// tokens and reduce-scatters them back (estimate's collective).
+		if collective == estimate.CollectiveGatherScatter || ax == "etp" {
 			return ax + " all-gather/reduce-scatter"
 		}
 		if ax == "tp" {
@@ -44,8 +46,6 @@ func axisWord(ax, collective string) string {
 		return group + " gradient reduction"
 	case "pp":
 		return "pp send/recv"
-	case "etp":
-		return "etp all-gather"
 	case "embd":
 		return "embedding all-reduce"
 	}
