@@ -1312,14 +1312,14 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   group too (a ring's latency per step and bucket: +13% at 32 GPUs, +3% at 256), but NVIDIA's 512-GPU runs
   set 768M (BUCKET_SIZE), fewer and larger buckets, and there the model's data-parallel ring (NCCL's latency
   per step, the bottleneck link's bus bandwidth, bucket-by-bucket overlap) leaves half the measured step
-  unexplained. The runs cap NCCL's channels per communicator (NVIDIA's llama31_8b implementation,
-  conf/nccl/custom_communicator_cta.yaml through config_common.sh NCCL_CFG_PATH and Megatron's
-  --nccl-communicator-config-path: dp and dp_cp 8 CTAs, tp 8, pp 2, cp 1), which the spec cannot say. A
-  prototype (session 49, not in) capping the dp·cp rings at 8 channels of NCCL's per-channel NVLink rate
-  (src/graph/topo.h at 5067397c: SM100_NVLINK_BW 40.1 GB/s, SM90 20.6) and 8 NICs per NVLink domain takes
-  the 512-GPU GB200 and GB300 rows from +100% and +112% to +53% and +49% and the 72-GPU ones from +20..27%
-  to +14..21%, held-out figures unchanged: about half the gap, before the cp (1 CTA) and tp caps; the
-  field (a per-communicator map written to the YAML Megatron reads) is the next step. Their Llama 3.1 405B runs on other submitters' B200 and GB200 are within -7..+7%.
+  unexplained. The runs' per-communicator NCCL caps do not explain it: NVIDIA's llama31_8b implementation
+  passes conf/nccl/custom_communicator_cta.yaml (dp and dp_cp 8 CTAs, tp 8, pp 2, cp 1) to Megatron's
+  --nccl-communicator-config-path, but its config_common.sh also exports NCCL_MIN_CTAS=16 and
+  NCCL_MAX_CTAS=32, which replace every communicator's configured values (NCCL 5067397c src/init.cc), and so
+  do the other submitters' copies (session 49's survey, which found no result log that shows the channels).
+  A prototype that capped the dp·cp rings at 8 channels anyway (8 x NCCL's per-link NVLink rate, 40.1 GB/s on
+  Blackwell) took the 512-GPU rows from +100% and +112% to +53% and +49%, which is a measure of how much
+  data-parallel bandwidth the gap would need, not a mechanism. Their Llama 3.1 405B runs on other submitters' B200 and GB200 are within -7..+7%.
 - NVFP4 on Blackwell Ultra is over-rated: the 8-GPU MLPerf Llama 3.1 8B runs on B300 and GB300 +17%, where
   B200 and GB200 are -5..-1%; the measured GB300/GB200 ratio in NVFP4 is 1.17 (8B), 1.25-1.31 (405B) and
   1.51 (Megatron-Bridge's 70B), the model's 1.39, 1.45-1.71 and 1.60 (the datasheets' dense FP4 is 15 against
