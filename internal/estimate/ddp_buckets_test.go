@@ -104,4 +104,11 @@ func TestDDPOneBucketWithoutOverlap(t *testing.T) {
 		t.Errorf("no overlap_grad_reduce, 64-parameter buckets: %g buckets of %d parameters, want one bucket of the rank's %d", got.Buckets, got.BucketParams, e.Params.PerGPUMax)
 	}
 	near(t, "data-parallel time without overlap, 64-parameter buckets against the default", got.TimeS, base.TimeS, 1e-12)
+	// One bucket is never a collective per tensor: no ddp-bucket-per-tensor.
+	_, ds := Run(s, spec.Derive(s), nil, nil)
+	for _, d := range ds {
+		if d.Code == CodeBucketPerTensor {
+			t.Errorf("no overlap_grad_reduce, one bucket: %s fired: %s", d.Code, d.Message)
+		}
+	}
 }

@@ -219,12 +219,14 @@ func (c *costModel) diagnoseRouting(r *diag.Reporter) {
 func (c *costModel) diagnoseBuckets(e *Estimate, r *diag.Reporter) {
 	tr := c.s.Train
 	ac, ok := e.Comms["dp"]
-	if tr.DDPBucketSize == nil || !ok || ac.BucketParams <= 0 || !tr.OverlapGradReduce {
+	if tr.DDPBucketSize == nil || !ok || ac.BucketParams <= 0 {
 		return
 	}
+	// The resolved size: the whole buffer without overlap_grad_reduce
+	// (ddpBucketParams), where one bucket never outnumbers the tensors.
 	dense := c.stageTensors[ac.Stage].dense
 	n, _ := c.stageParams[ac.Stage].denseExpertPerGPU(int64(c.tp), int64(c.etp), int64(c.ep))
-	if dense <= 0 || float64(n)/float64(*tr.DDPBucketSize) <= float64(dense) {
+	if dense <= 0 || float64(n)/float64(ac.BucketParams) <= float64(dense) {
 		return
 	}
 	r.Warnf("train.ddp_bucket_size", CodeBucketPerTensor,

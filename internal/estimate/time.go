@@ -1157,11 +1157,12 @@ func (c *costModel) dataParallelTime(e *Estimate, clocks []stageClock, link func
 			}
 		}
 		var bucketParams int64
-		switch {
-		case c.ddpOneBucket():
-			bucketParams = int64(bestParams) // the whole buffer
-		case c.ddpBuckets():
-			bucketParams = int64(c.ddpBucketParams(best))
+		if c.ddpBuckets() {
+			size := c.ddpBucketParams(best)
+			if math.IsInf(size, 1) {
+				size = bestParams // the unbounded bucket holds the whole buffer
+			}
+			bucketParams = int64(size)
 		}
 		e.Comms[x.axis] = AxisComm{
 			Group: x.fam, Size: x.size, Collective: c.dataParallelCollective(),
@@ -1291,9 +1292,16 @@ func (c *costModel) dataParallelBytes(n float64, size int) (grad, gather float64
 // train.ddp_num_buckets gives the rank's parameters (all its model chunks,
 // dense and expert) over that count, train.ddp_bucket_size itself, and
 // neither max(40M, 1M·(dp·cp)) parameters (distributed_data_parallel_config.py).
+// Without overlap_grad_reduce DistributedDataParallel sets it to infinity
+// ("Set bucket_size to infinity if overlap_grad_reduce is False",
+// distributed_data_parallel.py at d98e8a64): each buffer (dense, expert) is
+// one bucket, reduced in one synchronous collective after the last
+// backward, and gathered in one.
 func (c *costModel) ddpBucketParams(r int) float64 {
 	tr := c.s.Train
 	switch {
+	case !tr.OverlapGradReduce:
+		return math.Inf(1)
 	case tr.DDPNumBuckets != nil && *tr.DDPNumBuckets > 0:
 		dense, expert := c.stageParams[r].denseExpertPerGPU(int64(c.tp), int64(c.etp), int64(c.ep))
 		return math.Max(1, math.Floor(float64(dense+expert)/float64(*tr.DDPNumBuckets)))
@@ -1307,13 +1315,6 @@ func (c *costModel) ddpBucketParams(r int) float64 {
 // DDP's buckets (the distributed optimizer or plain DDP, Megatron-FSDP
 // without sharding), not in Megatron-FSDP's units.
 func (c *costModel) ddpBuckets() bool { return !c.s.Train.FSDP || c.sharding == ShardNone }
-
-// ddpOneBucket reports Megatron DDP without overlap_grad_reduce, which sets
-// the bucket size to infinity ("Set bucket_size to infinity if
-// overlap_grad_reduce is False", distributed_data_parallel.py at d98e8a64):
-// each buffer (dense, expert) is one bucket, reduced in one synchronous
-// collective after the last backward, and gathered in one.
-func (c *costModel) ddpOneBucket() bool { return c.ddpBuckets() && !c.s.Train.OverlapGradReduce }
 
 // defaultDDPBucketParams is Megatron's default DDP bucket size over a dp·cp
 // group of dpcp ranks: max(40M, 1M·dpcp) parameters.
@@ -1346,9 +1347,6 @@ func defaultDDPBucketParams(dpcp int) float64 { return math.Max(40e6, 1e6*float6
 // gives 0.26 s), so it keeps every rank's parameters in buckets: the
 // per-bucket latency stands in for data-parallel cost the model lacks.
 func (c *costModel) dataParallelBuckets(n float64, r int, expert bool) float64 {
-	if c.ddpOneBucket() {
-		return 1
-	}
 	if c.ddpBuckets() {
 		// A bucket closes at the first parameter that takes it to the
 		// bucket size (parameters are never split), so there are never
