@@ -112,3 +112,15 @@ func TestDDPOneBucketWithoutOverlap(t *testing.T) {
 		}
 	}
 }
+
+// A buffer smaller than the bucket size is one bucket of its own parameters,
+// not of the size (explain words it "one bucket of N parameters").
+func TestDDPBufferWithinOneBucket(t *testing.T) {
+	s := ddpPlan()
+	big := int64(1 << 40)
+	s.Train.DDPBucketSize = &big
+	e := run(t, s)
+	if got := e.Comms["dp"]; got.Buckets != 1 || got.BucketParams != e.Params.PerGPUMax {
+		t.Errorf("a %d-parameter bucket size over %d parameters per GPU: %g buckets of %d parameters, want one of %d", big, e.Params.PerGPUMax, got.Buckets, got.BucketParams, e.Params.PerGPUMax)
+	}
+}

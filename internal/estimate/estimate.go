@@ -153,8 +153,9 @@ type AxisComm struct {
 	// Buckets is how many collectives each of the data-parallel reduction
 	// and gather takes on Stage (dp, edp: Megatron's DDP buckets, or
 	// Megatron-FSDP's units), BucketParams the DDP bucket size in
-	// parameters (the whole buffer's without overlap_grad_reduce, where
-	// Megatron keeps one bucket; 0 with Megatron-FSDP).
+	// parameters, or the buffer's parameters where they fit in one bucket
+	// (always without overlap_grad_reduce, where Megatron's size is
+	// unbounded); 0 with Megatron-FSDP.
 	Buckets      float64 `json:"buckets,omitempty"`
 	BucketParams int64   `json:"bucket_params,omitempty"`
 }

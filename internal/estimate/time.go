@@ -1158,11 +1158,9 @@ func (c *costModel) dataParallelTime(e *Estimate, clocks []stageClock, link func
 		}
 		var bucketParams int64
 		if c.ddpBuckets() {
-			size := c.ddpBucketParams(best)
-			if math.IsInf(size, 1) {
-				size = bestParams // the unbounded bucket holds the whole buffer
-			}
-			bucketParams = int64(size)
+			// A buffer within the size (or an unbounded one, without
+			// overlap_grad_reduce) is one bucket holding all of it.
+			bucketParams = int64(math.Min(c.ddpBucketParams(best), bestParams))
 		}
 		e.Comms[x.axis] = AxisComm{
 			Group: x.fam, Size: x.size, Collective: c.dataParallelCollective(),
