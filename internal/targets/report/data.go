@@ -247,15 +247,8 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 		if c.BytesPerLayer > 0 {
 			perLayer = Bytes(c.BytesPerLayer)
 		}
-		pattern := Pattern(ax, c.Collective)
-		if c.Buckets > 0 {
-			if c.Buckets == 1 && c.BucketParams > 0 {
-				pattern = strings.TrimSuffix(pattern, ", bucket by bucket")
-			}
-			pattern += bucketsNote(c)
-		}
 		data.Comms = append(data.Comms, CommRow{
-			Axis: ax, Group: c.Group, Size: fmt.Sprint(c.Size), Pattern: pattern,
+			Axis: ax, Group: c.Group, Size: fmt.Sprint(c.Size), Pattern: Pattern(ax, c),
 			Bytes: Bytes(c.BytesPerStep), PerLayer: perLayer, Link: c.Link,
 			Bandwidth: fmt.Sprintf("%.0f GB/s", c.BandwidthGBps), Time: Seconds(c.TimeS), Exposed: Seconds(c.ExposedS),
 		})
@@ -346,8 +339,11 @@ func bucketsNote(c estimate.AxisComm) string {
 	return fmt.Sprintf(" (%d collectives per pass, one per FSDP unit, stage %d)", n, c.Stage)
 }
 
-// Pattern words what an axis moves, from the estimate's collective name.
-func Pattern(axis, collective string) string {
+// Pattern words what an axis moves, from the estimate's collective name,
+// and for the data-parallel axes how many collectives a reduction takes:
+// bucket by bucket (bucketsNote), or one bucket holding the whole buffer.
+func Pattern(axis string, c estimate.AxisComm) string {
+	collective := c.Collective
 	switch axis {
 	case "tp":
 		if collective == estimate.CollectiveGatherScatter {
@@ -371,15 +367,22 @@ func Pattern(axis, collective string) string {
 	case "embd":
 		return "all-reduce of the tied word-embedding gradient between the first and last stage"
 	}
+	p, buckets := "all-reduce of gradients, once per step", true
 	switch collective {
 	case estimate.CollectiveShardedDP:
-		return "reduce-scatter of gradients + all-gather of parameters, once per step, bucket by bucket"
+		p = "reduce-scatter of gradients + all-gather of parameters, once per step"
 	case estimate.CollectiveGradShardedDP:
-		return "reduce-scatter of gradients every microbatch + all-gather of parameters once per step, bucket by bucket"
+		p = "reduce-scatter of gradients every microbatch + all-gather of parameters once per step"
 	case estimate.CollectiveFSDP:
-		return "all-gather of parameters forward and backward + reduce-scatter of gradients, every microbatch"
+		p, buckets = "all-gather of parameters forward and backward + reduce-scatter of gradients, every microbatch", false
 	}
-	return "all-reduce of gradients, once per step, bucket by bucket"
+	if buckets && (c.Buckets != 1 || c.BucketParams <= 0) {
+		p += ", bucket by bucket"
+	}
+	if c.Buckets > 0 {
+		p += bucketsNote(c)
+	}
+	return p
 }
 
 // nonFinite matches what fmt prints for an infinite or undefined float.
