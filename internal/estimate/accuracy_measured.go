@@ -25,6 +25,7 @@ var measuredAccuracy = []Accuracy{
 	{Model: "dense", GPU: "GB200", Runs: 71, MedianError: 0.025, P10Error: -0.091, P90Error: 0.138, LowestError: -0.206, HighestError: 0.225},
 	{Model: "dense", GPU: "GB300", Runs: 33, MedianError: -0.051, P10Error: -0.124, P90Error: 0.087, LowestError: -0.162, HighestError: 0.218},
 	{Model: "dense", GPU: "H100", Runs: 227, MedianError: -0.001, P10Error: -0.051, P90Error: 0.067, LowestError: -0.121, HighestError: 0.183},
+	{Model: "dense", GPU: "H200", Runs: 2, MedianError: -0.033, P10Error: -0.035, P90Error: -0.031, LowestError: -0.035, HighestError: -0.031},
 	{Model: "dense, 4,096 GPUs or more", GPU: "GB200", Runs: 1, MedianError: -0.012, P10Error: -0.012, P90Error: -0.012, LowestError: -0.012, HighestError: -0.012},
 	{Model: "dense, 4,096 GPUs or more", GPU: "H100", Runs: 14, MedianError: 0.106, P10Error: 0.051, P90Error: 0.189, LowestError: 0.03, HighestError: 0.19},
 	{Model: "dense, one microbatch per step, 32 GPUs or more", GPU: "A100", Runs: 3, MedianError: -0.002, P10Error: -0.02, P90Error: 0.013, LowestError: -0.02, HighestError: 0.013},
@@ -32,4 +33,5 @@ var measuredAccuracy = []Accuracy{
 	{Model: "dense, one microbatch per step, 32 GPUs or more", GPU: "GB200", Runs: 6, MedianError: 0.077, P10Error: -0.043, P90Error: 1.001, LowestError: -0.043, HighestError: 1.001},
 	{Model: "dense, one microbatch per step, 32 GPUs or more", GPU: "GB300", Runs: 3, MedianError: 0.268, P10Error: 0.199, P90Error: 1.116, LowestError: 0.199, HighestError: 1.116},
 	{Model: "dense, one microbatch per step, 32 GPUs or more", GPU: "H100", Runs: 12, MedianError: 0.17, P10Error: 0.024, P90Error: 0.381, LowestError: 0.017, HighestError: 0.525},
+	{Model: "dense, one microbatch per step, 32 GPUs or more", GPU: "H200", Runs: 1, MedianError: 0.251, P10Error: 0.251, P90Error: 0.251, LowestError: 0.251, HighestError: 0.251},
 }

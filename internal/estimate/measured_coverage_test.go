@@ -20,7 +20,7 @@ import (
 )
 
 // coverageGPUs are the coverage table's columns, in order.
-var coverageGPUs = []string{"A100-SXM4-80GB", "H100-SXM", "B200", "B300", "GB200", "GB300"}
+var coverageGPUs = []string{"A100-SXM4-80GB", "H100-SXM", "H200", "B200", "B300", "GB200", "GB300"}
 
 // precisionLabel names a run's precision as the coverage table does.
 func precisionLabel(r *measuredRun) string {
