@@ -33,8 +33,7 @@ type modelShape struct {
 	moeLayers                                                               []bool
 	routerBias                                                              bool
 	// perLayer is layerParams(false), layerParams(true), counted once;
-	// perLayerTensors likewise layerTensors(false, 1), layerTensors(true, 1)
-	// (the expert count per local expert).
+	// perLayerTensors likewise layerTensors(false), layerTensors(true).
 	perLayer        [2]ParamSplit
 	perLayerTensors [2]tensorCount
 }
@@ -68,7 +67,7 @@ func newModelShape(s *spec.Spec, d spec.Derived) modelShape {
 	}
 	sh.perLayer = [2]ParamSplit{sh.layerParams(false), sh.layerParams(true)}
 	for i, moe := range []bool{false, true} {
-		d, e := sh.layerTensors(moe, 1)
+		d, e := sh.layerTensors(moe)
 		sh.perLayerTensors[i] = tensorCount{d, e}
 	}
 	return sh
@@ -255,9 +254,9 @@ func (p ParamSplit) denseExpertPerGPU(tp, etp, ep int64) (dense, expert int64) {
 // the attention's linear layers (MLA's down and up projections with their
 // norms, or one QKV projection; q/k norms), the MLP's two linears, and for
 // an MoE layer the router, the shared expert and, in the expert buffer, two
-// linears per local expert (TEGroupedMLP keeps one weight per expert),
-// biases where the model has them.
-func (sh modelShape) layerTensors(moe bool, localExperts int64) (dense, expert int64) {
+// linears per local expert (TEGroupedMLP keeps one weight per expert; expert
+// is one local expert's count), biases where the model has them.
+func (sh modelShape) layerTensors(moe bool) (dense, expert int64) {
 	b := int64(0)
 	if sh.bias {
 		b = 1
@@ -291,7 +290,7 @@ func (sh modelShape) layerTensors(moe bool, localExperts int64) (dense, expert i
 	if sh.fs > 0 {
 		dense += 2 + 2*b
 	}
-	return dense, localExperts * (2 + 2*b)
+	return dense, 2 + 2*b
 }
 
 // tensorCount is how many parameter tensors a rank holds in its dense and
