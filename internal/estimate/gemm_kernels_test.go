@@ -61,7 +61,7 @@ func TestGEMMKernels(t *testing.T) {
 		r.Shape = r.Model/r.TFLOPs/level[r.Source+" "+r.DType] - 1
 		shape[r.Source] = append(shape[r.Source], r.Shape)
 	}
-	writeGEMMReport(t, "README.md", gemmKernelsReadme(rows, bySource, shape, cal, launch), "TestGEMMKernels")
+	writeReport(t, filepath.Join("testdata", "gemm", "README.md"), gemmKernelsReadme(rows, bySource, shape, cal, launch), "TestGEMMKernels")
 	for _, src := range sortedKeys(bySource) {
 		st, sh := errStats(bySource[src]), errStats(shape[src])
 		t.Logf("%s: %d kernels, median |error| %.1f%%, worst %.1f%%; shape error median %.1f%%, worst %.1f%%", src, len(bySource[src]),
@@ -111,20 +111,6 @@ type gemmKernel struct {
 	Note   string  `json:"note"`
 
 	Model, Err, Shape float64 `json:"-"`
-}
-
-// writeGEMMReport writes the generated report testdata/gemm/name with
-// -update, and fails the test when it is stale without.
-func writeGEMMReport(t *testing.T, name, report, test string) {
-	t.Helper()
-	path := filepath.Join("testdata", "gemm", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	} else if old, _ := os.ReadFile(path); string(old) != report {
-		t.Errorf("%s is stale: go test ./internal/estimate -run %s -update", path, test)
-	}
 }
 
 // readGEMMKernels reads the kernel measurements and the GPUs they ran on.

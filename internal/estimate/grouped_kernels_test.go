@@ -3,6 +3,7 @@ package estimate
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -70,7 +71,7 @@ func TestGroupedGEMMKernels(t *testing.T) {
 	st, fl := errStats(errs), errStats(flatErrs)
 	t.Logf("%d grouped kernels against their source's dense ones: grouped error median %.1f%%, worst %.1f%%; with GroupedRel %.3g: %.1f%%, %.1f%%",
 		len(errs), 100*st.median, 100*st.worst, flat.GroupedRel, 100*fl.median, 100*fl.worst)
-	writeGEMMReport(t, "grouped.md", groupedKernelsReadme(out, st, fl, launch, flat.GroupedRel), "TestGroupedGEMMKernels")
+	writeReport(t, filepath.Join("testdata", "gemm", "grouped.md"), groupedKernelsReadme(out, st, fl, launch, flat.GroupedRel), "TestGroupedGEMMKernels")
 	if len(errs) < groupedBoundedMin {
 		t.Fatalf("%d grouped kernels with dense ones of their source: want at least %d", len(errs), groupedBoundedMin)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -335,14 +334,7 @@ func TestMeasuredPairs(t *testing.T) {
 		}
 	}
 	report := pairsReport(pairs, n, bad) + microBatchReport(microBatch) + gpuPairsReport(gpus)
-	path := filepath.Join("testdata", "calibration", "pairs.md")
-	if *update {
-		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	} else if got, err := os.ReadFile(path); err != nil || string(got) != report {
-		t.Errorf("%s is stale: go test ./internal/estimate -run 'TestMeasuredPairs$' -update", path)
-	}
+	writeReport(t, filepath.Join("testdata", "calibration", "pairs.md"), report, "'TestMeasuredPairs$'")
 	t.Logf("misordered pairs: %d of %d within a release, %d of %d across releases, %d of %d same plan with other settings",
 		bad[pairWithinRelease], n[pairWithinRelease], bad[pairAcrossRelease], n[pairAcrossRelease], bad[pairSettings], n[pairSettings])
 	if n[pairWithinRelease]+n[pairAcrossRelease] < 50 {
