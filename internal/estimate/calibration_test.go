@@ -987,13 +987,13 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   0.23 s in bf16 and 0.33 s in fp8 (TestP2PSyncMatchesMeasuredScaling; 0.26 s with buckets on every rank),
   so the model keeps buckets on every rank: their latency stands for data-parallel cost at scale the
   model lacks, which the one-microbatch rows at 32 GPUs and more (rated too fast, table above) also
-  point to. On those rows (session 50) the measured step exceeds the estimate by about the
-  data-parallel time the model hides behind the backward and forward: 121 of 151 ms on Cisco's 64
-  H100, 71 of 83 ms on HPE's 64 H200, 25-34 of 33-54 ms on NVIDIA's and Lambda's 72 GB200/GB300, 150-220
-  of 185-188 ms on Nemotron-4 15B's 768-2,304 H100; but only 18-25 of 58-114 ms on the 32-128 B200
-  runs of the same MLPerf code as the H200 one. Timing those collectives as not overlapped would
-  fit the first group and make the B200 runs too slow; no source says why one microbatch would
-  not overlap them, so the model keeps the overlap.
+  point to. [one-microbatch.md](one-microbatch.md) (TestOneMicrobatchDataParallel) sets each of those
+  rows' excess (measured step − estimate) beside the data-parallel time the model hides behind the
+  backward and forward: on H100 and H200 the excess is in the median most of that time, on GB200 and
+  GB300 about half to three quarters of it, on the B200 runs of the same MLPerf code as the H200 one a
+  quarter, on A100 none. Timing those collectives as not overlapped would fit the first group and make
+  the B200 runs too slow; no source says why one microbatch would not overlap them, so the model keeps
+  the overlap.
 - The DGX Cloud v25.05 DeepSeek-V3 rows on GB200 are about 1.55x too fast; the H100 row of the same
   recipe is within 5%. Modelled: their container's Transformer Engine (before v2.5) has no fused
   attention for MLA's 192-wide query/key heads on Blackwell, so attention runs unfused (the full score
@@ -1146,8 +1146,9 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   there too, the solver picked one expert per GPU wherever the GPUs allowed: DeepSeek-V3 at EP 256 on
   1,024 H100 (the DGX Cloud corpus row, rated 1.223 behind it, now 1.186 behind EP 8), and, in a sweep
   of every preset, DeepSeek-V3 at EP 256 on 256 B300 and GPT-OSS-120B at EP 128 across 16 H100 nodes.
-- What holds GroupedRel at 0.49 is GPT-OSS-120B. Solving each row for the GroupedRel that would
-  make it exact (all else fitted): GPT-OSS needs 0.45-0.6 on every GPU (H100, B200, B300, GB200,
+- What holds GroupedRel at 0.49 is GPT-OSS-120B. [grouped-need.md](grouped-need.md) (TestGroupedRelNeeded)
+  regenerates the share each run needs with the other constants as shipped, by model and GPU generation.
+  Solving each row for the GroupedRel that would make it exact (all else fitted, an earlier model): GPT-OSS needs 0.45-0.6 on every GPU (H100, B200, B300, GB200,
   GB300), at 2 and at 16 local experts, in bf16 and MXFP8, so what its rows lack is not in the expert
   GEMMs; the optimised DeepSeek-V3 and Qwen3-235B-A22B rows on GB200/GB300 (26.x, HybridEP, CUDA
   graphs) need 0.7-1.3, about the 0.98 the guide's 2,672 TFLOP/s grouped GEMM gives against the
