@@ -62,7 +62,7 @@ type factor struct {
 // grew the most (compute, bubble, or one axis's exposed communication), and
 // the second one when it accounts for a quarter of the difference or more;
 // then a memory note above 90% of the GPU.
-func why(c, best *Candidate, band float64) string {
+func (sv *solver) why(c, best *Candidate, band float64) string {
 	b, cb := best.Breakdown, c.Breakdown
 	step := c.StepTimeS
 	var fs []factor
@@ -122,7 +122,7 @@ func why(c, best *Candidate, band float64) string {
 	var parts []string
 	if c.InNoiseBand && total < 0 {
 		parts = append(parts, fmt.Sprintf("%.1f%% faster than the pick, within the %.3g%% noise band, where the simpler plan ranks first (%s)",
-			-100*total/best.StepTimeS, 100*band, simpler(best, c)))
+			-100*total/best.StepTimeS, 100*band, sv.simpler(best, c)))
 	} else if c.InNoiseBand && total >= 0 && fs[0].delta > 0 {
 		parts = append(parts, fmt.Sprintf("%+.1f%% step time, within the noise band: %s", 100*total/best.StepTimeS, fs[0].text))
 	} else if total <= 0 || fs[0].delta <= 0 {
@@ -175,45 +175,37 @@ func shapeDifferences(c, best *Candidate) []string {
 
 func modelSize(c *Candidate) int { return c.Parallel.TP * c.Parallel.PP * c.Parallel.CP }
 
-// simpler says in what the first plan is simpler than the second, in the
-// order the noise band's tie-break looks at.
-func simpler(a, b *Candidate) string {
-	pa, pb := a.Parallel, b.Parallel
-	switch {
-	case modelSize(a) != modelSize(b):
-		return fmt.Sprintf("a smaller model-parallel group: tp·cp·pp %d vs %d", modelSize(a), modelSize(b))
-	case pa.PP != pb.PP:
-		return fmt.Sprintf("fewer pipeline stages: %d vs %d", pa.PP, pb.PP)
-	case pa.CP != pb.CP:
-		return fmt.Sprintf("less context parallelism: cp=%d vs %d", pa.CP, pb.CP)
-	case pa.VPP != pb.VPP:
-		return fmt.Sprintf("fewer virtual stages: vpp=%d vs %d", pa.VPP, pb.VPP)
-	case splitKind(pa) != splitKind(pb):
-		return fmt.Sprintf("a simpler pipeline split: %s vs %s", splitWords(pa), splitWords(pb))
+// tieBreakWords words each entry of solver.simplicity in which one plan is
+// simpler than another, with the two values; the split's entry (a kind)
+// is worded from the splits themselves.
+var tieBreakWords = [8]string{
+	"a smaller model-parallel group: tp·cp·pp %d vs %d", "fewer pipeline stages: %d vs %d",
+	"less context parallelism: cp=%d vs %d", "fewer virtual stages: vpp=%d vs %d", "",
+	"a smaller expert-parallel group: ep=%d vs %d", "less tensor parallelism: tp=%d vs %d",
+	"less expert tensor parallelism: etp=%d vs %d",
+}
+
+// simpler says in what plan a is simpler than plan b, by the first entry
+// in which their shapes' simplicity keys differ: the order the noise band's
+// tie-break looks at (solver.simplicity, solver.ranked).
+func (sv *solver) simpler(a, b *Candidate) string {
+	sa, sb := sv.shapeOf(sv.leaves.at(a.leaf)), sv.shapeOf(sv.leaves.at(b.leaf))
+	ka, kb := sv.simplicity(sa), sv.simplicity(sb)
+	for i := range ka {
+		switch {
+		case ka[i] == kb[i]:
+		case i == 4:
+			return fmt.Sprintf("a simpler pipeline split: %s vs %s", sv.splitWords(sa), sv.splitWords(sb))
+		default:
+			return fmt.Sprintf(tieBreakWords[i], ka[i], kb[i])
+		}
 	}
 	return "the same shape complexity; the lower step time"
 }
 
-func splitKind(p Parallel) int {
-	s := split{emb: p.AccountForEmbedding, loss: p.AccountForLoss}
-	if p.FirstStageLayers != nil {
-		s.first = *p.FirstStageLayers
-	}
-	if p.LastStageLayers != nil {
-		s.last = *p.LastStageLayers
-	}
-	return s.kind()
-}
-
-func splitWords(p Parallel) string {
-	s := split{emb: p.AccountForEmbedding, loss: p.AccountForLoss}
-	if p.FirstStageLayers != nil {
-		s.first = *p.FirstStageLayers
-	}
-	if p.LastStageLayers != nil {
-		s.last = *p.LastStageLayers
-	}
-	if w := s.String(); w != "" {
+// splitWords names a shape's pipeline split as the table prints it.
+func (sv *solver) splitWords(k shapeKey) string {
+	if w := sv.splits[k.split].String(); w != "" {
 		return w
 	}
 	return "even"

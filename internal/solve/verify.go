@@ -233,7 +233,7 @@ func (sv *solver) run() *Result {
 			continue
 		}
 		c.VsBestPct = 100 * (c.StepTimeS - verified[0].StepTimeS) / verified[0].StepTimeS
-		c.Why = why(c, &verified[0], sv.opts.NoiseBand)
+		c.Why = sv.why(c, &verified[0], sv.opts.NoiseBand)
 	}
 	r.Candidates = verified
 	r.Pruned = sv.pruned
