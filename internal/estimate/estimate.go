@@ -635,9 +635,13 @@ func round(x float64) int64 {
 }
 
 // megatronApplies reports whether Megatron-LM's theoretical memory formula
-// covers the plan: it models dense layers only, ignores context parallelism,
-// full recompute and fp8/fp32 state, and its "without-sp" branch badly
-// overestimates sequence parallelism without selective recompute.
+// covers the plan: its weight term counts routed experts (sharded by ep and
+// etp), but its activation term counts every layer as a dense one
+// (args.ffn_hidden_size, no routed tokens: compute_activation_memory at
+// d98e8a64), so MoE plans are left out; it also ignores context
+// parallelism, full recompute and fp8/fp32 state, and its "without-sp"
+// branch badly overestimates sequence parallelism without selective
+// recompute.
 func (c *costModel) megatronApplies() bool {
 	t := c.s.Train
 	return c.sh.experts == 0 && c.cp == 1 && t.Recompute != "full" &&
