@@ -125,6 +125,8 @@ func (sv *solver) why(c, best *Candidate, band float64) string {
 			-100*total/best.StepTimeS, 100*band, sv.simpler(best, c)))
 	} else if c.InNoiseBand && total >= 0 && fs[0].delta > 0 {
 		parts = append(parts, fmt.Sprintf("%+.1f%% step time, within the noise band: %s", 100*total/best.StepTimeS, fs[0].text))
+	} else if (total <= 0 || fs[0].delta <= 0) && c.InNoiseBand {
+		parts = append(parts, fmt.Sprintf("same step time as the pick, within the noise band, where the simpler plan ranks first (%s)", sv.simpler(best, c)))
 	} else if total <= 0 || fs[0].delta <= 0 {
 		parts = append(parts, fmt.Sprintf("same step time as the best; ranked lower by the tie-break (model-parallel size tp·pp·cp %d vs %d, then memory)",
 			modelSize(c), modelSize(best)))
@@ -200,7 +202,13 @@ func (sv *solver) simpler(a, b *Candidate) string {
 			return fmt.Sprintf(tieBreakWords[i], ka[i], kb[i])
 		}
 	}
-	return "the same shape complexity; the lower step time"
+	switch {
+	case a.StepTimeS < b.StepTimeS:
+		return "the same shape complexity; the shorter step"
+	case a.Memory.PerGPUPeakBytes < b.Memory.PerGPUPeakBytes:
+		return "the same shape complexity and step time; less memory"
+	}
+	return "the same shape complexity, step time and memory; the split listed first"
 }
 
 // splitWords names a shape's pipeline split as the table prints it.
