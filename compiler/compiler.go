@@ -97,13 +97,27 @@ func Solve(src Source, top int) (*solve.Result, diag.List) {
 
 // leaveOpenHints adds to the hint of each required field the spec leaves out
 // that parc solve can choose (spec.OpenPaths; train.micro_batch is the one
-// with no default) how to leave it open instead of setting it.
+// with no default) how to leave it open instead of setting it; and to a
+// field the spec writes open (`seq_length: int`) that parc solve does not
+// choose, which fields it does.
 func leaveOpenHints(ds diag.List) diag.List {
 	for i, d := range ds {
 		if d.Code != "missing-field" {
 			continue
 		}
 		if _, ok := spec.OpenFieldOf(d.Path); !ok {
+			if d.Path != "" && !strings.HasPrefix(d.Message, "required field ") {
+				// Written, but not as a value: the user meant the search
+				// to choose it.
+				chooses := fmt.Sprintf("parc solve does not choose %s: it chooses %s and, with them, %s", d.Path,
+					strings.Join(spec.OpenPaths(), ", "), strings.Join([]string{spec.LayoutPath, spec.RecomputeModulesPath,
+						spec.RecomputeMethodPath, spec.RecomputeLayersPath, spec.GroupSizePath, spec.DataParallelPath, spec.SequenceParallelPath}, ", "))
+				if d.Hint == "" {
+					ds[i].Hint = chooses
+				} else {
+					ds[i].Hint = d.Hint + "; " + chooses
+				}
+			}
 			continue
 		}
 		section, field, _ := strings.Cut(d.Path, ".")

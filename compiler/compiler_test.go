@@ -171,3 +171,34 @@ train: {seq_length: 65536, micro_batch: 1, global_batch: 8, iters: 10, recompute
 		assert.Equal(t, tc.remove, strings.Contains(hint, "remove model.max_position_embeddings"), "%q: %s", tc.model, hint)
 	}
 }
+
+// A field parc solve does not choose, written open (`seq_length: int`), is
+// told which fields it does choose; vet's hint stays the field's own.
+func TestSolveFieldItDoesNotChoose(t *testing.T) {
+	src := Source{Path: filepath.Join(t.TempDir(), "plan.cue"), Data: []byte(`package plan
+
+import (
+	"parc.dev/stdlib/clusters"
+	"parc.dev/stdlib/models"
+)
+
+model:    models.llama3_8b
+cluster:  clusters.dgx_h100 & {nodes: 1}
+parallel: {tp: int}
+train: {seq_length: int, micro_batch: 1, global_batch: 64, precision: "bf16", iters: 10}
+`)}
+	_, diags := Solve(src, 3)
+	var hint string
+	for _, d := range diags {
+		if d.Code == "missing-field" && d.Path == "train.seq_length" {
+			hint = d.Hint
+		}
+	}
+	require.NotEmpty(t, hint, "%v", diags)
+	assert.Contains(t, hint, "parc solve does not choose train.seq_length: it chooses parallel.tp, parallel.pp")
+	assert.Contains(t, hint, "train.micro_batch")
+	_, diags = Vet(src)
+	for _, d := range diags {
+		assert.NotContains(t, d.Hint, "parc solve", "vet's hint is the field's own")
+	}
+}
