@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"parc.dev/parc/internal/diag"
 )
 
 func TestEveryExampleVetsClean(t *testing.T) {
@@ -121,13 +123,7 @@ train: {seq_length: 4096, global_batch: 64, precision: "bf16", iters: 10` + micr
 	}
 	_, diags := Solve(spec(""), 3)
 	require.True(t, diags.HasErrors())
-	var hint string
-	for _, d := range diags {
-		if d.Code == "missing-field" && d.Path == "train.micro_batch" {
-			hint = d.Hint
-		}
-	}
-	require.NotEmpty(t, hint, "%v", diags)
+	hint := missingFieldHint(t, diags, "train.micro_batch")
 	assert.Contains(t, hint, "or leave it open for parc solve to choose: train: {micro_batch: int}")
 	r, diags := Solve(spec(", micro_batch: int"), 3)
 	require.False(t, diags.HasErrors(), "%v", diags)
@@ -188,17 +184,24 @@ parallel: {tp: int}
 train: {seq_length: int, micro_batch: 1, global_batch: 64, precision: "bf16", iters: 10}
 `)}
 	_, diags := Solve(src, 3)
-	var hint string
-	for _, d := range diags {
-		if d.Code == "missing-field" && d.Path == "train.seq_length" {
-			hint = d.Hint
-		}
-	}
-	require.NotEmpty(t, hint, "%v", diags)
+	hint := missingFieldHint(t, diags, "train.seq_length")
 	assert.Contains(t, hint, "parc solve does not choose train.seq_length: it chooses parallel.tp, parallel.pp")
 	assert.Contains(t, hint, "train.micro_batch")
 	_, diags = Vet(src)
 	for _, d := range diags {
 		assert.NotContains(t, d.Hint, "parc solve", "vet's hint is the field's own")
 	}
+}
+
+// missingFieldHint is the hint of the missing-field error at path.
+func missingFieldHint(t *testing.T, diags diag.List, path string) string {
+	t.Helper()
+	for _, d := range diags {
+		if d.Code == "missing-field" && d.Path == path {
+			require.NotEmpty(t, d.Hint, "%v", d)
+			return d.Hint
+		}
+	}
+	t.Fatalf("no missing-field error at %s: %v", path, diags)
+	return ""
 }
