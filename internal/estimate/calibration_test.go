@@ -947,7 +947,7 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   recorded on the NeMo and DGX Cloud rows; without them the Nemotron-4 340B and GPT-3 175B GB200 rows
   looked 25-40% too slow. H200, which no row had before session 50 (MLPerf Training v5.1, timed with
   the constants fitted before they joined): Nebius's Llama 3.1 405B on 512 and 1,024 H200 -3.5% and -3.1%,
-  HPE's Llama 3.1 8B on 64 H200 +25.1%, one microbatch per step as the Lambda row.
+  HPE's Llama 3.1 8B on 64 H200 +25.0%, one microbatch per step as the Lambda row.
 - Narayanan et al.'s A100 rows (Table 1) run as the scripts that produced the table set them
   (Megatron-LM examples/sc21/run_table_1.sh at de7dc40f: micro batch 16 down to 1, virtual pipeline
   stages from 76B on, PyTorch DDP's overlapped all-reduce up to 18B), with 2021 Megatron's unfused
