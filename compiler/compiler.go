@@ -109,9 +109,7 @@ func leaveOpenHints(ds diag.List) diag.List {
 			if d.Path != "" && !strings.HasPrefix(d.Message, "required field ") {
 				// Written, but not as a value: the user meant the search
 				// to choose it.
-				chooses := fmt.Sprintf("parc solve does not choose %s: it chooses %s and, with them, %s", d.Path,
-					strings.Join(spec.OpenPaths(), ", "), strings.Join([]string{spec.LayoutPath, spec.RecomputeModulesPath,
-						spec.RecomputeMethodPath, spec.RecomputeLayersPath, spec.GroupSizePath, spec.DataParallelPath, spec.SequenceParallelPath}, ", "))
+				chooses := fmt.Sprintf("parc solve does not choose %s: it chooses %s", d.Path, strings.Join(spec.LeaveOpenPaths(), ", "))
 				if d.Hint == "" {
 					ds[i].Hint = chooses
 				} else {

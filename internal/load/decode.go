@@ -27,7 +27,7 @@ import (
 // parallel.microbatch_group_size (spec.GroupSizePath) is listed last.
 func (r *Result) Open() []string {
 	var out []string
-	for _, p := range append(spec.OpenPaths(), spec.LayoutPath, spec.RecomputeModulesPath, spec.RecomputeMethodPath, spec.RecomputeLayersPath, spec.DataParallelPath, spec.SequenceParallelPath, spec.GroupSizePath) {
+	for _, p := range spec.LeaveOpenPaths() {
 		v := r.User.LookupPath(cue.ParsePath(p))
 		if !v.Exists() {
 			continue

@@ -81,8 +81,17 @@ const (
 	SequenceParallelPath = "parallel.sp"
 )
 
-// OpenPaths lists every field a user may leave open, in OpenField order.
+// OpenPaths lists the OpenFields' paths, in OpenField order.
 func OpenPaths() []string { return append([]string(nil), openPaths[:]...) }
+
+// LeaveOpenPaths lists every field a user may leave open for parc solve:
+// the OpenFields, then the fields chosen with them (the layout, the
+// recomputation's modules, method and layers, dp and sp), and the
+// microbatch group last.
+func LeaveOpenPaths() []string {
+	return append(OpenPaths(), LayoutPath, RecomputeModulesPath, RecomputeMethodPath, RecomputeLayersPath,
+		DataParallelPath, SequenceParallelPath, GroupSizePath)
+}
 
 // OpenFieldOf returns the open field at path.
 func OpenFieldOf(path string) (OpenField, bool) {
