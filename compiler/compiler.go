@@ -102,29 +102,24 @@ func Solve(src Source, top int) (*solve.Result, diag.List) {
 // choose, which fields it does.
 func leaveOpenHints(ds diag.List) diag.List {
 	for i, d := range ds {
-		if d.Code != "missing-field" {
+		if d.Code != "missing-field" || d.Path == "" {
 			continue
 		}
-		if _, ok := spec.OpenFieldOf(d.Path); !ok {
-			if d.Path != "" && !strings.HasPrefix(d.Message, "required field ") {
-				// Written, but not as a value: the user meant the search
-				// to choose it.
-				chooses := fmt.Sprintf("parc solve does not choose %s: it chooses %s", d.Path, strings.Join(spec.LeaveOpenPaths(), ", "))
-				if d.Hint == "" {
-					ds[i].Hint = chooses
-				} else {
-					ds[i].Hint = d.Hint + "; " + chooses
-				}
-			}
-			continue
-		}
-		section, field, _ := strings.Cut(d.Path, ".")
-		open := fmt.Sprintf("or leave it open for parc solve to choose: %s: {%s: int}", section, field)
-		if d.Hint == "" {
-			ds[i].Hint = open
+		var more string
+		if _, ok := spec.OpenFieldOf(d.Path); ok {
+			section, field, _ := strings.Cut(d.Path, ".")
+			more = fmt.Sprintf("or leave it open for parc solve to choose: %s: {%s: int}", section, field)
+		} else if !strings.HasPrefix(d.Message, "required field ") {
+			// Written, but not as a value: the user meant the search to
+			// choose it.
+			more = fmt.Sprintf("parc solve does not choose %s: it chooses %s", d.Path, strings.Join(spec.LeaveOpenPaths(), ", "))
 		} else {
-			ds[i].Hint = d.Hint + "; " + open
+			continue
 		}
+		if d.Hint != "" {
+			more = d.Hint + "; " + more
+		}
+		ds[i].Hint = more
 	}
 	return ds
 }
