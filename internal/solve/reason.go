@@ -202,10 +202,9 @@ func (sv *solver) simpler(a, b *Candidate) string {
 			return fmt.Sprintf(tieBreakWords[i], ka[i], kb[i])
 		}
 	}
-	switch {
-	case a.StepTimeS < b.StepTimeS:
-		return "the same shape complexity; the shorter step"
-	case a.Memory.PerGPUPeakBytes < b.Memory.PerGPUPeakBytes:
+	// Equal keys: ranked asks the step time next, so b (slower or tied
+	// with a) ties, and memory, then the split's index, decides.
+	if a.Memory.PerGPUPeakBytes < b.Memory.PerGPUPeakBytes {
 		return "the same shape complexity and step time; less memory"
 	}
 	return "the same shape complexity, step time and memory; the split listed first"
