@@ -148,20 +148,20 @@ func TestGroupedRelNeeded(t *testing.T) {
 	type key struct{ model, family string }
 	groups := map[key][]row{}
 	for _, x := range rows {
-		family := "Hopper"
-		if x.gpu != "H100" && x.gpu != "H200" {
+		family := "Ampere" // by the GPU's compute capability
+		switch cc := x.r.s.Cluster.GPU.ComputeCapability; {
+		case cc >= 10:
 			family = "Blackwell"
+		case cc >= 9:
+			family = "Hopper"
 		}
 		k := key{x.r.s.Model.Name, family}
 		groups[k] = append(groups[k], x)
 	}
 	b.WriteString("| model | expert | GPUs | runs | median share needed | runs above 1.00 |\n|---|---|---|---:|---:|---:|\n")
-	keys := make([]key, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(cmp.Compare(a.model, b.model), cmp.Compare(a.family, b.family)) })
-	for _, k := range keys {
+	for _, k := range slices.SortedFunc(maps.Keys(groups), func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.model, b.model), cmp.Compare(a.family, b.family))
+	}) {
 		var finite []float64
 		above := 0
 		for _, x := range groups[k] {
