@@ -43,9 +43,8 @@ func candidateSimplicity(c solve.Candidate) []int {
 // TestTieBreakReasonNamesTheSimplerEntry: a candidate ranked below the pick
 // though its step is shorter (within the noise band, where the simpler plan
 // ranks first) says in what the pick is simpler, and that is the first entry
-// of the tie-break order in which the two differ. (Until session 51 a pick
-// simpler only by its ep or tp was explained as "the same shape complexity;
-// the lower step time", which the lower step time contradicted.)
+// of the tie-break order, as the solve command documents it, in which the
+// two differ; a pick simpler only by its ep or tp is the case to cover.
 func TestTieBreakReasonNamesTheSimplerEntry(t *testing.T) {
 	words := []string{"a smaller model-parallel group", "fewer pipeline stages", "less context parallelism",
 		"fewer virtual stages", "a simpler pipeline split", "a smaller expert-parallel group", "less tensor parallelism",
