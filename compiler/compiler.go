@@ -100,7 +100,7 @@ func Solve(src Source, top int) (*solve.Result, diag.List) {
 // with no default) how to leave it open instead of setting it; and to a
 // field the spec writes open (`seq_length: int`) that parc solve does not
 // choose, which fields it does.
-func leaveOpenHints(ds diag.List) diag.List {
+func leaveOpenHints(res *load.Result, ds diag.List) diag.List {
 	for i, d := range ds {
 		if d.Code != "missing-field" || d.Path == "" {
 			continue
@@ -109,7 +109,7 @@ func leaveOpenHints(ds diag.List) diag.List {
 		if _, ok := spec.OpenFieldOf(d.Path); ok {
 			section, field, _ := strings.Cut(d.Path, ".")
 			more = fmt.Sprintf("or leave it open for parc solve to choose: %s: {%s: int}", section, field)
-		} else if !strings.HasPrefix(d.Message, "required field ") {
+		} else if res != nil && res.Written(d.Path) {
 			// Written, but not as a value: the user meant the search to
 			// choose it.
 			more = fmt.Sprintf("parc solve does not choose %s: it chooses %s", d.Path, strings.Join(spec.LeaveOpenPaths(), ", "))
@@ -129,11 +129,11 @@ func leaveOpenHints(ds diag.List) diag.List {
 func SolveWith(src Source, opts solve.Options) (*solve.Result, diag.List) {
 	res, diags := load.Load(src)
 	if res == nil || diags.HasErrors() {
-		return nil, leaveOpenHints(diags).Sort()
+		return nil, leaveOpenHints(res, diags).Sort()
 	}
 	if opts.Checks == nil {
 		opts.Checks = targetChecks
 	}
 	r, ds := solve.Solve(res, opts)
-	return r, leaveOpenHints(res.Ranges(append(diags, ds...))).Sort()
+	return r, leaveOpenHints(res, res.Ranges(append(diags, ds...))).Sort()
 }

@@ -16,6 +16,10 @@ import (
 	"parc.dev/parc/internal/spec"
 )
 
+// Written reports whether the user's spec writes the field at path, as a
+// value or open.
+func (r *Result) Written(path string) bool { return r.User.LookupPath(cue.ParsePath(path)).Exists() }
+
 // Open lists the solver fields (spec.OpenPaths) the user left open (`tp: int`,
 // `tp: 1 | 2 | 4 | 8`, `pp: >=2`). Openness is decided on the user's own
 // value, before the schema's defaults could make it concrete. An open

@@ -217,9 +217,7 @@ const maxListed = 100
 
 // written reports whether the user's spec writes the field at path, as a
 // value or open.
-func (sv *solver) written(path string) bool {
-	return sv.res.User.LookupPath(cue.ParsePath(path)).Exists()
-}
+func (sv *solver) written(path string) bool { return sv.res.Written(path) }
 
 // newSolver decodes the spec once, with each open field at a placeholder its
 // constraint allows, and computes every field's candidate values.
