@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"parc.dev/parc/compiler"
+	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/resolve"
@@ -147,6 +148,23 @@ func Import(src []byte, o Options) Result {
 	for _, k := range slices.Sorted(maps.Keys(o.Env)) {
 		m.out = append(m.out, assignment{path: "launch.env." + k, value: o.Env[k], note: "the run's environment"})
 	}
+	// The environment the script gives the training command (what it
+	// exports, the command's NAME=value prefixes): launch.env carries it,
+	// and parc's launch scripts export it to every worker.
+	for _, e := range cmd.Env {
+		if _, given := o.Env[e.Name]; given {
+			continue
+		}
+		pos := diag.Pos{File: o.File, Line: e.Line, Column: max(e.Col, 1)}
+		if why := envNotCarried(e); why != "" {
+			r.Diags.Warnf(pos, "launch.env", "import-env",
+				"set launch.env."+e.Name+" to the value the job needs, or leave it to the cluster's environment",
+				"the input gives the training command %s=%q, which launch.env does not carry: %s", e.Name, e.Value, why)
+			continue
+		}
+		m.out = append(m.out, assignment{path: "launch.env." + e.Name, value: e.Value,
+			note: fmt.Sprintf("the input's environment (line %d)", e.Line), line: e.Line, col: e.Col})
+	}
 	if b := func(d string) bool { x, _ := ns.Values[d].(bool); return x }; ns.Values["eval_interval"] == nil && !b("full_validation") && !b("skip_train") {
 		r.Diags.Warnf(at(0), "logging.eval_interval", "import-no-eval-interval", "set logging.eval_interval (parc's default is 1000)",
 			"the arguments leave --eval-interval out: Megatron keeps None and stops at start-up dividing train_iters by it (training.py, get_train_valid_test_num_samples); the spec writes eval_interval: null to keep the arguments as they are")
@@ -277,8 +295,23 @@ func Import(src []byte, o Options) Result {
 		}
 		return -1
 	}
+	// A field the input's environment gives is blamed at its line; a check
+	// of the whole launch.env at the line of the variable it names.
+	posOf := func(d diag.Diagnostic) diag.Pos {
+		for _, a := range m.out {
+			if a.line == 0 {
+				continue
+			}
+			name := strings.TrimPrefix(a.path, "launch.env.")
+			if a.path == d.Path || strings.HasPrefix(d.Path, a.path+".") ||
+				d.Path == "launch.env" && namesVariable(d.Message, name) {
+				return diag.Pos{File: o.File, Line: a.line, Column: max(a.col, 1)}
+			}
+		}
+		return at(lineOfPath(d.Path))
+	}
 	for _, d := range cdiags {
-		pos := at(lineOfPath(d.Path))
+		pos := posOf(d)
 		if strings.HasPrefix(d.Path, "launch.extra_args") {
 			pos = at(extraArgIndex(d.Message, ns))
 		}
@@ -543,4 +576,36 @@ var notDecoder = map[string]string{
 	"pretrain_vlm.py":   "a vision-language model (a vision encoder and a projection before the language decoder)",
 	"pretrain_ict.py":   "an inverse cloze task retriever (two BERT encoders)",
 	"pretrain_retro.py": "RETRO, a decoder with a retrieval encoder and cross-attention",
+}
+
+// envNotCarried says why a variable of the training command's environment
+// cannot go to launch.env: the reader does not know its value, or parc's
+// launch scripts set it themselves ("" = it can).
+func envNotCarried(e EnvVar) string {
+	switch {
+	case e.Array:
+		return "it is an array, which bash does not export"
+	case e.Unknown:
+		return "its value holds what the reader cannot know without running the script (a variable it never assigns, $(command), a branch it cannot decide)"
+	case slices.Contains(check.ReservedEnv, e.Name):
+		return "parc's launch scripts set it themselves (" + strings.Join(check.ReservedEnv, ", ") + ")"
+	}
+	return ""
+}
+
+// namesVariable reports whether msg names the variable name as a word of
+// its own (NCCL_IB_HCA, not in NCCL_IB_HCA_X).
+func namesVariable(msg, name string) bool {
+	for i := 0; ; {
+		j := strings.Index(msg[i:], name)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(name)
+		if (j == 0 || !isNameChar(msg[j-1])) && (end == len(msg) || !isNameChar(msg[end])) {
+			return true
+		}
+		i = j + 1
+	}
 }

@@ -50,6 +50,7 @@ func TestEveryCodeIsProduced(t *testing.T) {
 		"import-no-eval-interval":   base,
 		"import-expansion-limit":    "A=x\n" + strings.Repeat("A=$A$A\n", 30) + "python pretrain_gpt.py " + strings.ReplaceAll(base, "\n", " ") + "--data-path $A\n",
 		"import-too-many-arguments": "python pretrain_gpt.py " + strings.ReplaceAll(base, "\n", " ") + strings.Repeat(" --data-path x", 5001) + "\n",
+		"import-env":                "export PYTHONPATH=/opt/megatron:$PYTHONPATH\npython pretrain_gpt.py " + strings.ReplaceAll(base, "\n", " ") + "\n",
 	} {
 		res := Import([]byte(in), Options{File: "in.sh"})
 		assert.Contains(t, res.Diags.Codes(), code, "%q: %v", in, res.Diags)

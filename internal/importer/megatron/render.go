@@ -450,7 +450,13 @@ func writeBlock(b *strings.Builder, n *node, p string, depth int) {
 	fmt.Fprintf(b, "%s}\n", strings.Repeat("\t", depth))
 }
 
+// label writes a field name, quoted unless it is a plain identifier: a
+// name that starts with _ is quoted too (unquoted, CUE takes it for a
+// hidden field, which the spec would not see: export _X=1).
 func label(name string) string {
+	if strings.HasPrefix(name, "_") {
+		return importer.CUEString(name)
+	}
 	for i, r := range name {
 		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
 			return importer.CUEString(name)

@@ -15,6 +15,9 @@ type assignment struct {
 	value any // bool, int64, float64, string, []any
 	dests []string
 	note  string // the comment when no argument says it
+	// line, col: where the input says it when no argument does (an
+	// exported variable); 0 = no such place.
+	line, col int
 }
 
 // mapper turns a Megatron namespace into spec assignments.

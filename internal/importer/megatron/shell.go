@@ -2,6 +2,7 @@ package megatron
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -46,6 +47,25 @@ type Command struct {
 	Nodes       int    // torchrun --nnodes (0 = not given)
 	GPUsPerNode int    // torchrun --nproc_per_node / --nproc-per-node (0 = not given)
 	Notes       []Note
+	// Env is the environment the script gives the training command: what
+	// it exports before it (export NAME=value, or export NAME after an
+	// assignment) and the command's own NAME=value prefixes, each with its
+	// value there. Sorted by name.
+	Env []EnvVar
+}
+
+// EnvVar is one variable of the training command's environment.
+type EnvVar struct {
+	Name  string
+	Value string
+	Line  int // where the value was assigned
+	Col   int
+	// Unknown: the value holds an expansion the reader cannot know
+	// ($PYTHONPATH, $(hostname)), or was assigned in a branch it could not
+	// decide; Value is as written.
+	Unknown bool
+	// Array: the variable is an array, which bash does not export.
+	Array bool
 }
 
 // Words is the argument list as text, the form Megatron's parser reads.
@@ -122,7 +142,11 @@ func isArgsFile(src string) bool {
 //   - what cannot be known without running the script — a variable the
 //     script never assigns (the environment is not read), a positional
 //     parameter without a default, $(command) — stays as written
-//     ("$DATA_PATH") with an import-unresolved note at its line.
+//     ("$DATA_PATH") with an import-unresolved note at its line;
+//   - the training command's environment (Command.Env) is what the script
+//     exports before it (export NAME=value, or export NAME of an assigned
+//     variable; every later value of an exported name) and the command's
+//     own NAME=value prefixes.
 //
 // The training command is the last command that runs a .py program followed
 // by options (torchrun … pretrain_gpt.py …, python …, srun … python …); its
@@ -131,11 +155,15 @@ func isArgsFile(src string) bool {
 func ReadShell(src string) Command { return readShell(src, false) }
 
 func readShell(src string, nested bool) Command {
-	l := &lexer{src: src, line: 1, vars: map[string][]Word{}, unsure: map[string]bool{}}
+	l := &lexer{src: src, line: 1, vars: map[string][]Word{}, unsure: map[string]bool{}, exported: map[string]bool{}, unknownValue: map[string]bool{}}
 	var cmds [][]Word
+	var marks []int           // envLog's length at each command
+	var prefixes [][]envEntry // each command's own NAME=value prefixes
 	for !l.eof() {
 		if w := l.command(); len(w) > 0 {
 			cmds = append(cmds, w)
+			marks = append(marks, len(l.envLog))
+			prefixes = append(prefixes, l.prefixEnv)
 		}
 	}
 	var c Command
@@ -151,6 +179,7 @@ func readShell(src string, nested bool) Command {
 		c.Program = words[p].Text
 		c.Args = words[p+1:]
 		c.Nodes, c.GPUsPerNode = launcherSize(words[:p])
+		c.Env = commandEnv(l.envLog[:marks[best]], prefixes[best])
 	} else {
 		for _, words := range cmds {
 			if strings.HasPrefix(words[0].Text, "--") {
@@ -220,6 +249,9 @@ func readShell(src string, nested bool) Command {
 			Msg: fmt.Sprintf("up to %d more expansions that cannot be known are kept as written and not listed (the first %d are)", omitted, maxUnresolved)})
 	}
 	// Positions to lines and columns.
+	for i := range c.Env {
+		c.Env[i].Line, c.Env[i].Col = unpack(c.Env[i].Line)
+	}
 	for i := range c.Notes {
 		c.Notes[i].Line, c.Notes[i].Col = unpack(c.Notes[i].Line)
 	}
@@ -235,6 +267,33 @@ func readShell(src string, nested bool) Command {
 		}
 	}
 	return c
+}
+
+// commandEnv is the environment a command runs with: the exported values
+// of log (the last one of each name) and the command's own prefixes.
+func commandEnv(log, prefix []envEntry) []EnvVar {
+	last := map[string]envEntry{}
+	for _, e := range log {
+		last[e.name] = e
+	}
+	for _, e := range prefix {
+		last[e.name] = e
+	}
+	env := make([]EnvVar, 0, len(last))
+	for _, name := range slices.Sorted(maps.Keys(last)) {
+		e := last[name]
+		v := EnvVar{Name: name, Unknown: e.unknown, Array: len(e.val) != 1}
+		if len(e.val) > 0 {
+			v.Line = e.val[0].Line
+			texts := make([]string, len(e.val))
+			for i, w := range e.val {
+				texts[i] = w.Text
+			}
+			v.Value = strings.Join(texts, " ")
+		}
+		env = append(env, v)
+	}
+	return env
 }
 
 // programIndex is the index of the first word naming a Python program.
@@ -302,6 +361,22 @@ type lexer struct {
 
 	expanded  int  // bytes (and words) the expansions have added so far (addExpanded)
 	overLimit bool // an expansion was refused: maxExpansion reached
+
+	// The environment: exported names, and a log of the values they take
+	// (envLog), which a command's envMark indexes; the training command's
+	// environment replays the log up to its mark (commandEnv).
+	exported      map[string]bool
+	exporting     bool       // reading an export command
+	pendingPrefix []envEntry // NAME=value prefixes of the command being read
+	prefixEnv     []envEntry // the last command's NAME=value prefixes
+	envLog        []envEntry
+	unknownValue  map[string]bool // a variable's value holds an expansion kept as written
+}
+
+type envEntry struct {
+	name    string
+	val     []Word
+	unknown bool
 }
 
 type heredoc struct {
@@ -357,7 +432,12 @@ var declarers = map[string]bool{"export": true, "declare": true, "local": true, 
 // applies its assignments; it returns the command's words.
 func (l *lexer) command() []Word {
 	notes := len(l.notes)
+	l.exporting, l.pendingPrefix = false, nil
 	words := l.simpleCommand()
+	l.prefixEnv = nil
+	if len(words) > 0 && !l.exporting && l.active() {
+		l.prefixEnv = l.pendingPrefix
+	}
 	if c := l.cond; c != nil && len(words) > 0 {
 		for _, n := range l.notes[notes:] {
 			if n.Code == "import-unresolved" && c.unsure == "" {
@@ -431,7 +511,9 @@ func (l *lexer) simpleCommand() []Word {
 		}
 		if prefix {
 			if name, app, ok := l.assignmentStart(); ok {
-				l.assign(name, app)
+				if e, ok := l.assign(name, app); ok {
+					l.pendingPrefix = append(l.pendingPrefix, e)
+				}
 				continue
 			}
 		}
@@ -466,10 +548,18 @@ func (l *lexer) simpleCommand() []Word {
 		}
 		if prefix && len(words) == 0 && declarers[literal] {
 			declarer = true // export NAME=… : keep reading assignments
+			l.exporting = literal == "export"
 			continue
 		}
 		if declarer && len(words) == 0 && strings.HasPrefix(literal, "-") {
 			continue // declare -a, export -n
+		}
+		if l.exporting && isName(literal) && l.active() {
+			// export NAME: the value it has now, and every later one.
+			l.exported[literal] = true
+			if v, ok := l.vars[literal]; ok {
+				l.envLog = append(l.envLog, envEntry{name: literal, val: v, unknown: l.unknownValue[literal] || l.unsure[literal]})
+			}
 		}
 		prefix = false
 		words = append(words, fields...)
@@ -583,8 +673,11 @@ func (l *lexer) assignmentStart() (name string, appendTo, ok bool) {
 	return "", false, false
 }
 
-// assign reads the value of NAME= (a word, or an array in parentheses).
-func (l *lexer) assign(name string, appendTo bool) {
+// assign reads the value of NAME= (a word, or an array in parentheses) and
+// returns it as an environment entry (ok false in a branch bash does not
+// take); an exported NAME's value goes to the environment's log.
+func (l *lexer) assign(name string, appendTo bool) (envEntry, bool) {
+	notes := len(l.notes)
 	var val []Word
 	if l.peek(0) == '(' {
 		l.next()
@@ -642,19 +735,47 @@ func (l *lexer) assign(name string, appendTo bool) {
 		}
 	}
 	if !l.active() {
-		return // in a branch bash does not take
+		return envEntry{}, false // in a branch bash does not take
 	}
 	if l.undecided() {
 		l.unsure[name] = true
 	}
+	unknown := slices.ContainsFunc(l.notes[notes:], func(n Note) bool { return n.Code == "import-unresolved" })
 	if appendTo {
 		// No other variable shares the array's storage (every value is
 		// built afresh), so appending in place keeps NAME+=(…) line after
 		// line linear.
 		val = append(l.vars[name], val...)
+		unknown = unknown || l.unknownValue[name]
 	}
 	l.vars[name] = val
 	l.assigned = append(l.assigned, name)
+	if unknown {
+		l.unknownValue[name] = true
+	} else {
+		delete(l.unknownValue, name)
+	}
+	e := envEntry{name: name, val: val, unknown: unknown || l.unsure[name]}
+	if l.exporting {
+		l.exported[name] = true
+	}
+	if l.exported[name] {
+		l.envLog = append(l.envLog, e)
+	}
+	return e, true
+}
+
+// isName reports whether s is a shell variable name.
+func isName(s string) bool {
+	if s == "" || !isNameStart(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isNameChar(s[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // fieldBuilder collects the fields one shell word expands to.
