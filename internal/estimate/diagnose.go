@@ -204,9 +204,13 @@ func (c *costModel) diagnoseRouting(r *diag.Reporter) {
 	if e.ScoreFunction == "sigmoid" {
 		hint += ", or model.moe.expert_bias: true for aux-loss-free balancing"
 	}
+	routing := "dropless routing"
+	if f := e.ExpertRankCapacityFactor; f != nil {
+		routing = fmt.Sprintf("a per-rank budget that only caps a GPU at %g times its share (model.moe.expert_rank_capacity_factor)", *f)
+	}
 	r.Warnf("model.moe.router_load_balancing", CodeRoutingUnbounded, hint,
-		"model.moe.router_load_balancing is %q with dropless routing (no capacity_factor, no router_force_load_balancing, no expert_bias): nothing keeps the %d experts' loads even, the GPU holding the busiest ones sets every step, and the estimated step time, which takes every expert at its share of the tokens, is a lower bound",
-		e.RouterLoadBalancing, e.Experts)
+		"model.moe.router_load_balancing is %q with %s (no capacity_factor, no router_force_load_balancing, no expert_bias): nothing keeps the %d experts' loads even, the GPU holding the busiest ones sets every step, and the estimated step time, which takes every expert at its share of the tokens, is a lower bound",
+		e.RouterLoadBalancing, routing, e.Experts)
 }
 
 // diagnoseBuckets warns where train.ddp_bucket_size is below the size of the
