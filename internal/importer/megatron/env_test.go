@@ -34,6 +34,8 @@ func TestImportEnvironment(t *testing.T) {
 			"--tokenizer-type NullTokenizer --vocab-size 1000 --mock-data --lr 1e-4",
 		"export LATER=after", // 14: after the command
 	}, "\n") + "\n"
+	// declare -x exports as export does.
+	script = strings.Replace(script, "#!/bin/bash", "declare -x DECLARED=yes", 1)
 	res := Import([]byte(script), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
 	require.NotNil(t, res.Spec, "%v", res.Diags)
 	spec := string(res.Spec)
@@ -42,6 +44,7 @@ func TestImportEnvironment(t *testing.T) {
 		`NCCL_IB_HCA:\s+"mlx5_1"\s+// the input's environment \(line 7\)`,
 		`"_HIDDEN":\s+"3"`,
 		`CUDA_DEVICE_MAX_CONNECTIONS:\s+"1"\s+// the input's environment \(line 13\)`,
+		`DECLARED:\s+"yes"\s+// the input's environment \(line 1\)`,
 	} {
 		assert.Regexp(t, want, spec)
 	}

@@ -552,6 +552,9 @@ func (l *lexer) simpleCommand() []Word {
 			continue
 		}
 		if declarer && len(words) == 0 && strings.HasPrefix(literal, "-") {
+			if strings.Contains(literal, "x") && !strings.HasPrefix(literal, "--") {
+				l.exporting = true // declare -x, typeset -x, local -x
+			}
 			continue // declare -a, export -n
 		}
 		if l.exporting && isName(literal) && l.active() {
