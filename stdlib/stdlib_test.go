@@ -238,7 +238,7 @@ func TestModelShapes(t *testing.T) {
 			// A MoE model with linear biases limits plans to etp 1
 			// (Megatron: bias in MoE only with expert tensor
 			// parallelism 1); only a model published with them may.
-			if m.Bias && name != "gpt_oss_120b" {
+			if m.Bias && name != "gpt_oss_120b" && name != "gpt_oss_20b" {
 				t.Errorf("%s: MoE preset with linear biases cannot use etp > 1", name)
 			}
 		}
@@ -278,6 +278,7 @@ func TestParameterCounts(t *testing.T) {
 		{"nemotron4_15b", 15.7e9, 0, "arXiv:2402.16819 Table 1: 3.2B embedding + 12.5B non-embedding parameters", false, 0},
 		{"nemotron4_340b", 341.0e9, 0, "arXiv:2406.11704 Table 1: 9.4B embedding + 331.6B non-embedding parameters", false, 0},
 		{"gpt_oss_120b", 116.83e9, 5.13e9, "gpt-oss model card (arXiv:2508.10925) Table 1: 116.83B total, 5.13B active (the unembedding counted, the embedding not)", false, 0},
+		{"gpt_oss_20b", 20.91e9, 3.61e9, "gpt-oss model card (arXiv:2508.10925) Table 1: 20.91B total, 3.61B active (the unembedding counted, the embedding not)", false, 0},
 		{"kimi_k2", 1e12, 32e9, "MoonshotAI/Kimi-K2 README, Model Summary: 1T total, 32B activated (one and two significant figures: within 5%)", false, 0.05},
 	}
 	models := decodeModels(t)

@@ -337,6 +337,11 @@ func TestGPTOSS(t *testing.T) {
 	preset := ctx.CompileBytes(b).LookupPath(cue.ParsePath("gpt_oss_120b"))
 	got := ctx.CompileBytes(res.Spec).LookupPath(cue.ParsePath("model"))
 	require.Equal(t, withoutLabels(decode(t, preset)), withoutLabels(decode(t, got)), "%s", res.Spec)
+	// The 20B model's config.json gives the gpt_oss_20b preset.
+	_, res20, _ := importWarned(t, "gpt_oss_20b.json")
+	preset20 := ctx.CompileBytes(b).LookupPath(cue.ParsePath("gpt_oss_20b"))
+	got20 := ctx.CompileBytes(res20.Spec).LookupPath(cue.ParsePath("model"))
+	require.Equal(t, withoutLabels(decode(t, preset20)), withoutLabels(decode(t, got20)), "%s", res20.Spec)
 	// A window pattern Megatron's skip frequency cannot say is not written.
 	odd := strings.Replace(string(src), `"full_attention",`, `"sliding_attention",`, 1)
 	require.NotContains(t, string(Import([]byte(odd), "x").Spec), "window_attn_skip_freq")
