@@ -1346,8 +1346,9 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   the contract's fields only, without the graph, those rows come out within 5-10%: in the model the graph
   takes 40 ms of per-kernel GPU and host time off a 68 ms eager step, and the runs measure about the eager
   step. Whether the graph gains less at this scale or the runs pay a per-step cost the model lacks, no
-  source says. MLPerf v6.0's GPT-OSS 20B runs (one microbatch per step too, reported apart) are +41% at 72
-  and +113% at 512 GB300.
+  source says. Other submitters' v6.0 runs at 64 GPUs, one microbatch per step: +30..+32% on GB300 (Dell,
+  QCT) and B300 (Nebius), +6% and +16% on B200 (CoreWeave, SCITIX). MLPerf v6.0's GPT-OSS 20B runs (one
+  microbatch per step too, reported apart) are +29% on 72 GB200, +41% on 72 GB300 and +113% on 512.
 - Fine-grained MoE at scale on GB200: MLPerf Training v6.0's DeepSeek-V3 (one plan, TP 2, PP 4, VPP 4, EP 32,
   MXFP8, HybridEP, the full-iteration graph, routing balanced only by an aux loss of 0.01) is +5% at 512 GB200,
   +9% at 2,048, +24% at 4,096 and +55% at 8,192, where each pipeline runs 16 microbatches a step: the runs lose
@@ -1364,7 +1365,8 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   Megatron-Bridge's GB300 NVFP4 rows (70B, 405B) from -5..+9% to -13..-25% and the held-out mean from 8.4%
   to 8.8%: Blackwell Ultra's fp4 operation costs less than that, by an amount no source gives, so it is not in.
   MLPerf Training v6.0 (session 52) agrees: Llama 3.1 405B in NVFP4 on 512 to 4,096 GB300 +13..+21% where
-  Azure's 8,192 GB200 is +1%, and Llama 3.1 8B in NVFP4 on 8 GB300 and 16 B300 +18% and +22%.
+  Azure's 8,192 GB200 is +1%, and Llama 3.1 8B in NVFP4 on 8 to 32 GB300 and B300 (NVIDIA, HPE, Inventec,
+  Cisco) +15..+22% where HPE's 16 B200 is -3%.
 - CPU offloading, manual GC and routing imbalance are not modelled (the MoE rows force balanced routing).
 `
 

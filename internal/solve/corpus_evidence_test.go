@@ -65,8 +65,12 @@ const (
 // change no other row's: Llama 3.1 8B on 512 GB200 and on 512 GB300 (pick TP 4
 // CP 2 against the runs' TP 2 CP 4), one microbatch per GPU per step, where
 // the model rates the runs 62-67% too fast (testdata/measured/README.md):
-// 56 (7 confirmed, 49 none), the bound.
-const maxUnsupersededMisses = 56
+// 56 (7 confirmed, 49 none). Session 52's 35 MLPerf Training v6.0 rows add
+// one miss without outside evidence and change no other row's: Cisco's Llama
+// 3.1 8B on 16 B300 in NVFP4 (pick TP 1 at micro batch 1 against the run's
+// TP 2 at micro batch 2, which its log prints where its config file says
+// TP 1): 57 (8 confirmed, 49 none), the bound.
+const maxUnsupersededMisses = 57
 
 // missEvidence is what the measured runs of a miss's job say about its
 // published plan.
