@@ -363,8 +363,8 @@ type lexer struct {
 	overLimit bool // an expansion was refused: maxExpansion reached
 
 	// The environment: exported names, and a log of the values they take
-	// (envLog), which a command's envMark indexes; the training command's
-	// environment replays the log up to its mark (commandEnv).
+	// (envLog); readShell notes the log's length at each command, and the
+	// training command's environment replays the log up to it (commandEnv).
 	exported      map[string]bool
 	exporting     bool       // reading an export command
 	pendingPrefix []envEntry // NAME=value prefixes of the command being read
