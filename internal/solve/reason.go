@@ -120,17 +120,19 @@ func (sv *solver) why(c, best *Candidate, band float64) string {
 	})
 	total := c.StepTimeS - best.StepTimeS
 	var parts []string
-	if c.InNoiseBand && total < 0 {
+	switch {
+	case c.InNoiseBand && total < 0:
 		parts = append(parts, fmt.Sprintf("%.1f%% faster than the pick, within the %.3g%% noise band, where the simpler plan ranks first (%s)",
 			-100*total/best.StepTimeS, 100*band, sv.simpler(best, c)))
-	} else if c.InNoiseBand && total >= 0 && fs[0].delta > 0 {
+	case c.InNoiseBand && fs[0].delta > 0:
 		parts = append(parts, fmt.Sprintf("%+.1f%% step time, within the noise band: %s", 100*total/best.StepTimeS, fs[0].text))
-	} else if (total <= 0 || fs[0].delta <= 0) && c.InNoiseBand {
+	case c.InNoiseBand:
 		parts = append(parts, fmt.Sprintf("same step time as the pick, within the noise band, where the simpler plan ranks first (%s)", sv.simpler(best, c)))
-	} else if total <= 0 || fs[0].delta <= 0 {
-		parts = append(parts, fmt.Sprintf("same step time as the best; ranked lower by the tie-break (model-parallel size tp·pp·cp %d vs %d, then memory)",
-			modelSize(c), modelSize(best)))
-	} else {
+	case fs[0].delta <= 0:
+		// Out of the band c is the slower (the pick is in it), by what no
+		// part of the breakdown shows.
+		parts = append(parts, fmt.Sprintf("%+.1f%% step time", 100*total/best.StepTimeS))
+	default:
 		parts = append(parts, fmt.Sprintf("%+.1f%% step time: %s", 100*total/best.StepTimeS, fs[0].text))
 		if len(fs) > 1 && fs[1].delta >= 0.25*total && !math.IsInf(fs[1].delta, 0) {
 			parts = append(parts, fs[1].text)
@@ -174,8 +176,6 @@ func shapeDifferences(c, best *Candidate) []string {
 	}
 	return out
 }
-
-func modelSize(c *Candidate) int { return c.Parallel.TP * c.Parallel.PP * c.Parallel.CP }
 
 // tieBreakWords words each entry of solver.simplicity in which one plan is
 // simpler than another, with the two values; the split's entry (a kind)
