@@ -304,7 +304,7 @@ func Import(src []byte, o Options) Result {
 			}
 			name := strings.TrimPrefix(a.path, "launch.env.")
 			if a.path == d.Path || strings.HasPrefix(d.Path, a.path+".") ||
-				d.Path == "launch.env" && namesVariable(d.Message, name) {
+				d.Path == "launch.env" && regexp.MustCompile(`\b`+regexp.QuoteMeta(name)+`\b`).MatchString(d.Message) {
 				return diag.Pos{File: o.File, Line: a.line, Column: max(a.col, 1)}
 			}
 		}
@@ -591,21 +591,4 @@ func envNotCarried(e EnvVar) string {
 		return "parc's launch scripts set it themselves (" + strings.Join(check.ReservedEnv, ", ") + ")"
 	}
 	return ""
-}
-
-// namesVariable reports whether msg names the variable name as a word of
-// its own (NCCL_IB_HCA, not in NCCL_IB_HCA_X).
-func namesVariable(msg, name string) bool {
-	for i := 0; ; {
-		j := strings.Index(msg[i:], name)
-		if j < 0 {
-			return false
-		}
-		j += i
-		end := j + len(name)
-		if (j == 0 || !isNameChar(msg[j-1])) && (end == len(msg) || !isNameChar(msg[end])) {
-			return true
-		}
-		i = j + 1
-	}
 }
