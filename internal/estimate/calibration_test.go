@@ -1352,7 +1352,7 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   A refit on all 657 rows (session 52, go test -run TestCalibration -update in a scratch worktree) puts
   the graph-replayed share of a kernel's cost at 0.75 (GraphKernelRel, now about 0), GroupedRel at 0.59,
   HostSyncS at 346 µs and attention at 0.79, and takes the held-out worst from 166% to 60% (median 5.0% to
-  5.3%, mean 9.9% to 8.5%; this row +166% to about +60%), but it fails five outside checks the fit does not
+  5.3%, mean 9.9% to 8.5%), but it fails five outside checks the fit does not
   see: TestEPOverlapHostCost (PR 1760's run without the overlap no longer host-bound: 18.7 s of host issue
   time for its measured 16.0 s), TestDeepEPAcrossMNNVL (1.256 for the guide's 1.137),
   TestWindowedAttentionKernels (windowed forward 1.12x cuDNN's), TestModelKind and
