@@ -186,6 +186,9 @@ func writeSolveText(w io.Writer, file string, r *solve.Result) error {
 	if r.Run != nil {
 		fmt.Fprintf(&b, "\nThe pick's training run: %s.\n", report.RunText(r.Run))
 	}
+	if r.Accuracy != nil {
+		fmt.Fprintf(&b, "\nStep-time accuracy: %s.\n", report.AccuracyText(r.Accuracy))
+	}
 	if len(r.FasterSettings) > 0 {
 		b.WriteString("\nSettings the spec leaves off that would each shorten the pick's step (every check passes):\n")
 		for _, f := range r.FasterSettings {

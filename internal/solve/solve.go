@@ -306,6 +306,12 @@ type Result struct {
 	// train.global_batch; with a step batch-size schedule that is the first
 	// phase's batch, and Run rates every phase the pick reaches.
 	Run *estimate.TrainingRun `json:"run,omitempty"`
+	// Accuracy is how far the step-time model was from published
+	// measurements of the pick's kind of plan on its GPU
+	// (estimate.AccuracyOf, what explain reports for a plan), nil where
+	// the corpus has no run of that kind on that GPU: the margin the
+	// ranking's step times carry.
+	Accuracy *estimate.Accuracy `json:"accuracy,omitempty"`
 	// NoiseBand and MemoryHeadroom are the fractions the search used.
 	NoiseBand      float64 `json:"noise_band"`
 	MemoryHeadroom float64 `json:"memory_headroom"`

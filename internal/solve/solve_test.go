@@ -20,6 +20,7 @@ import (
 	"parc.dev/parc/compiler"
 	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
+	"parc.dev/parc/internal/estimate"
 	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/solve"
 	"parc.dev/parc/internal/spec"
@@ -903,8 +904,9 @@ func deref(p *int) int {
 // layers) on 1,024 and 16,384 H100 and DeepSeek-V3 (61 layers) on 1,024
 // H100, with every degree, the micro batch and recompute open and no
 // pipeline split written, have a plan; the pick's estimated peak is within
-// the memory headroom, and `parc vet` on the pick does not warn
-// memory-near-limit.
+// the memory headroom, `parc vet` on the pick does not warn
+// memory-near-limit, and the result carries the measured accuracy explain
+// reports for the pick.
 func TestLargeModelsSolve(t *testing.T) {
 	files, err := filepath.Glob("testdata/acceptance/*.cue")
 	require.NoError(t, err)
@@ -922,6 +924,11 @@ func TestLargeModelsSolve(t *testing.T) {
 			require.False(t, ds.HasErrors(), "%v", ds)
 			assert.NotContains(t, codesOf(ds), "memory-near-limit", c.Label())
 			assert.Equal(t, r.Space, r.Pruned+r.Infeasible+r.Feasible+r.Bounded, "the counts add up")
+			// The pick comes with the measured accuracy of its kind of
+			// plan on H100, as explain gives it for that plan.
+			if assert.NotNil(t, r.Accuracy, "the corpus has runs of this kind on H100") {
+				assert.Equal(t, estimate.AccuracyOf(&p.Spec), r.Accuracy)
+			}
 			t.Logf("%s: %.4g s/step, %.0f%% of GPU memory; %s", c.Label(), p.Estimate.StepTimeS, 100*c.Memory.FractionOfGPU, r.Summary())
 		})
 	}

@@ -253,6 +253,7 @@ func (sv *solver) run() *Result {
 		r.Explanation = sv.explain(verified, groups)
 		r.FasterSettings, r.FasterTogether = resolve.Faster(verified[0].plan, sv.opts.MemoryHeadroom)
 		r.Run = resolve.TrainingRun(verified[0].plan)
+		r.Accuracy = estimate.AccuracyOf(&verified[0].plan.Spec)
 		if note := wholeRunNote(verified, r.Run, func(c *Candidate) *estimate.TrainingRun { return resolve.TrainingRun(c.plan) }); note != "" {
 			r.Notes = append(r.Notes, note)
 		}

@@ -110,7 +110,7 @@ func NewData(p *plan.Plan, warnings diag.List) *Data {
 			data.Summary = append(data.Summary, Row{"training run", RunText(r)})
 		}
 		if a := e.Accuracy; a != nil {
-			data.Summary = append(data.Summary, Row{"step-time accuracy", accuracyText(a)})
+			data.Summary = append(data.Summary, Row{"step-time accuracy", AccuracyText(a)})
 		}
 		data.fillEstimate(p, e)
 	}
@@ -486,9 +486,9 @@ func modelTFLOPs(e *estimate.Estimate) string {
 	return v
 }
 
-// accuracyText says how far the step-time model was from published
+// AccuracyText says how far the step-time model was from published
 // measurements of this kind of model on this GPU (estimate.AccuracyOf).
-func accuracyText(a *estimate.Accuracy) string {
+func AccuracyText(a *estimate.Accuracy) string {
 	models := map[string]string{
 		estimate.KindDense:        "dense models",
 		estimate.KindCoarseMoE:    "MoE models with up to 16 experts",
