@@ -180,7 +180,7 @@ var coverageSources = []struct{ prefix, label string }{
 	{"korthikanti-", "Korthikanti et al. 2022"},
 	{"llama3-paper-", "Llama 3 paper"},
 	{"nemotron4-paper-", "Nemotron-4 papers"},
-	{"mlperf-", "MLPerf Training results (NVIDIA)"},
+	{"mlperf-", "MLPerf Training results (NVIDIA and other submitters, NVIDIA GPUs)"},
 }
 
 func coverageSource(id string) string {

@@ -69,8 +69,15 @@ const (
 // one miss without outside evidence and change no other row's: Cisco's Llama
 // 3.1 8B on 16 B300 in NVFP4 (pick TP 1 at micro batch 1 against the run's
 // TP 2 at micro batch 2, which its log prints where its config file says
-// TP 1): 57 (8 confirmed, 49 none), the bound.
-const maxUnsupersededMisses = 57
+// TP 1): 57. Session 53's 53 rows of the other v6.0 submitters add two
+// misses without outside evidence and change no other row's class: HPE's
+// Llama 3.1 405B on one GB300 rack (TP 4, PP 18, VPP 7), closed and open
+// division, where the picks put TP 2 CP 2 as NVIDIA's 512-GB300 run does
+// (published/pick 1.100 and 1.131; the model rates both runs within 4% of
+// their measurements): 58 (8 confirmed, 50 none), the bound. (Dell's 16 B300
+// at the pick's TP 1 now measures 1.23x Cisco's run, but at another global
+// batch, so not the same job.)
+const maxUnsupersededMisses = 58
 
 // missEvidence is what the measured runs of a miss's job say about its
 // published plan.
