@@ -1380,7 +1380,7 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   GB300 +14..+19% (Nebius, Oracle, Dell, HPE), on 32-72 GB300 at one microbatch per step +30..+32% (Lambda,
   GigaComputing, Oracle, Nebius, HPE, Dell), on 8 and 16 GB200 +0.4% and +0.9% (HPE), on 8 B200 -3..-9% (Lambda,
   Supermicro, Dell). On GB300 the model's step grows from micro batch 1 to 2 by what the runs measure (0.140 s
-  against 0.143 s, HPE's 72- and 8-GPU runs of one software release), and the measured step is longer than the
+  against 0.144 s, HPE's 72- and 8-GPU runs of one software release), and the measured step is longer than the
   model's by about the same at both, 46 and 50 ms: a cost per step, not per token, which the fp4 rate above
   would not give, and which the GB200 runs in NVFP4 do not pay. No source names it; a per-step constant fitted
   on the corpus (a host stretch after the optimizer's grad-norm synchronisation, clip_grads.py's .item() at
