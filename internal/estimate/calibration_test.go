@@ -1379,10 +1379,11 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   (out of sample): NVFP4 on 8-16 B300 +11..+17% (Nebius, ASUSTeK, Supermicro, GigaComputing, Dell), on 4-16
   GB300 +14..+19% (Nebius, Oracle, Dell, HPE), on 32-72 GB300 at one microbatch per step +30..+32% (Lambda,
   GigaComputing, Oracle, Nebius, HPE, Dell), on 8 and 16 GB200 +0.4% and +0.9% (HPE), on 8 B200 -3..-9% (Lambda,
-  Supermicro, Dell). On GB300 the model's step grows from micro batch 1 to 2 by what the runs measure (0.140 s
-  against 0.144 s, HPE's 72- and 8-GPU runs of one software release), and the measured step is longer than the
-  model's by about the same at both, 46 and 50 ms: a cost per step, not per token, which the fp4 rate above
-  would not give, and which the GB200 runs in NVFP4 do not pay. No source names it; a per-step constant fitted
+  Supermicro, Dell). testdata/calibration/micro-batch-steps.md pairs the runs of one release that differ in the
+  micro batch only: on GB300 (NVIDIA's, Dell's and Oracle's pairs) micro batch 2 adds 141-146 ms to the step of
+  micro batch 1, the model 139-140 ms, and both runs of a pair are 47-54 ms longer than the model's (Nebius's
+  B300 pair 57 and 48 ms, its v5.1 B200 pair 20 and -15 ms): a cost per step, not per token, which the fp4 rate
+  above would not give, and which the GB200 runs in NVFP4 do not pay. No source names it; a per-step constant fitted
   on the corpus (a host stretch after the optimizer's grad-norm synchronisation, clip_grads.py's .item() at
   d98e8a64; session 53, on the 657 rows before these) goes to zero, alone and refitted with the GEMM and
   kernel constants: the longer steps of the other rows outweigh these, so it is not in.
