@@ -317,6 +317,12 @@ func (r *calRow) estimated(cal Calibration) float64 {
 	return e.TokensPerS / float64(r.d.World)
 }
 
+// measuredStepS is the row's measured step time: its global batch of tokens
+// over its measured tokens/s of all GPUs.
+func (r *calRow) measuredStepS() float64 {
+	return float64(r.s.Train.GlobalBatch) * float64(r.s.Train.SeqLength) / (r.measured * float64(r.d.World))
+}
+
 // mfu is the row's estimated MFU under cal.
 func (r *calRow) mfu(cal Calibration) float64 {
 	o := DefaultOptions()

@@ -36,9 +36,8 @@ func TestOneMicrobatchDataParallel(t *testing.T) {
 			continue
 		}
 		e, _ := RunWith(r.s, r.d, r.links, diag.NoPos, DefaultOptions())
-		tokens := float64(r.s.Train.GlobalBatch) * float64(r.s.Train.SeqLength)
 		dp := e.Comms["dp"]
-		rows = append(rows, row{r, GPUFamily(r.s.Cluster.GPU.Name), tokens / (r.measured * float64(r.d.World)), e.StepTimeS, dp.TimeS, dp.ExposedS})
+		rows = append(rows, row{r, GPUFamily(r.s.Cluster.GPU.Name), r.measuredStepS(), e.StepTimeS, dp.TimeS, dp.ExposedS})
 	}
 	if len(rows) == 0 {
 		t.Fatal("no dense one-microbatch rows")
@@ -208,8 +207,7 @@ func TestMicroBatchStepDifference(t *testing.T) {
 		key := fmt.Sprintf("%s|%s|%s %s|%d|%s|tp%d pp%d vpp%d cp%d ep%d", s.Model.Name, GPUFamily(s.Cluster.GPU.Name),
 			s.Train.Precision, s.Train.FP8Recipe, s.Train.SeqLength, r.release, p.TP, p.PP, p.VPP, p.CP, p.EP)
 		e, _ := RunWith(r.s, r.d, r.links, diag.NoPos, DefaultOptions())
-		tokens := float64(s.Train.GlobalBatch) * float64(s.Train.SeqLength)
-		groups[key] = append(groups[key], run{r, tokens / (r.measured * float64(r.d.World)), e.StepTimeS})
+		groups[key] = append(groups[key], run{r, r.measuredStepS(), e.StepTimeS})
 	}
 	var b strings.Builder
 	b.WriteString("# The step a micro batch adds, measured and estimated\n\n" +
@@ -228,7 +226,7 @@ func TestMicroBatchStepDifference(t *testing.T) {
 		})
 		for i, a := range g {
 			for _, c := range g[i+1:] {
-				if c.r.s.Train.MicroBatch == a.r.s.Train.MicroBatch || c.r.s.Train.GlobalBatch/c.r.d.DP/c.r.s.Train.MicroBatch != a.r.s.Train.GlobalBatch/a.r.d.DP/a.r.s.Train.MicroBatch {
+				if c.r.s.Train.MicroBatch == a.r.s.Train.MicroBatch || c.r.d.Microbatches != a.r.d.Microbatches {
 					continue // the same micro batch, or another number of microbatches per step
 				}
 				pairs++
