@@ -302,9 +302,9 @@ func Import(src []byte, o Options) Result {
 			if a.line == 0 {
 				continue
 			}
-			name := strings.TrimPrefix(a.path, "launch.env.")
+			name, env := strings.CutPrefix(a.path, "launch.env.")
 			if a.path == d.Path || strings.HasPrefix(d.Path, a.path+".") ||
-				d.Path == "launch.env" && regexp.MustCompile(`\b`+regexp.QuoteMeta(name)+`\b`).MatchString(d.Message) {
+				env && d.Path == "launch.env" && regexp.MustCompile(`\b`+regexp.QuoteMeta(name)+`\b`).MatchString(d.Message) {
 				return diag.Pos{File: o.File, Line: a.line, Column: max(a.col, 1)}
 			}
 		}
