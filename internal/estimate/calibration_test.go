@@ -1392,7 +1392,16 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   above would not give, and which the GB200 runs in NVFP4 do not pay. No source names it; a per-step constant fitted
   on the corpus (a host stretch after the optimizer's grad-norm synchronisation, clip_grads.py's .item() at
   d98e8a64; session 53, on the 657 rows before these) goes to zero, alone and refitted with the GEMM and
-  kernel constants: the longer steps of the other rows outweigh these, so it is not in.
+  kernel constants: the longer steps of the other rows outweigh these, so it is not in. Session 54 added six
+  more 8B runs (Supermicro, Cisco and QCT on B300 and GB300, HPE's XD685 on B200), with the same errors, and
+  retried the fp4 power share with the NVFP4 GEMM efficiency and the power constant refitted (0.433 and 0.541
+  W per TFLOP/s): held out 5.5% / 170.1% / 9.7% (median / worst / mean) against 5.5% / 165.8% / 10.2%, by plan
+  6.7% / 110.9% / 10.3% against 6.4% / 67.3% / 9.2%, by release worst 154.7% against 58.0%, so it stays out.
+  The GB300 NVFP4 runs split by CUDA graphs, not by model or tensor-parallel degree: the model is within
+  -5..+9% of every run without graphs (Megatron-Bridge's 70B at TP 1 and 405B at TP 4, HPE's MLPerf 405B at
+  TP 4) and 13-32% too fast on every run under graphs (MLPerf's 8B at TP 1, NVIDIA's and CoreWeave's 405B at
+  TP 2), where on GB200 MLPerf's graphed NVFP4 405B runs are within -6..+1%. What the graphed GB300 runs pay
+  and the graphed GB200 ones do not, no source says.
 - CPU offloading, manual GC and routing imbalance are not modelled (the MoE rows force balanced routing).
 `
 
