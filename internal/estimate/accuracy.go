@@ -18,6 +18,11 @@ type Accuracy struct {
 	Model string `json:"model"`
 	// GPU is the GPU's family (GPUFamily of cluster.gpu.name).
 	GPU string `json:"gpu"`
+	// Precision is the training precision the runs share (PrecisionClass):
+	// a line of its own where the runs of one kind of model on one GPU span
+	// precisions and this one has minPrecisionRuns of them; empty on the
+	// line that counts every precision.
+	Precision string `json:"precision,omitempty"`
 	// Runs is how many published runs of that kind on that GPU the corpus
 	// holds.
 	Runs int `json:"runs"`
@@ -121,14 +126,47 @@ func GPUFamily(name string) string {
 	return name
 }
 
+// minPrecisionRuns is the fewest runs of one precision that make a line of
+// their own in the accuracy table: the model's bias differs by precision on
+// some GPUs (dense models on B300 and GB300: the NVFP4 runs rated 16% and 14%
+// faster than they ran in the median, the FP8 ones on GB300 6% slower;
+// fine-grained MoE of up to 150B parameters on H100: BF16 16% slower, FP8
+// within 1%; testdata/calibration/README.md, "Error by GPU, kind of model and
+// precision"), and a line of fewer runs would say little.
+const minPrecisionRuns = 5
+
+// PrecisionClass is the name the accuracy table gives a plan's training
+// precision: BF16, FP16, FP32, FP8 (any recipe) or NVFP4 (precision "fp4",
+// whose quantized GEMMs are NVFP4).
+func PrecisionClass(s *spec.Spec) string {
+	if s.Train.Precision == "fp4" {
+		return "NVFP4"
+	}
+	return strings.ToUpper(s.Train.Precision)
+}
+
 // AccuracyOf is the measured accuracy for plans of s's kind of model on its
-// GPU, or nil when the corpus holds no published run of them.
+// GPU, in its precision where the table has a line for it, or nil when the
+// corpus holds no published run of them.
 func AccuracyOf(s *spec.Spec) *Accuracy {
-	kind, gpu := ModelKind(s), GPUFamily(s.Cluster.GPU.Name)
+	kind, gpu, prec := ModelKind(s), GPUFamily(s.Cluster.GPU.Name), PrecisionClass(s)
+	var all *Accuracy
 	for i := range measuredAccuracy {
-		if a := measuredAccuracy[i]; a.Model == kind && strings.EqualFold(a.GPU, gpu) {
-			return &a
+		a := &measuredAccuracy[i]
+		if a.Model != kind || !strings.EqualFold(a.GPU, gpu) {
+			continue
+		}
+		switch a.Precision {
+		case prec:
+			c := *a
+			return &c
+		case "":
+			all = a
 		}
 	}
-	return nil
+	if all == nil {
+		return nil
+	}
+	c := *all
+	return &c
 }

@@ -3,8 +3,9 @@
 package estimate
 
 // measuredAccuracy is the signed error of the step-time model on the
-// measured corpus, by kind of model and GPU (testdata/calibration/README.md,
-// "Error by GPU and kind of model").
+// measured corpus, by kind of model and GPU, and by precision where it
+// splits (testdata/calibration/README.md, "Error by GPU and kind of model",
+// "Error by GPU, kind of model and precision").
 var measuredAccuracy = []Accuracy{
 	{Model: "MoE, more than 16 experts", GPU: "B200", Runs: 11, MedianError: -0.054, P10Error: -0.098, P90Error: 0.227, LowestError: -0.108, HighestError: 0.324},
 	{Model: "MoE, more than 16 experts", GPU: "B300", Runs: 10, MedianError: -0.014, P10Error: -0.076, P90Error: 0.154, LowestError: -0.076, HighestError: 0.324},
@@ -36,4 +37,34 @@ var measuredAccuracy = []Accuracy{
 	{Model: "dense, one microbatch per step, 32 GPUs or more", GPU: "GB300", Runs: 15, MedianError: 0.308, P10Error: 0.199, P90Error: 0.881, LowestError: 0.156, HighestError: 1.116},
 	{Model: "dense, one microbatch per step, 32 GPUs or more", GPU: "H100", Runs: 14, MedianError: 0.181, P10Error: 0.024, P90Error: 0.381, LowestError: 0.017, HighestError: 0.525},
 	{Model: "dense, one microbatch per step, 32 GPUs or more", GPU: "H200", Runs: 1, MedianError: 0.25, P10Error: 0.25, P90Error: 0.25, LowestError: 0.25, HighestError: 0.25},
+	{Model: "MoE, more than 16 experts", GPU: "B200", Precision: "BF16", Runs: 5, MedianError: -0.054, P10Error: -0.074, P90Error: -0.012, LowestError: -0.074, HighestError: -0.012},
+	{Model: "MoE, more than 16 experts", GPU: "B200", Precision: "FP8", Runs: 6, MedianError: 0.042, P10Error: -0.108, P90Error: 0.324, LowestError: -0.108, HighestError: 0.324},
+	{Model: "MoE, more than 16 experts", GPU: "B300", Precision: "FP8", Runs: 6, MedianError: -0.053, P10Error: -0.076, P90Error: 0.154, LowestError: -0.076, HighestError: 0.154},
+	{Model: "MoE, more than 16 experts", GPU: "GB200", Precision: "BF16", Runs: 6, MedianError: -0.035, P10Error: -0.088, P90Error: 0.036, LowestError: -0.088, HighestError: 0.036},
+	{Model: "MoE, more than 16 experts", GPU: "GB200", Precision: "FP8", Runs: 14, MedianError: -0.018, P10Error: -0.046, P90Error: 0.185, LowestError: -0.052, HighestError: 0.571},
+	{Model: "MoE, more than 16 experts", GPU: "GB300", Precision: "BF16", Runs: 5, MedianError: -0.038, P10Error: -0.044, P90Error: -0.034, LowestError: -0.044, HighestError: -0.034},
+	{Model: "MoE, more than 16 experts", GPU: "GB300", Precision: "FP8", Runs: 15, MedianError: -0.002, P10Error: -0.023, P90Error: 0.054, LowestError: -0.028, HighestError: 0.055},
+	{Model: "MoE, more than 16 experts", GPU: "H100", Precision: "BF16", Runs: 10, MedianError: -0.161, P10Error: -0.313, P90Error: -0.125, LowestError: -0.313, HighestError: 0.017},
+	{Model: "MoE, more than 16 experts", GPU: "H100", Precision: "FP8", Runs: 7, MedianError: 0.009, P10Error: -0.058, P90Error: 0.501, LowestError: -0.058, HighestError: 0.501},
+	{Model: "MoE, more than 16 experts, over 150B parameters", GPU: "GB200", Precision: "BF16", Runs: 7, MedianError: -0.197, P10Error: -0.344, P90Error: 0.603, LowestError: -0.344, HighestError: 0.603},
+	{Model: "MoE, more than 16 experts, over 150B parameters", GPU: "GB200", Precision: "FP8", Runs: 30, MedianError: -0.155, P10Error: -0.194, P90Error: 0.091, LowestError: -0.273, HighestError: 0.546},
+	{Model: "MoE, more than 16 experts, over 150B parameters", GPU: "GB300", Precision: "FP8", Runs: 29, MedianError: -0.182, P10Error: -0.229, P90Error: -0.118, LowestError: -0.233, HighestError: -0.103},
+	{Model: "MoE, more than 16 experts, over 150B parameters", GPU: "H100", Precision: "BF16", Runs: 13, MedianError: -0.166, P10Error: -0.244, P90Error: 0.05, LowestError: -0.28, HighestError: 0.093},
+	{Model: "MoE, more than 16 experts, over 150B parameters", GPU: "H100", Precision: "FP8", Runs: 8, MedianError: -0.029, P10Error: -0.1, P90Error: 0.04, LowestError: -0.1, HighestError: 0.04},
+	{Model: "dense", GPU: "B200", Precision: "FP8", Runs: 21, MedianError: -0.053, P10Error: -0.091, P90Error: 0.013, LowestError: -0.179, HighestError: 0.058},
+	{Model: "dense", GPU: "B200", Precision: "NVFP4", Runs: 14, MedianError: -0.042, P10Error: -0.08, P90Error: -0.028, LowestError: -0.085, HighestError: 0.039},
+	{Model: "dense", GPU: "B300", Precision: "NVFP4", Runs: 15, MedianError: 0.165, P10Error: 0.114, P90Error: 0.224, LowestError: 0.111, HighestError: 0.224},
+	{Model: "dense", GPU: "GB200", Precision: "BF16", Runs: 9, MedianError: 0.117, P10Error: 0.027, P90Error: 0.138, LowestError: 0.027, HighestError: 0.138},
+	{Model: "dense", GPU: "GB200", Precision: "FP8", Runs: 50, MedianError: 0.027, P10Error: -0.059, P90Error: 0.173, LowestError: -0.115, HighestError: 0.225},
+	{Model: "dense", GPU: "GB200", Precision: "NVFP4", Runs: 14, MedianError: -0.054, P10Error: -0.194, P90Error: 0.014, LowestError: -0.206, HighestError: 0.036},
+	{Model: "dense", GPU: "GB300", Precision: "FP8", Runs: 22, MedianError: -0.064, P10Error: -0.142, P90Error: -0.015, LowestError: -0.162, HighestError: 0.09},
+	{Model: "dense", GPU: "GB300", Precision: "NVFP4", Runs: 24, MedianError: 0.14, P10Error: -0.041, P90Error: 0.187, LowestError: -0.051, HighestError: 0.218},
+	{Model: "dense", GPU: "H100", Precision: "BF16", Runs: 91, MedianError: -0.006, P10Error: -0.034, P90Error: 0.032, LowestError: -0.081, HighestError: 0.126},
+	{Model: "dense", GPU: "H100", Precision: "FP8", Runs: 136, MedianError: 0.007, P10Error: -0.058, P90Error: 0.083, LowestError: -0.121, HighestError: 0.183},
+	{Model: "dense, 4,096 GPUs or more", GPU: "H100", Precision: "BF16", Runs: 5, MedianError: 0.154, P10Error: 0.063, P90Error: 0.164, LowestError: 0.063, HighestError: 0.164},
+	{Model: "dense, 4,096 GPUs or more", GPU: "H100", Precision: "FP8", Runs: 9, MedianError: 0.103, P10Error: 0.03, P90Error: 0.19, LowestError: 0.03, HighestError: 0.19},
+	{Model: "dense, one microbatch per step, 32 GPUs or more", GPU: "B200", Precision: "FP8", Runs: 7, MedianError: 0.127, P10Error: 0.03, P90Error: 0.159, LowestError: 0.03, HighestError: 0.159},
+	{Model: "dense, one microbatch per step, 32 GPUs or more", GPU: "GB300", Precision: "NVFP4", Runs: 11, MedianError: 0.308, P10Error: 0.301, P90Error: 0.314, LowestError: 0.156, HighestError: 0.324},
+	{Model: "dense, one microbatch per step, 32 GPUs or more", GPU: "H100", Precision: "BF16", Runs: 7, MedianError: 0.269, P10Error: 0.017, P90Error: 0.525, LowestError: 0.017, HighestError: 0.525},
+	{Model: "dense, one microbatch per step, 32 GPUs or more", GPU: "H100", Precision: "FP8", Runs: 7, MedianError: 0.179, P10Error: 0.024, P90Error: 0.372, LowestError: 0.024, HighestError: 0.372},
 }

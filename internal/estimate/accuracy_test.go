@@ -55,7 +55,62 @@ train: {seq_length: 8192, micro_batch: 1, global_batch: 32, precision: "bf16", r
 		assert.Greater(t, a.LowestError, 0.0, "every published one-microbatch dense run on 32 B200 or more is rated faster than measured")
 	}
 	if a := AccuracyOf(s); assert.NotNil(t, a) {
-		assert.Greater(t, a.Runs, 5)
+		assert.GreaterOrEqual(t, a.Runs, minPrecisionRuns)
 		assert.Greater(t, a.LowestError, 0.0, "every published dense run on 4,096 H100 or more is rated faster than measured")
+	}
+}
+
+// TestAccuracyByPrecision: where the accuracy table splits a kind of model
+// on a GPU by precision, a plan in a precision with a line of its own reads
+// that line, and a plan in a precision without one reads the line of every
+// precision. Dense models on GB300 split (the corpus has their runs in FP8
+// and NVFP4 and none in BF16 beyond a few); the NVFP4 line counts only the
+// NVFP4 runs, fewer than the whole line.
+func TestAccuracyByPrecision(t *testing.T) {
+	plan := func(precision string) *Accuracy {
+		s := loadSpecText(t, fmt.Sprintf(`model: models.llama3_70b
+cluster: clusters.gb300_nvl72 & {nodes: 4}
+parallel: {tp: 2, pp: 1, cp: 1}
+train: {seq_length: 8192, micro_batch: 1, global_batch: 64, precision: %q, recompute: "none", iters: 10}
+`, precision))
+		assert.Equal(t, KindDense, ModelKind(s))
+		return AccuracyOf(s)
+	}
+	lines := map[string]Accuracy{}
+	for _, a := range measuredAccuracy {
+		if a.Model == KindDense && a.GPU == "GB300" {
+			lines[a.Precision] = a
+		}
+	}
+	if _, ok := lines["NVFP4"]; !ok {
+		t.Fatal("the accuracy table has no NVFP4 line for dense models on GB300")
+	}
+	for _, prec := range []string{"fp4", "fp8", "bf16"} {
+		a := plan(prec)
+		if !assert.NotNil(t, a, prec) {
+			continue
+		}
+		want, ok := lines[map[string]string{"fp4": "NVFP4", "fp8": "FP8", "bf16": "BF16"}[prec]]
+		if !ok {
+			want = lines[""]
+		}
+		assert.Equal(t, want, *a, prec)
+	}
+	assert.Less(t, plan("fp4").Runs, lines[""].Runs, "the NVFP4 line counts only NVFP4 runs")
+	// A kind of model whose runs on a GPU are of one precision keeps one
+	// line: nothing to split.
+	for _, a := range measuredAccuracy {
+		if a.Precision == "" {
+			continue
+		}
+		n := 0
+		for _, b := range measuredAccuracy {
+			if b.Model == a.Model && b.GPU == a.GPU && b.Precision == "" {
+				n++
+				assert.Less(t, a.Runs, b.Runs, "%s on %s in %s: a precision line of a line that spans precisions", a.Model, a.GPU, a.Precision)
+			}
+		}
+		assert.Equal(t, 1, n, "%s on %s in %s: one line of every precision beside it", a.Model, a.GPU, a.Precision)
+		assert.GreaterOrEqual(t, a.Runs, minPrecisionRuns)
 	}
 }

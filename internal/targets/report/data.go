@@ -487,7 +487,8 @@ func modelTFLOPs(e *estimate.Estimate) string {
 }
 
 // AccuracyText says how far the step-time model was from published
-// measurements of this kind of model on this GPU (estimate.AccuracyOf).
+// measurements of this kind of model on this GPU, in this precision where
+// the table splits by it (estimate.AccuracyOf).
 func AccuracyText(a *estimate.Accuracy) string {
 	models := map[string]string{
 		estimate.KindDense:        "dense models",
@@ -503,6 +504,9 @@ func AccuracyText(a *estimate.Accuracy) string {
 	if a.Runs >= 10 {
 		band = fmt.Sprintf("by %s to %s for 80%% of them (median %s; %s to %s for all)",
 			SignedPercent(a.P10Error), SignedPercent(a.P90Error), SignedPercent(a.MedianError), SignedPercent(a.LowestError), SignedPercent(a.HighestError))
+	}
+	if a.Precision != "" {
+		models += " in " + a.Precision
 	}
 	return fmt.Sprintf("on %d published runs of %s on %s, the estimated tokens/s differed from the measured %s; negative: the runs were faster than estimated",
 		a.Runs, models, a.GPU, band)
