@@ -491,11 +491,12 @@ func modelTFLOPs(e *estimate.Estimate) string {
 // the table splits by it (estimate.AccuracyOf).
 func AccuracyText(a *estimate.Accuracy) string {
 	models := map[string]string{
-		estimate.KindDense:        "dense models",
-		estimate.KindCoarseMoE:    "MoE models with up to 16 experts",
-		estimate.KindFineMoE:      "MoE models with more than 16 experts",
-		estimate.KindLargeFineMoE: "MoE models with more than 16 experts and over 150B parameters",
-		estimate.KindDenseAtScale: "dense models on 4,096 GPUs or more",
+		estimate.KindDense:              "dense models",
+		estimate.KindCoarseMoE:          "MoE models with up to 16 experts",
+		estimate.KindFineMoE:            "MoE models with more than 16 experts",
+		estimate.KindLargeFineMoE:       "MoE models with more than 16 experts and over 150B parameters",
+		estimate.KindDenseAtScale:       "dense models on 4,096 GPUs or more",
+		estimate.KindDenseOneMicrobatch: "dense models at one microbatch per step on 32 GPUs or more",
 	}[a.Model]
 	if models == "" {
 		models = a.Model
@@ -505,11 +506,12 @@ func AccuracyText(a *estimate.Accuracy) string {
 		band = fmt.Sprintf("by %s to %s for 80%% of them (median %s; %s to %s for all)",
 			SignedPercent(a.P10Error), SignedPercent(a.P90Error), SignedPercent(a.MedianError), SignedPercent(a.LowestError), SignedPercent(a.HighestError))
 	}
+	runs := "runs"
 	if a.Precision != "" {
-		models += " in " + a.Precision
+		runs = a.Precision + " runs"
 	}
-	return fmt.Sprintf("on %d published runs of %s on %s, the estimated tokens/s differed from the measured %s; negative: the runs were faster than estimated",
-		a.Runs, models, a.GPU, band)
+	return fmt.Sprintf("on %d published %s of %s on %s, the estimated tokens/s differed from the measured %s; negative: the runs were faster than estimated",
+		a.Runs, runs, models, a.GPU, band)
 }
 
 // optimizerNote names an optimizer other than Adam (the default) after the
