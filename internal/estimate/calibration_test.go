@@ -764,20 +764,26 @@ func contractCells(r calResult) string {
 // errorByKind is the signed error (estimated / measured − 1) of every row
 // counted in the statistics, fit and held out, by GPU and kind of model:
 // where the model is biased, in one table, and the same numbers as the
-// accuracy table explain reports (AccuracyOf, accuracy_measured.go).
+// accuracy table explain reports (AccuracyOf, accuracy_measured.go). A
+// second table splits the lines whose runs span precisions: a line for each
+// precision with minPrecisionRuns runs or more, which AccuracyOf reads for a
+// plan in that precision.
 func errorByKind(results []calResult) (string, []Accuracy) {
-	type key struct{ gpu, kind string }
-	errs := map[key][]float64{}
+	byPrec := map[accuracyKey][]float64{}
 	for _, r := range results {
 		if r.row.skip != "" || r.row.apart != "" {
 			continue
 		}
-		k := key{GPUFamily(r.row.s.Cluster.GPU.Name), ModelKind(r.row.s)}
-		errs[k] = append(errs[k], r.err)
+		k := accuracyKey{ModelKind(r.row.s), GPUFamily(r.row.s.Cluster.GPU.Name), PrecisionClass(r.row.s)}
+		byPrec[k] = append(byPrec[k], r.err)
 	}
-	keys := slices.SortedFunc(maps.Keys(errs), func(a, b key) int {
-		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.gpu, b.gpu))
-	})
+	all := map[accuracyKey][]float64{}
+	precisions := map[accuracyKey]int{}
+	for k, e := range byPrec {
+		k.prec = ""
+		all[k] = append(all[k], e...)
+		precisions[k]++
+	}
 	var b strings.Builder
 	b.WriteString("## Error by GPU and kind of model\n\n")
 	b.WriteString("Every row counted above (fit and held out), signed: estimated / measured − 1, so a negative\n")
@@ -785,66 +791,47 @@ func errorByKind(results []calResult) (string, []Accuracy) {
 	b.WriteString("line of this table (`accuracy` in the JSON), or of the next one where it splits by precision.\n\n")
 	b.WriteString("| model | GPU | rows | median | 10th percentile | 90th percentile | lowest | highest | median \\|error\\| |\n|---|---|---|---|---|---|---|---|---|\n")
 	var table []Accuracy
-	for _, k := range keys {
-		e := slices.Sorted(slices.Values(errs[k]))
-		a := accuracyLine(k.kind, k.gpu, "", e)
+	for _, k := range sortedAccuracyKeys(all) {
+		a, cells := accuracyLine(k, all[k])
 		table = append(table, a)
-		fmt.Fprintf(&b, "| %s | %s | %d | %+.1f%% | %+.1f%% | %+.1f%% | %+.1f%% | %+.1f%% | %.1f%% |\n", k.kind, k.gpu, len(e),
-			100*median(e), 100*a.P10Error, 100*a.P90Error, 100*e[0], 100*e[len(e)-1], 100*errStats(e).median)
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", k.kind, k.gpu, cells)
 	}
-	b.WriteString("\n")
-	precTable, precText := errorByPrecision(results)
-	b.WriteString(precText)
-	return b.String(), append(table, precTable...)
-}
-
-// errorByPrecision splits errorByKind's lines whose runs span precisions:
-// a line for each precision with minPrecisionRuns runs or more, which
-// AccuracyOf reads for a plan in that precision.
-func errorByPrecision(results []calResult) ([]Accuracy, string) {
-	type key struct{ gpu, kind, prec string }
-	errs := map[key][]float64{}
-	precs := map[key]map[string]bool{}
-	for _, r := range results {
-		if r.row.skip != "" || r.row.apart != "" {
-			continue
-		}
-		k := key{GPUFamily(r.row.s.Cluster.GPU.Name), ModelKind(r.row.s), PrecisionClass(r.row.s)}
-		errs[k] = append(errs[k], r.err)
-		all := key{k.gpu, k.kind, ""}
-		if precs[all] == nil {
-			precs[all] = map[string]bool{}
-		}
-		precs[all][k.prec] = true
-	}
-	keys := slices.SortedFunc(maps.Keys(errs), func(a, b key) int {
-		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.gpu, b.gpu), cmp.Compare(a.prec, b.prec))
-	})
-	var b strings.Builder
-	b.WriteString("## Error by GPU, kind of model and precision\n\n")
+	b.WriteString("\n## Error by GPU, kind of model and precision\n\n")
 	fmt.Fprintf(&b, "The lines of the table above whose runs span precisions, split by precision where one has %d runs or\n", minPrecisionRuns)
 	b.WriteString("more: `parc explain` reports a plan in that precision this line instead.\n\n")
 	b.WriteString("| model | GPU | precision | rows | median | 10th percentile | 90th percentile | lowest | highest | median \\|error\\| |\n|---|---|---|---|---|---|---|---|---|---|\n")
-	var table []Accuracy
-	for _, k := range keys {
-		e := slices.Sorted(slices.Values(errs[k]))
-		if len(e) < minPrecisionRuns || len(precs[key{k.gpu, k.kind, ""}]) < 2 {
+	for _, k := range sortedAccuracyKeys(byPrec) {
+		if len(byPrec[k]) < minPrecisionRuns || precisions[accuracyKey{k.kind, k.gpu, ""}] < 2 {
 			continue
 		}
-		a := accuracyLine(k.kind, k.gpu, k.prec, e)
+		a, cells := accuracyLine(k, byPrec[k])
 		table = append(table, a)
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %+.1f%% | %+.1f%% | %+.1f%% | %+.1f%% | %+.1f%% | %.1f%% |\n", k.kind, k.gpu, k.prec, len(e),
-			100*median(e), 100*a.P10Error, 100*a.P90Error, 100*e[0], 100*e[len(e)-1], 100*errStats(e).median)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", k.kind, k.gpu, k.prec, cells)
 	}
 	b.WriteString("\n")
-	return table, b.String()
+	return b.String(), table
 }
 
-// accuracyLine is the accuracy table's line of the sorted signed errors e
-// of one kind of model on one GPU (in one precision, or "" for all).
-func accuracyLine(kind, gpu, prec string, e []float64) Accuracy {
-	return Accuracy{Model: kind, GPU: gpu, Precision: prec, Runs: len(e), MedianError: round3(median(e)),
+// accuracyKey is a line of the accuracy table: a kind of model on a GPU
+// family, in one precision (PrecisionClass) or "" for all.
+type accuracyKey struct{ kind, gpu, prec string }
+
+// sortedAccuracyKeys is m's keys by kind of model, GPU and precision.
+func sortedAccuracyKeys(m map[accuracyKey][]float64) []accuracyKey {
+	return slices.SortedFunc(maps.Keys(m), func(a, b accuracyKey) int {
+		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.gpu, b.gpu), cmp.Compare(a.prec, b.prec))
+	})
+}
+
+// accuracyLine is the accuracy table's line of key k from its signed
+// errors, and the report's cells for it from the row count on.
+func accuracyLine(k accuracyKey, errs []float64) (Accuracy, string) {
+	e := slices.Sorted(slices.Values(errs))
+	a := Accuracy{Model: k.kind, GPU: k.gpu, Precision: k.prec, Runs: len(e), MedianError: round3(median(e)),
 		P10Error: round3(nearestRank(e, 0.1)), P90Error: round3(nearestRank(e, 0.9)), LowestError: round3(e[0]), HighestError: round3(e[len(e)-1])}
+	cells := fmt.Sprintf("%d | %+.1f%% | %+.1f%% | %+.1f%% | %+.1f%% | %+.1f%% | %.1f%%", len(e),
+		100*median(e), 100*a.P10Error, 100*a.P90Error, 100*e[0], 100*e[len(e)-1], 100*errStats(e).median)
+	return a, cells
 }
 
 // nearestRank is the p-th percentile of sorted values by the nearest-rank
