@@ -150,23 +150,19 @@ func PrecisionClass(s *spec.Spec) string {
 // corpus holds no published run of them.
 func AccuracyOf(s *spec.Spec) *Accuracy {
 	kind, gpu, prec := ModelKind(s), GPUFamily(s.Cluster.GPU.Name), PrecisionClass(s)
-	var all *Accuracy
+	var line *Accuracy
 	for i := range measuredAccuracy {
 		a := &measuredAccuracy[i]
-		if a.Model != kind || !strings.EqualFold(a.GPU, gpu) {
+		if a.Model != kind || !strings.EqualFold(a.GPU, gpu) || (a.Precision != "" && a.Precision != prec) {
 			continue
 		}
-		switch a.Precision {
-		case prec:
-			c := *a
-			return &c
-		case "":
-			all = a
+		if line == nil || a.Precision != "" {
+			line = a // the precision's own line over the line of every precision
 		}
 	}
-	if all == nil {
+	if line == nil {
 		return nil
 	}
-	c := *all
+	c := *line
 	return &c
 }
