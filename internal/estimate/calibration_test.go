@@ -1105,6 +1105,20 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   where the model has 0.02 s; timed in full (branch dsv3-upproj), it adds 0.17 s there and takes the
   Megatron-Bridge DeepSeek-V3 rows, already 10-25% too slow, 1-1.5 points further (two held-out rows
   past 25%), so it is not in.
+- Selective recomputation reruns the forward collectives inside what it checkpoints (Megatron-LM at
+  d98e8a64), and since session 55 the model times them, as it did a rerun layer's under full
+  recomputation: core attention's context-parallel exchange (core_attn: Attention's
+  _checkpointed_attention_forward wraps the core attention, where Transformer Engine runs the ring),
+  a dense MLP's tensor-parallel gather and reduction (mlp), the shared experts' (shared_experts), and
+  the whole MoE block's, its expert-parallel dispatch and combine included (moe: MoELayer.forward
+  checkpoints route, dispatch, experts and combine together; moe_layer.py), six all-to-alls per MoE
+  layer and microbatch instead of four. No corpus run recomputes core attention with context
+  parallelism. Five recompute the MoE block (NVIDIA's DGX Cloud DeepSeek-V3 on 1,024 H100 of v25.08,
+  EP 64 across eight nodes with DeepEP, and the Model Zoo's Qwen3-235B-A22B on 256 H100 at 16K-128K,
+  EP 8); each was already rated slower than it ran, and each is now 1-8 points slower (DeepSeek-V3
+  from -17.3% to -25.2%; its measured 1.44x over v25.05's plan is rated 1.02x instead of 1.13x). What
+  makes these runs faster than the model is not known: the H100 BF16 MoE runs that do not recompute the
+  block are about 16% faster than modelled too (table above).
 - A grouped linear's on-the-fly quantisation is timed as one kernel per GEMM operand, though
   Transformer Engine quantises the experts one by one except under delayed scaling (see the
   GroupedRel item below, branch moegb-parked). Tried again on the session-46 model (branch

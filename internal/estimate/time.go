@@ -150,7 +150,31 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 	if c.sh.fs > 0 {
 		moeBlocks++
 	}
-	tpDense, tpMoE := blocks*block, moeBlocks*block
+	// Selective recomputation reruns in the backward the forward
+	// collectives inside what it checkpoints, as full recomputation does a
+	// rerun layer's (Megatron-LM at d98e8a64): core attention's
+	// context-parallel exchange ("core_attn": Attention's
+	// _checkpointed_attention_forward wraps the core attention, in which
+	// Transformer Engine runs the ring or the all-to-all), a dense layer's
+	// MLP with its input gather and output reduction ("mlp":
+	// TransformerLayer checkpoints self.mlp), the shared experts'
+	// ("shared_experts": MoELayer.shared_experts_compute), and the whole MoE
+	// block's, dispatch and combine included ("moe": MoELayer.forward runs
+	// route, dispatch, the experts and combine under
+	// tensor_parallel.checkpoint, or te_checkpoint in fp8/fp4).
+	attnExtra, mlpExtra, sharedExtra, moeExtra := fwdExtra, fwdExtra, fwdExtra, fwdExtra
+	if rm := c.set.recomputeModules; c.s.Train.Recompute == "selective" {
+		attnExtra, mlpExtra, sharedExtra, moeExtra = boolF(rm["core_attn"]), boolF(rm["mlp"]), boolF(rm["shared_experts"] || rm["moe"]), boolF(rm["moe"])
+	}
+	// Each block's forward unit is 1 of block's 2 + fwdExtra (+ 0.5 with sp).
+	base := block - fwdExtra
+	// A dense layer's attention (core attention has no tensor-parallel
+	// collective) and MLP; an MoE layer's attention and shared experts (the
+	// routed experts' collectives are the ep and etp axes').
+	tpDense, tpMoE := 2*base+fwdExtra+mlpExtra, base+fwdExtra
+	if c.sh.fs > 0 {
+		tpMoE += base + sharedExtra
+	}
 	w.perLayer[axTP] = blocks * (block - fwdExtra) * ar
 
 	// CP: K and V of the local shard, heads split over tp.
@@ -162,14 +186,14 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 		case "a2a":
 			// Ulysses: all-to-all of Q, K, V before and O after, forward and backward.
 			x := elem * T * (2*c.am.q + 2*c.am.kv) / float64(c.tp)
-			cpLayer = (2 + fwdExtra) * n / float64(c.cp) * x
-			cpColls = 4 + 2*fwdExtra
+			cpLayer = (2 + attnExtra) * n / float64(c.cp) * x
+			cpColls = 4 + 2*attnExtra
 		default:
 			// Ring (p2p, a2a+p2p) or all-gather: K/V go around forward; K/V and
 			// their gradients backward (all_gather: K/V gathered forward, gathered
 			// again backward, dK/dV reduce-scattered).
-			cpLayer = (3 + fwdExtra) * n * kv
-			cpColls = (2 + fwdExtra) * n
+			cpLayer = (3 + attnExtra) * n * kv
+			cpColls = (2 + attnExtra) * n
 		}
 	}
 	w.perLayer[axCP] = cpLayer
@@ -180,14 +204,14 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 	if c.sh.experts > 0 {
 		if c.ep > 1 {
 			if c.s.Model.MoE != nil && c.s.Model.MoE.Dispatcher == "allgather" {
-				epLayer = (4 + 2*fwdExtra) * float64(c.ep-1) * elem * c.dispatchTokens() * h
+				epLayer = (4 + 2*moeExtra) * float64(c.ep-1) * elem * c.dispatchTokens() * h
 			} else {
 				nv, net := c.epCopies()
-				epLayer = (4 + 2*fwdExtra) * elem * c.dispatchTokens() * h * (nv + net)
+				epLayer = (4 + 2*moeExtra) * elem * c.dispatchTokens() * h * (nv + net)
 			}
 		}
 		if c.etp > 1 {
-			etpLayer = (4 + 2*fwdExtra) * float64(c.etp-1) * elem * routed * h
+			etpLayer = (4 + 2*moeExtra) * float64(c.etp-1) * elem * routed * h
 		}
 	}
 	w.perLayer[axEP], w.perLayer[axETP] = epLayer, etpLayer
@@ -199,8 +223,8 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 				w.tpAsync += moeBlocks
 				w.bytes[axEP] += epLayer
 				w.bytes[axETP] += etpLayer
-				w.epColls += boolF(epLayer > 0) * (4 + 2*fwdExtra)
-				w.etpColls += boolF(etpLayer > 0) * (4 + 2*fwdExtra)
+				w.epColls += boolF(epLayer > 0) * (4 + 2*moeExtra)
+				w.etpColls += boolF(etpLayer > 0) * (4 + 2*moeExtra)
 			} else {
 				w.tpUnits += tpDense
 				w.tpAsync += blocks
