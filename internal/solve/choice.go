@@ -44,7 +44,8 @@ import (
 //
 // train.recompute_modules open (`[...string]`, a disjunction of lists):
 // parc chooses the list selective recomputation reruns among Megatron's
-// default and the lists of Megatron-Bridge's recipes (moduleLists), and a
+// default and the lists of Megatron-Bridge's recipes and of other published
+// runs (moduleLists), and a
 // disjunction's own lists, keeping those the constraint allows.
 
 // openLayout takes the user's open layout v: it records the constraint and

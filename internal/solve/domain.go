@@ -99,6 +99,10 @@ func (r recompute) String() string {
 // ["mla_up_proj", "mlp"] (DeepSeek-V3 on GB200/B200 and on H100, Kimi K2);
 // and ["layernorm", "mla_up_proj"], what DeepSeek-V3 itself recomputed
 // (arXiv:2412.19437 §3.2.3: the RMSNorms and the MLA up-projections).
+// ["mla_up_proj", "mlp", "moe"], which recomputes the whole MoE block too
+// ("moe": its routing, dispatch, experts and combine rerun in the
+// backward), is NVIDIA's DGX Cloud DeepSeek-V3 on 1,024 H100
+// (dgxc-benchmarking v25.08, launch.sh RM='mla_up_proj mlp moe').
 // On a dense model also ["mlp"]: Megatron's recompute_mlp checkpoints a
 // dense MLP and keeps only its input (transformer_layer.py at d98e8a64,
 // "mlp" in recompute_modules with a non-MoE mlp; --recompute-modules lists
@@ -116,6 +120,7 @@ var moduleLists = [][]string{
 	{"mla_up_proj", "mlp"},
 	{"layernorm", "mla_up_proj"},
 	{"mlp"},
+	{"mla_up_proj", "mlp", "moe"},
 }
 
 // etpFollowsTP is the etp value meaning "not set: etp = tp".

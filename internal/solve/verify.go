@@ -100,7 +100,7 @@ func (sv *solver) run() *Result {
 			}
 		}
 		if len(lists) > 0 {
-			r.Notes = append(r.Notes, fmt.Sprintf("train.recompute_modules is open, so with selective recomputation parc chose the list among %s (Megatron's default, the lists of Megatron-Bridge's recipes and the constraint's own lists that apply to the model and that the constraint allows)", strings.Join(lists, ", ")))
+			r.Notes = append(r.Notes, fmt.Sprintf("train.recompute_modules is open, so with selective recomputation parc chose the list among %s (Megatron's default, the lists of Megatron-Bridge's recipes and of other published runs, and the constraint's own lists that apply to the model and that the constraint allows)", strings.Join(lists, ", ")))
 		}
 	}
 	if sv.group.open {
@@ -151,7 +151,7 @@ func (sv *solver) run() *Result {
 			}
 		}
 		if len(lists) > 1 {
-			r.Notes = append(r.Notes, fmt.Sprintf("train.recompute is open and the spec writes no train.recompute_modules, so parc also chose the modules selective recomputation recomputes, among %s (Megatron's default core attention, the lists of Megatron-Bridge's recipes and, on a dense model, the MLP, those that apply to the model; write train.recompute_modules to fix it)",
+			r.Notes = append(r.Notes, fmt.Sprintf("train.recompute is open and the spec writes no train.recompute_modules, so parc also chose the modules selective recomputation recomputes, among %s (Megatron's default core attention, the lists of Megatron-Bridge's recipes and of other published runs and, on a dense model, the MLP, those that apply to the model; write train.recompute_modules to fix it)",
 				strings.Join(lists, ", ")))
 		}
 	}
