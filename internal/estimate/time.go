@@ -164,7 +164,8 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 	// tensor_parallel.checkpoint, or te_checkpoint in fp8/fp4).
 	attnExtra, mlpExtra, sharedExtra, moeExtra := fwdExtra, fwdExtra, fwdExtra, fwdExtra
 	if rm := c.set.recomputeModules; c.s.Train.Recompute == "selective" {
-		attnExtra, mlpExtra, sharedExtra, moeExtra = boolF(rm["core_attn"]), boolF(rm["mlp"]), boolF(rm["shared_experts"] || rm["moe"]), boolF(rm["moe"])
+		moeExtra = boolF(c.recomputesMoE())
+		attnExtra, mlpExtra, sharedExtra = boolF(rm["core_attn"]), boolF(rm["mlp"]), max(boolF(rm["shared_experts"]), moeExtra)
 	}
 	// Each block's forward unit is 1 of block's 2 + fwdExtra (+ 0.5 with sp).
 	base := block - fwdExtra

@@ -24,8 +24,8 @@
 // Recomputation is searched with its modules: when train.recompute is open
 // and the spec writes no train.recompute_modules, selective recomputation
 // is tried with Megatron's default (core attention) and with each list of
-// Megatron-Bridge's recipes and of other published runs (NVIDIA's DGX Cloud
-// benchmarks, Megatron-MoE-ModelZoo) the model can use (moduleLists).
+// Megatron-Bridge's recipes and of NVIDIA's DGX Cloud DeepSeek-V3 benchmark
+// the model can use (moduleLists).
 //
 // With the interleaved schedule and no parallel.microbatch_group_size in
 // the spec, each plan gets the group size that gives it the least step time
