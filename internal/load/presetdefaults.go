@@ -17,20 +17,56 @@ var presetBlocks = []string{"model", "cluster"}
 // the user's overrides) has a concrete default, that default is filled in:
 // the user's side states the model, the schema's default is the fallback.
 func presetDefaults(user, plan cue.Value) cue.Value {
-	f := defaultFiller{user: user, plan: plan}
-	for _, b := range presetBlocks {
-		f.fill(cue.ParsePath(b))
+	paths := make([]cue.Path, len(presetBlocks))
+	for i, b := range presetBlocks {
+		paths[i] = cue.ParsePath(b)
 	}
-	return f.user
+	return fillDefaults(user, plan, paths)
 }
 
 // PresetDefaults applies the same rule to a preset on its own: every field
 // the schema definition def leaves not concrete once unified with the preset
 // takes the preset's default (the stdlib's tests check presets this way).
 func PresetDefaults(preset, def cue.Value) cue.Value {
-	f := defaultFiller{user: preset, plan: def}
-	f.fill(cue.MakePath())
-	return f.user
+	return fillDefaults(preset, def, []cue.Path{cue.MakePath()})
+}
+
+// fillDefaults fills, under each of paths, the user's defaults that the
+// unified plan leaves not concrete. It first fills every such field found
+// against one unification (batch) and unifies once more to check them; a
+// fill only makes the plan more concrete, so the batch fills at least the
+// fields the one-by-one walk would, and any other field it fills the walk
+// would have found concrete at the user's own default (a default the plan
+// resolves is the meet of both sides', so it is the user's) or in conflict
+// with it, which the check sees at the filled field. Only then, or where the
+// plan was already in error there, the walk runs one field at a time,
+// unifying again after each fill (a field the plan computes from one filled
+// before it keeps the computed value).
+func fillDefaults(user, plan cue.Value, paths []cue.Path) cue.Value {
+	batch := defaultFiller{user: user, plan: plan, batch: true}
+	for _, p := range paths {
+		batch.fill(p)
+	}
+	if len(batch.filled) == 0 {
+		return user
+	}
+
+	unified := batch.user.Unify(plan)
+	ok := true
+	for _, p := range batch.filled {
+		if unified.LookupPath(p).Err() != nil {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return batch.user
+	}
+	walk := defaultFiller{user: user, plan: plan}
+	for _, p := range paths {
+		walk.fill(p)
+	}
+	return walk.user
 }
 
 // defaultFiller walks the user's value and fills the defaults. A preset
@@ -42,6 +78,10 @@ type defaultFiller struct {
 	user, plan cue.Value
 	unified    cue.Value
 	fresh      bool // unified is user & plan for the current user
+	// batch keeps the first unification for every field (fillDefaults
+	// checks the fills afterwards); filled lists the fields filled.
+	batch  bool
+	filled []cue.Path
 }
 
 // unifiedAt is the plan unified with the current user's value, at path.
@@ -81,5 +121,7 @@ func (f *defaultFiller) fill(path cue.Path) {
 	if unified := f.unifiedAt(path); unified.Exists() && unified.Validate(cue.Concrete(true)) == nil {
 		return
 	}
-	f.user, f.fresh = f.user.FillPath(path, d), false
+	f.user = f.user.FillPath(path, d)
+	f.fresh = f.fresh && f.batch
+	f.filled = append(f.filled, path)
 }
