@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -43,7 +44,9 @@ train: {seq_length: 8192, micro_batch: 1, global_batch: 2048, precision: "bf16",
 	assert.Equal(t, KindDenseAtScale, ModelKind(s))
 	// So does a dense plan of one microbatch per GPU on 32 GPUs or more:
 	// the published runs of that kind on B200 (MLPerf Training v5.1's Llama
-	// 3.1 8B, 32 to 256 GPUs) ran slower than the model rates them.
+	// 3.1 8B, 32 to 256 GPUs) were all rated faster than they ran (+3% to
+	// +16%) until each step waited for its slowest node
+	// (Calibration.StepJitterS); now their median is within 10%.
 	one := loadSpecText(t, `model: models.llama3_8b
 cluster: clusters.dgx_b200 & {nodes: 8}
 parallel: {tp: 1, pp: 1, cp: 2}
@@ -52,7 +55,7 @@ train: {seq_length: 8192, micro_batch: 1, global_batch: 32, precision: "bf16", r
 	assert.Equal(t, KindDenseOneMicrobatch, ModelKind(one))
 	if a := AccuracyOf(one); assert.NotNil(t, a) {
 		assert.GreaterOrEqual(t, a.Runs, 5)
-		assert.Greater(t, a.LowestError, 0.0, "every published one-microbatch dense run on 32 B200 or more is rated faster than measured")
+		assert.Less(t, math.Abs(a.MedianError), 0.10, "the published one-microbatch dense runs on 32 B200 or more, at the median")
 	}
 	if a := AccuracyOf(s); assert.NotNil(t, a) {
 		assert.GreaterOrEqual(t, a.Runs, minPrecisionRuns)

@@ -76,6 +76,15 @@ type Calibration struct {
 	// this lowers its clock under dense tensor-core work and sustains only
 	// that share of its peak (see tensorShare). 0: no power limit.
 	TensorWPerTFLOP float64 `json:"tensor_w_per_tflop"`
+	// StepJitterS is the standard deviation of one node's step time
+	// around the others' (host and operating-system noise, the data
+	// loader, clocks): a synchronous step ends when the slowest node's
+	// does, so each step waits about StepJitterS·√(2 ln n) on n nodes past
+	// a typical one (slowestNodeWaitS). Megatron-LM measures the spread for
+	// its users (StragglerDetector, megatron/core/README_STRAGGLER.md at
+	// d98e8a64: one job's per-rank time in the traced operations 3,453 to
+	// 3,468 ms, get_batch 14 to 35 ms).
+	StepJitterS float64 `json:"step_jitter_s"`
 }
 
 // DefaultCalibration is the fitted calibration.

@@ -184,6 +184,9 @@ type Compute struct {
 	HostBoundS float64 `json:"host_bound_s"`
 	// OptimizerS is the optimizer step (memory-bound), once per step.
 	OptimizerS float64 `json:"optimizer_s"`
+	// SlowestNodeWaitS is what each step waits for its slowest node
+	// (Calibration.StepJitterS): 0 on one node.
+	SlowestNodeWaitS float64 `json:"slowest_node_wait_s,omitempty"`
 	// OptimizerHostS is the part of OptimizerS the host takes with
 	// train.optimizer_cpu_offload: Adam on the offloaded elements and,
 	// without overlap, their copies.

@@ -229,7 +229,7 @@ func (sv *solver) explain(cs []Candidate, gs []group) string {
 		s    float64
 		text string
 	}
-	parts := []part{{b.ComputeS, "compute"}, {b.BubbleS, "the pipeline bubble"}}
+	parts := []part{{b.ComputeS, "compute"}, {b.BubbleS, "the pipeline bubble"}, {b.SlowestNodeWaitS, "waiting for the slowest node"}}
 	for ax, x := range b.ExposedCommS {
 		parts = append(parts, part{x, "waiting on " + axisWord(ax, b.Collectives[ax])})
 	}

@@ -190,6 +190,9 @@ type Breakdown struct {
 	// Collectives is the collective each axis runs (the estimate's
 	// Collective* names).
 	Collectives map[string]string `json:"collectives"`
+	// SlowestNodeWaitS is what each step waits for its slowest node
+	// (estimate.Compute.SlowestNodeWaitS): 0 on one node.
+	SlowestNodeWaitS float64 `json:"slowest_node_wait_s,omitempty"`
 }
 
 // Candidate is one complete plan.

@@ -468,7 +468,7 @@ func (sv *solver) verify(i int32) (*Candidate, diag.List) {
 		Breakdown: Breakdown{
 			ComputeS: stable(e.Compute.TimeS), BubbleS: stable(e.Pipeline.BubbleTimeS), BubbleFraction: e.Pipeline.BubbleFraction,
 			Microbatches: e.Pipeline.Microbatches, ExposedCommS: map[string]float64{}, Links: map[string]string{},
-			Collectives: map[string]string{},
+			Collectives: map[string]string{}, SlowestNodeWaitS: stable(e.Compute.SlowestNodeWaitS),
 		},
 		Spec: s,
 		plan: p,

@@ -264,6 +264,9 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 		{"one microbatch on the slowest stage, exposed comms included", Seconds(e.Compute.MicrobatchTimeS)},
 		{"optimizer step", optimizerStep(tr, e)},
 	}
+	if e.Compute.SlowestNodeWaitS > 0 {
+		data.Compute = append(data.Compute, Row{"waiting for the slowest node, per step", Seconds(e.Compute.SlowestNodeWaitS)})
+	}
 	if e.Compute.OffloadExposedS > 0 {
 		data.Compute = append(data.Compute, Row{"waiting on activation offloading's copies, per step", Seconds(e.Compute.OffloadExposedS)})
 	}
@@ -291,8 +294,8 @@ func (data *Data) fillEstimate(p *plan.Plan, e *estimate.Estimate) {
 		fp4 = ", " + Percent(cal.FP4Eff()) + " of the fp4 peak (NVFP4)"
 	}
 	data.Assumptions = append([]string{
-		fmt.Sprintf("calibration: large GEMMs at %s of the bf16 peak, %s of the fp8 peak%s; flash attention at %s; %.1f µs per kernel on the GPU, %.1f µs to issue one from the host; collectives at NCCL's measured bus bandwidth (NVLink by GPU generation, network 96%% of the NIC's line rate) × %s (NVLink), × %s (network)",
-			Percent(cal.GEMMEff), Percent(cal.FP8GEMMEff), fp4, Percent(cal.AttnEff), cal.KernelS*1e6, cal.HostOpS*1e6, Percent(cal.NVLinkEff), Percent(cal.NetworkEff)),
+		fmt.Sprintf("calibration: large GEMMs at %s of the bf16 peak, %s of the fp8 peak%s; flash attention at %s; %.1f µs per kernel on the GPU, %.1f µs to issue one from the host; nodes' step times spread by %.1f ms (each step waits that × √(2 ln nodes) for the slowest); collectives at NCCL's measured bus bandwidth (NVLink by GPU generation, network 96%% of the NIC's line rate) × %s (NVLink), × %s (network)",
+			Percent(cal.GEMMEff), Percent(cal.FP8GEMMEff), fp4, Percent(cal.AttnEff), cal.KernelS*1e6, cal.HostOpS*1e6, cal.StepJitterS*1e3, Percent(cal.NVLinkEff), Percent(cal.NetworkEff)),
 		fmt.Sprintf("attention fused: %v; state sharding: %s; %.4g + %.4g + %.4g bytes per parameter (weights, gradients, optimizer)",
 			e.Assumptions.FusedAttention, e.Assumptions.Sharding,
 			e.Assumptions.StateBytes.Weights, e.Assumptions.StateBytes.Gradients, e.Assumptions.StateBytes.Optimizer),
