@@ -53,16 +53,16 @@ const (
 )
 
 // oneMicrobatchGPUs splits off the dense plans whose step is a single
-// microbatch per GPU (global batch = data-parallel size × micro batch): the
-// model rates most published runs of that kind on 32 GPUs or more (below
-// 4,096) faster than they ran — MLPerf Training v5.1's Llama 3.1 8B on B200,
-// GB200, GB300 and H100 from +3% to +112%, most on 512 GPUs, where the same
-// code on one or two nodes is within -9% to +2% (testdata/measured/README.md,
-// session 47), and the Nemotron-4 report's 15B and the Megatron-LM README's
-// weak-scaling runs at the micro batch they leave to parc — while the
-// smaller runs of dense models center on 0 (testdata/calibration/README.md,
-// "Error by GPU and kind of model", which TestCalibration writes with
-// accuracy_measured.go). Such a plan reads its own line.
+// microbatch per GPU (global batch = data-parallel size × micro batch) on 32
+// GPUs or more (below 4,096): a cost per step weighs most on such steps.
+// Until each step waited for its slowest node (Calibration.StepJitterS) the
+// model rated most published runs of that kind faster than they ran —
+// MLPerf Training v5.1's Llama 3.1 8B on B200, GB200, GB300 and H100 from +3%
+// to +112%, where the same code on one node is within -9% to +2%
+// (testdata/measured/README.md, session 47); with the wait they are within
+// -15% to +24%, B200, GB200 and GB300 within -15% to -2%. Such a plan reads
+// its own line (testdata/calibration/README.md, "Error by GPU and kind of
+// model", which TestCalibration writes with accuracy_measured.go).
 const oneMicrobatchGPUs = 32
 
 // denseScaleGPUs splits the dense models of the accuracy table by the GPUs
@@ -128,8 +128,8 @@ func GPUFamily(name string) string {
 
 // minPrecisionRuns is the fewest runs of one precision that make a line of
 // their own in the accuracy table: the model's bias differs by precision on
-// some GPUs (dense models on B300 and GB300: the NVFP4 runs rated 16% and 14%
-// faster than they ran in the median, the FP8 ones on GB300 6% slower;
+// some GPUs (dense models on B300 and GB300: the NVFP4 runs rated 16% and 8%
+// faster than they ran in the median, the FP8 ones on GB300 7% slower;
 // fine-grained MoE of up to 150B parameters on H100: BF16 16% slower, FP8
 // within 1%; testdata/calibration/README.md, "Error by GPU, kind of model and
 // precision"), and a line of fewer runs would say little.
