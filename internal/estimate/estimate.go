@@ -602,7 +602,7 @@ func (c *costModel) assumptions(o Options) Assumptions {
 			"weights, main gradients and Adam state (master weights and two moments) as Megatron keeps them, at the widths the spec sets",
 			"activations after Korthikanti et al. 2022 with the model's real shapes; the most loaded pipeline stage counts",
 			"compute per operation: GEMMs by per-GPU shape (tile and wave quantization, roofline), flash attention, memory-bound work at HBM bandwidth, a fixed cost per kernel",
-			"step time = m x the slowest stage's microbatch (compute + exposed tp/cp/ep/pp comms, the collectives inside any wait for the host) + each other stage's microbatch / v (pipeline fill and drain) + exposed data-parallel comms + optimizer step",
+			"step time = m x the slowest stage's microbatch (compute + exposed tp/cp/ep/pp comms, the collectives inside any wait for the host) + each other stage's microbatch / v (pipeline fill and drain) + exposed data-parallel comms + optimizer step + the wait for the slowest node (0 on one node)",
 			"collectives: latency per ring step + bytes at NCCL's measured bus bandwidth of the link; expert all-to-all split between NVLink and network by where the peers are",
 		},
 	}
