@@ -1,6 +1,8 @@
 package load
 
 import (
+	"slices"
+
 	"cuelang.org/go/cue"
 )
 
@@ -44,28 +46,16 @@ func PresetDefaults(preset, def cue.Value) cue.Value {
 // before it keeps the computed value).
 func fillDefaults(user, plan cue.Value, paths []cue.Path) cue.Value {
 	batch := defaultFiller{user: user, plan: plan, batch: true}
-	for _, p := range paths {
-		batch.fill(p)
-	}
+	batch.fillAll(paths)
 	if len(batch.filled) == 0 {
 		return user
 	}
-
 	unified := batch.user.Unify(plan)
-	ok := true
-	for _, p := range batch.filled {
-		if unified.LookupPath(p).Err() != nil {
-			ok = false
-			break
-		}
-	}
-	if ok {
+	if !slices.ContainsFunc(batch.filled, func(p cue.Path) bool { return unified.LookupPath(p).Err() != nil }) {
 		return batch.user
 	}
 	walk := defaultFiller{user: user, plan: plan}
-	for _, p := range paths {
-		walk.fill(p)
-	}
+	walk.fillAll(paths)
 	return walk.user
 }
 
@@ -90,6 +80,13 @@ func (f *defaultFiller) unifiedAt(path cue.Path) cue.Value {
 		f.unified, f.fresh = f.user.Unify(f.plan), true
 	}
 	return f.unified.LookupPath(path)
+}
+
+// fillAll fills under each of paths.
+func (f *defaultFiller) fillAll(paths []cue.Path) {
+	for _, p := range paths {
+		f.fill(p)
+	}
 }
 
 func (f *defaultFiller) fill(path cue.Path) {
