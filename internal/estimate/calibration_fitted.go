@@ -4,4 +4,4 @@ package estimate
 
 // fittedCalibration is the calibration fitted on the measured corpus's fit
 // rows (testdata/calibration/README.md).
-var fittedCalibration = Calibration{GEMMEff: 0.613, FP8GEMMEff: 0.545, FP4GEMMEff: 0.415, AttnEff: 0.852, KernelS: 1.48e-05, NVLinkEff: 1, NetworkEff: 1, GroupedRel: 0.488, HostOpS: 4.38e-05, HostSyncS: 0.000738, GraphKernelRel: 1.04e-10, TensorWPerTFLOP: 0.557, StepJitterS: 0.0156}
+var fittedCalibration = Calibration{GEMMEff: 0.613, FP8GEMMEff: 0.545, FP4GEMMEff: 0.415, AttnEff: 0.852, KernelS: 1.48e-05, NVLinkEff: 1, NetworkEff: 1, GroupedRel: 0.488, HostOpS: 4.38e-05, GraphKernelRel: 1.04e-10, HostSyncS: 0.000738, TensorWPerTFLOP: 0.557, StepJitterS: 0.0156}
