@@ -176,7 +176,7 @@ func (c *costModel) stageBytes(r int, w *stageWork) {
 	if c.sh.fs > 0 {
 		tpMoE += base + sharedExtra
 	}
-	w.perLayer[axTP] = blocks * (block - fwdExtra) * ar
+	w.perLayer[axTP] = blocks * base * ar
 
 	// CP: K and V of the local shard, heads split over tp.
 	kv := 2 * elem * T * c.am.kv / float64(c.tp)
