@@ -1553,23 +1553,32 @@ func gcdInt(a, b int) int {
 // distributed_data_parallel.py at d98e8a64): the first gather waits whole,
 // each later one behind its predecessor's compute, max(A/n, A − F + F/n).
 // With full sharding the traffic of every microbatch overlaps that
-// microbatch's compute when overlap_grad_reduce is on.
+// microbatch's compute when overlap_grad_reduce is on, and each of those
+// collectives keeps the residual share (tpOverlapResidual: the SMs its
+// kernels take from the compute beside it) of its own time exposed, as each
+// microbatch's tensor- and expert-parallel collectives do: the step pays the
+// share of all of them, not of one microbatch's (the Llama 3 paper's 405B
+// runs, which reduce-scatter every microbatch's gradients,
+// TestShardedGradsEveryMicrobatch).
 func (c *costModel) exposedDataParallel(grad, gather, buckets float64, st stageClock) float64 {
 	tr := c.s.Train
 	if c.sharding == ShardFull {
 		m := float64(c.m)
 		if tr.OverlapGradReduce {
-			return math.Max((grad+gather)/m*tpOverlapResidual, grad+gather-m*(st.fwd+st.bwd))
+			return math.Max((grad+gather)*tpOverlapResidual, grad+gather-m*(st.fwd+st.bwd))
 		}
 		return grad + gather
 	}
 	if c.sharding == ShardGrads {
 		// Every microbatch's reduce-scatter overlaps the compute after it
 		// (Megatron-FSDP needs overlap_grad_reduce with optim_grads:
-		// "Cannot sync-reduce gradients for optim_grads"), the last
-		// microbatch's only its own backward.
+		// "Cannot sync-reduce gradients for optim_grads"; its no_sync:
+		// "For grads shard mode there will actually always be gradient
+		// sync happening", megatron_fsdp.py at d98e8a64), the last
+		// microbatch's only its own backward; each keeps its residual
+		// share exposed.
 		m := float64(c.m)
-		grad = math.Max(grad/m*tpOverlapResidual, grad-m*(st.fwd+st.bwd)+st.fwd)
+		grad = math.Max(grad*tpOverlapResidual, grad-m*(st.fwd+st.bwd)+st.fwd)
 		if tr.OverlapParamGather {
 			gather = math.Max(gather*tpOverlapResidual, gather-st.fwd)
 		}
