@@ -1158,12 +1158,11 @@ func (c *costModel) time(e *Estimate, link func(string) string) {
 // 4 (Nebius), 53 and 26 ms slower on 1 and 2 nodes and 18-22 ms faster on 4
 // to 16 (University of Florida).
 func (c *costModel) slowestNodeWaitS() float64 {
-	g := max(c.s.Cluster.GPUsPerNode, 1)
-	if c.world <= g || c.cal.StepJitterS <= 0 {
+	nodes := c.s.Cluster.Nodes
+	if nodes <= 1 || c.cal.StepJitterS <= 0 {
 		return 0
 	}
-	nodes := float64((c.world + g - 1) / g)
-	return c.cal.StepJitterS * math.Sqrt(2*math.Log(nodes))
+	return c.cal.StepJitterS * math.Sqrt(2*math.Log(float64(nodes)))
 }
 
 // dataParallelTime fills the dp, edp and embd comms and returns the time the
