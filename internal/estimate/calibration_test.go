@@ -1096,6 +1096,13 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
   (measured -1.06). GB200's host is a Grace CPU; a per-kernel host time on Grace against x86 was
   looked for and not found (arXiv 2504.11750 finds GH200 inference CPU-bound up to 4x larger batches
   than PCIe H100, without a time per kernel), so no host speed by CPU is modelled.
+- The fitted GPU time per kernel (KernelS, 14.8 us) is about three times what a kernel benchmark pays to
+  launch one (XLA's smallest GEMMs, 5.0-5.4 us; testdata/gemm): it carries the per-kernel work the model
+  does not count apart (quantisation, allocations, stream synchronisation, an eager host's gaps). Pinned
+  at the benchmark's 5.4 us with every other constant refitted (session 58, ` + "`-update -fit`" + ` without
+  kernel_s), the held-out error goes from 5.4% / 59.7% to 6.3% / 76.7% (median / worst), so the fitted
+  value stays; the micro-batch steps ([micro-batch-steps.md](micro-batch-steps.md)) are the outside check
+  of what it implies for the micro batch.
 - HybridEP's published GB200 rates (DeepEP branch hybrid-ep, docs/README_Hybrid-EP.md at 94a9f8f6:
   32 ranks, 32 SMs, BF16: dispatch 484 / combine 465 GB/s through the torch API, 642 / 605 kernel
   only) are below the 720 GB/s the model times HybridEP at, but count bytes in their own way (the
@@ -1350,7 +1357,12 @@ const calibrationWeaknesses = `## What the model has for MoE and host overhead
 - Qwen3-235B-A22B in bf16 on GB200/GB300 (25.11) is 28-32% too slow, more than the same model's
   mxfp8 rows of later releases (16-18%). The GB200 row's settings (HybridEP, TE graphs of attention,
   router and preprocess) are those every GB200 config of the model agrees on from 25.11 to 26.04.01
-  (its notes); the plan itself is in no 25.11 config.
+  (its notes); the plan itself is in no 25.11 config. Megatron Core's release performance tracker, as
+  Megatron-Bridge's MoE hardware card quotes it (skills/nemo-mbridge-perf-moe-hardware-configs/card.yaml
+  at 067f987d, a rounded figure, not in the corpus), gives about 700 model TFLOP/s per GPU for the model
+  in bf16 on 128 GB200 (TP 1, EP 32, PP 4, VPP 12, micro batch 1, global batch 1,024, HybridEP, graphs
+  of attention, router and preprocess; no sequence length given); parc rates that plan at 522 (-25%),
+  a scratch estimate with those settings, sequence 4,096 and otherwise the 26.02 GB200 row's.
 - The same plan was measured in several releases, sometimes 1.8x apart (column *spread*).
 - MT-NLG 530B (DeepSpeed's pipeline engine and ZeRO data parallelism around Megatron's tensor
   slicing, not Megatron-Core) is 7-11% too fast with Megatron's unfused attention of its time (the
