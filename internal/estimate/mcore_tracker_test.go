@@ -20,8 +20,10 @@ import (
 // of the corpus row of the same model and GPU that Megatron-Bridge ran with
 // the same dispatcher family: the 26.02 GB200 row for Qwen3-235B-A22B, the
 // 16-H100 library recipe (bridge-doc-qwen3-30b-a3b-h100-bf16-16) for
-// Qwen3-30B-A3B. Only the card's rows whose every plan field it gives are
-// here; its DeepSeek-V3 rows need a pipeline layout it does not give.
+// Qwen3-30B-A3B, the 25.09 FP8 blockwise row for DeepSeek-V3 on H100. Only
+// the card's rows whose every plan field it gives are here; its other
+// DeepSeek-V3 rows give no pipeline layout, which 61 layers with MTP over
+// pp·vpp stages need.
 var mcoreTracker = []struct {
 	name   string
 	tflops float64 // the card's figure, rounded there
@@ -43,6 +45,29 @@ parallel: {account_for_embedding: true, account_for_loss: true, cp: 1, ep: 32, e
 train: {ddp_bucket_size: 134217728, distributed_optimizer: true, global_batch: 1024, grad_reduce_in_bf16: true, iters: 10, micro_batch: 1, overlap_grad_reduce: true, overlap_param_gather: true, precision: "bf16", recompute: "none", seq_length: 4096}
 model: moe: {dispatcher: "flex", flex_dispatcher_backend: "hybridep", router_force_load_balancing: true}
 kernels: {cuda_graph_impl: "transformer_engine", cuda_graph_scope: ["attn", "moe_router", "moe_preprocess"], cross_entropy_loss_fusion: true, cross_entropy_fusion_impl: "te"}
+`,
+	},
+	{
+		// dsv3_case_study h100_config (and best_configs dsv3_685b_h100_1024,
+		// "~370"): DeepSeek-V3 with MTP, FP8 blockwise, DeepEP, TP2 PP8
+		// EP64 VPP4, MBS1 GBS8192, force_balance, recompute up_proj and
+		// mlp, pipeline layout Et*3|(tt|)*29m|L, the 1F1B all-to-all
+		// overlap on, CUDA graphs off; 368 TFLOP/s. The corpus's
+		// Megatron-Bridge 25.09 row of these degrees (another layout,
+		// Et|(tt|)*30mL) measured 330.
+		"dsv3_h100_1024", 368, `package plan
+
+import (
+	"parc.dev/stdlib/clusters"
+	"parc.dev/stdlib/models"
+)
+
+model: models.deepseek_v3
+cluster: clusters.dgx_h100 & {nodes: 128}
+parallel: {cp: 1, delay_wgrad_compute: true, ep: 64, etp: 1, layout: "Et*3|(tt|)*29m|L", overlap_moe_expert_parallel_comm: true, pp: 8, sp: true, tp: 2, tp_comm_overlap: false, vpp: 4}
+train: {distributed_optimizer: true, exp_avg_dtype: "bf16", exp_avg_sq_dtype: "bf16", fp8_param_gather: false, fp8_recipe: "blockwise", global_batch: 8192, grad_reduce_in_bf16: true, iters: 10, main_grads_dtype: "bf16", micro_batch: 1, overlap_grad_reduce: false, overlap_param_gather: true, precision: "fp8", precision_aware_optimizer: true, recompute: "selective", recompute_modules: ["mla_up_proj", "mlp"], seq_length: 4096}
+model: moe: {dispatcher: "flex", flex_dispatcher_backend: "deepep", router_force_load_balancing: true, shared_expert_overlap: false}
+kernels: {cuda_graph_impl: "none", moe_permute_fusion: true, moe_router_fusion: true, cross_entropy_loss_fusion: true, apply_rope_fusion: true, gradient_accumulation_fusion: true, cross_entropy_fusion_impl: "te"}
 `,
 	},
 	{
