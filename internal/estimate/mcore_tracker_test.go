@@ -37,9 +37,12 @@ var mcoreTracker = []struct {
 		// as Megatron-Bridge's Qwen3-235B-A22B configs account them.
 		"qwen3_235b_gb200_128", 700, `package plan
 
-import "parc.dev/stdlib/clusters"
+import (
+	"parc.dev/stdlib/clusters"
+	"parc.dev/stdlib/models"
+)
 
-model: {"name": "qwen3-235b-a22b", "layers": 94, "hidden": 4096, "ffn_hidden": 12288, "heads": 64, "query_groups": 4, "kv_channels": 128, "vocab": 151936, "max_position_embeddings": 40960, "activation": "swiglu", "normalization": "rmsnorm", "norm_epsilon": 1e-06, "position_embedding": "rope", "rotary_base": 1000000, "tie_embeddings": false, "bias": false, "qk_layernorm": true, "moe": {"experts": 128, "topk": 8, "ffn_hidden": 1536}}
+model: models.qwen3_235b_a22b
 cluster: clusters.gb200_nvl72 & {nodes: 32, gpus_per_node: 4, slurm: segment: 16}
 parallel: {account_for_embedding: true, account_for_loss: true, cp: 1, ep: 32, etp: 1, pp: 4, tp: 1, vpp: 12}
 train: {ddp_bucket_size: 134217728, distributed_optimizer: true, global_batch: 1024, grad_reduce_in_bf16: true, iters: 10, micro_batch: 1, overlap_grad_reduce: true, overlap_param_gather: true, precision: "bf16", recompute: "none", seq_length: 4096}
@@ -79,9 +82,12 @@ kernels: {cuda_graph_impl: "none", moe_permute_fusion: true, moe_router_fusion: 
 		// does not name).
 		"qwen3_30b_h100_32", 210, `package plan
 
-import "parc.dev/stdlib/clusters"
+import (
+	"parc.dev/stdlib/clusters"
+	"parc.dev/stdlib/models"
+)
 
-model: {"name": "qwen3-30b-a3b", "layers": 48, "hidden": 2048, "ffn_hidden": 6144, "heads": 32, "query_groups": 4, "kv_channels": 128, "vocab": 151936, "max_position_embeddings": 40960, "activation": "swiglu", "normalization": "rmsnorm", "norm_epsilon": 1e-06, "position_embedding": "rope", "rotary_base": 1000000, "tie_embeddings": false, "bias": false, "qk_layernorm": true, "moe": {"experts": 128, "topk": 8, "ffn_hidden": 768}}
+model: models.qwen3_30b_a3b
 cluster: clusters.dgx_h100 & {nodes: 4}
 parallel: {cp: 1, ep: 8, etp: 1, pp: 1, tp: 1, vpp: 1}
 train: {ddp_bucket_size: 134217728, distributed_optimizer: true, exp_avg_dtype: "fp32", exp_avg_sq_dtype: "fp32", global_batch: 256, grad_reduce_in_bf16: true, iters: 10, main_grads_dtype: "fp32", micro_batch: 4, overlap_grad_reduce: true, overlap_param_gather: true, precision: "bf16", precision_aware_optimizer: true, recompute: "full", recompute_method: "uniform", recompute_layers: 1, seq_length: 4096}
