@@ -656,14 +656,14 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		// column-parallel layers' backward GEMMs but for a residual share
 		// (the NCCL kernels take SMs from the GEMM they run beside).
 		if async := w.tpAsync * unit; async > 0 {
-			st.exposed[axTP] = t - async + math.Max(tpOverlapResidual*async, async-colBwd)
+			st.exposed[axTP] = t - async + overlapped(async, colBwd)
 			lower = (w.tpUnits - (1-tpOverlapResidual)*w.tpAsync) * bw
 		}
 		if c.set.tpCommOverlap {
 			// Userbuffers split each GEMM and its all-gather/reduce-scatter
 			// into chunks that pipeline; what is left is the part longer
 			// than the GEMMs and a share the chunks do not hide.
-			st.exposed[axTP] = math.Max(tpOverlapResidual*t, t-gemm)
+			st.exposed[axTP] = overlapped(t, gemm)
 			lower = w.tpUnits * bw * tpOverlapResidual
 		}
 		st.commBound += lower
@@ -762,7 +762,7 @@ func (c *costModel) exposedAllToAll(t, lower, shared, compute float64) (exposed,
 	if len(windows) == 0 {
 		return t, lower
 	}
-	return math.Max(tpOverlapResidual*t, t-slices.Max(windows)), lower * tpOverlapResidual
+	return overlapped(t, slices.Max(windows)), lower * tpOverlapResidual
 }
 
 // moeHostSync reports that every MoE layer's forward synchronises with the
@@ -843,6 +843,14 @@ func (c *costModel) recomputesMoE() bool {
 // tpOverlapResidual is the share of overlapped communication that stays
 // exposed (chunk pipeline fill, SMs the communication kernels take).
 const tpOverlapResidual = 0.15
+
+// overlapped is the exposed part of a collective t long that overlaps
+// window seconds of compute: what the window does not cover, and at least
+// the residual share tpOverlapResidual. Every overlapped collective of the
+// step (tensor-parallel, expert all-to-all, data-parallel) is charged so.
+func overlapped(t, window float64) float64 {
+	return math.Max(tpOverlapResidual*t, t-window)
+}
 
 // Collective latency: a fixed cost per collective and one per ring step
 // (NCCL's ring algorithms take n−1 steps per all-gather / reduce-scatter).
@@ -1564,7 +1572,7 @@ func (c *costModel) exposedDataParallel(grad, gather, buckets float64, st stageC
 	if c.sharding == ShardFull {
 		m := float64(c.m)
 		if tr.OverlapGradReduce {
-			return math.Max((grad+gather)*tpOverlapResidual, grad+gather-m*(st.fwd+st.bwd))
+			return overlapped(grad+gather, m*(st.fwd+st.bwd))
 		}
 		return grad + gather
 	}
@@ -1577,9 +1585,9 @@ func (c *costModel) exposedDataParallel(grad, gather, buckets float64, st stageC
 		// microbatch's only its own backward; each keeps its residual
 		// share exposed.
 		m := float64(c.m)
-		grad = math.Max(grad*tpOverlapResidual, grad-m*(st.fwd+st.bwd)+st.fwd)
+		grad = overlapped(grad, m*(st.fwd+st.bwd)-st.fwd)
 		if tr.OverlapParamGather {
-			gather = math.Max(gather*tpOverlapResidual, gather-st.fwd)
+			gather = overlapped(gather, st.fwd)
 		}
 		return grad + gather
 	}
@@ -1610,7 +1618,7 @@ func (c *costModel) exposedDataParallel(grad, gather, buckets float64, st stageC
 	// that readies (or consumes) the buckets one after another.
 	nb := math.Max(buckets, 1)
 	behind := func(t, pass float64) float64 {
-		return math.Max(t*tpOverlapResidual, math.Max(t/nb, t-win*pass+pass/nb))
+		return math.Max(t/nb, overlapped(t, win*pass-pass/nb))
 	}
 	if tr.OverlapGradReduce {
 		grad = behind(grad, st.bwd)
