@@ -19,7 +19,11 @@
 // "Et*4|(t*4|)*14tmL", "Et|(tt|)*30mL"). Two splits that give every stage
 // the same layers are one plan, counted under the simpler. A layout the
 // spec writes fixes the split; pp must divide its stages and vpp is their
-// quotient.
+// quotient. A split field left open (`account_for_loss: bool`) with none of
+// the others written asks for the same search, whatever pp is: the open
+// fields take the values their constraints allow, the unwritten ones are
+// searched as above, and the layouts are tried when the constraints allow
+// the split fields unset.
 //
 // Recomputation is searched with its modules: when train.recompute is open
 // and the spec writes no train.recompute_modules, selective recomputation

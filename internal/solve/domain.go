@@ -163,6 +163,9 @@ type solver struct {
 	// layoutsSearched: the split is parc's to choose (splitImplied) and
 	// the spec writes no layout, so the generated layouts are tried too.
 	layoutsSearched bool
+	// splitOpened are the pipeline-split fields the user left open
+	// (splitImplied: parc then chooses among every split, layouts too).
+	splitOpened []string
 	// layoutOpen: the user left parallel.layout open (choice.go), with the
 	// constraint layoutUser; userLayouts are its layouts when it is a
 	// disjunction of them (then the only ones tried), and listedLayouts
@@ -458,17 +461,29 @@ func (sv *solver) splitImplied() {
 	if sv.written(spec.LayoutPath) {
 		return // the layout places every layer
 	}
+	// An open split field asks parc to choose the split as much as an
+	// open pp does: a user who writes account_for_embedding: bool has not
+	// ruled out the first/last stage fields or a layout (with DeepSeek-V3's
+	// 61 layers on pp = 16 only a layout places them). A field written as a
+	// value keeps the split the user's.
+	sv.splitOpened = nil
 	for _, f := range spec.PipelineSplitFields {
-		if sv.open[f] || sv.written(f.Path()) {
+		switch {
+		case sv.open[f]:
+			sv.splitOpened = append(sv.splitOpened, f.Path())
+		case sv.written(f.Path()):
+			sv.splitOpened = nil
 			return
 		}
 	}
 	p := sv.base.Parallel
-	if !sv.open[fPP] && (p.PP <= 1 || sv.base.Model.Layers%p.PP == 0) {
+	if sv.splitOpened == nil && !sv.open[fPP] && (p.PP <= 1 || sv.base.Model.Layers%p.PP == 0) {
 		return
 	}
 	for _, f := range spec.PipelineSplitFields {
-		sv.implied[f] = true
+		if !sv.open[f] {
+			sv.implied[f] = true
+		}
 	}
 	sv.layoutsSearched = true
 }

@@ -305,7 +305,9 @@ func (sv *solver) splitsFor(pp int) []int32 {
 		}
 		out = append(out, add(s))
 	}
-	if sv.layoutsSearched && pp >= 2 {
+	// A layout sets none of the other split fields (Megatron rejects it
+	// beside them): tried when the user's constraints allow them unset.
+	if sv.layoutsSearched && pp >= 2 && boolOK(fEmb, false) && boolOK(fLoss, false) && stageOK(fFirst, 0) && stageOK(fLast, 0) {
 		// Which vpp a layout works with is the vpp rule's to say.
 		for _, k := range []int8{layoutEdge, layoutSlots} {
 			out = append(out, add(split{layout: k, layers: L, mtp: sv.base.Model.MTPLayers}))
