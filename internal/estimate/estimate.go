@@ -604,7 +604,7 @@ func (c *costModel) assumptions(o Options) Assumptions {
 			"compute per operation: GEMMs by per-GPU shape (tile and wave quantization, roofline), flash attention, memory-bound work at HBM bandwidth, a fixed cost per kernel",
 			"step time = m x the slowest stage's microbatch (compute + exposed tp/cp/ep/pp comms, the collectives inside any wait for the host) + each other stage's microbatch / v (pipeline fill and drain) + exposed data-parallel comms + optimizer step + the wait for the slowest node (0 on one node)",
 			"collectives: latency per ring step + bytes at NCCL's measured bus bandwidth of the link; expert all-to-all split between NVLink and network by where the peers are",
-			fmt.Sprintf("tensor-parallel collectives, the expert all-to-all and the data-parallel reductions and gathers (every microbatch's where gradients are sharded) that overlap compute keep %.0f%% of their time exposed, for the SMs their kernels take from the compute beside them, or more where that compute is shorter; the context-parallel ring and the pipeline's transfers only what the compute does not cover", 100*tpOverlapResidual),
+			fmt.Sprintf("tensor-parallel collectives, the expert all-to-all and the data-parallel reductions and gathers (every microbatch's where gradients are sharded) that overlap compute keep %.0f%% of their time exposed, for the SMs their kernels take from the compute beside them, or more where that compute is shorter; the context-parallel ring and the pipeline's transfers only what the compute does not cover", 100*OverlapResidual),
 		},
 	}
 	if c.s.Model.MoE != nil {

@@ -90,7 +90,7 @@ func TestSharedExpertOverlapHidesAllToAll(t *testing.T) {
 	if ep0.TimeS <= 0 || ep1.TimeS != ep0.TimeS {
 		t.Fatalf("all-to-all time %g without the overlap, %g with it: want the same, > 0", ep0.TimeS, ep1.TimeS)
 	}
-	if !(ep1.ExposedS < ep0.ExposedS && ep1.ExposedS >= tpOverlapResidual*ep1.TimeS*(1-1e-9)) {
+	if !(ep1.ExposedS < ep0.ExposedS && ep1.ExposedS >= OverlapResidual*ep1.TimeS*(1-1e-9)) {
 		t.Errorf("exposed all-to-all %g with the overlap, %g without (time %g): want less, at least the residual share", ep1.ExposedS, ep0.ExposedS, ep1.TimeS)
 	}
 	if on.Compute.TimeS != off.Compute.TimeS || on.StepTimeS >= off.StepTimeS {

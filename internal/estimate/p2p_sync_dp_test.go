@@ -38,7 +38,7 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: 512, precision: "bf16", 
 	dpOn, dpOff := on.Comms["dp"], off.Comms["dp"]
 	require.Equal(t, 32, dpOff.Size)
 	assert.InDelta(t, dpOn.TimeS, dpOff.TimeS, 1e-9, "the same traffic either way")
-	assert.InDelta(t, tpOverlapResidual*dpOn.TimeS, dpOn.ExposedS, 1e-9,
+	assert.InDelta(t, OverlapResidual*dpOn.TimeS, dpOn.ExposedS, 1e-9,
 		"with overlapped transfers the cool-down hides all but the residual share")
 	// One microbatch's forward and backward on the stage (its exposed
 	// per-microbatch comms included) is the most the synchronised

@@ -12,7 +12,7 @@ import (
 // forward pass) and reduce-scatter the fp32 gradients of every microbatch,
 // beside that microbatch's backward and the next one's compute. Each of
 // those collectives takes SMs from the compute it overlaps, as the tensor-
-// and expert-parallel ones do (tpOverlapResidual), so the step pays that
+// and expert-parallel ones do (OverlapResidual), so the step pays that
 // share of every microbatch's reduction, not of the last one's alone:
 // rated that way, the three runs come within 10% of the paper's MFU (430,
 // 400 and 380 TFLOP/s per GPU); charging one microbatch's share put all

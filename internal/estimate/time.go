@@ -657,14 +657,14 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		// (the NCCL kernels take SMs from the GEMM they run beside).
 		if async := w.tpAsync * unit; async > 0 {
 			st.exposed[axTP] = t - async + overlapped(async, colBwd)
-			lower = (w.tpUnits - (1-tpOverlapResidual)*w.tpAsync) * bw
+			lower = (w.tpUnits - (1-OverlapResidual)*w.tpAsync) * bw
 		}
 		if c.set.tpCommOverlap {
 			// Userbuffers split each GEMM and its all-gather/reduce-scatter
 			// into chunks that pipeline; what is left is the part longer
 			// than the GEMMs and a share the chunks do not hide.
 			st.exposed[axTP] = overlapped(t, gemm)
-			lower = w.tpUnits * bw * tpOverlapResidual
+			lower = w.tpUnits * bw * OverlapResidual
 		}
 		st.commBound += lower
 	}
@@ -738,7 +738,7 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 // compute (compute is this microbatch's) with
 // parallel.overlap_moe_expert_parallel_comm. Each is a window the
 // all-to-all hides under; the all-to-all waits for what the largest window
-// does not cover, and a residual share (tpOverlapResidual) stays exposed
+// does not cover, and a residual share (OverlapResidual) stays exposed
 // either way.
 //
 //   - moe_shared_expert_overlap: the shared expert runs on a second stream
@@ -762,7 +762,7 @@ func (c *costModel) exposedAllToAll(t, lower, shared, compute float64) (exposed,
 	if len(windows) == 0 {
 		return t, lower
 	}
-	return overlapped(t, slices.Max(windows)), lower * tpOverlapResidual
+	return overlapped(t, slices.Max(windows)), lower * OverlapResidual
 }
 
 // moeHostSync reports that every MoE layer's forward synchronises with the
@@ -840,16 +840,16 @@ func (c *costModel) recomputesMoE() bool {
 	return tr.Recompute == "full" || tr.Recompute == "selective" && c.set.recomputeModules["moe"]
 }
 
-// tpOverlapResidual is the share of overlapped communication that stays
+// OverlapResidual is the share of overlapped communication that stays
 // exposed (chunk pipeline fill, SMs the communication kernels take).
-const tpOverlapResidual = 0.15
+const OverlapResidual = 0.15
 
 // overlapped is the exposed part of a collective t long that overlaps
 // window seconds of compute: what the window does not cover, and at least
-// the residual share tpOverlapResidual. Every overlapped collective of the
+// the residual share OverlapResidual. Every overlapped collective of the
 // step (tensor-parallel, expert all-to-all, data-parallel) is charged so.
 func overlapped(t, window float64) float64 {
-	return math.Max(tpOverlapResidual*t, t-window)
+	return math.Max(OverlapResidual*t, t-window)
 }
 
 // Collective latency: a fixed cost per collective and one per ring step
@@ -1561,7 +1561,7 @@ func gcdInt(a, b int) int {
 // each later one behind its predecessor's compute, max(A/n, A − F + F/n).
 // With full sharding the traffic of every microbatch overlaps that
 // microbatch's compute when overlap_grad_reduce is on, and each of those
-// collectives keeps the residual share (tpOverlapResidual: the SMs its
+// collectives keeps the residual share (OverlapResidual: the SMs its
 // kernels take from the compute beside it) of its own time exposed, as each
 // microbatch's tensor- and expert-parallel collectives do: the step pays the
 // share of all of them, not of one microbatch's (the Llama 3 paper's 405B

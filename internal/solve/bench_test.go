@@ -67,6 +67,12 @@ func BenchmarkSolveDeepSeek1kOpen(b *testing.B) {
 	benchSolve(b, "testdata/acceptance/deepseek-v3-1k.cue")
 }
 
+// BenchmarkSolveDeepSeek1kShardingOpen: the same with the optimizer
+// sharding open too (distributed optimizer and Megatron-FSDP).
+func BenchmarkSolveDeepSeek1kShardingOpen(b *testing.B) {
+	benchSolve(b, "testdata/deepseek-v3-1k-sharding-open.cue")
+}
+
 // BenchmarkSolveQwen3GB300Open: Qwen3-235B-A22B on 256 GB300, everything
 // open; hundreds of shapes within the noise band.
 func BenchmarkSolveQwen3GB300Open(b *testing.B) {

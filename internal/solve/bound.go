@@ -38,6 +38,13 @@ import (
 //     timed by its shape whatever rank it sits on, so the one-stage plan
 //     rerunning the same number of layers of the same kinds does the same
 //     work as the leaf's ranks together.
+//  5. behindDataParallel: any of these plus estimate.OverlapResidual of the
+//     data-parallel collectives' time, once a plan of the leaf's state
+//     (grid, vpp, split, optimizer sharding) has been timed: the step waits
+//     for at least that share of them beside the pipeline's time, and their
+//     time changes with the micro batch only through the microbatches a
+//     step (dataParallelFloor.at). With Megatron-FSDP the state's first
+//     leaf is timed before its memory (shardedFloor).
 //
 // Why the one-stage time bounds a pipelined plan: a pipeline rank's
 // microbatch time is the time of its layers (each layer's time depends on
@@ -167,9 +174,14 @@ func (sv *solver) oneStageRerun(lf *leaf, mb int32, rc int16, rerun int) *estima
 	return e
 }
 
+// microbatches is the leaf's microbatches per step.
+func (sv *solver) microbatches(lf *leaf) int {
+	return sv.base.Train.GlobalBatch / (int(lf.mb) * sv.grids[lf.grid].dp)
+}
+
 // slots is the bounds' factor (m + (p−1)/v)/p for the leaf's micro batch.
 func (sv *solver) slots(lf *leaf) float64 {
-	m := float64(sv.base.Train.GlobalBatch / (int(lf.mb) * sv.grids[lf.grid].dp))
+	m := float64(sv.microbatches(lf))
 	return (m + float64(lf.pp-1)/float64(lf.vpp)) / float64(lf.pp)
 }
 

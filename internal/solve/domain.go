@@ -154,8 +154,11 @@ type solver struct {
 	splits   []split
 	splitsOf map[int][]int32
 	dupSplit map[[3]int32]bool
-	// shards are the (distributed_optimizer, fsdp) pairs tried.
-	shards []shard
+	// shards are the (distributed_optimizer, fsdp) pairs tried; shardDup
+	// marks the one that is another's plan (FSDP without the distributed
+	// optimizer beside FSDP with it), counted as duplicateSharding.
+	shards   []shard
+	shardDup []bool
 	// layoutStages is the number of stages of the spec's own
 	// parallel.layout (0: none, or one check rejects): pp must divide it,
 	// and vpp is its quotient.
@@ -642,6 +645,17 @@ func (sv *solver) domains() {
 	for _, do := range sv.dom[fDO] {
 		for _, fs := range sv.dom[fFSDP] {
 			sv.shards = append(sv.shards, shard{distopt: do == 1, fsdp: fs == 1})
+		}
+	}
+	// Megatron-FSDP runs on the distributed optimizer: Megatron switches it
+	// on itself (arguments.py at d98e8a64: "Megatron-FSDP v1 is only
+	// compatible with --use-distributed-optimizer"), and parc's arguments
+	// pass it with --use-megatron-fsdp. FSDP without it is the plan with it
+	// when both are tried.
+	sv.shardDup = make([]bool, len(sv.shards))
+	if slices.Contains(sv.shards, shard{distopt: true, fsdp: true}) {
+		for i, sh := range sv.shards {
+			sv.shardDup[i] = sh == shard{distopt: false, fsdp: true}
 		}
 	}
 	sv.splitsOf = map[int][]int32{}

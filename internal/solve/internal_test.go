@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -191,6 +193,58 @@ func TestBoundsBelowStepTime(t *testing.T) {
 		}
 		assert.Greater(t, n, 200, f)
 	}
+}
+
+// TestDataParallelFloorBelowStepTime: behindDataParallel's bound, the third
+// bound plus estimate.OverlapResidual of the data-parallel collectives'
+// time as a plan of the same state with another micro batch measured it
+// (dataParallelFloor.at), stays at or below the step time, with every
+// optimizer sharding and each Megatron-FSDP strategy.
+func TestDataParallelFloorBelowStepTime(t *testing.T) {
+	src, err := os.ReadFile("testdata/mixtral-64.cue")
+	require.NoError(t, err)
+	n, raised := 0, 0
+	for _, strategy := range []string{"", `, data_parallel_sharding_strategy: "optim_grads"`} {
+		text := strings.Replace(string(src), "distributed_optimizer: true", "distributed_optimizer: bool, fsdp: bool"+strategy, 1)
+		path := filepath.Join(t.TempDir(), "plan.cue")
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+		sv := leavesOf(t, path)
+		timed := map[stateKey]dataParallelFloor{}
+		for _, i := range sample(sv, 400) {
+			lf := *sv.leaves.at(i)
+			s := sv.leafSpec(&lf)
+			e := estimate.StepTime(&s, spec.Derive(&s), sv.grids[lf.grid].links.links)
+			k := stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}
+			f, ok := timed[k]
+			if !ok {
+				// A plan of the state with another micro batch.
+				for _, mb := range sv.mbs {
+					if mb != lf.mb {
+						other := lf
+						other.mb = mb
+						os2 := sv.leafSpec(&other)
+						oe := estimate.StepTime(&os2, spec.Derive(&os2), sv.grids[lf.grid].links.links)
+						f = dataParallelFloor{oe.Comms["dp"].TimeS + oe.Comms["edp"].TimeS, sv.microbatches(&other)}
+						break
+					}
+				}
+				timed[k] = f
+			}
+			third, _ := sv.exactBoundOf(&lf, true)
+			floor := estimate.OverlapResidual * f.at(sv.microbatches(&lf))
+			label := sv.leafLabel(&lf)
+			assert.LessOrEqual(t, third+floor, e.StepTimeS*(1+1e-12), label)
+			n++
+			if floor > 0.02*e.StepTimeS {
+				raised++
+			}
+		}
+	}
+	assert.Greater(t, n, 400)
+	// The floor is worth having: with FSDP's collectives every microbatch it
+	// is a sizeable share of the step.
+	assert.Greater(t, raised, n/10)
+	t.Logf("%d leaves, %d with a floor above 2%% of the step", n, raised)
 }
 
 // TestRerunBoundBelowStepTime: the fourth bound (rerunBoundOf) stays at or

@@ -422,6 +422,13 @@ func (sv *solver) expand(i int32) []int32 {
 		}
 		for sh := range sv.shards {
 			lf.shard = int8(sh)
+			if sv.shardDup[sh] {
+				sv.prune(duplicateSharding, 1, func() string {
+					return "train.fsdp runs on the distributed optimizer (Megatron switches it on, and parc passes --use-distributed-optimizer with --use-megatron-fsdp): " +
+						"with train.distributed_optimizer false it is the plan with true"
+				})
+				continue
+			}
 			if !sv.memoryRuledOut(&lf) {
 				out = append(out, sv.leaves.add(lf))
 			}
@@ -492,6 +499,11 @@ func (sv *solver) eachAssignment(nd *leaf, f func(mb int32, rc int16)) {
 // duplicateSplit is what Result.Rejected counts the pipeline splits under
 // that give every stage the same layers as a simpler split.
 const duplicateSplit = "duplicate-split"
+
+// duplicateSharding is what Result.Rejected counts the plans with FSDP and
+// without the distributed optimizer under when the plan with both is tried
+// too: Megatron runs them alike (shardDup).
+const duplicateSharding = "duplicate-sharding"
 
 // The enumeration's levels, in order; the pipeline split (a list per pp)
 // sits between etp and vpp, the optimizer sharding after recompute.

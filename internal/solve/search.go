@@ -63,6 +63,9 @@ type search struct {
 	// noneFits is the step time of each variant and micro batch found
 	// feasible without recomputation (behindNone).
 	noneFits map[noneKey]float64
+	// dataParallelFloors are the data-parallel collectives' time of a plan
+	// estimated in each state (behindDataParallel).
+	dataParallelFloors map[stateKey]dataParallelFloor
 	// rerunFloors are, per variant of full recomputation whose layers parc
 	// chooses, the layers fitLeaf chose at the micro batches estimated
 	// (rerunFloor).
@@ -433,7 +436,7 @@ func (sv *solver) searchTo(k int) {
 			}
 			continue
 		}
-		if sv.memoryRuledOut(lf) || sv.tighten(i, k) || sv.behindNone(i, k) {
+		if sv.memoryRuledOut(lf) || sv.tighten(i, k) || sv.behindNone(i, k) || sv.behindDataParallel(i, k) {
 			continue
 		}
 		limit := sv.reach(k)
@@ -488,24 +491,97 @@ func (sv *solver) outranked(lf *leaf, k int) bool {
 // layers its full recomputation reruns and the same plan without
 // recomputation fits: rerunning layers only adds work (their forward again,
 // and with it their forward collectives), so it is at least as slow as that
-// plan. It pushes the leaf back, as tighten does, when that moves it behind
-// the top of the heap or past threshold(k).
+// plan. It pushes the leaf back as raise does.
 func (sv *solver) behindNone(i int32, k int) bool {
 	lf := sv.leaves.at(i)
 	if !sv.recomputes[lf.rc].layersImplied || sv.opts.Exhaustive {
 		return false
 	}
 	step, ok := sv.noneFits[noneKey{sv.variantKey(lf).stateKey, lf.mb}]
-	if !ok || step <= lf.key {
+	return ok && sv.raise(i, k, step)
+}
+
+// raise sets the bound of leaf i (just popped) to b when that is higher,
+// and pushes the leaf back when that moves it behind the top of the heap
+// or past threshold(k); it reports whether it did.
+func (sv *solver) raise(i int32, k int, b float64) bool {
+	lf := sv.leaves.at(i)
+	if b <= lf.key {
 		return false
 	}
-	lf.key = step
+	lf.key = b
 	limit := sv.reach(k)
 	if lf.key > limit || len(sv.heap) > 0 && heapLess(sv.heap[0], heapItem{lf.key, i}) {
 		sv.push(i)
 		return true
 	}
 	return false
+}
+
+// dataParallelFloor is the time t of the data-parallel collectives (the dp
+// and edp comms' TimeS) of a plan estimated with m microbatches a step.
+type dataParallelFloor struct {
+	t float64
+	m int
+}
+
+// at is the least time the collectives of a plan of the same state with m
+// microbatches take. Their time does not depend on the micro batch,
+// recomputation or group size but through m: the distributed optimizer's
+// and plain DDP's once a step, Megatron-FSDP's gradient reduce-scatter
+// every microbatch (its gather once with optim_grads, every microbatch
+// with full sharding), so t·min(1, m/f.m) is at most theirs.
+func (f dataParallelFloor) at(m int) float64 {
+	return f.t * min(1, float64(m)/float64(f.m))
+}
+
+// behindDataParallel raises the bound of leaf i (just popped) by what its
+// step waits for the data-parallel collectives at least, once a plan of
+// its state (grid, vpp, split, optimizer sharding) has been estimated: the
+// step is the pipeline's time, which the bounds bound, plus the exposed
+// part of those collectives, at least estimate.OverlapResidual of their
+// time whatever compute they overlap. Megatron-FSDP's collectives every
+// microbatch make it large: without it a search with train.fsdp open
+// estimated every sharded variant of the shapes near the fastest. It
+// pushes the leaf back as raise does.
+func (sv *solver) behindDataParallel(i int32, k int) bool {
+	lf := sv.leaves.at(i)
+	if sv.opts.Exhaustive {
+		return false
+	}
+	f, ok := sv.dataParallelFloors[stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}]
+	if !ok {
+		return false
+	}
+	b, _ := sv.cheapBound(lf)
+	return sv.raise(i, k, b+estimate.OverlapResidual*f.at(sv.microbatches(lf)))
+}
+
+// shardedFloor learns what the data-parallel collectives of a Megatron-FSDP
+// leaf's state take before its memory is estimated, with one step-time
+// estimate for the state (behindDataParallel's floor; FSDP's reductions and
+// gathers every microbatch are large, and most FSDP leaves a search reaches
+// do not fit, so without it their memory is estimated before any of their
+// state's plans is timed). ok reports that the leaf's bound with it, b, is
+// above limit. Leaves whose rules have not run yet (late) only read it.
+func (sv *solver) shardedFloor(lf *leaf, s *spec.Spec, d spec.Derived, late bool, limit float64) (b float64, ok bool) {
+	if !sv.shards[lf.shard].fsdp || math.IsInf(limit, 1) || sv.opts.Exhaustive {
+		return 0, false
+	}
+	k := stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}
+	f, known := sv.dataParallelFloors[k]
+	if !known {
+		if late {
+			return 0, false
+		}
+		e := estimate.StepTime(s, d, sv.grids[lf.grid].links.links)
+		sv.spendEstimates(1)
+		f = dataParallelFloor{e.Comms["dp"].TimeS + e.Comms["edp"].TimeS, sv.microbatches(lf)}
+		sv.dataParallelFloors[k] = f
+	}
+	b, _ = sv.cheapBound(lf)
+	b += estimate.OverlapResidual * f.at(sv.microbatches(lf))
+	return b, b > limit
 }
 
 // memoryRuledOut rejects a leaf the memory found so far rules out: its
@@ -613,6 +689,9 @@ type evaluation struct {
 	g    int32   // the leaf's group size (group.go)
 	over bool    // the memory is above the GPU's or the headroom
 	step float64 // estimate.StepTime's, when the plan fits
+	// dataParallel is the time of the data-parallel collectives the step
+	// waits for a share of (the dp and edp comms' TimeS), when step is.
+	dataParallel float64
 	// allGroups: no group size parc could choose is above the leaf's
 	// memory (none is faster than the one chosen).
 	allGroups bool
@@ -666,6 +745,10 @@ func (sv *solver) evaluateLeaf(lf leaf, limit float64) (ev evaluation) {
 	if !late && !rules() {
 		return ev
 	}
+	if b, ok := sv.shardedFloor(&lf, s, d, late, limit); ok {
+		ev.deferred, ev.step = true, b
+		return ev
+	}
 	// The memory first: most plans a search reaches do not fit, and whether
 	// one fits does not depend on its step time.
 	var past float64
@@ -688,7 +771,8 @@ func (sv *solver) evaluateLeaf(lf leaf, limit float64) (ev evaluation) {
 	if late && !rules() || ev.over {
 		return ev
 	}
-	ev.step = estimate.StepTime(s, d, sv.grids[lf.grid].links.links).StepTimeS
+	e := estimate.StepTime(s, d, sv.grids[lf.grid].links.links)
+	ev.step, ev.dataParallel = e.StepTimeS, e.Comms["dp"].TimeS+e.Comms["edp"].TimeS
 	ev.allGroups = true
 	if sizes := sv.leafGroups(&lf); len(sizes) > 1 {
 		ev.mem, ev.step, ev.allGroups, ev.deferred = sv.chooseGroup(&lf, s, sizes, ev.mem, ev.step, limit)
@@ -803,6 +887,11 @@ func (sv *solver) evaluate(i int32, limit float64) {
 		return
 	}
 	fp.step = stable(ev.step)
+	if k := (stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}); ev.dataParallel > 0 {
+		if _, ok := sv.dataParallelFloors[k]; !ok {
+			sv.dataParallelFloors[k] = dataParallelFloor{ev.dataParallel, sv.microbatches(lf)}
+		}
+	}
 	sv.found = append(sv.found, fp)
 	sv.noteShape(fp)
 	if sv.recomputes[lf.rc].mode == "none" && ev.allGroups {

@@ -343,7 +343,9 @@ type Result struct {
 	// Rejected counts the assignments each rule (a diagnostic code)
 	// rejected: the pruned and the infeasible, each under its first error
 	// (and "duplicate-split": a pipeline split that gives every stage the
-	// layers of a simpler one).
+	// layers of a simpler one; "duplicate-sharding": train.fsdp without
+	// train.distributed_optimizer when the plan with both is tried, which
+	// Megatron runs alike).
 	Rejected map[string]int64 `json:"rejected"`
 	// Notes explain anything unusual about the search.
 	Notes []string `json:"notes,omitempty"`

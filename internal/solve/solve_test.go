@@ -528,6 +528,13 @@ func TestSolveMatchesBruteForce(t *testing.T) {
 			map[string][]any{"parallel.tp": upTo(8), "parallel.ep": upTo(8), "parallel.etp": upTo(8), "parallel.cp": upTo(4)}},
 		{"moe ep pp mb", fmt.Sprintf(tinyMoE, "ep: int, pp: int", "int"),
 			map[string][]any{"parallel.ep": upTo(8), "parallel.pp": upTo(8), "train.micro_batch": upTo(16)}},
+		// The optimizer sharding open: FSDP without the distributed
+		// optimizer is counted as the plan with it (duplicate-sharding),
+		// and the data-parallel floor (behindDataParallel) skips nothing
+		// better.
+		{"moe ep pp mb sharding", fmt.Sprintf(strings.Replace(tinyMoE, `recompute: "none"`, `recompute: "none", distributed_optimizer: bool, fsdp: bool`, 1), "ep: int, pp: int", "int"),
+			map[string][]any{"parallel.ep": upTo(8), "parallel.pp": upTo(8), "train.micro_batch": upTo(16),
+				"train.distributed_optimizer": {false, true}, "train.fsdp": {false, true}}},
 		// recompute open, no modules written: selective with Megatron's
 		// default and the recipes' lists the model can use (grouped-GEMM
 		// experts: moe_act; no MLA: not mla_up_proj, which check rejects).

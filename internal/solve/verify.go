@@ -29,6 +29,7 @@ func (sv *solver) startSearch(rejected map[string]int64) {
 	sv.stateTooLarge = map[stateKey]string{}
 	sv.memoryFailed = map[memKey]memFail{}
 	sv.noneFits = map[noneKey]float64{}
+	sv.dataParallelFloors = map[stateKey]dataParallelFloor{}
 	sv.rerunFloors = map[memKey][]rerunAt{}
 	sv.shapeBest = map[shapeKey]float64{}
 	sv.distinctBest = map[shapeKey]float64{}
