@@ -41,6 +41,12 @@ type Options struct {
 	// rejects this combination by default").
 	// parc vet and parc solve never set it.
 	MeasuredRun bool
+	// SkipFixedBySpec skips the rules every error of which FixedBySpec
+	// names (the launch environment, programs and paths; the data split):
+	// for a caller that has run them once on the spec and runs the rest on
+	// many plans of it (parc solve's search). Their warnings are skipped
+	// with them.
+	SkipFixedBySpec bool
 }
 
 // RunWith is Run with options.
@@ -103,8 +109,10 @@ func (c *checker) run() {
 	c.moeRouter()
 	c.fsdpOptions()
 	c.launchEnv()
-	c.launchValues()
-	c.dataSplit()
+	if !c.o.SkipFixedBySpec {
+		c.launchValues()
+		c.dataSplit()
+	}
 	c.slurm()
 	c.grace()
 }

@@ -216,6 +216,7 @@ var fixedBySpec = map[string]bool{
 	"env-reserved":           true,
 	"env-value":              true,
 	"launch-command":         true,
+	"option-like-path":       true,
 	"slurm-line-break":       true,
 	"slurm-option":           true,
 	"slurm-time":             true,

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"parc.dev/parc/internal/diag"
 	"parc.dev/parc/internal/spec"
 )
@@ -211,6 +214,10 @@ var mutations = []mutation{
 		s.Launch.Env = map[string]string{"CUDA_DEVICE_MAX_CONNECTIONS": "2"}
 		return true
 	}},
+	{"option-like-path", func(s *spec.Spec, d spec.Derived) bool {
+		s.Launch.Program = "-c"
+		return true
+	}},
 	{"slurm-time", func(s *spec.Spec, d spec.Derived) bool {
 		v := "4h"
 		s.Cluster.Slurm = &spec.Slurm{Exclusive: true, Time: &v}
@@ -383,6 +390,48 @@ func TestSingleRuleMutationsAreReported(t *testing.T) {
 		}
 	}
 	t.Log(fmt.Sprint(applied))
+}
+
+// TestSkipFixedBySpecSkipsOnlyThose: with Options.SkipFixedBySpec the
+// checker gives every error it gives without it but those of the codes
+// FixedBySpec names, on random plans with each mutation applied (so every
+// rule's error appears in some case), and no error it does not give
+// without it.
+func TestSkipFixedBySpecSkipsOnlyThose(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	errs := func(l diag.List) map[string]string {
+		out := map[string]string{}
+		for _, x := range l {
+			if x.Severity == diag.Error {
+				out[x.Code+" "+x.Path+": "+x.Message] = x.Code
+			}
+		}
+		return out
+	}
+	skipped := 0
+	for range 20 {
+		o := randomValid(r)
+		for _, m := range mutations {
+			s := specFrom(t, o)
+			if !m.apply(s, spec.Derive(s)) {
+				continue
+			}
+			d := spec.Derive(s)
+			full := errs(VerdictWith(s, d, diag.NoPos, Options{}))
+			fast := errs(VerdictWith(s, d, diag.NoPos, Options{SkipFixedBySpec: true}))
+			for e := range fast {
+				require.Contains(t, full, e, "mutation %s: an error only with the option", m.code)
+			}
+			for e, code := range full {
+				if _, ok := fast[e]; !ok {
+					require.True(t, FixedBySpec(code), "mutation %s: %s skipped", m.code, e)
+					skipped++
+				}
+			}
+		}
+	}
+	// Some mutations break a skipped rule: the option does skip.
+	assert.Greater(t, skipped, 0)
 }
 
 // TestFixedBySpecRulesIgnoreThePlan checks FixedBySpec's premise: the rules

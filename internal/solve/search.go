@@ -739,7 +739,7 @@ func (sv *solver) evaluateLeaf(lf leaf, limit float64) (ev evaluation) {
 			setRecomputeLayers(&s.Train, 1)
 			defer setRecomputeLayers(&s.Train, int(lf.rl))
 		}
-		ev.ds = check.VerdictWith(s, d, diag.NoPos, sv.opts.checkOptions()) // codes only: no hints to verify
+		ev.ds = check.VerdictWith(s, d, diag.NoPos, sv.opts.searchCheckOptions()) // codes only: no hints to verify
 		return !ev.ds.HasErrors()
 	}
 	if !late && !rules() {

@@ -89,6 +89,15 @@ func (o *Options) checkOptions() check.Options {
 	return check.Options{MeasuredRun: o.MeasuredRun}
 }
 
+// searchCheckOptions are checkOptions for the search's leaves: the rules
+// check.FixedBySpec names have run once on the spec (fixedRuleErrors; the
+// search does not start when one fails), so each leaf skips them.
+func (o *Options) searchCheckOptions() check.Options {
+	c := o.checkOptions()
+	c.SkipFixedBySpec = true
+	return c
+}
+
 // Parallel is a candidate's parallel degrees, dp and sp derived as Megatron
 // derives them (sp is the effective setting: off when tp = 1), and its
 // pipeline split.
