@@ -223,6 +223,21 @@ var fixedBySpec = map[string]bool{
 	"slurm-preempt":          true,
 }
 
+// fixedBySharding are the error codes of the rules that read, of the fields
+// parc solve chooses, the optimizer sharding (train.distributed_optimizer,
+// train.fsdp) alone: what the overlapped parameter gather and fp8 parameter
+// gathering need. TestFixedByShardingRulesIgnoreThePlan checks each against
+// plans of other degrees with the same sharding.
+var fixedBySharding = map[string]bool{
+	"overlap-param-gather": true,
+	"fp8-param-gather":     true,
+}
+
+// FixedBySharding reports whether the rule behind an error code holds or
+// fails whatever plan fills the spec's open fields, given its optimizer
+// sharding: when one plan breaks it, every plan with that sharding does.
+func FixedBySharding(code string) bool { return fixedBySharding[code] }
+
 // FixedBySpec reports whether the rule behind an error code holds or fails
 // whatever plan fills the spec's open fields: when a spec breaks it, no
 // assignment parc solve could search fixes it.

@@ -214,6 +214,14 @@ var mutations = []mutation{
 		s.Launch.Env = map[string]string{"CUDA_DEVICE_MAX_CONNECTIONS": "2"}
 		return true
 	}},
+	{"overlap-param-gather", func(s *spec.Spec, d spec.Derived) bool {
+		s.Train.OverlapParamGather, s.Train.DistributedOptimizer, s.Train.FSDP = true, false, false
+		return true
+	}},
+	{"fp8-param-gather", func(s *spec.Spec, d spec.Derived) bool {
+		s.Train.FP8ParamGather, s.Train.DistributedOptimizer, s.Train.FSDP = true, false, false
+		return true
+	}},
 	{"option-like-path", func(s *spec.Spec, d spec.Derived) bool {
 		s.Launch.Program = "-c"
 		return true
@@ -440,7 +448,18 @@ func TestSkipFixedBySpecSkipsOnlyThose(t *testing.T) {
 // random plans, and the fields the solver chooses are then overwritten with
 // other values (valid or not): the code's messages must not change, and on
 // the plan without the mutation the code must never appear.
-func TestFixedBySpecRulesIgnoreThePlan(t *testing.T) {
+func TestFixedBySpecRulesIgnoreThePlan(t *testing.T) { fixedRulesIgnoreThePlan(t, fixedBySpec, false) }
+
+// TestFixedByShardingRulesIgnoreThePlan checks FixedBySharding's premise the
+// same way, the plans keeping the mutated spec's optimizer sharding.
+func TestFixedByShardingRulesIgnoreThePlan(t *testing.T) {
+	fixedRulesIgnoreThePlan(t, fixedBySharding, true)
+}
+
+// fixedRulesIgnoreThePlan is the two tests above: the codes of fixed, each
+// broken by its mutation, give the same messages whatever fills the fields
+// parc solve chooses (but the sharding, with keepSharding).
+func fixedRulesIgnoreThePlan(t *testing.T, fixed map[string]bool, keepSharding bool) {
 	r := rand.New(rand.NewPCG(5, 6))
 	pick := func(v []int) int { return v[r.IntN(len(v))] }
 	replan := func(s *spec.Spec) {
@@ -469,8 +488,10 @@ func TestFixedBySpecRulesIgnoreThePlan(t *testing.T) {
 			k := pick([]int{1, 2})
 			tr.RecomputeLayers = &k
 		}
-		tr.DistributedOptimizer = r.IntN(2) == 0
-		tr.FSDP = r.IntN(4) == 0
+		if !keepSharding {
+			tr.DistributedOptimizer = r.IntN(2) == 0
+			tr.FSDP = r.IntN(4) == 0
+		}
 	}
 	messages := func(l diag.List, code string) []string {
 		var out []string
@@ -485,7 +506,7 @@ func TestFixedBySpecRulesIgnoreThePlan(t *testing.T) {
 	for i := range 30 {
 		o := randomValid(r)
 		for _, m := range mutations {
-			if !FixedBySpec(m.code) {
+			if !fixed[m.code] {
 				continue
 			}
 			s := specFrom(t, o)
@@ -513,7 +534,7 @@ func TestFixedBySpecRulesIgnoreThePlan(t *testing.T) {
 			tried[m.code]++
 		}
 	}
-	for code := range fixedBySpec {
+	for code := range fixed {
 		if tried[code] == 0 {
 			t.Errorf("%s: no mutation breaks it, so its premise is untested", code)
 		}

@@ -63,6 +63,9 @@ type search struct {
 	// noneFits is the step time of each variant and micro batch found
 	// feasible without recomputation (behindNone).
 	noneFits map[noneKey]float64
+	// shardBroken is, per optimizer sharding, the first error of a plan
+	// that broke only rules the sharding decides (shardingRuledOut).
+	shardBroken map[int8]string
 	// dataParallelFloors are the data-parallel collectives' time of a plan
 	// estimated in each state (behindDataParallel).
 	dataParallelFloors map[stateKey]dataParallelFloor
@@ -436,7 +439,7 @@ func (sv *solver) searchTo(k int) {
 			}
 			continue
 		}
-		if sv.memoryRuledOut(lf) || sv.tighten(i, k) || sv.behindNone(i, k) || sv.behindDataParallel(i, k) {
+		if sv.shardingRuledOut(lf) || sv.memoryRuledOut(lf) || sv.tighten(i, k) || sv.behindNone(i, k) || sv.behindDataParallel(i, k) {
 			continue
 		}
 		limit := sv.reach(k)
@@ -582,6 +585,21 @@ func (sv *solver) shardedFloor(lf *leaf, s *spec.Spec, d spec.Derived, late bool
 	b, _ = sv.cheapBound(lf)
 	b += estimate.OverlapResidual * f.at(sv.microbatches(lf))
 	return b, b > limit
+}
+
+// shardingRuledOut rejects a leaf whose optimizer sharding a plan estimated
+// before broke only rules check.FixedBySharding names (the overlapped
+// parameter gather or fp8 parameter gathering without the distributed
+// optimizer): every plan with it breaks them, and checking each would cost
+// the search most of its time when the spec sets one and leaves the sharding
+// open. It is counted under that plan's first error.
+func (sv *solver) shardingRuledOut(lf *leaf) bool {
+	code := sv.shardBroken[lf.shard]
+	if code == "" || sv.opts.Exhaustive {
+		return false
+	}
+	sv.rejectLeaf(code, nil)
+	return true
 }
 
 // memoryRuledOut rejects a leaf the memory found so far rules out: its
@@ -810,16 +828,22 @@ func (sv *solver) evaluate(i int32, limit float64) {
 	}
 	sv.checked++
 	if ds.HasErrors() {
-		first := ""
+		first, bySharding := "", true
 		for _, x := range ds {
 			if x.Severity != diag.Error {
 				continue
 			}
 			sv.common[diagKey{x.Code, x.Path, x.Message}]++
+			bySharding = bySharding && check.FixedBySharding(x.Code)
 			if first == "" {
 				first = x.Code
 				sv.rejectLeaf(x.Code, func() string { return x.Message })
 			}
+		}
+		if bySharding {
+			// Every plan with this optimizer sharding breaks the same
+			// rules (shardingRuledOut).
+			sv.shardBroken[lf.shard] = first
 		}
 		return
 	}

@@ -535,6 +535,11 @@ func TestSolveMatchesBruteForce(t *testing.T) {
 		{"moe ep pp mb sharding", fmt.Sprintf(strings.Replace(tinyMoE, `recompute: "none"`, `recompute: "none", distributed_optimizer: bool, fsdp: bool`, 1), "ep: int, pp: int", "int"),
 			map[string][]any{"parallel.ep": upTo(8), "parallel.pp": upTo(8), "train.micro_batch": upTo(16),
 				"train.distributed_optimizer": {false, true}, "train.fsdp": {false, true}}},
+		// The same with the overlapped parameter gather set: every plan
+		// without a sharded optimizer breaks its rule (shardingRuledOut).
+		{"moe sharding, overlap_param_gather", fmt.Sprintf(strings.Replace(tinyMoE, `recompute: "none"`, `recompute: "none", distributed_optimizer: bool, fsdp: bool, overlap_param_gather: true`, 1), "ep: int, pp: int", "int"),
+			map[string][]any{"parallel.ep": upTo(8), "parallel.pp": upTo(8), "train.micro_batch": upTo(16),
+				"train.distributed_optimizer": {false, true}, "train.fsdp": {false, true}}},
 		// recompute open, no modules written: selective with Megatron's
 		// default and the recipes' lists the model can use (grouped-GEMM
 		// experts: moe_act; no MLA: not mla_up_proj, which check rejects).

@@ -30,6 +30,7 @@ func (sv *solver) startSearch(rejected map[string]int64) {
 	sv.memoryFailed = map[memKey]memFail{}
 	sv.noneFits = map[noneKey]float64{}
 	sv.dataParallelFloors = map[stateKey]dataParallelFloor{}
+	sv.shardBroken = map[int8]string{}
 	sv.rerunFloors = map[memKey][]rerunAt{}
 	sv.shapeBest = map[shapeKey]float64{}
 	sv.distinctBest = map[shapeKey]float64{}
