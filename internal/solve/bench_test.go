@@ -79,6 +79,11 @@ func BenchmarkSolveQwen3GB300Open(b *testing.B) {
 	benchSolve(b, "testdata/scale/qwen3-235b-gb300-256.cue")
 }
 
+// BenchmarkSolveQwen3GB300FSDPOpen: the same with train.fsdp open.
+func BenchmarkSolveQwen3GB300FSDPOpen(b *testing.B) {
+	benchSolve(b, "testdata/scale/qwen3-235b-gb300-256-fsdp-open.cue")
+}
+
 // BenchmarkLoadAndSolve405B16kOpen includes loading the spec.
 func BenchmarkLoadAndSolve405B16kOpen(b *testing.B) {
 	for b.Loop() {

@@ -247,6 +247,55 @@ func TestDataParallelFloorBelowStepTime(t *testing.T) {
 	t.Logf("%d leaves, %d with a floor above 2%% of the step", n, raised)
 }
 
+// TestRestSameUnderEverySharding checks restRules' premise: what each
+// pipeline stage holds beside its weights, gradients and optimizer state is
+// the same under every optimizer sharding (no sharding, the distributed
+// optimizer, Megatron-FSDP's full and optim_grads), on sampled plans of
+// Mixtral 8x7B and DeepSeek-V3 in bf16 and fp8 (whose weight copies move
+// with the sharding: they must stay in the state).
+func TestRestSameUnderEverySharding(t *testing.T) {
+	n := 0
+	for _, tc := range []struct{ path, edit string }{
+		{"testdata/mixtral-64.cue", ""},
+		{"testdata/mixtral-64.cue", "\tprecision: \"fp8\"\n\tfp8_param_gather: true\n"},
+		{"testdata/deepseek-v3-1k-sharding-open.cue", ""},
+	} {
+		src, err := os.ReadFile(tc.path)
+		require.NoError(t, err)
+		text := strings.Replace(string(src), "distributed_optimizer: true", "distributed_optimizer: bool, fsdp: bool", 1)
+		text = strings.Replace(text, "\tseq_length:", tc.edit+"\tseq_length:", 1)
+		path := filepath.Join(t.TempDir(), "plan.cue")
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+		sv := leavesOf(t, path)
+		for _, i := range sample(sv, 150) {
+			lf := *sv.leaves.at(i)
+			var want []int64
+			for sh := range sv.shards {
+				for _, strategy := range []string{"", "optim_grads"} {
+					if strategy != "" && !sv.shards[sh].fsdp {
+						continue
+					}
+					lf.shard = int8(sh)
+					s := sv.leafSpec(&lf)
+					s.Train.DataParallelShardingStrategy = strategy
+					mem := estimate.Fit(&s, spec.Derive(&s))
+					var rest []int64
+					for _, st := range mem.Stages {
+						rest = append(rest, st.Total-st.Weights-st.Gradients-st.Optimizer)
+					}
+					if want == nil {
+						want = rest
+						continue
+					}
+					assert.Equal(t, want, rest, "%s %s %s", tc.path, sv.leafLabel(&lf), strategy)
+					n++
+				}
+			}
+		}
+	}
+	assert.Greater(t, n, 300)
+}
+
 // TestRerunBoundBelowStepTime: the fourth bound (rerunBoundOf) stays at or
 // below the step time of full recomputation rerunning rl layers of each
 // model chunk, for every rl, on a dense model and an all-MoE one (any rl)

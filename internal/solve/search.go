@@ -613,9 +613,46 @@ func (sv *solver) memoryRuledOut(lf *leaf) bool {
 	return false
 }
 
+// anySharding is the shard of a memKey that stands for every optimizer
+// sharding (restRules).
+const anySharding = -2
+
+// restRules is the code a leaf is rejected with because a plan of its
+// variant under another optimizer sharding did not fit ("": none): the
+// memory a pipeline stage holds beside its weights, gradients and
+// optimizer state (activations, offloading, communication buffers) does not
+// depend on the sharding (TestRestSameUnderEverySharding), so when that
+// alone was above the headroom at the peak stage of a plan with micro batch
+// f.mb, it is, scaled as peakBelow scales it, at least
+// rest·min(1, mb/f.mb) with micro batch mb. With the sharding open, most
+// Megatron-FSDP plans of a large model that a search reaches fail on their
+// activations, as the distributed optimizer's of the same shape did.
+func (sv *solver) restRules(lf *leaf) string {
+	if len(sv.shards) < 2 {
+		return ""
+	}
+	k := sv.variantKey(lf)
+	k.shard = anySharding
+	f, ok := sv.memoryFailed[k]
+	if !ok || sv.opts.Exhaustive || int32(sv.groupMin(lf)) < f.g {
+		return ""
+	}
+	b := float64(f.rest) * min(1, float64(lf.mb)/float64(f.mb))
+	switch {
+	case b > float64(f.gpu):
+		return estimate.CodeMemoryExceedsGPU
+	case b > sv.opts.MemoryHeadroom*float64(f.gpu):
+		return CodeAboveHeadroom
+	}
+	return ""
+}
+
 // memoryRules is the code memoryRuledOut rejects a leaf with ("": none).
 func (sv *solver) memoryRules(lf *leaf) string {
 	if code := sv.stateTooLarge[stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}]; code != "" {
+		return code
+	}
+	if code := sv.restRules(lf); code != "" {
 		return code
 	}
 	f, ok := sv.memoryFailed[sv.variantKey(lf)]
@@ -881,6 +918,14 @@ func (sv *solver) evaluate(i int32, limit float64) {
 			k := sv.variantKey(lf)
 			if f, ok := sv.memoryFailed[k]; !ok || lf.mb < f.mb {
 				sv.memoryFailed[k] = sv.newMemFail(lf, code, mem)
+			}
+			// What the peak stage holds beside its state is the same
+			// under every optimizer sharding (restBelow).
+			k.shard = anySharding
+			if f := sv.newMemFail(lf, code, mem); len(sv.shards) > 1 && float64(f.rest) > headroom {
+				if old, ok := sv.memoryFailed[k]; !ok || lf.mb < old.mb {
+					sv.memoryFailed[k] = f
+				}
 			}
 		}
 		if !sv.hasSmallest || fp.peak < sv.smallest.peak {
