@@ -1242,3 +1242,27 @@ func TestOpenSplitFieldWidensTheSplit(t *testing.T) {
 	assert.LessOrEqual(t, b.Candidates[0].StepTimeS, a.Candidates[0].StepTimeS)
 	assert.NotNil(t, b.Candidates[0].Parallel.Layout, "the pick places DeepSeek-V3's 61 layers with a layout")
 }
+
+// TestWrittenStageKeptWithOpenSplitField: a first stage the user wrote as a
+// value stays a candidate whatever the window of uneven stages says, when
+// another split field is open: Llama 3 405B's 126 layers with
+// first_stage_layers 7 (17 on each other stage at pp = 8) and
+// account_for_loss open solve as with account_for_loss left out. Before,
+// the window (3 fewer to 1 more layers than the middle stages) dropped the
+// written 7 and no plan was tried.
+func TestWrittenStageKeptWithOpenSplitField(t *testing.T) {
+	src, err := os.ReadFile("testdata/acceptance/llama3-405b-1k.cue")
+	require.NoError(t, err)
+	var picks []string
+	for _, extra := range []string{"first_stage_layers: 7", "first_stage_layers: 7, account_for_loss: bool"} {
+		res := loadText(t, "plan.cue", strings.Replace(string(src), "etp: int}", "etp: int, "+extra+"}", 1))
+		r, ds := solve.Solve(res, solve.Options{Top: 1})
+		require.False(t, ds.HasErrors(), "%s: %v", extra, ds)
+		require.NotEmpty(t, r.Candidates, extra)
+		c := r.Candidates[0]
+		require.NotNil(t, c.Parallel.FirstStageLayers, extra)
+		assert.Equal(t, 7, *c.Parallel.FirstStageLayers, extra)
+		picks = append(picks, c.Label())
+	}
+	assert.Equal(t, picks[0], picks[1])
+}

@@ -289,6 +289,7 @@ func (sv *solver) splitsFor(pp int) []int32 {
 				}
 			}
 		}
+		uneven = append(uneven, sv.writtenStageSplits(pp)...)
 		slices.SortStableFunc(uneven, func(a, b split) int { return a.kind() - b.kind() })
 		for _, s := range uneven {
 			if stageOK(fFirst, s.first) && stageOK(fLast, s.last) {
@@ -303,7 +304,9 @@ func (sv *solver) splitsFor(pp int) []int32 {
 		if spec.StageLayers(L, q) == nil {
 			continue // this split does not work with pp stages
 		}
-		out = append(out, add(s))
+		if i := add(s); !slices.Contains(out, i) {
+			out = append(out, i)
+		}
 	}
 	// A layout sets none of the other split fields (Megatron rejects it
 	// beside them): tried when the user's constraints allow them unset.
@@ -311,6 +314,54 @@ func (sv *solver) splitsFor(pp int) []int32 {
 		// Which vpp a layout works with is the vpp rule's to say.
 		for _, k := range []int8{layoutEdge, layoutSlots} {
 			out = append(out, add(split{layout: k, layers: L, mtp: sv.base.Model.MTPLayers}))
+		}
+	}
+	return out
+}
+
+// writtenStageSplits are the uneven splits with pp stages that keep a
+// first_stage_layers or last_stage_layers the user wrote as a value, the
+// other (when parc searches it) unset or within the window of the middle
+// stages (nearMiddle). The window does not apply to the written one: a
+// first stage of 7 layers with 17 on the others is the user's to choose.
+func (sv *solver) writtenStageSplits(pp int) []split {
+	p, L := sv.base.Parallel, sv.base.Model.Layers
+	values := func(f field, v *int) (vals []int, written bool) {
+		if !sv.searched(f) {
+			if v == nil || *v <= 0 {
+				return []int{0}, false
+			}
+			return []int{*v}, true
+		}
+		return upTo(L)[:L-1], false // 1..L−1; 0 (unset) below
+	}
+	firsts, wf := values(fFirst, p.FirstStageLayers)
+	lasts, wl := values(fLast, p.LastStageLayers)
+	if !wf && !wl {
+		return nil
+	}
+	if sv.searched(fFirst) {
+		firsts = append([]int{0}, firsts...)
+	}
+	if sv.searched(fLast) {
+		lasts = append([]int{0}, lasts...)
+	}
+	var out []split
+	for _, f := range firsts {
+		for _, l := range lasts {
+			mid, rest := pp-btoi(f > 0)-btoi(l > 0), L-f-l
+			if mid == 0 && rest == 0 && f > 0 && l > 0 {
+				out = append(out, split{first: f, last: l}) // two stages, both given
+				continue
+			}
+			if mid <= 0 || rest <= 0 || rest%mid != 0 {
+				continue
+			}
+			per := rest / mid
+			if sv.searched(fFirst) && f > 0 && !nearMiddle(f, per) || sv.searched(fLast) && l > 0 && !nearMiddle(l, per) {
+				continue
+			}
+			out = append(out, split{first: f, last: l})
 		}
 	}
 	return out
