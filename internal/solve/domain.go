@@ -154,11 +154,8 @@ type solver struct {
 	splits   []split
 	splitsOf map[int][]int32
 	dupSplit map[[3]int32]bool
-	// shards are the (distributed_optimizer, fsdp) pairs tried; shardDup
-	// marks the one that is another's plan (FSDP without the distributed
-	// optimizer beside FSDP with it), counted as duplicateSharding.
-	shards   []shard
-	shardDup []bool
+	// shards are the (distributed_optimizer, fsdp) pairs tried.
+	shards []shard
 	// layoutStages is the number of stages of the spec's own
 	// parallel.layout (0: none, or one check rejects): pp must divide it,
 	// and vpp is its quotient.
@@ -166,9 +163,6 @@ type solver struct {
 	// layoutsSearched: the split is parc's to choose (splitImplied) and
 	// the spec writes no layout, so the generated layouts are tried too.
 	layoutsSearched bool
-	// splitOpened are the pipeline-split fields the user left open
-	// (splitImplied: parc then chooses among every split, layouts too).
-	splitOpened []string
 	// layoutOpen: the user left parallel.layout open (choice.go), with the
 	// constraint layoutUser; userLayouts are its layouts when it is a
 	// disjunction of them (then the only ones tried), and listedLayouts
@@ -469,18 +463,13 @@ func (sv *solver) splitImplied() {
 	// ruled out the first/last stage fields or a layout (with DeepSeek-V3's
 	// 61 layers on pp = 16 only a layout places them). A field written as a
 	// value keeps the split the user's.
-	sv.splitOpened = nil
 	for _, f := range spec.PipelineSplitFields {
-		switch {
-		case sv.open[f]:
-			sv.splitOpened = append(sv.splitOpened, f.Path())
-		case sv.written(f.Path()):
-			sv.splitOpened = nil
+		if !sv.open[f] && sv.written(f.Path()) {
 			return
 		}
 	}
 	p := sv.base.Parallel
-	if sv.splitOpened == nil && !sv.open[fPP] && (p.PP <= 1 || sv.base.Model.Layers%p.PP == 0) {
+	if len(sv.splitOpened()) == 0 && !sv.open[fPP] && (p.PP <= 1 || sv.base.Model.Layers%p.PP == 0) {
 		return
 	}
 	for _, f := range spec.PipelineSplitFields {
@@ -489,6 +478,29 @@ func (sv *solver) splitImplied() {
 		}
 	}
 	sv.layoutsSearched = true
+}
+
+// splitOpened are the paths of the pipeline-split fields the user left
+// open (splitImplied: parc then chooses among every split, layouts too).
+func (sv *solver) splitOpened() []string {
+	var out []string
+	for _, f := range spec.PipelineSplitFields {
+		if sv.open[f] {
+			out = append(out, f.Path())
+		}
+	}
+	return out
+}
+
+// duplicateShard reports whether shard sh is another's plan: Megatron-FSDP
+// runs on the distributed optimizer (Megatron switches it on itself,
+// arguments.py at d98e8a64: "Megatron-FSDP v1 is only compatible with
+// --use-distributed-optimizer", and parc's arguments pass it with
+// --use-megatron-fsdp), so FSDP without it is the plan with it when both
+// are tried (counted as duplicateSharding).
+func (sv *solver) duplicateShard(sh int) bool {
+	return sv.shards[sh] == shard{distopt: false, fsdp: true} &&
+		slices.Contains(sv.shards, shard{distopt: true, fsdp: true})
 }
 
 // searched reports whether the search chooses f: the user left it open or
@@ -645,17 +657,6 @@ func (sv *solver) domains() {
 	for _, do := range sv.dom[fDO] {
 		for _, fs := range sv.dom[fFSDP] {
 			sv.shards = append(sv.shards, shard{distopt: do == 1, fsdp: fs == 1})
-		}
-	}
-	// Megatron-FSDP runs on the distributed optimizer: Megatron switches it
-	// on itself (arguments.py at d98e8a64: "Megatron-FSDP v1 is only
-	// compatible with --use-distributed-optimizer"), and parc's arguments
-	// pass it with --use-megatron-fsdp. FSDP without it is the plan with it
-	// when both are tried.
-	sv.shardDup = make([]bool, len(sv.shards))
-	if slices.Contains(sv.shards, shard{distopt: true, fsdp: true}) {
-		for i, sh := range sv.shards {
-			sv.shardDup[i] = sh == shard{distopt: false, fsdp: true}
 		}
 	}
 	sv.splitsOf = map[int][]int32{}

@@ -422,7 +422,7 @@ func (sv *solver) expand(i int32) []int32 {
 		}
 		for sh := range sv.shards {
 			lf.shard = int8(sh)
-			if sv.shardDup[sh] {
+			if sv.duplicateShard(sh) {
 				sv.prune(duplicateSharding, 1, func() string {
 					return "train.fsdp runs on the distributed optimizer (Megatron switches it on, and parc passes --use-distributed-optimizer with --use-megatron-fsdp): " +
 						"with train.distributed_optimizer false it is the plan with true"
@@ -502,7 +502,7 @@ const duplicateSplit = "duplicate-split"
 
 // duplicateSharding is what Result.Rejected counts the plans with FSDP and
 // without the distributed optimizer under when the plan with both is tried
-// too: Megatron runs them alike (shardDup).
+// too: Megatron runs them alike (duplicateShard).
 const duplicateSharding = "duplicate-sharding"
 
 // The enumeration's levels, in order; the pipeline split (a list per pp)

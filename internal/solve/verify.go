@@ -142,8 +142,8 @@ func (sv *solver) run() *Result {
 	}
 	if len(splitFields) > 0 && !sv.layoutOpen { // an open layout's note says it
 		why := map[bool]string{true: "parallel.pp is open", false: fmt.Sprintf("%d layers do not split evenly over pp=%d", sv.base.Model.Layers, sv.base.Parallel.PP)}[sv.open[fPP]]
-		if len(sv.splitOpened) > 0 {
-			why = strings.Join(sv.splitOpened, " and ") + map[bool]string{true: " is", false: " are"}[len(sv.splitOpened) == 1] + " open"
+		if opened := sv.splitOpened(); len(opened) > 0 {
+			why = strings.Join(opened, " and ") + map[bool]string{true: " is", false: " are"}[len(opened) == 1] + " open"
 		}
 		r.Notes = append(r.Notes, fmt.Sprintf("the spec sets no pipeline split and %s, so parc also chose the split: the even one, account_for_embedding/account_for_loss, first/last stages of %d layers fewer to %d more than the others, or a parallel.layout as Megatron-Bridge writes them (write any of %s or parallel.layout to fix it)",
 			why, unevenLighter, unevenHeavier, strings.Join(splitFields, ", ")))
