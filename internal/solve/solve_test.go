@@ -550,27 +550,72 @@ func TestSolveMatchesBruteForce(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res := loadText(t, "plan.cue", tc.text)
-			want := bruteForce(t, res, tc.values)
-			for _, top := range []int{1, 5, 1000} {
-				r, ds := solve.Solve(res, solve.Options{Top: top})
-				require.NotNil(t, r)
-				if len(want) == 0 {
-					assert.Empty(t, r.Candidates)
-					assert.True(t, ds.HasErrors())
-					continue
-				}
-				require.False(t, ds.HasErrors(), "%v", ds)
-				n := min(top, len(want))
-				require.Len(t, r.Candidates, n, "solve:\n%s\nbrute force:\n%s", strings.Join(labels(r.Candidates), "\n"), strings.Join(planLabels(want), "\n"))
-				for i, c := range r.Candidates {
-					assert.Equal(t, want[i].label, c.Label(), "rank %d of top %d", i+1, top)
-					assert.Equal(t, want[i].step, c.StepTimeS, "rank %d: %s", i+1, c.Label())
-					assert.Equal(t, want[i].peak, c.Memory.PerGPUPeakBytes, "rank %d: %s", i+1, c.Label())
-				}
-				assert.LessOrEqual(t, r.Pruned+r.Bounded+int64(r.Evaluated), r.Space)
-			}
-			t.Logf("%d feasible plans", len(want))
+			matchBruteForce(t, tc.text, tc.values)
+		})
+	}
+}
+
+// matchBruteForce checks that parc solve's top 1, 5 and 1000 of the spec
+// text are exactly the brute force's over values (every value the solver
+// may give each open field): the same plans in the same order, with the
+// same step time and peak memory.
+func matchBruteForce(t *testing.T, text string, values map[string][]any) {
+	t.Helper()
+	res := loadText(t, "plan.cue", text)
+	want := bruteForce(t, res, values)
+	for _, top := range []int{1, 5, 1000} {
+		r, ds := solve.Solve(res, solve.Options{Top: top})
+		require.NotNil(t, r)
+		if len(want) == 0 {
+			assert.Empty(t, r.Candidates)
+			assert.True(t, ds.HasErrors())
+			continue
+		}
+		require.False(t, ds.HasErrors(), "%v", ds)
+		n := min(top, len(want))
+		require.Len(t, r.Candidates, n, "solve:\n%s\nbrute force:\n%s", strings.Join(labels(r.Candidates), "\n"), strings.Join(planLabels(want), "\n"))
+		for i, c := range r.Candidates {
+			assert.Equal(t, want[i].label, c.Label(), "rank %d of top %d", i+1, top)
+			assert.Equal(t, want[i].step, c.StepTimeS, "rank %d: %s", i+1, c.Label())
+			assert.Equal(t, want[i].peak, c.Memory.PerGPUPeakBytes, "rank %d: %s", i+1, c.Label())
+		}
+		assert.LessOrEqual(t, r.Pruned+r.Bounded+int64(r.Evaluated), r.Space)
+	}
+	t.Logf("%d feasible plans", len(want))
+}
+
+// TestSolveMatchesBruteForceRealModels is TestSolveMatchesBruteForce on
+// published models at their published scale, where the search's bounds
+// and memory rules meet what the tiny specs do not: HybridEP on NVL72
+// domains, MXFP8 weights, real activations near the memory headroom, host
+// and graph costs. Each open field is bounded (micro_batch: <=8) so the
+// brute force covers every value the solver may give it.
+func TestSolveMatchesBruteForceRealModels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("brute force over thousands of full estimates")
+	}
+	cases := []struct {
+		name, text string
+		values     map[string][]any
+	}{
+		{"qwen3-30b-a3b on 16 gb200", `package plan
+import ("parc.dev/stdlib/clusters", "parc.dev/stdlib/models")
+model: models.qwen3_30b_a3b & {moe: {dispatcher: "flex", flex_dispatcher_backend: "hybridep"}}
+cluster: clusters.gb200_nvl72 & {nodes: 4}
+parallel: {tp: int, pp: int, ep: int, cp: <=4, account_for_embedding: false, account_for_loss: false}
+train: {seq_length: 4096, micro_batch: <=8, global_batch: 512, recompute: "none", precision: "fp8", distributed_optimizer: true, overlap_grad_reduce: true, overlap_param_gather: true, iters: 1000}
+`, map[string][]any{"parallel.tp": upTo(16), "parallel.pp": upTo(16), "parallel.ep": upTo(16), "parallel.cp": upTo(4), "train.micro_batch": upTo(8)}},
+		{"qwen3-235b-a22b on 256 gb300", `package plan
+import ("parc.dev/stdlib/clusters", "parc.dev/stdlib/models")
+model: models.qwen3_235b_a22b & {moe: {dispatcher: "flex", flex_dispatcher_backend: "hybridep"}}
+cluster: clusters.gb300_nvl72 & {nodes: 64}
+parallel: {tp: <=2, pp: <=16, vpp: <=4, ep: int, account_for_embedding: true, account_for_loss: true}
+train: {seq_length: 4096, micro_batch: <=2, global_batch: 2048, recompute: "none", precision: "fp8", fp8_recipe: "mxfp8", distributed_optimizer: true, overlap_grad_reduce: true, overlap_param_gather: true, iters: 1000}
+`, map[string][]any{"parallel.tp": upTo(2), "parallel.pp": upTo(16), "parallel.vpp": upTo(4), "parallel.ep": upTo(128), "train.micro_batch": upTo(2)}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			matchBruteForce(t, tc.text, tc.values)
 		})
 	}
 }
