@@ -12,7 +12,7 @@ var measuredAccuracy = []Accuracy{
 	{Model: "MoE, more than 16 experts", GPU: "GB200", Runs: 20, MedianError: -0.028, P10Error: -0.055, P90Error: 0.135, LowestError: -0.091, HighestError: 0.567},
 	{Model: "MoE, more than 16 experts", GPU: "GB300", Runs: 20, MedianError: -0.013, P10Error: -0.05, P90Error: 0.016, LowestError: -0.052, HighestError: 0.053},
 	{Model: "MoE, more than 16 experts", GPU: "H100", Runs: 17, MedianError: -0.127, P10Error: -0.232, P90Error: 0.357, LowestError: -0.314, HighestError: 0.499},
-	{Model: "MoE, more than 16 experts, over 150B parameters", GPU: "B200", Runs: 12, MedianError: -0.127, P10Error: -0.192, P90Error: 0.007, LowestError: -0.205, HighestError: 0.057},
+	{Model: "MoE, more than 16 experts, over 150B parameters", GPU: "B200", Runs: 12, MedianError: -0.127, P10Error: -0.192, P90Error: 0.037, LowestError: -0.205, HighestError: 0.057},
 	{Model: "MoE, more than 16 experts, over 150B parameters", GPU: "B300", Runs: 9, MedianError: -0.137, P10Error: -0.298, P90Error: 0.282, LowestError: -0.298, HighestError: 0.282},
 	{Model: "MoE, more than 16 experts, over 150B parameters", GPU: "GB200", Runs: 37, MedianError: -0.159, P10Error: -0.241, P90Error: 0.505, LowestError: -0.345, HighestError: 0.599},
 	{Model: "MoE, more than 16 experts, over 150B parameters", GPU: "GB300", Runs: 31, MedianError: -0.186, P10Error: -0.232, P90Error: -0.137, LowestError: -0.311, HighestError: -0.108},
