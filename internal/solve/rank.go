@@ -12,13 +12,17 @@ import (
 // measures when the model ranks two plans of one run: over the measured
 // corpus's pairs of runs of one model, GPU count, sequence and precision
 // with different plans, |ln(estimated ratio) − ln(measured ratio)| has a
-// median of 5.01% (226 pairs); over pairs of one plan measured in different
-// releases, 2.41% (what the software moved between releases), which leaves
-// 4.39% in quadrature. TestNoiseBandFromCalibration keeps the band between
-// the two (as relative ratios: 5.14% and 4.49%). It was 4% (4.4 / 2.4 / 3.7%
+// median of 4.90% (257 pairs); over pairs of one plan measured in different
+// releases, 2.07% (what the software moved between releases), which leaves
+// 4.44% in quadrature. TestNoiseBandFromCalibration keeps the band between
+// the two (as relative ratios: 5.02% and 4.54%). It was 4% (4.4 / 2.4 / 3.7%
 // over 215 pairs) until session 8's out-of-sample rows joined the corpus
-// (Megatron-MoE-ModelZoo's Qwen3-235B plans on 256 H100 among them).
-const DefaultNoiseBand = 0.045
+// (Megatron-MoE-ModelZoo's Qwen3-235B plans on 256 H100 among them), and
+// 4.5% until session 60 recorded the router fusion of Megatron-Bridge's
+// 26.02-26.06 MoE runs, which their scripts set as 26.08's do: one plan's
+// runs across those releases then differ less in the model (2.07% from
+// 2.4%), and the band's lower end rose above 4.5%.
+const DefaultNoiseBand = 0.046
 
 // DefaultMemoryHeadroom is the fraction of the GPU's memory a plan's
 // estimated peak may use: the rest is for what the estimate does not see
