@@ -261,35 +261,62 @@ func (sv *solver) splitsFor(pp int) []int32 {
 		}
 	}
 	if pp >= 2 && boolOK(fEmb, false) && boolOK(fLoss, false) {
+		// A stage the user wrote keeps its value; the window of the
+		// middle stages (nearMiddle) bounds only the stages parc chooses:
+		// a first stage of 7 layers with 17 on the others is the user's.
+		written := func(f field) (int, bool) {
+			v := p.FirstStageLayers
+			if f == fLast {
+				v = p.LastStageLayers
+			}
+			if sv.searched(f) || v == nil || *v <= 0 {
+				return 0, false
+			}
+			return *v, true
+		}
+		stageNear := func(f field, n, per int) bool {
+			if v, ok := written(f); ok {
+				return n == v
+			}
+			return nearMiddle(n, per)
+		}
 		var uneven []split
 		for _, set := range [][2]bool{{true, false}, {false, true}, {true, true}} {
 			mid := pp - btoi(set[0]) - btoi(set[1])
 			if mid == 0 {
 				// pp = 2 with both stages given: the same splits as the
-				// first stage alone.
+				// first stage alone, unless the user wrote both.
+				f, okF := written(fFirst)
+				l, okL := written(fLast)
+				if okF && okL && f+l == L {
+					uneven = append(uneven, split{first: f, last: l})
+				}
 				continue
 			}
 			for per := 1; per*mid < L; per++ {
 				rest := L - per*mid
 				switch {
 				case set[0] && set[1]:
-					for f := per - unevenLighter; f <= per+unevenHeavier; f++ {
-						if nearMiddle(f, per) && nearMiddle(rest-f, per) {
+					lo, hi := per-unevenLighter, per+unevenHeavier
+					if v, ok := written(fFirst); ok {
+						lo, hi = v, v
+					}
+					for f := lo; f <= hi; f++ {
+						if stageNear(fFirst, f, per) && stageNear(fLast, rest-f, per) {
 							uneven = append(uneven, split{first: f, last: rest - f})
 						}
 					}
 				case set[0]:
-					if nearMiddle(rest, per) {
+					if stageNear(fFirst, rest, per) {
 						uneven = append(uneven, split{first: rest})
 					}
 				default:
-					if nearMiddle(rest, per) {
+					if stageNear(fLast, rest, per) {
 						uneven = append(uneven, split{last: rest})
 					}
 				}
 			}
 		}
-		uneven = append(uneven, sv.writtenStageSplits(pp)...)
 		slices.SortStableFunc(uneven, func(a, b split) int { return a.kind() - b.kind() })
 		for _, s := range uneven {
 			if stageOK(fFirst, s.first) && stageOK(fLast, s.last) {
@@ -314,54 +341,6 @@ func (sv *solver) splitsFor(pp int) []int32 {
 		// Which vpp a layout works with is the vpp rule's to say.
 		for _, k := range []int8{layoutEdge, layoutSlots} {
 			out = append(out, add(split{layout: k, layers: L, mtp: sv.base.Model.MTPLayers}))
-		}
-	}
-	return out
-}
-
-// writtenStageSplits are the uneven splits with pp stages that keep a
-// first_stage_layers or last_stage_layers the user wrote as a value, the
-// other (when parc searches it) unset or within the window of the middle
-// stages (nearMiddle). The window does not apply to the written one: a
-// first stage of 7 layers with 17 on the others is the user's to choose.
-func (sv *solver) writtenStageSplits(pp int) []split {
-	p, L := sv.base.Parallel, sv.base.Model.Layers
-	values := func(f field, v *int) (vals []int, written bool) {
-		if !sv.searched(f) {
-			if v == nil || *v <= 0 {
-				return []int{0}, false
-			}
-			return []int{*v}, true
-		}
-		return upTo(L)[:L-1], false // 1..L−1; 0 (unset) below
-	}
-	firsts, wf := values(fFirst, p.FirstStageLayers)
-	lasts, wl := values(fLast, p.LastStageLayers)
-	if !wf && !wl {
-		return nil
-	}
-	if sv.searched(fFirst) {
-		firsts = append([]int{0}, firsts...)
-	}
-	if sv.searched(fLast) {
-		lasts = append([]int{0}, lasts...)
-	}
-	var out []split
-	for _, f := range firsts {
-		for _, l := range lasts {
-			mid, rest := pp-btoi(f > 0)-btoi(l > 0), L-f-l
-			if mid == 0 && rest == 0 && f > 0 && l > 0 {
-				out = append(out, split{first: f, last: l}) // two stages, both given
-				continue
-			}
-			if mid <= 0 || rest <= 0 || rest%mid != 0 {
-				continue
-			}
-			per := rest / mid
-			if sv.searched(fFirst) && f > 0 && !nearMiddle(f, per) || sv.searched(fLast) && l > 0 && !nearMiddle(l, per) {
-				continue
-			}
-			out = append(out, split{first: f, last: l})
 		}
 	}
 	return out
