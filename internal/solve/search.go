@@ -226,6 +226,32 @@ func (f memFail) peakBelow(mb int32) float64 {
 	return float64(f.state) + float64(f.rest)*float64(mb)/float64(f.mb)
 }
 
+// restBelow is a lower bound of what the peak stage holds beside its
+// state with micro batch mb: the rest scaled as peakBelow scales it below
+// f.mb, and at least the rest above it.
+func (f memFail) restBelow(mb int32) float64 {
+	return float64(f.rest) * min(1, float64(mb)/float64(f.mb))
+}
+
+// failedFor is the memory failure recorded under k that applies to leaf
+// lf: none in an exhaustive search, or where lf's smallest group is below
+// the failed plan's (a smaller group can need less).
+func (sv *solver) failedFor(k memKey, lf *leaf) (memFail, bool) {
+	f, ok := sv.memoryFailed[k]
+	if !ok || sv.opts.Exhaustive || int32(sv.groupMin(lf)) < f.g {
+		return memFail{}, false
+	}
+	return f, true
+}
+
+// recordFailed keeps f under k unless a failure with a smaller micro batch
+// is there: it bounds more leaves.
+func (sv *solver) recordFailed(k memKey, f memFail) {
+	if old, ok := sv.memoryFailed[k]; !ok || f.mb < old.mb {
+		sv.memoryFailed[k] = f
+	}
+}
+
 func (sv *solver) variantKey(lf *leaf) memKey {
 	return memKey{stateKey{lf.grid, lf.vpp, lf.split, int32(lf.shard)}, lf.rc}
 }
@@ -633,12 +659,11 @@ func (sv *solver) restRules(lf *leaf) string {
 	}
 	k := sv.variantKey(lf)
 	k.shard = anySharding
-	f, ok := sv.memoryFailed[k]
-	if !ok || sv.opts.Exhaustive || int32(sv.groupMin(lf)) < f.g {
+	f, ok := sv.failedFor(k, lf)
+	if !ok {
 		return ""
 	}
-	b := float64(f.rest) * min(1, float64(lf.mb)/float64(f.mb))
-	switch {
+	switch b := f.restBelow(lf.mb); {
 	case b > float64(f.gpu):
 		return estimate.CodeMemoryExceedsGPU
 	case b > sv.opts.MemoryHeadroom*float64(f.gpu):
@@ -655,8 +680,8 @@ func (sv *solver) memoryRules(lf *leaf) string {
 	if code := sv.restRules(lf); code != "" {
 		return code
 	}
-	f, ok := sv.memoryFailed[sv.variantKey(lf)]
-	if !ok || sv.opts.Exhaustive || int32(sv.groupMin(lf)) < f.g {
+	f, ok := sv.failedFor(sv.variantKey(lf), lf)
+	if !ok {
 		return ""
 	}
 	if lf.mb >= f.mb {
@@ -915,17 +940,12 @@ func (sv *solver) evaluate(i int32, limit float64) {
 		// activations of the microbatches in flight, mb·min(m, pp) samples,
 		// do not shrink as mb grows; the state does not change).
 		if code == CodeAboveHeadroom || code == estimate.CodeMemoryExceedsGPU {
-			k := sv.variantKey(lf)
-			if f, ok := sv.memoryFailed[k]; !ok || lf.mb < f.mb {
-				sv.memoryFailed[k] = sv.newMemFail(lf, code, mem)
-			}
+			k, f := sv.variantKey(lf), sv.newMemFail(lf, code, mem)
+			sv.recordFailed(k, f)
 			// What the peak stage holds beside its state is the same
-			// under every optimizer sharding (restBelow).
-			k.shard = anySharding
-			if f := sv.newMemFail(lf, code, mem); len(sv.shards) > 1 && float64(f.rest) > headroom {
-				if old, ok := sv.memoryFailed[k]; !ok || lf.mb < old.mb {
-					sv.memoryFailed[k] = f
-				}
+			// under every optimizer sharding (restRules).
+			if k.shard = anySharding; len(sv.shards) > 1 && float64(f.rest) > headroom {
+				sv.recordFailed(k, f)
 			}
 		}
 		if !sv.hasSmallest || fp.peak < sv.smallest.peak {
