@@ -74,6 +74,24 @@ func StateBytes(params float64, b BytesPerParam, sh Sharding, shards int) State 
 	return st
 }
 
+// StateFloor is the least model state the GPUs of any plan of s keep
+// together, whatever its degrees and pipeline split: every parameter once
+// (the vocabulary unpadded, a tied output layer counted once), at the bytes
+// per parameter s's settings keep (weights, gradients and the optimizer's
+// share on the GPU: stateBytes); params·perParam.Total() bytes. Each
+// pipeline stage's GPUs keep the state of its parameters, split over tp, ep
+// and the data-parallel group or replicated, never less than their share
+// (memory), so the GPUs of a plan keep at least this between them and its
+// most loaded GPU at least this over the world size
+// (TestStateFloorBelowPlans). Megatron-FSDP changes the bytes
+// (readSettings): the floor is of s's train.fsdp.
+func StateFloor(s *spec.Spec) (params float64, perParam BytesPerParam) {
+	d := spec.Derive(s)
+	d.PaddedVocab = s.Model.Vocab
+	sh := newModelShape(s, d)
+	return float64(sh.totalParams().Total()), readSettings(s).stateBytes(s.Train.Precision)
+}
+
 // activationModel sizes the activations one GPU stores for one microbatch,
 // after Korthikanti et al. 2022 (§4, Table 2), generalised to the real shapes.
 type activationModel struct {

@@ -28,11 +28,24 @@ train: {seq_length: 1048576, micro_batch: int, global_batch: 1048576, precision:
 	res, ds := load.Load(load.Source{Path: "hostile.cue", Data: []byte(text)})
 	require.False(t, ds.HasErrors(), "%v", ds)
 	const limit = 300_000_000
-	sv, ds := newSolver(res, Options{Top: 5, budget: limit})
-	require.NotNil(t, sv, "%v", ds)
-	r := sv.run()
-	require.Empty(t, r.Candidates)
-	require.Contains(t, sv.diags.Codes(), CodeNoFeasiblePlan)
+	// The model's state fits none of the node counts the tries would
+	// search (stateCanFit), so they are not run; without that floor they
+	// are, and share the budget.
+	solve := func() *solver {
+		sv, ds := newSolver(res, Options{Top: 5, budget: limit})
+		require.NotNil(t, sv, "%v", ds)
+		r := sv.run()
+		require.Empty(t, r.Candidates)
+		require.Contains(t, sv.diags.Codes(), CodeNoFeasiblePlan)
+		return sv
+	}
+	sv := solve()
+	t.Logf("with the state floor: search %d units, hint tries %d; %s", sv.work, sv.hintWork, sv.stateFloorText())
+	assert.Zero(t, sv.hintWork, "no try can fit the state")
+	assert.NotEmpty(t, sv.stateFloorText())
+	hintStateFloor = false
+	defer func() { hintStateFloor = true }()
+	sv = solve()
 	t.Logf("search %d units, hint tries %d, limit %d", sv.work, sv.hintWork, int64(limit))
 	assert.Greater(t, sv.hintWork, int64(limit)/2, "the tries spend what they get")
 	assert.LessOrEqual(t, sv.work+sv.hintWork, int64(limit)+verifyWork, "the search and its hint tries within the budget (one try may overrun by a step)")

@@ -724,6 +724,9 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			}
 		}
 		if c := counts[0].code; c == estimate.CodeMemoryExceedsGPU || c == CodeAboveHeadroom {
+			if why := sv.stateFloorText(); why != "" {
+				msg += "; " + why
+			}
 			add := "add nodes"
 			n := sv.base.Cluster.Nodes
 			var more []int
@@ -831,7 +834,7 @@ func (sv *solver) tryFix(fix hintFix, budget int64, set func(*Options)) (found b
 	o.trying, o.Top, o.budget = fix, 1, budget
 	set(&o)
 	t, _ := newSolver(sv.res, o)
-	if t == nil {
+	if t == nil || (hintStateFloor && !t.stateCanFit()) {
 		return false, 0, false
 	}
 	r := t.run()
@@ -929,6 +932,69 @@ func (sv *solver) batchMultiples(now, most int) (below, above []int) {
 
 func setNodes(o *Options, n int)       { o.nodes = n }
 func setGlobalBatch(o *Options, n int) { o.globalBatch = n }
+
+// hintStateFloor: a hint's search is not run when the model's state cannot
+// fit (stateCanFit); off only in TestHintStateFloorChangesNothing.
+var hintStateFloor = true
+
+// stateFloorOf is the least model state of the spec's plans over every GPU
+// (estimate.StateFloor), under the optimizer sharding of the search's that
+// keeps the least; computed once.
+func (sv *solver) stateFloorOf() stateFloor {
+	if sv.floor.bytes == 0 {
+		sv.floor.bytes = math.Inf(1)
+		for _, sh := range sv.shards {
+			s := sv.base
+			sh.apply(&s.Train)
+			params, per := estimate.StateFloor(&s)
+			if b := params * per.Total(); b < sv.floor.bytes {
+				sv.floor = stateFloor{params: params, perParam: per.Total(), bytes: b}
+			}
+		}
+	}
+	return sv.floor
+}
+
+// stateNodes is the fewest nodes whose GPUs can hold the model's least
+// state within the memory headroom, each its share (stateFloorOf): below
+// it no plan fits.
+func (sv *solver) stateNodes() int {
+	c := sv.base.Cluster
+	per := sv.opts.MemoryHeadroom * c.GPU.MemoryGiB * (1 << 30) * float64(c.GPUsPerNode)
+	if per <= 0 {
+		return 1
+	}
+	return int(min(math.Ceil(sv.stateFloorOf().bytes/per), spec.MaxWorld+1))
+}
+
+// stateCanFit reports whether the spec's nodes can hold the model's state
+// (stateNodes). When they cannot, no plan fits, so a hint's search
+// (tryFix: more nodes, another batch, a memory setting) is not run.
+func (sv *solver) stateCanFit() bool { return sv.base.Cluster.Nodes >= sv.stateNodes() }
+
+// stateFloorText says why no plan fits when the nodes cannot hold the
+// model's state: "" when they can.
+func (sv *solver) stateFloorText() string {
+	n := sv.stateNodes()
+	if sv.base.Cluster.Nodes >= n {
+		return ""
+	}
+	f, c := sv.stateFloorOf(), sv.base.Cluster
+	world := float64(c.Nodes * c.GPUsPerNode)
+	count := fmt.Sprintf("%.1f million", f.params/1e6)
+	switch {
+	case f.params >= 1e12:
+		count = fmt.Sprintf("%.1f trillion", f.params/1e12)
+	case f.params >= 1e9:
+		count = fmt.Sprintf("%.1f billion", f.params/1e9)
+	}
+	fewest := fmt.Sprintf("on fewer than %d nodes", n)
+	if n*c.GPUsPerNode > spec.MaxWorld {
+		fewest = fmt.Sprintf("on any cluster of up to %d GPUs (parc's limit)", spec.MaxWorld)
+	}
+	return fmt.Sprintf("the model's weights, gradients and optimizer state alone, %s parameters at %g bytes each, need %.2f GiB per GPU when spread over all %.0f GPUs (%.0f%% of the GPU, headroom %.0f%%), so no plan fits %s",
+		count, f.perParam, f.bytes/world/(1<<30), world, 100*f.bytes/world/(c.GPU.MemoryGiB*(1<<30)), 100*sv.opts.MemoryHeadroom, fewest)
+}
 
 // withPlan returns the first value of values with which a search of the
 // same spec, set sets on its options (the node count, the global batch),
