@@ -115,7 +115,16 @@ func (c *costModel) memoryRemedy(st StageMemory, limit int64) (path, hint string
 		return path, "lower train.micro_batch, recompute more (train.recompute), turn on parallel.sp or train.distributed_optimizer, or " + split
 	}
 	fits := c.fittingRemedies(limit)
-	if len(fits) == 0 {
+	// When the plan's GPUs cannot hold the model's state whatever the
+	// degrees, raising them is no advice: the note says from how many
+	// nodes a plan can fit.
+	floor := StateFloorOf(c.s).Note(c.s.Cluster.Nodes, c.s.Cluster.GPUsPerNode, float64(limit), GiB(limit))
+	switch {
+	case floor != "" && len(fits) == 0:
+		return path, fmt.Sprintf("no single change of %s brings it under %s, nor does any tp, pp or ep: %s", c.remedyFields(), GiB(limit), floor)
+	case floor != "":
+		return path, fmt.Sprintf("each of these alone brings it under %s: %s; no tp, pp or ep does: %s", GiB(limit), strings.Join(fits, ", "), floor)
+	case len(fits) == 0:
 		return path, fmt.Sprintf("no single change of %s brings it under %s; %s", c.remedyFields(), GiB(limit), split)
 	}
 	return path, fmt.Sprintf("each of these alone brings it under %s: %s; or %s", GiB(limit), strings.Join(fits, ", "), split)

@@ -118,11 +118,21 @@ func TestMemoryExceedsGPU(t *testing.T) {
 			t.Errorf("message lacks %q: %s", part, d.Message)
 		}
 	}
-	// No single change fits 70B on one node: the hint says so, and names
-	// the degrees to raise.
-	if !strings.HasPrefix(d.Hint, "no single change") || !strings.Contains(d.Hint, "parallel.pp") {
+	// No single change fits 70B on one node, nor do other degrees: its
+	// state alone, 18 bytes for each of 70.6 billion parameters, is 148 GiB
+	// per GPU over 8 (StateFloor). The hint says so and from how many nodes
+	// a plan can fit.
+	if !strings.HasPrefix(d.Hint, "no single change") || !strings.Contains(d.Hint, "nor does any tp, pp or ep") ||
+		!strings.Contains(d.Hint, "70.6 billion parameters at 18 bytes each, need 147.84 GiB per GPU") ||
+		!strings.Contains(d.Hint, "no plan fits on fewer than 2 nodes (cluster.nodes, now 1)") {
 		t.Errorf("hint %q", d.Hint)
 	}
+	// On two nodes the degrees may fit it: the hint names them.
+	s.Cluster.Nodes = 2
+	if _, ds := runHinted(s); len(ds) == 0 || !strings.Contains(ds[0].Hint, "raise parallel.pp") {
+		t.Errorf("on two nodes: %v", ds)
+	}
+	s.Cluster.Nodes = 1
 	for _, b := range hintFails(s, ds) {
 		t.Error(b)
 	}

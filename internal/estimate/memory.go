@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"fmt"
 	"math"
 
 	"parc.dev/parc/internal/spec"
@@ -74,22 +75,66 @@ func StateBytes(params float64, b BytesPerParam, sh Sharding, shards int) State 
 	return st
 }
 
-// StateFloor is the least model state the GPUs of any plan of s keep
+// StateFloor is the least model state the GPUs of any plan of a spec keep
 // together, whatever its degrees and pipeline split: every parameter once
 // (the vocabulary unpadded, a tied output layer counted once), at the bytes
-// per parameter s's settings keep (weights, gradients and the optimizer's
-// share on the GPU: stateBytes); params·perParam.Total() bytes. Each
-// pipeline stage's GPUs keep the state of its parameters, split over tp, ep
-// and the data-parallel group or replicated, never less than their share
-// (memory), so the GPUs of a plan keep at least this between them and its
-// most loaded GPU at least this over the world size
-// (TestStateFloorBelowPlans). Megatron-FSDP changes the bytes
+// per parameter the spec's settings keep (weights, gradients and the
+// optimizer's share on the GPU: stateBytes). Each pipeline stage's GPUs
+// keep the state of its parameters, split over tp, ep and the data-parallel
+// group or replicated, never less than their share (memory), so the GPUs of
+// a plan keep at least Bytes between them and its most loaded GPU at least
+// Bytes over the world size (TestStateFloorBelowPlans).
+type StateFloor struct {
+	Params   float64
+	PerParam float64 // bytes per parameter: weights, gradients, optimizer
+}
+
+// StateFloorOf is s's StateFloor. Megatron-FSDP changes the bytes
 // (readSettings): the floor is of s's train.fsdp.
-func StateFloor(s *spec.Spec) (params float64, perParam BytesPerParam) {
+func StateFloorOf(s *spec.Spec) StateFloor {
 	d := spec.Derive(s)
 	d.PaddedVocab = s.Model.Vocab
 	sh := newModelShape(s, d)
-	return float64(sh.totalParams().Total()), readSettings(s).stateBytes(s.Train.Precision)
+	return StateFloor{float64(sh.totalParams().Total()), readSettings(s).stateBytes(s.Train.Precision).Total()}
+}
+
+// Bytes is the floor's state in bytes.
+func (f StateFloor) Bytes() float64 { return f.Params * f.PerParam }
+
+// Nodes is the fewest nodes of gpusPerNode GPUs that can hold the floor
+// with at most limit bytes on each GPU: on fewer no plan fits. Above
+// spec.MaxWorld GPUs it is the first count past it.
+func (f StateFloor) Nodes(gpusPerNode int, limit float64) int {
+	per := limit * float64(gpusPerNode)
+	if per <= 0 {
+		return 1
+	}
+	return int(min(math.Ceil(f.Bytes()/per), float64(spec.MaxWorld/max(gpusPerNode, 1)+1)))
+}
+
+// Note says, when nodes nodes of gpusPerNode GPUs cannot hold the floor
+// within limit bytes per GPU (what names that limit: "the 80.00 GiB of
+// the GPU"), that no plan fits and from how many nodes one can: "" when
+// they can hold it.
+func (f StateFloor) Note(nodes, gpusPerNode int, limit float64, what string) string {
+	need := f.Nodes(gpusPerNode, limit)
+	if nodes >= need {
+		return ""
+	}
+	count := fmt.Sprintf("%.1f million", f.Params/1e6)
+	switch {
+	case f.Params >= 1e12:
+		count = fmt.Sprintf("%.1f trillion", f.Params/1e12)
+	case f.Params >= 1e9:
+		count = fmt.Sprintf("%.1f billion", f.Params/1e9)
+	}
+	fewest := fmt.Sprintf("with these settings no plan fits on fewer than %d nodes (cluster.nodes, now %d)", need, nodes)
+	if need*gpusPerNode > spec.MaxWorld {
+		fewest = fmt.Sprintf("with these settings no plan fits on any cluster of up to %d GPUs (parc's limit)", spec.MaxWorld)
+	}
+	world := nodes * gpusPerNode
+	return fmt.Sprintf("the weights, gradients and optimizer state alone, %s parameters at %g bytes each, need %s per GPU spread over all %d GPUs, more than %s, so %s",
+		count, f.PerParam, GiB(int64(min(f.Bytes()/float64(world), math.MaxInt64/2))), world, what, fewest)
 }
 
 // activationModel sizes the activations one GPU stores for one microbatch,

@@ -7,7 +7,7 @@ import (
 	"parc.dev/parc/internal/spec"
 )
 
-// TestStateFloorBelowPlans: StateFloor's bytes over the world size is at most
+// TestStateFloorBelowPlans: StateFloor's Bytes over the world size is at most
 // the model state (weights, gradients, optimizer) of the most loaded GPU of
 // every plan: the measured corpus's plans (every optimizer, precision,
 // offload and pipeline layout it holds), each also without a sharded
@@ -36,8 +36,7 @@ func TestStateFloorBelowPlans(t *testing.T) {
 			for _, st := range e.Memory.Stages {
 				most = max(most, float64(st.Weights+st.Gradients+st.Optimizer))
 			}
-			params, perParam := StateFloor(&s)
-			floor := params * perParam.Total() / float64(d.World)
+			floor := StateFloorOf(&s).Bytes() / float64(d.World)
 			// Stage bytes are rounded to whole bytes.
 			if floor > most+float64(len(e.Memory.Stages)) {
 				t.Errorf("%s (distributed optimizer %v, fsdp %v): the state floor %.0f bytes per GPU is above the most loaded GPU's state, %.0f", r.id, sh.do, sh.fsdp, floor, most)

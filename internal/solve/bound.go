@@ -62,10 +62,6 @@ import (
 // is half the compute it adds), so the unit of the least recomputation
 // bounds the others.
 
-// stateFloor is the least model state of a spec's plans over every GPU:
-// params parameters at perParam bytes each, bytes in all.
-type stateFloor struct{ params, perParam, bytes float64 }
-
 // unitKey is what the whole model's microbatch time as one pipeline stage
 // depends on besides the micro batch and the recompute mode: the degrees
 // that shape each layer's work and the links of their groups.

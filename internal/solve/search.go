@@ -48,8 +48,9 @@ type search struct {
 	// The value is the code a leaf there is rejected with.
 	stateTooLarge map[stateKey]string
 	// floor is the least model state over every GPU under the shardings
-	// searched (stateFloorOf; its bytes 0: not computed yet).
-	floor     stateFloor
+	// searched (stateFloorOf, once hasFloor).
+	floor     estimate.StateFloor
+	hasFloor  bool
 	linkCache linkCache
 	// layouts are the generated layouts of (split, pp, vpp) (applySplit).
 	layouts map[[3]int32]layoutOf

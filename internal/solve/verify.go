@@ -938,62 +938,42 @@ func setGlobalBatch(o *Options, n int) { o.globalBatch = n }
 var hintStateFloor = true
 
 // stateFloorOf is the least model state of the spec's plans over every GPU
-// (estimate.StateFloor), under the optimizer sharding of the search's that
-// keeps the least; computed once.
-func (sv *solver) stateFloorOf() stateFloor {
-	if sv.floor.bytes == 0 {
-		sv.floor.bytes = math.Inf(1)
-		for _, sh := range sv.shards {
+// (estimate.StateFloorOf), under the optimizer sharding of the search's
+// that keeps the least; computed once.
+func (sv *solver) stateFloorOf() estimate.StateFloor {
+	if !sv.hasFloor {
+		for i, sh := range sv.shards {
 			s := sv.base
 			sh.apply(&s.Train)
-			params, per := estimate.StateFloor(&s)
-			if b := params * per.Total(); b < sv.floor.bytes {
-				sv.floor = stateFloor{params: params, perParam: per.Total(), bytes: b}
+			if f := estimate.StateFloorOf(&s); i == 0 || f.Bytes() < sv.floor.Bytes() {
+				sv.floor = f
 			}
 		}
+		sv.hasFloor = true
 	}
 	return sv.floor
 }
 
-// stateNodes is the fewest nodes whose GPUs can hold the model's least
-// state within the memory headroom, each its share (stateFloorOf): below
-// it no plan fits.
-func (sv *solver) stateNodes() int {
-	c := sv.base.Cluster
-	per := sv.opts.MemoryHeadroom * c.GPU.MemoryGiB * (1 << 30) * float64(c.GPUsPerNode)
-	if per <= 0 {
-		return 1
-	}
-	return int(min(math.Ceil(sv.stateFloorOf().bytes/per), spec.MaxWorld+1))
+// headroomBytes is the memory a plan may need per GPU.
+func (sv *solver) headroomBytes() float64 {
+	return sv.opts.MemoryHeadroom * sv.base.Cluster.GPU.MemoryGiB * (1 << 30)
 }
 
 // stateCanFit reports whether the spec's nodes can hold the model's state
-// (stateNodes). When they cannot, no plan fits, so a hint's search
-// (tryFix: more nodes, another batch, a memory setting) is not run.
-func (sv *solver) stateCanFit() bool { return sv.base.Cluster.Nodes >= sv.stateNodes() }
+// within the headroom (stateFloorOf). When they cannot, no plan fits, so a
+// hint's search (tryFix: more nodes, another batch, a memory setting) is
+// not run.
+func (sv *solver) stateCanFit() bool {
+	c := sv.base.Cluster
+	return c.Nodes >= sv.stateFloorOf().Nodes(c.GPUsPerNode, sv.headroomBytes())
+}
 
 // stateFloorText says why no plan fits when the nodes cannot hold the
-// model's state: "" when they can.
+// model's state within the headroom: "" when they can.
 func (sv *solver) stateFloorText() string {
-	n := sv.stateNodes()
-	if sv.base.Cluster.Nodes >= n {
-		return ""
-	}
-	f, c := sv.stateFloorOf(), sv.base.Cluster
-	world := float64(c.Nodes * c.GPUsPerNode)
-	count := fmt.Sprintf("%.1f million", f.params/1e6)
-	switch {
-	case f.params >= 1e12:
-		count = fmt.Sprintf("%.1f trillion", f.params/1e12)
-	case f.params >= 1e9:
-		count = fmt.Sprintf("%.1f billion", f.params/1e9)
-	}
-	fewest := fmt.Sprintf("on fewer than %d nodes", n)
-	if n*c.GPUsPerNode > spec.MaxWorld {
-		fewest = fmt.Sprintf("on any cluster of up to %d GPUs (parc's limit)", spec.MaxWorld)
-	}
-	return fmt.Sprintf("the model's weights, gradients and optimizer state alone, %s parameters at %g bytes each, need %.2f GiB per GPU when spread over all %.0f GPUs (%.0f%% of the GPU, headroom %.0f%%), so no plan fits %s",
-		count, f.perParam, f.bytes/world/(1<<30), world, 100*f.bytes/world/(c.GPU.MemoryGiB*(1<<30)), 100*sv.opts.MemoryHeadroom, fewest)
+	c := sv.base.Cluster
+	return sv.stateFloorOf().Note(c.Nodes, c.GPUsPerNode, sv.headroomBytes(),
+		fmt.Sprintf("the headroom's %s (%g of the GPU)", estimate.GiB(int64(sv.headroomBytes())), sv.opts.MemoryHeadroom))
 }
 
 // withPlan returns the first value of values with which a search of the
