@@ -315,7 +315,7 @@ func TestEvidenceClass(t *testing.T) {
 // writeMissEvidence adds to the corpus README every miss's outside
 // evidence (missEvidence) with a count by class, and checks the count of
 // misses not superseded against maxUnsupersededMisses.
-func writeMissEvidence(t *testing.T, b *strings.Builder, out []corpusOutcome) {
+func writeMissEvidence(t *testing.T, b *strings.Builder, out []corpusOutcome) map[string]int {
 	c := readEvidenceCorpus(t)
 	var ids []string
 	for _, o := range out {
@@ -372,4 +372,5 @@ func writeMissEvidence(t *testing.T, b *strings.Builder, out []corpusOutcome) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", o.id, status, e.class, strings.ReplaceAll(alt, "|", "\\|"), ratio, against)
 	}
+	return n
 }

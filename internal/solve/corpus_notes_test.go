@@ -66,9 +66,27 @@ func (r *notesRow) kind() *planKind {
 
 // runKey names the run a row measures: the model at its scale, sequence
 // and precision on its GPU (the releases, batch and settings may differ).
+// The model is its recorded object but for YaRN's attention-scale factors
+// (numericsOnly), which some releases' rows record and others leave at
+// their default: the same model, the same work.
 func (r *notesRow) runKey() string {
-	return fmt.Sprintf("%s|%s|%d|%d|%s|%s", r.Model, r.GPU, r.GPUs, r.Train.SeqLength, r.Train.Precision, r.Train.FP8Recipe)
+	var m map[string]any
+	model := string(r.Model)
+	if json.Unmarshal(r.Model, &m) == nil {
+		for _, k := range numericsOnly {
+			delete(m, k)
+		}
+		if b, err := json.Marshal(m); err == nil {
+			model = string(b)
+		}
+	}
+	return fmt.Sprintf("%s|%s|%d|%d|%s|%s", model, r.GPU, r.GPUs, r.Train.SeqLength, r.Train.Precision, r.Train.FP8Recipe)
 }
+
+// numericsOnly are model fields that change the numbers a layer computes,
+// not its work: YaRN's mscale and mscale_all_dim scale the attention
+// logits (Megatron's --mscale, --mscale-all-dim).
+var numericsOnly = []string{"mscale", "mscale_all_dim"}
 
 // sameRun: the two rows measure the same run (runKey).
 func (r *notesRow) sameRun(o *notesRow) bool { return r.runKey() == o.runKey() }
