@@ -98,7 +98,7 @@
 // digits: the estimate's sums vary in the last bit between runs), then peak
 // memory, less recomputation, the simpler optimizer sharding, the smaller
 // micro batch; the first represents the shape. Shapes whose step time is
-// within the noise band (DefaultNoiseBand, 4.6%: the model's measured
+// within the noise band (DefaultNoiseBand, 4.8%: the model's measured
 // error in ranking two plans) of the fastest shape's come first, simplest
 // first — the smaller tp·cp·pp, fewer pipeline stages, less
 // context parallelism, fewer virtual stages, the simpler split (even, then
