@@ -1036,10 +1036,15 @@ train: {seq_length: 4096, micro_batch: int, global_batch: 2048, recompute: %s, d
 	res = loadText(t, "plan.cue", fmt.Sprintf(spec, "deepseek_v3", "dgx_b200", 4, "string", "false"))
 	_, d = failedSearch(t, res)
 	assert.Equal(t, solve.CodeNoFeasiblePlan, d.Code)
-	assert.Regexp(t, `^add nodes \(with cluster.nodes \d+, now 4, parc finds a plan\) or use GPUs with more memory$`, d.Hint)
-	// The node count it names solves.
+	assert.Regexp(t, `^add nodes \(with these settings fewer than \d+ cannot hold the model's state; with cluster.nodes \d+, now 4, parc finds a plan\) or use GPUs with more memory$`, d.Hint)
+	// The node count it names solves, and is no fewer than the count below
+	// which the model's state cannot fit (estimate.StateFloor).
 	n := nodesIn(t, d.Hint)
 	assert.Greater(t, n, 4)
+	floor, err := strconv.Atoi(regexp.MustCompile(`fewer than (\d+) cannot`).FindStringSubmatch(d.Hint)[1])
+	require.NoError(t, err)
+	assert.LessOrEqual(t, floor, n)
+	assert.Contains(t, d.Message, fmt.Sprintf("no plan fits on fewer than %d nodes", floor), "the message and the hint name one floor")
 	r, ds = solve.Solve(loadText(t, "plan.cue", fmt.Sprintf(spec, "deepseek_v3", "dgx_b200", n, "string", "false")), solve.Options{})
 	require.NotNil(t, r, "%v", ds)
 	assert.NotEmpty(t, r.Candidates, "the hint's %d nodes: %v", n, ds)

@@ -733,8 +733,17 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			for k := 2 * n; k <= 64*n && k*sv.base.Cluster.GPUsPerNode <= spec.MaxWorld; k *= 2 {
 				more = append(more, k)
 			}
+			// What the hint knows of the node count: below how many the
+			// model's state cannot fit (stateFloorText), and one with a plan.
+			var about []string
+			if need := sv.stateFloorOf().Nodes(sv.base.Cluster.GPUsPerNode, sv.headroomBytes()); need > n && need*sv.base.Cluster.GPUsPerNode <= spec.MaxWorld {
+				about = append(about, fmt.Sprintf("with these settings fewer than %d cannot hold the model's state", need))
+			}
 			if k, ok := sv.withPlan(more, setNodes); ok {
-				add = fmt.Sprintf("add nodes (with cluster.nodes %d, now %d, parc finds a plan)", k, n)
+				about = append(about, fmt.Sprintf("with cluster.nodes %d, now %d, parc finds a plan", k, n))
+			}
+			if len(about) > 0 {
+				add += " (" + strings.Join(about, "; ") + ")"
 			}
 			fixes := []string{add, "use GPUs with more memory"}
 			// A setting is suggested only when a search with it finds a plan.
