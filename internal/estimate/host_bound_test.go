@@ -36,29 +36,16 @@ var knownHostOverStep = map[string]string{
 }
 
 // hostStep is the model's host issue time of row's step where the host
-// bounds every stretch: each microbatch's layers issued (HostOpS per kernel
-// and per schedule-node operation), one HostSyncS per synchronised MoE
-// layer, on the stage with the most, for all microbatches plus the
-// interleaved pipeline's fill ((p-1)/v microbatches).
+// bounds every stretch: the busiest stage's host issue time of a
+// microbatch (stageClock's host: eager operations and host
+// synchronisations) for all microbatches plus the interleaved pipeline's
+// fill ((p-1)/v microbatches).
 func hostStep(row *calRow) float64 {
 	c := newCostModel(row.s, row.d, resolveOptions(row.s, DefaultOptions()))
-	dense, moe := c.layerTimes()
+	link := linkOf(row.s, row.d, row.links)
 	var most float64
 	for r := range c.pp {
-		var t float64
-		for _, ch := range c.stages[r] {
-			for l := ch.First; l < ch.First+ch.Count; l++ {
-				lt := dense
-				if c.sh.isMoE(l) {
-					lt = moe
-					if c.moeHostSync() {
-						t += c.cal.HostSyncS
-					}
-				}
-				t += lt.fwd.host + lt.bwd.host
-			}
-		}
-		most = math.Max(most, t)
+		most = math.Max(most, c.stageClock(r, c.stageCost(r), link).host)
 	}
 	return most * (float64(c.m) + float64(c.pp-1)/float64(c.vpp))
 }

@@ -417,6 +417,9 @@ type stageClock struct {
 	// commBound is a lower bound of the exposed communication proportional
 	// to the microbatch's tokens (bandwidth terms only, no latency).
 	commBound float64
+	// host is the host's issue time of the microbatch: its eager
+	// operations forward and backward and the host synchronisations.
+	host float64
 }
 
 func (c *costModel) total(st stageClock) float64 {
@@ -561,6 +564,7 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 			// MoE block repeats it.
 			syncF += (math.Max(lt.fwd.total(), lt.fwd.host) + c.cal.HostSyncS) * n
 			syncS += c.cal.HostSyncS * n
+			st.host += lt.fwd.host * n
 			if c.recomputesMoE() && rc.total() > 0 {
 				gpuB += c.cal.HostSyncS * n
 				syncS += c.cal.HostSyncS * n
@@ -637,6 +641,7 @@ func (c *costModel) stageClock(r int, w stageWork, link func(string) string) sta
 		st.bwd += nb * c.scheduleSyncS()
 		syncS += (nf + nb) * c.scheduleSyncS()
 	}
+	st.host += hostF + hostB + syncS
 	st.compute.fixed += syncS
 	st.compute.idle = math.Max(0, st.fwd+st.bwd-st.compute.total())
 
