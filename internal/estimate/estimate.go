@@ -476,7 +476,7 @@ func (c *costModel) dataParallelShards() (dense, expert int) {
 
 func (c *costModel) memory(e *Estimate) {
 	denseShards, expertShards := c.dataParallelShards()
-	e.Memory.GPUBytes = int64(c.s.Cluster.GPU.MemoryGiB * (1 << 30))
+	e.Memory.GPUBytes = c.s.Cluster.GPU.Bytes()
 	peak := -1.0
 	e.Memory.Stages = make([]StageMemory, 0, c.pp)
 	for r := range c.pp {

@@ -102,14 +102,18 @@ func StateFloorOf(s *spec.Spec) StateFloor {
 func (f StateFloor) Bytes() float64 { return f.Params * f.PerParam }
 
 // Nodes is the fewest nodes of gpusPerNode GPUs that can hold the floor
-// with at most limit bytes on each GPU: on fewer no plan fits. Above
-// spec.MaxWorld GPUs it is the first count past it.
-func (f StateFloor) Nodes(gpusPerNode int, limit float64) int {
+// with at most limit bytes on each GPU: on fewer no plan fits. ok is false
+// when no cluster parc accepts (spec.MaxWorld GPUs) can.
+func (f StateFloor) Nodes(gpusPerNode int, limit float64) (nodes int, ok bool) {
 	per := limit * float64(gpusPerNode)
 	if per <= 0 {
-		return 1
+		return 1, true
 	}
-	return int(min(math.Ceil(f.Bytes()/per), float64(spec.MaxWorld/max(gpusPerNode, 1)+1)))
+	n := math.Ceil(f.Bytes() / per)
+	if n*float64(gpusPerNode) > spec.MaxWorld {
+		return 0, false
+	}
+	return int(n), true
 }
 
 // Note says, when nodes nodes of gpusPerNode GPUs cannot hold the floor
@@ -117,8 +121,12 @@ func (f StateFloor) Nodes(gpusPerNode int, limit float64) int {
 // the GPU"), that no plan fits and from how many nodes one can: "" when
 // they can hold it.
 func (f StateFloor) Note(nodes, gpusPerNode int, limit float64, what string) string {
-	need := f.Nodes(gpusPerNode, limit)
-	if nodes >= need {
+	need, ok := f.Nodes(gpusPerNode, limit)
+	fewest := fmt.Sprintf("with these settings no plan fits on fewer than %d nodes (cluster.nodes, now %d)", need, nodes)
+	switch {
+	case !ok:
+		fewest = fmt.Sprintf("with these settings no plan fits on any cluster of up to %d GPUs (parc's limit)", spec.MaxWorld)
+	case nodes >= need:
 		return ""
 	}
 	count := fmt.Sprintf("%.1f million", f.Params/1e6)
@@ -127,10 +135,6 @@ func (f StateFloor) Note(nodes, gpusPerNode int, limit float64, what string) str
 		count = fmt.Sprintf("%.1f trillion", f.Params/1e12)
 	case f.Params >= 1e9:
 		count = fmt.Sprintf("%.1f billion", f.Params/1e9)
-	}
-	fewest := fmt.Sprintf("with these settings no plan fits on fewer than %d nodes (cluster.nodes, now %d)", need, nodes)
-	if need*gpusPerNode > spec.MaxWorld {
-		fewest = fmt.Sprintf("with these settings no plan fits on any cluster of up to %d GPUs (parc's limit)", spec.MaxWorld)
 	}
 	world := nodes * gpusPerNode
 	return fmt.Sprintf("the weights, gradients and optimizer state alone, %s parameters at %g bytes each, need %s per GPU spread over all %d GPUs, more than %s, so %s",

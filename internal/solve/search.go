@@ -47,11 +47,7 @@ type search struct {
 	// gradients and optimizer state alone exceed the memory headroom.
 	// The value is the code a leaf there is rejected with.
 	stateTooLarge map[stateKey]string
-	// floor is the least model state over every GPU under the shardings
-	// searched (stateFloorOf, once hasFloor).
-	floor     estimate.StateFloor
-	hasFloor  bool
-	linkCache linkCache
+	linkCache     linkCache
 	// layouts are the generated layouts of (split, pp, vpp) (applySplit).
 	layouts map[[3]int32]layoutOf
 	// openLayouts are the layouts plans write with parallel.layout open

@@ -736,7 +736,7 @@ func (sv *solver) noFeasiblePlan(r *Result) {
 			// What the hint knows of the node count: below how many the
 			// model's state cannot fit (stateFloorText), and one with a plan.
 			var about []string
-			if need := sv.stateFloorOf().Nodes(sv.base.Cluster.GPUsPerNode, sv.headroomBytes()); need > n && need*sv.base.Cluster.GPUsPerNode <= spec.MaxWorld {
+			if need, ok := sv.stateFloor().Nodes(sv.base.Cluster.GPUsPerNode, sv.headroomBytes()); ok && need > n {
 				about = append(about, fmt.Sprintf("with these settings fewer than %d cannot hold the model's state", need))
 			}
 			if k, ok := sv.withPlan(more, setNodes); ok {
@@ -946,42 +946,41 @@ func setGlobalBatch(o *Options, n int) { o.globalBatch = n }
 // fit (stateCanFit); off only in TestHintStateFloorChangesNothing.
 var hintStateFloor = true
 
-// stateFloorOf is the least model state of the spec's plans over every GPU
+// stateFloor is the least model state of the spec's plans over every GPU
 // (estimate.StateFloorOf), under the optimizer sharding of the search's
-// that keeps the least; computed once.
-func (sv *solver) stateFloorOf() estimate.StateFloor {
-	if !sv.hasFloor {
-		for i, sh := range sv.shards {
-			s := sv.base
-			sh.apply(&s.Train)
-			if f := estimate.StateFloorOf(&s); i == 0 || f.Bytes() < sv.floor.Bytes() {
-				sv.floor = f
-			}
+// that keeps the least.
+func (sv *solver) stateFloor() estimate.StateFloor {
+	var least estimate.StateFloor
+	for i, sh := range sv.shards {
+		s := sv.base
+		sh.apply(&s.Train)
+		if f := estimate.StateFloorOf(&s); i == 0 || f.Bytes() < least.Bytes() {
+			least = f
 		}
-		sv.hasFloor = true
 	}
-	return sv.floor
+	return least
 }
 
 // headroomBytes is the memory a plan may need per GPU.
 func (sv *solver) headroomBytes() float64 {
-	return sv.opts.MemoryHeadroom * sv.base.Cluster.GPU.MemoryGiB * (1 << 30)
+	return sv.opts.MemoryHeadroom * float64(sv.base.Cluster.GPU.Bytes())
 }
 
 // stateCanFit reports whether the spec's nodes can hold the model's state
-// within the headroom (stateFloorOf). When they cannot, no plan fits, so a
+// within the headroom (stateFloor). When they cannot, no plan fits, so a
 // hint's search (tryFix: more nodes, another batch, a memory setting) is
 // not run.
 func (sv *solver) stateCanFit() bool {
 	c := sv.base.Cluster
-	return c.Nodes >= sv.stateFloorOf().Nodes(c.GPUsPerNode, sv.headroomBytes())
+	need, ok := sv.stateFloor().Nodes(c.GPUsPerNode, sv.headroomBytes())
+	return ok && c.Nodes >= need
 }
 
 // stateFloorText says why no plan fits when the nodes cannot hold the
 // model's state within the headroom: "" when they can.
 func (sv *solver) stateFloorText() string {
 	c := sv.base.Cluster
-	return sv.stateFloorOf().Note(c.Nodes, c.GPUsPerNode, sv.headroomBytes(),
+	return sv.stateFloor().Note(c.Nodes, c.GPUsPerNode, sv.headroomBytes(),
 		fmt.Sprintf("the headroom's %s (%g of the GPU)", estimate.GiB(int64(sv.headroomBytes())), sv.opts.MemoryHeadroom))
 }
 

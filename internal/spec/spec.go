@@ -290,6 +290,9 @@ type GPU struct {
 	ComputeCapability float64 `json:"compute_capability"`
 }
 
+// Bytes is the GPU's memory in bytes (memory_gib GiB).
+func (g GPU) Bytes() int64 { return int64(g.MemoryGiB * (1 << 30)) }
+
 type Slurm struct {
 	JobName              *string  `json:"job_name,omitempty"`
 	Partition            *string  `json:"partition,omitempty"`
