@@ -387,14 +387,21 @@ func TestMegatronFormulaOnlyWhereItApplies(t *testing.T) {
 	}
 }
 
-func TestParamsPublished(t *testing.T) {
-	// Llama-2-7B: 6,738,415,616 parameters (h 4096, 32 layers, f 11008,
-	// 32000 vocabulary, untied, RMSNorm, no biases).
+// llama2_7B is Llama-2-7B (h 4096, 32 layers, f 11008, 32000 vocabulary,
+// untied, RMSNorm, no biases) on baseSpec's cluster.
+func llama2_7B() *spec.Spec {
 	s := baseSpec()
 	m := &s.Model
 	m.Layers, m.Hidden, m.Heads, m.Vocab, m.FFNHidden = 32, 4096, 32, 32000, intp(11008)
 	m.Activation, m.Normalization, m.PositionEmbedding, m.TieEmbeddings, m.Bias = "swiglu", "rmsnorm", "rope", false, false
 	s.Train.SeqLength, s.Train.MicroBatch, s.Train.GlobalBatch = 4096, 1, 8
+	return s
+}
+
+func TestParamsPublished(t *testing.T) {
+	// Llama-2-7B: 6,738,415,616 parameters (h 4096, 32 layers, f 11008,
+	// 32000 vocabulary, untied, RMSNorm, no biases).
+	s := llama2_7B()
 	const attn, mlp, norms = 4 * 4096 * 4096, 3 * 4096 * 11008, 2 * 4096
 	if want := int64(32*(attn+mlp+norms) + 2*32000*4096 + 4096); want != 6738415616 {
 		t.Fatalf("hand count %d", want)

@@ -53,3 +53,20 @@ func TestStateFloorBelowPlans(t *testing.T) {
 	}
 	t.Logf("%d plans: the floor is at most %.3f of the most loaded GPU's state (%s)", n, closest, closestID)
 }
+
+// TestStateFloorParamsPublished: the floor counts each parameter once with
+// the vocabulary unpadded, the count the model's publishers give:
+// Llama-2-7B 6,738,415,616 and Llama-3-70B 70,553,706,496 (Hugging Face
+// model cards; TestParamsPublished counts them by hand), where the
+// estimate's Params.Total counts the vocabulary Megatron pads.
+func TestStateFloorParamsPublished(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		s    *spec.Spec
+		want float64
+	}{{"Llama-2-7B", llama2_7B(), 6738415616}, {"Llama-3-70B", llama70B(), 70553706496}} {
+		if got := StateFloorOf(c.s).Params; got != c.want {
+			t.Errorf("%s: the floor counts %.0f parameters, want %.0f", c.name, got, c.want)
+		}
+	}
+}
