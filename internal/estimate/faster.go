@@ -62,7 +62,12 @@ func (c *fasterCandidate) apply(s *spec.Spec) {
 
 // fasterCandidates are the performance settings Megatron-Core offers that
 // parc leaves at Megatron's default (off) unless the spec sets them, each
-// as NVIDIA's performance recipes turn it on.
+// as NVIDIA's performance recipes turn it on, and that the step-time model
+// times (TestFasterCandidatesAreTimed). The MoE permute fusion and the
+// cross-entropy fusion are not among them: the model times the permutation
+// and the loss the same with or without them (the cross-entropy fusion
+// changes only the logits' memory), having no measurement of either on and
+// off to time them by.
 var fasterCandidates = []fasterCandidate{
 	{field: "train.overlap_grad_reduce", value: true,
 		applies: func(s *spec.Spec) bool { return !s.Train.OverlapGradReduce }},
@@ -124,8 +129,6 @@ var fasterCandidates = []fasterCandidate{
 		}},
 	{field: "kernels.moe_router_fusion", value: true,
 		applies: func(s *spec.Spec) bool { return s.Model.MoE != nil && !s.Kernels.MoERouterFusion }},
-	{field: "kernels.moe_permute_fusion", value: true,
-		applies: func(s *spec.Spec) bool { return s.Model.MoE != nil && !s.Kernels.MoEPermuteFusion }},
 	// The router pads each expert's tokens instead of the experts copying
 	// them (fp8ExpertPadding).
 	{field: "model.moe.router_padding_for_quantization", value: true,
@@ -142,8 +145,6 @@ var fasterCandidates = []fasterCandidate{
 	// (TestOptimizerOffloadMeasured).
 	{field: "train.overlap_cpu_optimizer_d2h_h2d", value: true,
 		applies: func(s *spec.Spec) bool { return s.Train.OptimizerCPUOffload && !s.Train.OverlapCPUOptimizerD2HH2D }},
-	{field: "kernels.cross_entropy_loss_fusion", value: true,
-		applies: func(s *spec.Spec) bool { return !s.Kernels.CrossEntropyLossFusion }},
 }
 
 // noCUDAGraph reports a plan without CUDA graphs (cuda_graph_impl unset or

@@ -3,10 +3,13 @@ package estimate
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 
 	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/diag"
@@ -137,5 +140,50 @@ train: {seq_length: 4096, micro_batch: 1, global_batch: 2048, precision: "fp8", 
 	t.Logf("base %.2f s, best single %.2f s, together %.2f s with %d settings", base.StepTimeS, singles[0].StepTimeS, together.StepTimeS, len(together.Settings))
 	if FasterTogether(s, d, links, o, base, 1, singles[:1]) != nil {
 		t.Error("one setting makes a combination")
+	}
+}
+
+// TestFasterCandidatesAreTimed: every setting explain may suggest
+// (fasterCandidates) changes the estimated step of some measured plan it
+// applies to: one the step-time model does not time could never pass
+// FasterSettings' 1% bar, and listing it would say parc weighs it. The
+// plans are the corpus's and Megatron-Bridge's optimizer-offload run
+// (TestOptimizerOffloadMeasured, fully offloaded without the overlap of its
+// copies), which the corpus has none like.
+func TestFasterCandidatesAreTimed(t *testing.T) {
+	type plan struct {
+		id string
+		s  *spec.Spec
+	}
+	var plans []plan
+	for _, r := range loadCalibrationRows(t) {
+		if r.s != nil {
+			plans = append(plans, plan{r.id, r.s})
+		}
+	}
+	off := loadSpecText(t, offloadSpec)
+	off.Train.OptimizerCPUOffload, off.Train.OptimizerOffloadFraction = true, 1
+	plans = append(plans, plan{"Megatron-Bridge's optimizer-offload card", off})
+	for i := range fasterCandidates {
+		c := &fasterCandidates[i]
+		timed := ""
+		for _, p := range plans {
+			if !c.applies(p.s) {
+				continue
+			}
+			d := spec.Derive(p.s)
+			before, _ := Run(p.s, d, DefaultLinks(p.s, d), diag.NoPos)
+			s := *p.s
+			c.apply(&s)
+			d = spec.Derive(&s)
+			after, _ := Run(&s, d, DefaultLinks(&s, d), diag.NoPos)
+			if before != nil && after != nil && math.Abs(after.StepTimeS/before.StepTimeS-1) > 1e-6 {
+				timed = p.id
+				break
+			}
+		}
+		if assert.NotEmpty(t, timed, "%s %v: the estimated step of no plan it applies to changes with it", c.field, c.value) {
+			t.Logf("%s %v: timed on %s", c.field, c.value, timed)
+		}
 	}
 }
