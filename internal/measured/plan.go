@@ -23,6 +23,10 @@ var clusterPresets = map[string]string{
 	"H200":           "hgx_h200",
 }
 
+// ClusterPreset is the stdlib cluster preset of a corpus GPU name
+// ("H100-SXM": "dgx_h100"), "" for a GPU parc has none of.
+func ClusterPreset(gpu string) string { return clusterPresets[gpu] }
+
 // Open is a field a run's source leaves unsaid, written as the CUE
 // constraint of the values it may take ("int", "string",
 // `=~"^selective$"`). Whoever rates the run's plan gives it the best value
