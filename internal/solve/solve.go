@@ -405,7 +405,8 @@ func Best(res *load.Result, checks []resolve.Check) (*spec.Spec, *plan.Choice, d
 	return c0.Spec, ch, ds
 }
 
-// Summary is one line on what a search did: "96 assignments of the open
+// Summary is one line on what a search did, its counts with thousands
+// separators (diag.Thousands): "96 assignments of the open
 // fields (parallel.tp, parallel.pp): 60 rejected by the rules, 4
 // infeasible, 20 feasible (7 parallel shapes), 12 skipped by the bound".
 func (r *Result) Summary() string {
@@ -424,6 +425,7 @@ func (r *Result) Summary() string {
 	if len(other) > 0 {
 		open += "; and " + strings.Join(other, ", ")
 	}
-	return fmt.Sprintf("%d assignments of the open fields (%s): %d rejected by the rules, %d infeasible, %d feasible (%d parallel shapes), %d skipped by the bound",
-		r.Space, open, r.Pruned, r.Infeasible, r.Feasible, r.Shapes, r.Bounded)
+	n := func(v int64) string { return diag.Thousands(v) }
+	return fmt.Sprintf("%s assignments of the open fields (%s): %s rejected by the rules, %s infeasible, %s feasible (%s parallel shapes), %s skipped by the bound",
+		n(r.Space), open, n(r.Pruned), n(r.Infeasible), n(r.Feasible), n(int64(r.Shapes)), n(r.Bounded))
 }
