@@ -20,22 +20,15 @@ import (
 	"parc.dev/parc/internal/importer/megatron"
 	"parc.dev/parc/internal/load"
 	"parc.dev/parc/internal/spec"
+	"parc.dev/parc/internal/testenv"
 )
 
-// argsHeader reads the "# key: value" lines at the top of an argument file
-// (the format of internal/importer/megatron/testdata/corpus).
+// argsHeader is the first value of each key of an argument file's header
+// (testenv.ArgsHeader).
 func argsHeader(src string) map[string]string {
 	h := map[string]string{}
-	for line := range strings.Lines(src) {
-		if !strings.HasPrefix(line, "#") {
-			break
-		}
-		k, v, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "#")), ":")
-		if ok {
-			if _, dup := h[strings.TrimSpace(k)]; !dup {
-				h[strings.TrimSpace(k)] = strings.TrimSpace(v)
-			}
-		}
+	for k, v := range testenv.ArgsHeader(src) {
+		h[k] = v[0]
 	}
 	return h
 }

@@ -17,21 +17,6 @@ import (
 	"parc.dev/parc/internal/testenv"
 )
 
-// corpusHeader reads the "# key: value" lines at the top of a corpus file.
-func corpusHeader(src string) map[string][]string {
-	h := map[string][]string{}
-	for line := range strings.Lines(src) {
-		if !strings.HasPrefix(line, "#") {
-			break
-		}
-		k, v, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "#")), ":")
-		if ok {
-			h[strings.TrimSpace(k)] = append(h[strings.TrimSpace(k)], strings.TrimSpace(v))
-		}
-	}
-	return h
-}
-
 // TestCorpusRoundTrip imports every real configuration of testdata/corpus
 // (argument lists from public launch scripts and recipes; each file's
 // header names its source and commit). Each one either
@@ -51,7 +36,7 @@ func TestCorpusRoundTrip(t *testing.T) {
 			t.Parallel()
 			b, err := os.ReadFile(f)
 			require.NoError(t, err)
-			h := corpusHeader(string(b))
+			h := testenv.ArgsHeader(string(b))
 			require.NotEmpty(t, h["source"], "the header names the source")
 			require.NotEmpty(t, h["commit"], "the header names the commit")
 			o := headerOptions(t, f, h)
@@ -145,7 +130,7 @@ func TestCorpusMegatronAccepts(t *testing.T) {
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
-		h := corpusHeader(string(b))
+		h := testenv.ArgsHeader(string(b))
 		if first(h["expect"]) != "round-trip" {
 			continue
 		}

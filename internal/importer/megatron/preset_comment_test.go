@@ -2,6 +2,7 @@ package megatron
 
 import (
 	"os"
+	"parc.dev/parc/internal/testenv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,7 +31,7 @@ func TestDensePresetMatch(t *testing.T) {
 	} {
 		b, err := os.ReadFile("testdata/corpus/" + file)
 		require.NoError(t, err)
-		h := corpusHeader(string(b))
+		h := testenv.ArgsHeader(string(b))
 		o := Options{File: file, Cluster: first(h["cluster"])}
 		if n := first(h["nodes"]); n != "" {
 			o.Nodes = atoi(t, n)

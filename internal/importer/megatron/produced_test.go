@@ -2,6 +2,7 @@ package megatron
 
 import (
 	"os"
+	"parc.dev/parc/internal/testenv"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func TestEveryCodeIsProduced(t *testing.T) {
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
-		h := corpusHeader(string(b))
+		h := testenv.ArgsHeader(string(b))
 		if first(h["expect"]) == "round-trip" {
 			continue // TestCorpusRoundTrip imports those; the codes below come from the rest
 		}
