@@ -20,8 +20,12 @@ import (
 	"parc.dev/parc/internal/testenv"
 )
 
-// moeRecipesReport is the generated table of TestMoERecipesOutOfSample.
-const moeRecipesReport = "testdata/calibration/moe-recipes.md"
+// moeRecipesReport is the generated table of TestMoERecipesOutOfSample;
+// moeRecipesSpecs holds the spec each rated recipe imports as.
+const (
+	moeRecipesReport = "testdata/calibration/moe-recipes.md"
+	moeRecipesSpecs  = "testdata/moe-recipes"
+)
 
 type recipeResult struct {
 	name               string
@@ -31,6 +35,9 @@ type recipeResult struct {
 	acc                *estimate.Accuracy
 	refused            string
 	inBand, inExtremes bool
+	// spec is the imported spec the recipe is estimated as
+	// (testdata/moe-recipes/NAME.cue, which the solver's check reads).
+	spec string
 }
 
 // TestMoERecipesOutOfSample rates Megatron-LM's MoE recipes
@@ -45,7 +52,9 @@ type recipeResult struct {
 // the recipe's launch line, estimated on its cluster, and compared with the
 // measurement: the worst-error target (25%) must hold on them, and
 // the generated report says where each error falls against the accuracy
-// explain prints for that kind of plan.
+// explain prints for that kind of plan. The spec each recipe imports as is
+// kept in testdata/moe-recipes (the solver's out-of-sample check,
+// internal/solve TestMoERecipesSolved, opens its degrees).
 func TestMoERecipesOutOfSample(t *testing.T) {
 	files, err := filepath.Glob("../importer/megatron/testdata/corpus/mlm_moe_recipe_*.args")
 	require.NoError(t, err)
@@ -65,14 +74,22 @@ func TestMoERecipesOutOfSample(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, len(errs), 10, "too few recipes rated")
-	report := moeRecipesTable(rs)
-	if updateFlag() {
-		require.NoError(t, os.WriteFile(moeRecipesReport, []byte(report), 0o644))
-		return
+	out := map[string]string{moeRecipesReport: moeRecipesTable(rs)}
+	for _, r := range rs {
+		if r.spec != "" {
+			out[filepath.Join(moeRecipesSpecs, r.name+".cue")] = r.spec
+		}
 	}
-	want, err := os.ReadFile(moeRecipesReport)
-	require.NoError(t, err)
-	require.Equal(t, string(want), report, "%s is stale: go test ./internal/estimate -run TestMoERecipesOutOfSample -update", moeRecipesReport)
+	for path, text := range out {
+		if updateFlag() {
+			require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+			require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+			continue
+		}
+		want, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.Equal(t, string(want), text, "%s is stale: go test ./internal/estimate -run TestMoERecipesOutOfSample -update", path)
+	}
 }
 
 // rateRecipe imports and estimates one recipe file.
@@ -101,20 +118,19 @@ func rateRecipe(t *testing.T, f string) recipeResult {
 	}
 	res := megatron.Import(b, o)
 	require.NotNil(t, res.Spec, "%s: %v", f, res.Diags)
-	lr, ds := load.Load(load.Source{Path: filepath.Join(t.TempDir(), "recipe.cue"), Data: res.Spec})
-	require.False(t, ds.HasErrors(), "%s: %v", f, ds)
-	s, ds := lr.Decode()
-	require.False(t, ds.HasErrors(), "%s: %v", f, ds)
+	text := string(res.Spec)
 	if v := strings.Fields(first(h["nvlink-domain"])); len(v) > 0 {
 		// Each expert-parallel group inside one NVLink domain, as a
 		// Slurm segment of that many GPUs places it.
-		s.Cluster.NVLinkDomain, _ = strconv.Atoi(v[0])
-		seg := s.Cluster.NVLinkDomain / s.Cluster.GPUsPerNode
-		if s.Cluster.Slurm == nil {
-			s.Cluster.Slurm = &spec.Slurm{}
-		}
-		s.Cluster.Slurm.Segment = &seg
+		domain, err := strconv.Atoi(v[0])
+		require.NoError(t, err)
+		text += fmt.Sprintf("\n// The header's NVLink domain: each expert-parallel group in one, a Slurm segment of its nodes.\ncluster: nvlink_domain: %d\ncluster: slurm: segment: %d\n", domain, min(domain/o.GPUsPerNode, o.Nodes))
 	}
+	r.spec = text
+	lr, ds := load.Load(load.Source{Path: filepath.Join(t.TempDir(), "recipe.cue"), Data: []byte(text)})
+	require.False(t, ds.HasErrors(), "%s: %v", f, ds)
+	s, ds := lr.Decode()
+	require.False(t, ds.HasErrors(), "%s: %v", f, ds)
 	d := spec.Derive(s)
 	e, ds := estimate.Run(s, d, estimate.DefaultLinks(s, d), diag.NoPos)
 	require.NotNil(t, e, "%s: %v", f, ds)
