@@ -116,18 +116,25 @@ func (f StateFloor) Nodes(gpusPerNode int, limit float64) (nodes int, ok bool) {
 	return int(n), true
 }
 
+// Fits reports whether nodes nodes of gpusPerNode GPUs can hold the floor
+// within limit bytes per GPU (Nodes).
+func (f StateFloor) Fits(nodes, gpusPerNode int, limit float64) bool {
+	need, ok := f.Nodes(gpusPerNode, limit)
+	return ok && nodes >= need
+}
+
 // Note says, when nodes nodes of gpusPerNode GPUs cannot hold the floor
 // within limit bytes per GPU (what names that limit: "the 80.00 GiB of
 // the GPU"), that no plan fits and from how many nodes one can: "" when
-// they can hold it.
+// they can hold it (Fits).
 func (f StateFloor) Note(nodes, gpusPerNode int, limit float64, what string) string {
+	if f.Fits(nodes, gpusPerNode, limit) {
+		return ""
+	}
 	need, ok := f.Nodes(gpusPerNode, limit)
 	fewest := fmt.Sprintf("with these settings no plan fits on fewer than %d nodes (cluster.nodes, now %d)", need, nodes)
-	switch {
-	case !ok:
+	if !ok {
 		fewest = fmt.Sprintf("with these settings no plan fits on any cluster of up to %d GPUs (parc's limit)", spec.MaxWorld)
-	case nodes >= need:
-		return ""
 	}
 	count := fmt.Sprintf("%.1f million", f.Params/1e6)
 	switch {

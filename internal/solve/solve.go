@@ -425,7 +425,7 @@ func (r *Result) Summary() string {
 	if len(other) > 0 {
 		open += "; and " + strings.Join(other, ", ")
 	}
-	n := func(v int64) string { return diag.Thousands(v) }
+	n := diag.Thousands
 	return fmt.Sprintf("%s assignments of the open fields (%s): %s rejected by the rules, %s infeasible, %s feasible (%s parallel shapes), %s skipped by the bound",
 		n(r.Space), open, n(r.Pruned), n(r.Infeasible), n(r.Feasible), n(int64(r.Shapes)), n(r.Bounded))
 }

@@ -972,8 +972,7 @@ func (sv *solver) headroomBytes() float64 {
 // not run.
 func (sv *solver) stateCanFit() bool {
 	c := sv.base.Cluster
-	need, ok := sv.stateFloor().Nodes(c.GPUsPerNode, sv.headroomBytes())
-	return ok && c.Nodes >= need
+	return sv.stateFloor().Fits(c.Nodes, c.GPUsPerNode, sv.headroomBytes())
 }
 
 // stateFloorText says why no plan fits when the nodes cannot hold the
