@@ -494,14 +494,10 @@ func writeCorpus(t *testing.T, out []corpusOutcome, skipped map[string]int) {
 
 	// The project README carries the sweep's summary between two markers.
 	var sum strings.Builder
-	n := len(out)
-	feasible := n - status["published-infeasible"]
-	found := n - status["no-pick"]
 	fmt.Fprintf(&sum, "| published runs of the corpus, each solved with every degree, the micro batch and recompute open | rows |\n|---|---:|\n")
-	fmt.Fprintf(&sum, "| the published plan passes every check and fits its GPU in parc's model | %d of %d |\n", feasible, n)
-	fmt.Fprintf(&sum, "| the solver finds a plan | %d of %d |\n", found, n)
-	fmt.Fprintf(&sum, "| parc rates the published plan within 10%% of its pick | %d (%.0f%%) |\n", status["ok"], 100*float64(status["ok"])/float64(max(n, 1)))
-	fmt.Fprintf(&sum, "| rated more than 10%% slower than the pick | %d |\n", status["slower"])
+	for _, line := range solverCountLines(len(out), status) {
+		sum.WriteString(line + "\n")
+	}
 	fmt.Fprintf(&sum, "| … of which the same job measured more than %.2fx faster under another plan (superseded) | %d |\n", measured.DistinctRatio, evidence[evidenceSuperseded])
 	fmt.Fprintf(&sum, "| … of which none measured faster and one more than %.2fx slower (the published plan beat it) | %d |\n", measured.DistinctRatio, evidence[evidenceConfirmed])
 	fmt.Fprintf(&sum, "| … of which no other measured plan of the job differs from it by more than %.2fx | %d |\n", measured.DistinctRatio, evidence[evidenceNone])
@@ -509,12 +505,33 @@ func writeCorpus(t *testing.T, out []corpusOutcome, skipped map[string]int) {
 		fmt.Fprintf(&sum, "\nPublished/pick step-time ratio: median %.3f, p90 %.3f, worst %.3f; the picks' largest peak %.1f%% of the GPU, their largest MFU %.1f%% of the precision's dense peak.\n",
 			sorted[k/2], sorted[k*9/10], sorted[k-1], 100*maxMemory.pickMemory, 100*maxMFU.pickMFU)
 	}
-	root, err := os.ReadFile(rootReadme)
-	require.NoError(t, err)
-	i, j := strings.Index(string(root), solverSummaryBegin), strings.Index(string(root), solverSummaryEnd)
-	require.True(t, i >= 0 && j > i, "README.md lacks the %s ... %s markers", solverSummaryBegin, solverSummaryEnd)
-	want := string(root[:i+len(solverSummaryBegin)]) + "\n" + sum.String() + string(root[j:])
+	root, i, j := readmeSolverBlock(t)
+	want := root[:i+len(solverSummaryBegin)] + "\n" + sum.String() + root[j:]
 	require.NoError(t, os.WriteFile(rootReadme, []byte(want), 0o644))
+}
+
+// solverCountLines are the README block's rows that count the sweep's
+// outcomes: n rows, status the count of each miss status ("ok" for the
+// rest).
+func solverCountLines(n int, status map[string]int) []string {
+	ok := n - status["published-infeasible"] - status["no-pick"] - status["slower"]
+	return []string{
+		fmt.Sprintf("| the published plan passes every check and fits its GPU in parc's model | %d of %d |", n-status["published-infeasible"], n),
+		fmt.Sprintf("| the solver finds a plan | %d of %d |", n-status["no-pick"], n),
+		fmt.Sprintf("| parc rates the published plan within 10%% of its pick | %d (%.0f%%) |", ok, 100*float64(ok)/float64(max(n, 1))),
+		fmt.Sprintf("| rated more than 10%% slower than the pick | %d |", status["slower"]),
+	}
+}
+
+// readmeSolverBlock is the project README and the positions of its solver
+// block's begin and end markers.
+func readmeSolverBlock(t *testing.T) (root string, begin, end int) {
+	b, err := os.ReadFile(rootReadme)
+	require.NoError(t, err)
+	root = string(b)
+	begin, end = strings.Index(root, solverSummaryBegin), strings.Index(root, solverSummaryEnd)
+	require.True(t, begin >= 0 && end > begin, "README.md lacks the %s ... %s markers", solverSummaryBegin, solverSummaryEnd)
+	return root, begin, end
 }
 
 // The project README's block of the corpus sweep's summary (writeCorpus).
@@ -530,23 +547,12 @@ const (
 // (-corpus -update) shows here, not only in the next sweep.
 func TestSolverSummaryCounts(t *testing.T) {
 	cases, _ := corpusCases(t)
-	misses := readMisses(t)
 	status := map[string]int{}
-	for _, s := range misses {
+	for _, s := range readMisses(t) {
 		status[s]++
 	}
-	root, err := os.ReadFile(rootReadme)
-	require.NoError(t, err)
-	i, j := strings.Index(string(root), solverSummaryBegin), strings.Index(string(root), solverSummaryEnd)
-	require.True(t, i >= 0 && j > i, "README.md lacks the %s ... %s markers", solverSummaryBegin, solverSummaryEnd)
-	block := string(root[i:j])
-	n := len(cases)
-	for _, line := range []string{
-		fmt.Sprintf("| the published plan passes every check and fits its GPU in parc's model | %d of %d |", n-status["published-infeasible"], n),
-		fmt.Sprintf("| the solver finds a plan | %d of %d |", n-status["no-pick"], n),
-		fmt.Sprintf("| parc rates the published plan within 10%% of its pick | %d (%.0f%%) |", n-len(misses), 100*float64(n-len(misses))/float64(max(n, 1))),
-		fmt.Sprintf("| rated more than 10%% slower than the pick | %d |", status["slower"]),
-	} {
-		assert.Contains(t, block, line, "README.md's solver block is stale: go test ./internal/solve -run 'TestPublishedCorpus$|TestPublishedCorpusContract$|TestMissEvidence' -corpus -update")
+	root, begin, end := readmeSolverBlock(t)
+	for _, line := range solverCountLines(len(cases), status) {
+		assert.Contains(t, root[begin:end], line, "README.md's solver block is stale: go test ./internal/solve -run 'TestPublishedCorpus$|TestPublishedCorpusContract$|TestMissEvidence' -corpus -update")
 	}
 }
