@@ -162,27 +162,9 @@ func measuredRunsByID(t *testing.T) map[string]*measuredRun {
 
 func readMeasuredRuns(t *testing.T) []measuredRun {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "measured", "runs.jsonl"))
+	runs, err := measured.ReadRuns[measuredRun](filepath.Join("testdata", "measured", "runs.jsonl"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	var runs []measuredRun
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var r measuredRun
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatalf("runs.jsonl: %v", err)
-		}
-		runs = append(runs, r)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("runs.jsonl: %v", err)
 	}
 	return runs
 }

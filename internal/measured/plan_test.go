@@ -1,9 +1,6 @@
 package measured
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
 	"slices"
 	"testing"
 
@@ -14,19 +11,12 @@ import (
 // as a spec parc loads, with no field the schema lacks, and the fields the
 // spec leaves open are those the plan says its source leaves unsaid.
 func TestPublishedPlanSpecs(t *testing.T) {
-	f, err := os.Open("../estimate/testdata/measured/runs.jsonl")
+	runs, err := ReadRuns[Run]("../estimate/testdata/measured/runs.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	n := 0
-	for sc.Scan() {
-		var r Run
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range runs {
 		p, err := PublishedPlan(&r)
 		if err != nil {
 			if _, ok := clusterPresets[r.GPU]; ok {

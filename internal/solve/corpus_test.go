@@ -1,9 +1,6 @@
 package solve_test
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -324,23 +321,11 @@ func firstErrors(ds diag.List) string {
 	return s
 }
 
-// readRuns decodes every row of the measured corpus (corpusRuns, one JSON
-// object per line) as a T, in file order.
+// readRuns decodes every row of the measured corpus (corpusRuns) as a T,
+// in file order (measured.ReadRuns).
 func readRuns[T any](t *testing.T) []T {
-	data, err := os.ReadFile(corpusRuns)
+	out, err := measured.ReadRuns[T](corpusRuns)
 	require.NoError(t, err)
-	var out []T
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var r T
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
-		out = append(out, r)
-	}
-	require.NoError(t, sc.Err())
 	return out
 }
 

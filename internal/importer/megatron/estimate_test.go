@@ -1,15 +1,12 @@
 package megatron
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"hash/fnv"
 	"maps"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -82,23 +79,18 @@ func launchScript(env map[string]string, nodes, gpusPerNode int, args []string) 
 // argument checks, or no longer fit without recomputation) are counted and
 // left out.
 func TestImportKeepsTheEstimate(t *testing.T) {
-	data, err := os.ReadFile(measuredRuns)
+	all, err := measured.ReadRuns[measured.Run](measuredRuns)
 	require.NoError(t, err)
 	seen := map[string]bool{}
 	var runs []*measured.Run
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		r := new(measured.Run)
-		require.NoError(t, json.Unmarshal(sc.Bytes(), r))
-		if k := settingsKind(r); !seen[k] && measured.ClusterPreset(r.GPU) != "" {
+	for _, r := range all {
+		if k := settingsKind(&r); !seen[k] && measured.ClusterPreset(r.GPU) != "" {
 			seen[k] = true
 			if *corpusAll || sampled(r.ID) {
-				runs = append(runs, r)
+				runs = append(runs, &r)
 			}
 		}
 	}
-	require.NoError(t, sc.Err())
 
 	type outcome struct{ compared, open, refused int }
 	results := make([]outcome, len(runs))
