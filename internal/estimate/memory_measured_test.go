@@ -54,16 +54,12 @@ func importArgsBytes(path string, b []byte, nodes int) (*estimate.Estimate, stri
 
 // importArgsSpec is importArgsBytes that also returns the spec it estimated.
 func importArgsSpec(path string, b []byte, nodes int) (*estimate.Estimate, *spec.Spec, string) {
-	h := argsHeader(string(b))
-	o := megatron.Options{File: path, Cluster: h["cluster"]}
-	if n := h["nodes"]; n != "" {
-		o.Nodes, _ = strconv.Atoi(n)
+	o, err := megatron.HeaderOptions(path, testenv.ArgsHeader(string(b)))
+	if err != nil {
+		return nil, nil, err.Error()
 	}
 	if nodes > 0 {
 		o.Nodes = nodes
-	}
-	if n := h["gpus-per-node"]; n != "" {
-		o.GPUsPerNode, _ = strconv.Atoi(n)
 	}
 	res := megatron.Import(b, o)
 	if res.Spec == nil {

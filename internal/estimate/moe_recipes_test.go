@@ -106,16 +106,8 @@ func rateRecipe(t *testing.T, f string) recipeResult {
 		r.refused = exp
 		return r
 	}
-	o := megatron.Options{File: f, Cluster: first(h["cluster"])}
-	o.Nodes, _ = strconv.Atoi(first(h["nodes"]))
-	o.GPUsPerNode, _ = strconv.Atoi(first(h["gpus-per-node"]))
-	for _, e := range h["env"] {
-		k, v, _ := strings.Cut(e, "=")
-		if o.Env == nil {
-			o.Env = map[string]string{}
-		}
-		o.Env[k] = v
-	}
+	o, err := megatron.HeaderOptions(f, h)
+	require.NoError(t, err)
 	res := megatron.Import(b, o)
 	require.NotNil(t, res.Spec, "%s: %v", f, res.Diags)
 	text := string(res.Spec)

@@ -71,23 +71,10 @@ func TestCorpusRoundTrip(t *testing.T) {
 	}
 }
 
-// headerOptions are the import options a corpus file's header gives: the
-// cluster, nodes, GPUs per node and the run's environment ("env: NAME=VALUE").
+// headerOptions are HeaderOptions of a corpus file's header.
 func headerOptions(t *testing.T, f string, h map[string][]string) Options {
-	o := Options{File: f, Cluster: first(h["cluster"])}
-	if n := first(h["nodes"]); n != "" {
-		o.Nodes = atoi(t, n)
-	}
-	if n := first(h["gpus-per-node"]); n != "" {
-		o.GPUsPerNode = atoi(t, n)
-	}
-	for _, e := range h["env"] {
-		k, v, _ := strings.Cut(e, "=")
-		if o.Env == nil {
-			o.Env = map[string]string{}
-		}
-		o.Env[k] = v
-	}
+	o, err := HeaderOptions(f, h)
+	require.NoError(t, err)
 	return o
 }
 
@@ -96,12 +83,6 @@ func first(l []string) string {
 		return ""
 	}
 	return l[0]
-}
-
-func atoi(t *testing.T, s string) int {
-	n, err := mg.PyInt(s)
-	require.NoError(t, err)
-	return int(n)
 }
 
 // TestCorpusMegatronAccepts runs the compiled arguments of every imported

@@ -32,14 +32,7 @@ func TestDensePresetMatch(t *testing.T) {
 		b, err := os.ReadFile("testdata/corpus/" + file)
 		require.NoError(t, err)
 		h := testenv.ArgsHeader(string(b))
-		o := Options{File: file, Cluster: first(h["cluster"])}
-		if n := first(h["nodes"]); n != "" {
-			o.Nodes = atoi(t, n)
-		}
-		if n := first(h["gpus-per-node"]); n != "" {
-			o.GPUsPerNode = atoi(t, n)
-		}
-		res := Import(b, o)
+		res := Import(b, headerOptions(t, file, h))
 		require.Contains(t, string(res.Spec), want, file)
 	}
 }
