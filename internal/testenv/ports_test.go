@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -33,25 +34,28 @@ func freePorts(t *testing.T, base, count int) int {
 // (free-ports.sh) instead of failing. Tested with listeners of this test on a
 // block of its own, so the running test cluster is never touched.
 func TestFreePortsSkipsTakenPorts(t *testing.T) {
-	// A block of 5 ports nobody listens on: the kernel's pick, rounded down.
-	var base int
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if p >= 1024+10 && p+20 <= 65535 {
-			base = p - p%5
-			if freePorts(t, base, 5) == base {
-				break
+	// A block of 5 ports nobody listens on, below the kernel's ephemeral
+	// range (ip_local_port_range): a port the kernel hands to an outgoing
+	// connection of a test running beside this one (CI runs packages in
+	// parallel) could otherwise take a port of the block between
+	// free-ports.sh's answer and the listeners below.
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
 			}
 		}
-		base = 0
+	}
+	var base int
+	for b := low - 1000 - low%5; b >= 10000 && b > low-5000; b -= 25 {
+		if freePorts(t, b, 5) == b {
+			base = b
+			break
+		}
 	}
 	if base == 0 {
-		t.Skip("no free block of 5 ports found")
+		t.Skip("no free block of 5 ports found below the ephemeral range")
 	}
 	// Someone else takes the third port of the block: the next block is used.
 	other, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+2))
