@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"parc.dev/parc/compiler"
@@ -102,23 +103,40 @@ func Import(src []byte, o Options) Result {
 			"no training command found: no command runs a .py program with options, and no line starts with an option")
 		return r
 	}
-	if model, ok := notDecoder[path.Base(cmd.Program)]; ok {
+	if model, ok := notDecoderProgram(cmd.Program); ok {
 		r.Diags.Errorf(at(0), "", "import-not-decoder",
-			"import the arguments of a pretrain_gpt.py run: parc plans decoder-only transformers, not encoder or encoder-decoder models",
+			"import the arguments of a pretrain_gpt.py run: parc plans decoder-only transformers, not encoder, encoder-decoder or multimodal models",
 			"the training command runs %s, which trains %s: a spec describes one decoder stack (its layers, heads and sequence), so nothing is imported", cmd.Program, model)
 		return r
 	}
 	ns, errs := mg.Parse(words)
-	for _, e := range errs {
-		code := "import-bad-argument"
-		if strings.HasPrefix(e.Message, "unrecognized arguments") {
-			code = "import-unknown-option"
+	// A program other than pretrain_gpt.py may add options of its own to
+	// Megatron's parser (an extra_args_provider): when every argument the
+	// parser rejects is such an option or a value after one, the rest is
+	// imported and those are carried verbatim.
+	var own [][]int
+	if len(errs) > 0 && cmd.Program != "" && path.Base(cmd.Program) != "pretrain_gpt.py" {
+		if groups, ok := programOptions(errs, words); ok {
+			if rest, ok := parseWithout(words, groups); ok {
+				ns, errs, own = rest, nil, groups
+			}
 		}
-		hint := argHint(code)
-		if e.Index >= 0 && e.Index < len(cmd.Args) && cmd.Args[e.Index].split && !strings.HasPrefix(words[e.Index], "-") {
-			hint = "this argument is a piece of one value that an unquoted expansion split at its blanks, as bash does: quote the expansion (\"${NAME[@]}\", \"$NAME\") to keep the value one argument"
+	}
+	for _, g := range own {
+		var vals []string
+		for _, j := range g[1:] {
+			vals = append(vals, strconv.Quote(words[j]))
 		}
-		r.Diags.Errorf(at(e.Index), "", code, hint, "Megatron's parser rejects %q: %s", words[e.Index], e.Message)
+		with := ""
+		if len(vals) > 0 {
+			with = " with " + strings.Join(vals, " ")
+		}
+		r.Diags.Warnf(at(g[0]), "launch.extra_args", "import-program-option",
+			"check that "+cmd.Program+" takes it: parc's checks and estimates do not see it",
+			"%q%s is not an option of pretrain_gpt.py's parser: carried in launch.extra_args as an option %s adds (its values as written)", words[g[0]], with, cmd.Program)
+	}
+	for _, u := range parseErrors(errs, words, cmd.Args, cmd.Program) {
+		r.Diags.Errorf(at(u.index), "", u.code, u.hint, "%s", u.msg)
 	}
 	if len(errs) > 0 {
 		return r
@@ -242,7 +260,7 @@ func Import(src []byte, o Options) Result {
 	var env map[string]string
 	usePreset := true
 	for range 4 {
-		spec = render(m.out, ns, cmd, extra, renderOptions{cluster: cluster, nodes: nodes, gpn: gpn, presetGPN: presetGPN, preset: usePreset, file: o.File})
+		spec = render(m.out, ns, cmd, extra, renderOptions{cluster: cluster, nodes: nodes, gpn: gpn, presetGPN: presetGPN, preset: usePreset, file: o.File, own: own})
 		compiled, cdiags, env = compile(spec)
 		if compiled == nil && usePreset && hasLoadError(cdiags) {
 			usePreset = false // the preset cannot take the overrides: write the model inline
@@ -251,7 +269,7 @@ func Import(src []byte, o Options) Result {
 		if compiled == nil {
 			break
 		}
-		cns, perrs := mg.Parse(compiled)
+		cns, perrs := mg.Parse(withoutOwn(compiled, words, own))
 		if len(perrs) > 0 {
 			break
 		}
@@ -354,11 +372,79 @@ func noteHint(code string) string {
 	return "check the imported spec against the run you mean"
 }
 
-func argHint(code string) string {
-	if code == "import-unknown-option" {
-		return "check the spelling against Megatron-LM's arguments.py (pretrain_gpt.py's parser)"
+// parseError is one of Megatron's parser's complaints about the input's
+// arguments, as the import reports it.
+type parseError struct {
+	index           int
+	code, msg, hint string
+}
+
+// parseErrors turns the parser's errors into one diagnostic per argument at
+// fault. argparse reports every argument it does not know in one message
+// ("unrecognized arguments: " and the lot); each of them gets its own, which
+// names it alone, and the words after an unknown option that are not
+// options themselves (its values, as argparse leaves them unparsed beside
+// it) are named in the option's instead of getting one each. A word no
+// option takes is a piece of a value an unquoted expansion split (the hint
+// says how to quote) or a stray word. When the program is not
+// pretrain_gpt.py, the unknown options may be its own (an
+// extra_args_provider adds them to Megatron's parser), and the hint says
+// how a spec carries them.
+func parseErrors(errs []mg.ParseError, words []string, args []Word, program string) []parseError {
+	unknown := map[int]bool{}
+	for _, e := range errs {
+		if strings.HasPrefix(e.Message, "unrecognized arguments") && e.Index >= 0 && e.Index < len(words) {
+			unknown[e.Index] = true
+		}
 	}
-	return "give the option the number and kind of values Megatron's parser takes"
+	isOption := func(i int) bool { return strings.HasPrefix(words[i], "-") }
+	// valueOf is the unknown option an unknown word belongs to, -1 if none.
+	valueOf := func(i int) int {
+		j := i - 1
+		for j >= 0 && unknown[j] && !isOption(j) {
+			j--
+		}
+		if j >= 0 && j < i && unknown[j] && isOption(j) {
+			return j
+		}
+		return -1
+	}
+	var out []parseError
+	for _, e := range errs {
+		i := e.Index
+		if !unknown[i] {
+			out = append(out, parseError{i, "import-bad-argument", fmt.Sprintf("Megatron's parser rejects %q: %s", words[i], e.Message),
+				"give the option the number and kind of values Megatron's parser takes"})
+			continue
+		}
+		if isOption(i) {
+			var vals []string
+			for j := i + 1; j < len(words) && unknown[j] && !isOption(j); j++ {
+				vals = append(vals, strconv.Quote(words[j]))
+			}
+			after := ""
+			if len(vals) > 0 {
+				after = fmt.Sprintf(" (and %s after it)", strings.Join(vals, ", "))
+			}
+			hint := "check the spelling against Megatron-LM's arguments.py (pretrain_gpt.py's parser)"
+			if base := path.Base(program); program != "" && base != "pretrain_gpt.py" {
+				hint = fmt.Sprintf("if %s adds this option to Megatron's (an extra_args_provider), take it and its values out of the input, import the rest, and give them back in the spec's launch.extra_args with the option named in launch.extension_args", program)
+			}
+			out = append(out, parseError{i, "import-unknown-option",
+				fmt.Sprintf("Megatron's parser rejects %q%s: pretrain_gpt.py's parser has no such option", words[i], after), hint})
+			continue
+		}
+		if valueOf(i) >= 0 {
+			continue // named with its option
+		}
+		hint := "remove it, or give it to the option it belongs to"
+		if i < len(args) && args[i].split {
+			hint = "this argument is a piece of one value that an unquoted expansion split at its blanks, as bash does: quote the expansion (\"${NAME[@]}\", \"$NAME\") to keep the value one argument"
+		}
+		out = append(out, parseError{i, "import-unknown-option",
+			fmt.Sprintf("Megatron's parser rejects %q: no option takes it as a value", words[i]), hint})
+	}
+	return out
 }
 
 func hasLoadError(ds diag.List) bool {
@@ -563,6 +649,85 @@ func firstScheduledBatch(sched string, seq int) (int64, bool) {
 	return n, err == nil && n > 0
 }
 
+// programOptions are the groups of arguments (an option, then the words
+// after it that are not options) that Megatron's parser rejects as
+// unrecognized, by index; ok is false when it rejects anything else (a bad
+// value, or a word after no unknown option).
+func programOptions(errs []mg.ParseError, words []string) (groups [][]int, ok bool) {
+	unknown := map[int]bool{}
+	for _, e := range errs {
+		if !strings.HasPrefix(e.Message, "unrecognized arguments") || e.Index < 0 || e.Index >= len(words) {
+			return nil, false
+		}
+		unknown[e.Index] = true
+	}
+	for _, i := range slices.Sorted(maps.Keys(unknown)) {
+		switch {
+		case strings.HasPrefix(words[i], "-"):
+			groups = append(groups, []int{i})
+		case len(groups) > 0 && slices.Contains(groups[len(groups)-1], i-1):
+			groups[len(groups)-1] = append(groups[len(groups)-1], i)
+		default:
+			return nil, false
+		}
+	}
+	return groups, len(groups) > 0
+}
+
+// parseWithout parses words without the groups' words, with every index
+// of the namespace pointing into words; ok is false when the rest does not
+// parse either.
+func parseWithout(words []string, groups [][]int) (*mg.Namespace, bool) {
+	drop := map[int]bool{}
+	for _, g := range groups {
+		for _, i := range g {
+			drop[i] = true
+		}
+	}
+	var rest []string
+	var orig []int
+	for i, w := range words {
+		if !drop[i] {
+			rest = append(rest, w)
+			orig = append(orig, i)
+		}
+	}
+	ns, errs := mg.Parse(rest)
+	if len(errs) > 0 {
+		return nil, false
+	}
+	for d, st := range ns.Set {
+		st.Index = orig[st.Index]
+		vals := make([]int, len(st.Values))
+		for k, j := range st.Values {
+			vals[k] = orig[j]
+		}
+		st.Values = vals
+		ns.Set[d] = st
+	}
+	return ns, true
+}
+
+// withoutOwn is the compiled arguments without the program's own options
+// carried in launch.extra_args (own: their groups in words), so Megatron's
+// parser reads the rest: each group's words, where they follow each other.
+func withoutOwn(compiled, words []string, own [][]int) []string {
+	out := slices.Clone(compiled)
+	for _, g := range own {
+		seq := make([]string, len(g))
+		for k, i := range g {
+			seq[k] = words[i]
+		}
+		for i := 0; i+len(seq) <= len(out); i++ {
+			if slices.Equal(out[i:i+len(seq)], seq) {
+				out = slices.Delete(out, i, i+len(seq))
+				break
+			}
+		}
+	}
+	return out
+}
+
 // notDecoder are Megatron-LM's entry points for models that are not one
 // decoder stack, with what they train (examples/t5/pretrain_t5.py,
 // examples/bert/pretrain_bert.py and pretrain_vlm.py at d98e8a64;
@@ -574,8 +739,34 @@ var notDecoder = map[string]string{
 	"pretrain_t5.py":    "T5, an encoder-decoder model",
 	"pretrain_bert.py":  "BERT, an encoder model",
 	"pretrain_vlm.py":   "a vision-language model (a vision encoder and a projection before the language decoder)",
+	"pretrain_mimo.py":  "a MIMO multimodal model (modality encoders and projections around the language decoder)",
 	"pretrain_ict.py":   "an inverse cloze task retriever (two BERT encoders)",
 	"pretrain_retro.py": "RETRO, a decoder with a retrieval encoder and cross-attention",
+}
+
+// notDecoderDir are the same for entry points whose file name says nothing
+// (train.py), by the example directory that holds them at d98e8a64:
+// examples/multimodal/train.py trains LLaVA-style and NVLM models (a vision
+// encoder before the language model: its model_provider), examples/mimo/train.py
+// MIMO models.
+var notDecoderDir = map[string]string{
+	"multimodal/train.py": "a vision-language model (LLaVA or NVLM: a vision encoder and a projection before the language decoder)",
+	"mimo/train.py":       "a MIMO multimodal model (modality encoders and projections around the language decoder)",
+}
+
+// notDecoderProgram says what program trains when it is one of notDecoder's
+// or notDecoderDir's entry points.
+func notDecoderProgram(program string) (string, bool) {
+	if m, ok := notDecoder[path.Base(program)]; ok {
+		return m, true
+	}
+	p := path.Clean(program)
+	for suffix, m := range notDecoderDir {
+		if p == suffix || strings.HasSuffix(p, "/"+suffix) {
+			return m, true
+		}
+	}
+	return "", false
 }
 
 // envNotCarried says why a variable of the training command's environment

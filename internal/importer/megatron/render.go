@@ -24,6 +24,9 @@ type renderOptions struct {
 	presetUsed     string
 	presetShape    string
 	droppedPresets []string
+	// own are the program's own options (an option and its values, by
+	// index in the input), carried in launch.extra_args.
+	own [][]int
 }
 
 // node is one field of the spec being written.
@@ -313,14 +316,29 @@ func render(as []assignment, ns *mg.Namespace, cmd Command, extra map[string]boo
 	if o.gpn != o.presetGPN {
 		root.set("cluster.gpus_per_node", int64(o.gpn), "")
 	}
-	// Arguments with no field, verbatim and in the input's order.
+	// Arguments with no field, verbatim and in the input's order, and the
+	// program's own options.
 	var extraWords []*node
-	idx := make([]int, 0, len(extra))
+	idx := make([]int, 0, len(extra)+len(o.own))
 	for d := range extra {
 		idx = append(idx, ns.Set[d].Index)
 	}
+	ownAt := map[int][]int{}
+	for _, g := range o.own {
+		idx = append(idx, g[0])
+		ownAt[g[0]] = g
+	}
 	slices.Sort(idx)
 	for _, i := range idx {
+		if g, ok := ownAt[i]; ok {
+			var lits []string
+			for _, j := range g {
+				lits = append(lits, importer.CUEString(cmd.Args[j].Text))
+			}
+			extraWords = append(extraWords, &node{text: strings.Join(lits, ", ") + ",",
+				comment: fmt.Sprintf("line %d: an option of %s, not of pretrain_gpt.py", cmd.Args[i].Line, sanitizeComment(cmd.Program))})
+			continue
+		}
 		var d string
 		for dd, st := range ns.Set {
 			if st.Index == i && extra[dd] {

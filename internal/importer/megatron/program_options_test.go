@@ -1,0 +1,101 @@
+package megatron
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	mg "parc.dev/parc/internal/targets/megatron"
+)
+
+const programBase = "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 256 --max-position-embeddings 256 " +
+	"--micro-batch-size 1 --global-batch-size 8 --train-iters 10 --eval-interval 10 --tensor-model-parallel-size 2 " +
+	"--tokenizer-type NullTokenizer --vocab-size 32000 --mock-data --lr 3e-4"
+
+// TestProgramOptionsCarried: a program other than pretrain_gpt.py that adds
+// options of its own to Megatron's parser (an extra_args_provider, as
+// Megatron-LM's examples/multimodal/train.py and ModelOpt's scripts do) is
+// imported: each option it adds, with the words after it that are not
+// options, is carried verbatim in launch.extra_args with an
+// import-program-option warning, and parc compile gives Megatron the input's
+// arguments back (the rest round-trips, the carried ones come out as written).
+func TestProgramOptionsCarried(t *testing.T) {
+	src := "torchrun --nproc_per_node 8 my_train.py " + programBase + " --my-flag --my-mode fast --freeze-LM --swiglu\n"
+	res := Import([]byte(src), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
+	require.NotNil(t, res.Spec, "%v", res.Diags)
+	assert.False(t, res.Diags.HasErrors(), "%v", res.Diags)
+	var carried []string
+	for _, d := range res.Diags {
+		if d.Code == "import-program-option" {
+			carried = append(carried, d.Message)
+		}
+	}
+	require.Len(t, carried, 3, "%v", res.Diags)
+	assert.Contains(t, carried[1], `"--my-mode" with "fast"`)
+	assert.NotContains(t, res.Diags.Codes(), "import-not-round-trip")
+	assert.Contains(t, string(res.Spec), `"--my-mode", "fast",`)
+	assert.Contains(t, strings.Join(res.Compiled, " "), "--my-flag --my-mode fast --freeze-LM")
+	ns, errs := mg.Parse(withoutOwn(res.Compiled, res.Args, [][]int{{indexOf(res.Args, "--my-flag")}, {indexOf(res.Args, "--my-mode"), indexOf(res.Args, "fast")}, {indexOf(res.Args, "--freeze-LM")}}))
+	require.Empty(t, errs)
+	assert.Equal(t, true, ns.Values["swiglu"])
+}
+
+func indexOf(words []string, w string) int {
+	for i, x := range words {
+		if x == w {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestUnknownOptionMessages: with pretrain_gpt.py the same options are
+// errors, one per option, each naming the option alone (not argparse's whole
+// "unrecognized arguments" list) and the words after it; a word no option
+// takes is its own error, with the quoting hint where an unquoted expansion
+// split it. A program's options stop the import too when anything else is
+// wrong with the arguments.
+func TestUnknownOptionMessages(t *testing.T) {
+	src := "torchrun pretrain_gpt.py " + programBase + " --my-flag --my-mode fast --swiglu stray\n"
+	res := Import([]byte(src), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
+	assert.Nil(t, res.Spec)
+	var msgs []string
+	for _, d := range res.Diags {
+		if d.Code == "import-unknown-option" {
+			msgs = append(msgs, d.Message)
+			assert.NotContains(t, d.Message, "unrecognized arguments")
+		}
+	}
+	require.Len(t, msgs, 3, "%v", res.Diags)
+	assert.Contains(t, msgs[0], `rejects "--my-flag": pretrain_gpt.py's parser has no such option`)
+	assert.Contains(t, msgs[1], `rejects "--my-mode" (and "fast" after it)`)
+	assert.Contains(t, msgs[2], `rejects "stray": no option takes it as a value`)
+
+	// The program's own option, but a bad value elsewhere: nothing is carried.
+	src = "torchrun my_train.py " + programBase + " --my-flag --log-interval abc\n"
+	res = Import([]byte(src), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
+	assert.Nil(t, res.Spec)
+	assert.Subset(t, res.Diags.Codes(), []string{"import-unknown-option", "import-bad-argument"})
+	for _, d := range res.Diags {
+		if d.Code == "import-unknown-option" {
+			assert.Contains(t, d.Hint, "my_train.py adds this option")
+		}
+	}
+}
+
+// TestMultimodalTrainRefused: Megatron-LM's multimodal and MIMO entry points
+// (examples/multimodal/train.py, examples/mimo/train.py and pretrain_mimo.py
+// at d98e8a64) train a vision or other modality encoder before the language
+// model, which a spec does not describe: refused by name, as pretrain_vlm.py
+// is, instead of imported as a decoder with its options carried.
+func TestMultimodalTrainRefused(t *testing.T) {
+	for _, prog := range []string{"examples/multimodal/train.py", "/workspace/Megatron-LM/examples/mimo/train.py", "examples/mimo/pretrain_mimo.py"} {
+		res := Import([]byte("torchrun "+prog+" "+programBase+" --language-model-type yi-34b\n"), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
+		assert.Nil(t, res.Spec, prog)
+		assert.Equal(t, []string{"import-not-decoder"}, res.Diags.Codes(), "%s: %v", prog, res.Diags)
+	}
+	res := Import([]byte("torchrun examples/other/train.py "+programBase+"\n"), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
+	assert.NotNil(t, res.Spec, "%v", res.Diags)
+}
