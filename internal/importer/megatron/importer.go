@@ -103,8 +103,14 @@ func Import(src []byte, o Options) Result {
 			"no training command found: no command runs a .py program with options, and no line starts with an option")
 		return r
 	}
+	// The program's own place where the reader knows it, else the first
+	// argument's.
+	atProgram := at(0)
+	if cmd.ProgramLine > 0 {
+		atProgram = diag.Pos{File: o.File, Line: cmd.ProgramLine, Column: max(cmd.ProgramCol, 1)}
+	}
 	if model, ok := notDecoderProgram(cmd.Program); ok {
-		r.Diags.Errorf(at(0), "", "import-not-decoder",
+		r.Diags.Errorf(atProgram, "", "import-not-decoder",
 			"import the arguments of a pretrain_gpt.py run: parc plans decoder-only transformers, not encoder, encoder-decoder or multimodal models",
 			"the training command runs %s, which trains %s: a spec describes one decoder stack (its layers, heads and sequence), so nothing is imported", cmd.Program, model)
 		return r
@@ -159,7 +165,7 @@ func Import(src []byte, o Options) Result {
 	if cmd.Program != "" && path.Base(cmd.Program) != "pretrain_gpt.py" {
 		// Other entry points add options of their own; parc passes the
 		// arguments to the same program.
-		r.Diags.Warnf(at(0), "launch.program", "import-program", "check the spec against that program's own options",
+		r.Diags.Warnf(atProgram, "launch.program", "import-program", "check the spec against that program's own options",
 			"the training command runs %s, not pretrain_gpt.py: its arguments are read with pretrain_gpt.py's parser", cmd.Program)
 	}
 	m.generic(slices.Sorted(maps.Keys(ns.Values)))

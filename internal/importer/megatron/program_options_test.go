@@ -89,12 +89,14 @@ func TestUnknownOptionMessages(t *testing.T) {
 // (examples/multimodal/train.py, examples/mimo/train.py and pretrain_mimo.py
 // at d98e8a64) train a vision or other modality encoder before the language
 // model, which a spec does not describe: refused by name, as pretrain_vlm.py
-// is, instead of imported as a decoder with its options carried.
+// is, instead of imported as a decoder with its options carried; the error
+// points at the program.
 func TestMultimodalTrainRefused(t *testing.T) {
 	for _, prog := range []string{"examples/multimodal/train.py", "/workspace/Megatron-LM/examples/mimo/train.py", "examples/mimo/pretrain_mimo.py"} {
 		res := Import([]byte("torchrun "+prog+" "+programBase+" --language-model-type yi-34b\n"), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
 		assert.Nil(t, res.Spec, prog)
-		assert.Equal(t, []string{"import-not-decoder"}, res.Diags.Codes(), "%s: %v", prog, res.Diags)
+		require.Equal(t, []string{"import-not-decoder"}, res.Diags.Codes(), "%s: %v", prog, res.Diags)
+		assert.Equal(t, [2]int{1, len("torchrun ") + 1}, [2]int{res.Diags[0].Line, res.Diags[0].Column}, "at the program")
 	}
 	res := Import([]byte("torchrun examples/other/train.py "+programBase+"\n"), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
 	assert.NotNil(t, res.Spec, "%v", res.Diags)

@@ -42,11 +42,14 @@ type Note struct {
 // Command is what the reader found: the training program's arguments and
 // what the launcher in front of it says about the job's size.
 type Command struct {
-	Args        []Word
-	Program     string // the .py entry point, "" for a bare argument list
-	Nodes       int    // torchrun --nnodes (0 = not given)
-	GPUsPerNode int    // torchrun --nproc_per_node / --nproc-per-node (0 = not given)
-	Notes       []Note
+	Args    []Word
+	Program string // the .py entry point, "" for a bare argument list
+	// ProgramLine and ProgramCol are where the program is named (0: not
+	// known, as for a command built in a variable).
+	ProgramLine, ProgramCol int
+	Nodes                   int // torchrun --nnodes (0 = not given)
+	GPUsPerNode             int // torchrun --nproc_per_node / --nproc-per-node (0 = not given)
+	Notes                   []Note
 	// Env is the environment the script gives the training command: what
 	// it exports before it (export NAME=value, or export NAME after an
 	// assignment) and the command's own NAME=value prefixes, each with its
@@ -177,6 +180,7 @@ func readShell(src string, nested bool) Command {
 		words := cmds[best]
 		p := programIndex(words)
 		c.Program = words[p].Text
+		c.ProgramLine = words[p].Line // packed, as every position until the end
 		c.Args = words[p+1:]
 		c.Nodes, c.GPUsPerNode = launcherSize(words[:p])
 		c.Env = commandEnv(l.envLog[:marks[best]], prefixes[best])
@@ -249,6 +253,9 @@ func readShell(src string, nested bool) Command {
 			Msg: fmt.Sprintf("up to %d more expansions that cannot be known are kept as written and not listed (the first %d are)", omitted, maxUnresolved)})
 	}
 	// Positions to lines and columns.
+	if c.ProgramLine != 0 {
+		c.ProgramLine, c.ProgramCol = unpack(c.ProgramLine)
+	}
 	for i := range c.Env {
 		c.Env[i].Line, c.Env[i].Col = unpack(c.Env[i].Line)
 	}
