@@ -98,6 +98,19 @@ func Import(src []byte, o Options) Result {
 		return r
 	}
 	if len(cmd.Args) == 0 {
+		if len(cmd.Scripts) > 0 {
+			// A wrapper that passes options to another script: the
+			// training command is in that one.
+			sc := cmd.Scripts[0]
+			others := ""
+			if n := len(cmd.Scripts) - 1; n > 0 {
+				others = fmt.Sprintf(" (and %d more command(s) that run scripts)", n)
+			}
+			r.Diags.Errorf(diag.Pos{File: o.File, Line: sc.Line, Column: max(sc.Col, 1)}, "", "import-no-command",
+				"import the script that runs the training program (its torchrun or python command), or the program's argument list; the reader does not follow one script into another",
+				"no training command found: no command runs a .py program with options; the command here runs %s with options%s", sc.Text, others)
+			return r
+		}
 		r.Diags.Errorf(diag.Pos{File: o.File, Line: 1, Column: 1}, "", "import-no-command",
 			"give the arguments of pretrain_gpt.py: one per line, or the command line that runs it",
 			"no training command found: no command runs a .py program with options, and no line starts with an option")

@@ -101,3 +101,24 @@ func TestMultimodalTrainRefused(t *testing.T) {
 	res := Import([]byte("torchrun examples/other/train.py "+programBase+"\n"), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
 	assert.NotNil(t, res.Spec, "%v", res.Diags)
 }
+
+// TestWrapperScriptNamed: a wrapper that passes options to another script
+// (the shape of Megatron-MoE-ModelZoo's best_practice scripts: PP=1 TP=1
+// bash ./sbatch_benchmarking.sh --moe-router-force-load-balancing) has no
+// training command of its own; the error points at the command that runs the
+// other script and names it, since the training command is in that one.
+func TestWrapperScriptNamed(t *testing.T) {
+	src := "export MODEL=Qwen3-30B-A3B\n" +
+		"PP=1 VPP=1 TP=1 EP=8 bash ./sbatch_benchmarking.sh --moe-router-force-load-balancing\n" +
+		"COMMENT=x PP=1 bash ./sbatch_benchmarking.sh --recompute-granularity full\n"
+	res := Import([]byte(src), Options{File: "run.sh"})
+	require.Equal(t, []string{"import-no-command"}, res.Diags.Codes(), "%v", res.Diags)
+	d := res.Diags[0]
+	assert.Equal(t, [2]int{2, strings.Index("PP=1 VPP=1 TP=1 EP=8 bash ./sbatch_benchmarking.sh", "./") + 1}, [2]int{d.Line, d.Column})
+	assert.Contains(t, d.Message, "runs ./sbatch_benchmarking.sh with options (and 1 more command")
+	assert.Contains(t, d.Hint, "import the script that runs the training program")
+
+	res = Import([]byte("echo hello\n"), Options{File: "run.sh"})
+	require.Equal(t, []string{"import-no-command"}, res.Diags.Codes())
+	assert.Equal(t, 1, res.Diags[0].Line)
+}

@@ -47,9 +47,14 @@ type Command struct {
 	// ProgramLine and ProgramCol are where the program is named (0: not
 	// known, as for a command built in a variable).
 	ProgramLine, ProgramCol int
-	Nodes                   int // torchrun --nnodes (0 = not given)
-	GPUsPerNode             int // torchrun --nproc_per_node / --nproc-per-node (0 = not given)
-	Notes                   []Note
+	// Scripts are the shell scripts the input runs with options
+	// (bash ./run_benchmark.sh --moe-router-force-load-balancing), the
+	// script's word each: the reader does not follow them, and the training
+	// command may be in one.
+	Scripts     []Word
+	Nodes       int // torchrun --nnodes (0 = not given)
+	GPUsPerNode int // torchrun --nproc_per_node / --nproc-per-node (0 = not given)
+	Notes       []Note
 	// Env is the environment the script gives the training command: what
 	// it exports before it (export NAME=value, or export NAME after an
 	// assignment) and the command's own NAME=value prefixes, each with its
@@ -174,6 +179,10 @@ func readShell(src string, nested bool) Command {
 	for i, words := range cmds {
 		if i2 := programIndex(words); i2 >= 0 && i2+1 < len(words) && strings.HasPrefix(words[i2+1].Text, "-") {
 			best = i
+		} else if i2 < 0 {
+			if j := scriptIndex(words); j >= 0 && slices.ContainsFunc(words, func(w Word) bool { return strings.HasPrefix(w.Text, "-") }) {
+				c.Scripts = append(c.Scripts, words[j])
+			}
 		}
 	}
 	if best >= 0 {
@@ -256,6 +265,9 @@ func readShell(src string, nested bool) Command {
 	if c.ProgramLine != 0 {
 		c.ProgramLine, c.ProgramCol = unpack(c.ProgramLine)
 	}
+	for i := range c.Scripts {
+		c.Scripts[i].Line, c.Scripts[i].Col = unpack(c.Scripts[i].Line)
+	}
 	for i := range c.Env {
 		c.Env[i].Line, c.Env[i].Col = unpack(c.Env[i].Line)
 	}
@@ -307,6 +319,17 @@ func commandEnv(log, prefix []envEntry) []EnvVar {
 func programIndex(words []Word) int {
 	for i, w := range words {
 		if strings.HasSuffix(path.Base(w.Text), ".py") && !strings.HasPrefix(w.Text, "-") {
+			return i
+		}
+	}
+	return -1
+}
+
+// scriptIndex is the index of the shell script a command runs (bash x.sh,
+// ./x.sh, sbatch … x.sh), -1 if it runs none.
+func scriptIndex(words []Word) int {
+	for i, w := range words {
+		if strings.HasSuffix(w.Text, ".sh") && !strings.HasPrefix(w.Text, "-") && !strings.Contains(w.Text, "=") {
 			return i
 		}
 	}
