@@ -175,6 +175,12 @@ func Import(src []byte, o Options) Result {
 		// The program as the input runs it (/workspace/Megatron-LM/pretrain_gpt.py).
 		m.out = append(m.out, assignment{path: "launch.program", value: cmd.Program, note: "the input's training program"})
 	}
+	if cmd.Workdir != "" {
+		// The program and every relative path resolve against the
+		// directory the script changes to first.
+		m.out = append(m.out, assignment{path: "launch.workdir", value: cmd.Workdir,
+			note: fmt.Sprintf("the directory the input changes to before the training command (line %d)", cmd.WorkdirLine)})
+	}
 	if cmd.Program != "" && path.Base(cmd.Program) != "pretrain_gpt.py" {
 		// Other entry points add options of their own; parc passes the
 		// arguments to the same program.

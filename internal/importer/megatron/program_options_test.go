@@ -122,3 +122,40 @@ func TestWrapperScriptNamed(t *testing.T) {
 	require.Equal(t, []string{"import-no-command"}, res.Diags.Codes())
 	assert.Equal(t, 1, res.Diags[0].Line)
 }
+
+// TestInlineShellCommand: a Slurm script that runs the training command as
+// the script of another shell, written in place (srun --container-image=…
+// bash -c "cd /opt/megatron && export … && torchrun … pretrain_gpt.py \
+// …"), is imported from that script: its torchrun sizes, its exports, the
+// directory it changes to (launch.workdir), and each argument at its own
+// line and column of the input.
+func TestInlineShellCommand(t *testing.T) {
+	src := "#!/bin/bash\n#SBATCH --nodes=2\n" +
+		"srun --mpi=pmix --container-image=nvcr.io/nvidia/pytorch:24.05-py3 bash -c \"cd /opt/megatron && export CUDA_DEVICE_MAX_CONNECTIONS=1 && " +
+		"torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py \\\n  " + programBase + " \\\n  --bogus-x\"\n"
+	res := Import([]byte(src), Options{File: "run.sh", Cluster: "dgx_h100"})
+	require.Equal(t, []string{"import-unknown-option"}, res.Diags.Codes(), "%v", res.Diags)
+	assert.Equal(t, [2]int{5, 3}, [2]int{res.Diags[0].Line, res.Diags[0].Column}, "--bogus-x where the input has it")
+
+	res = Import([]byte(strings.Replace(src, " \\\n  --bogus-x", "", 1)), Options{File: "run.sh", Cluster: "dgx_h100"})
+	require.NotNil(t, res.Spec, "%v", res.Diags)
+	assert.False(t, res.Diags.HasErrors(), "%v", res.Diags)
+	spec := string(res.Spec)
+	assert.Contains(t, spec, "nodes: 2")
+	assert.Contains(t, spec, `workdir: "/opt/megatron"`)
+	assert.Contains(t, spec, `CUDA_DEVICE_MAX_CONNECTIONS: "1"`)
+	assert.NotContains(t, res.Diags.Codes(), "relative-path")
+}
+
+// TestCdGivesWorkdir: the directory a script changes to before the training
+// command is the job's working directory; a later cd to a directory the
+// reader cannot know hides it.
+func TestCdGivesWorkdir(t *testing.T) {
+	cmd := "torchrun --nproc_per_node 8 pretrain_gpt.py " + programBase + "\n"
+	res := Import([]byte("cd /workspace/Megatron-LM\n"+cmd), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
+	require.NotNil(t, res.Spec, "%v", res.Diags)
+	assert.Contains(t, string(res.Spec), `workdir: "/workspace/Megatron-LM"`)
+	res = Import([]byte("cd /workspace/Megatron-LM\ncd $MEGATRON_PATH\n"+cmd), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
+	require.NotNil(t, res.Spec, "%v", res.Diags)
+	assert.NotContains(t, string(res.Spec), "workdir:")
+}

@@ -47,6 +47,11 @@ type Command struct {
 	// ProgramLine and ProgramCol are where the program is named (0: not
 	// known, as for a command built in a variable).
 	ProgramLine, ProgramCol int
+	// Workdir is the directory the script changes to (cd DIR, the last one
+	// before the training command, DIR absolute and known) and WorkdirLine
+	// the line of that cd; "" when it changes to none.
+	Workdir     string
+	WorkdirLine int
 	// Scripts are the shell scripts the input runs with options
 	// (bash ./run_benchmark.sh --moe-router-force-load-balancing), the
 	// script's word each: the reader does not follow them, and the training
@@ -159,7 +164,10 @@ func isArgsFile(src string) bool {
 // The training command is the last command that runs a .py program followed
 // by options (torchrun … pretrain_gpt.py …, python …, srun … python …); its
 // arguments are the words after the program. Without one, the words of the
-// commands that start with an option ("--num-layers 32 …") are the list.
+// commands that start with an option ("--num-layers 32 …") are the list, or
+// else the script another shell runs (bash -c "…", written in place or held
+// in a variable) gives it. The last cd to a known absolute directory before
+// it is the command's Workdir.
 func ReadShell(src string) Command { return readShell(src, false) }
 
 func readShell(src string, nested bool) Command {
@@ -193,10 +201,52 @@ func readShell(src string, nested bool) Command {
 		c.Args = words[p+1:]
 		c.Nodes, c.GPUsPerNode = launcherSize(words[:p])
 		c.Env = commandEnv(l.envLog[:marks[best]], prefixes[best])
+		c.Workdir, c.WorkdirLine = lastCd(cmds[:best])
 	} else {
 		for _, words := range cmds {
 			if strings.HasPrefix(words[0].Text, "--") {
 				c.Args = append(c.Args, words...)
+			}
+		}
+	}
+	if best < 0 && len(c.Args) == 0 && !nested {
+		// The command may be the script another shell runs, written in
+		// place (srun … bash -c "cd /opt/megatron && python pretrain_gpt.py
+		// …"): the last such command gives it, every word at its place in
+		// the input.
+		for i := len(cmds) - 1; i >= 0 && c.Program == ""; i-- {
+			words := cmds[i]
+			for k := len(words) - 1; k >= 1 && c.Program == ""; k-- {
+				w := words[k]
+				if !shellDashC(words[k-1].Text) || !strings.Contains(w.Text, ".py") {
+					continue
+				}
+				inner := readShell(w.Text, true)
+				if inner.Program == "" {
+					continue
+				}
+				c.Program, c.Nodes, c.GPUsPerNode = inner.Program, inner.Nodes, inner.GPUsPerNode
+				c.Workdir, c.WorkdirLine = lastCd(cmds[:i])
+				if inner.Workdir != "" {
+					c.Workdir, c.WorkdirLine = inner.Workdir, outerPos(w, inner.WorkdirLine, 1)
+				}
+				if inner.ProgramLine > 0 {
+					c.ProgramLine = outerPos(w, inner.ProgramLine, inner.ProgramCol)
+				}
+				for _, a := range inner.Args {
+					c.Args = append(c.Args, Word{Text: a.Text, Line: outerPos(w, a.Line, a.Col), split: a.split})
+				}
+				env := map[string]EnvVar{}
+				for _, e := range commandEnv(l.envLog[:marks[i]], prefixes[i]) {
+					env[e.Name] = e
+				}
+				for _, e := range inner.Env {
+					e.Line = outerPos(w, e.Line, e.Col)
+					env[e.Name] = e
+				}
+				for _, name := range slices.Sorted(maps.Keys(env)) {
+					c.Env = append(c.Env, env[name])
+				}
 			}
 		}
 	}
@@ -265,6 +315,9 @@ func readShell(src string, nested bool) Command {
 	if c.ProgramLine != 0 {
 		c.ProgramLine, c.ProgramCol = unpack(c.ProgramLine)
 	}
+	if c.WorkdirLine != 0 {
+		c.WorkdirLine, _ = unpack(c.WorkdirLine)
+	}
 	for i := range c.Scripts {
 		c.Scripts[i].Line, c.Scripts[i].Col = unpack(c.Scripts[i].Line)
 	}
@@ -323,6 +376,49 @@ func programIndex(words []Word) int {
 		}
 	}
 	return -1
+}
+
+// lastCd is the directory of the last cd among cmds whose directory is
+// absolute and known (not an expansion kept as written), with the cd's
+// packed position; "" when there is none. A later cd to a directory the
+// reader cannot know hides an earlier one.
+func lastCd(cmds [][]Word) (string, int) {
+	for i := len(cmds) - 1; i >= 0; i-- {
+		w := cmds[i]
+		if len(w) != 2 || w[0].Text != "cd" {
+			continue
+		}
+		if d := w[1].Text; strings.HasPrefix(d, "/") && !strings.ContainsAny(d, "$`") {
+			return path.Clean(d), w[0].Line
+		}
+		return "", 0
+	}
+	return "", 0
+}
+
+// shellDashC reports that a word is a shell's -c (bash -c, sh -lc): the
+// next word is a script it runs.
+func shellDashC(w string) bool {
+	return len(w) >= 2 && w[0] == '-' && w[1] != '-' && strings.HasSuffix(w, "c") && strings.Trim(w[1:], "lxeilc") == ""
+}
+
+// outerPos is the input's position (packed, as the reader keeps them until
+// it is done) of line and col (1-based) of w's text read on its own: the
+// place of that byte where the reader recorded one per byte (a value spread
+// over lines), else on w's line after its opening quote.
+func outerPos(w Word, line, col int) int {
+	off, l := 0, 1
+	for off < len(w.Text) && l < line {
+		if w.Text[off] == '\n' {
+			l++
+		}
+		off++
+	}
+	off += max(col-1, 0)
+	if w.at != nil && off < len(w.at) {
+		return w.at[off]
+	}
+	return w.Line + 1 + off
 }
 
 // scriptIndex is the index of the shell script a command runs (bash x.sh,
