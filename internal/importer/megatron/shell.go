@@ -418,7 +418,8 @@ func outerPos(w Word, line, col int) int {
 	if w.at != nil && off < len(w.at) {
 		return w.at[off]
 	}
-	return w.Line + 1 + off
+	line0, col0 := unpack(w.Line)
+	return line0<<posBits | min(col0+1+off, 1<<posBits-1)
 }
 
 // scriptIndex is the index of the shell script a command runs (bash x.sh,

@@ -243,12 +243,23 @@ func FuzzRead(f *testing.F) {
 	}
 	f.Add("--a\n--b\nc")
 	f.Add("X=(a\nb\"\n${X[@]:-}\n$((1/0)) ${")
+	f.Add("cd /x\nsrun -N2 bash -c \"cd /opt/m && export A=1 && torchrun --nnodes 2 pretrain_gpt.py \\\n --a 1 \\\n --b\"\nbash ./w.sh --c\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		c := Read(src)
 		lines := strings.Count(src, "\n") + 1
 		for _, w := range c.Args {
 			if w.Line < 1 || w.Line > lines {
 				t.Fatalf("argument %q at line %d of %d", w.Text, w.Line, lines)
+			}
+		}
+		for _, l := range append([]int{c.ProgramLine, c.WorkdirLine}, func() (ls []int) {
+			for _, w := range c.Scripts {
+				ls = append(ls, w.Line)
+			}
+			return ls
+		}()...) {
+			if l < 0 || l > lines {
+				t.Fatalf("program, workdir or script at line %d of %d", l, lines)
 			}
 		}
 		for _, n := range c.Notes {
