@@ -52,6 +52,9 @@ type Command struct {
 	// the line of that cd; "" when it changes to none.
 	Workdir     string
 	WorkdirLine int
+	// torchrun: a torchrun-like launcher starts the program (its processes
+	// per node are GPUs; srun's or mpirun's tasks per node are not).
+	torchrun bool
 	// Scripts are the shell scripts the input runs with options
 	// (bash ./run_benchmark.sh --moe-router-force-load-balancing), the
 	// script's word each: the reader does not follow them, and the training
@@ -200,6 +203,7 @@ func readShell(src string, nested bool) Command {
 		c.ProgramLine = words[p].Line // packed, as every position until the end
 		c.Args = words[p+1:]
 		c.Nodes, c.GPUsPerNode = launcherSize(words[:p])
+		c.torchrun = hasTorchrun(words[:p])
 		c.Env = commandEnv(l.envLog[:marks[best]], prefixes[best])
 		c.Workdir, c.WorkdirLine = lastCd(cmds[:best])
 	} else {
@@ -225,7 +229,12 @@ func readShell(src string, nested bool) Command {
 				if inner.Program == "" {
 					continue
 				}
-				c.Program, c.Nodes, c.GPUsPerNode = inner.Program, inner.Nodes, inner.GPUsPerNode
+				c.Program, c.Nodes, c.GPUsPerNode, c.torchrun = inner.Program, inner.Nodes, inner.GPUsPerNode, inner.torchrun
+				// The launcher around the shell (srun -N 4 … bash -c)
+				// gives what the script's own command does not.
+				if n, _ := launcherSize(words[:k-1]); c.Nodes == 0 {
+					c.Nodes = n
+				}
 				c.Workdir, c.WorkdirLine = lastCd(cmds[:i])
 				if inner.Workdir != "" {
 					c.Workdir, c.WorkdirLine = inner.Workdir, outerPos(w, inner.WorkdirLine, 1)
@@ -310,6 +319,21 @@ func readShell(src string, nested bool) Command {
 	if omitted > 0 {
 		c.Notes = append(c.Notes, Note{Line: firstOmitted, Code: "import-unresolved",
 			Msg: fmt.Sprintf("up to %d more expansions that cannot be known are kept as written and not listed (the first %d are)", omitted, maxUnresolved)})
+	}
+	// The batch script's directives size the job where the command's
+	// launchers do not: its nodes, and the GPUs per node (the tasks per
+	// node where srun or mpirun starts the program itself).
+	if !nested && c.Program != "" {
+		n, gpus, tasks := sbatchSize(src)
+		if c.Nodes == 0 {
+			c.Nodes = n
+		}
+		if c.GPUsPerNode == 0 {
+			c.GPUsPerNode = gpus
+			if gpus == 0 && !c.torchrun {
+				c.GPUsPerNode = tasks
+			}
+		}
 	}
 	// Positions to lines and columns.
 	if c.ProgramLine != 0 {
@@ -436,36 +460,152 @@ func scriptIndex(words []Word) int {
 // launcherSize reads torchrun's (or torch.distributed.run's) node count and
 // processes per node from the words in front of the program.
 func launcherSize(words []Word) (nodes, perNode int) {
-	val := func(i int, w string) (string, bool) {
-		for _, name := range []string{"--nnodes", "--nproc_per_node", "--nproc-per-node"} {
-			if w == name && i+1 < len(words) {
-				return words[i+1].Text, true
-			}
-			if v, ok := strings.CutPrefix(w, name+"="); ok {
-				return v, true
-			}
-		}
-		return "", false
-	}
-	for i, w := range words {
-		v, ok := val(i, w.Text)
-		if !ok {
-			continue
-		}
+	// The sizes each launcher gives: torchrun's (or torch.distributed.run's,
+	// deepspeed's) count processes per node itself; srun's and mpirun's
+	// tasks per node are processes only where they start the program
+	// without torchrun (under torchrun, srun usually starts one per node).
+	var tr, sr, mp struct{ nodes, perNode, total int }
+	cur := ""
+	atoi := func(v string) int {
 		if _, max, elastic := strings.Cut(v, ":"); elastic {
-			v = max
+			v = max // torchrun's elastic min:max
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
+			return 0
+		}
+		return n
+	}
+	for i := 0; i < len(words); i++ {
+		w := words[i].Text
+		switch base := path.Base(w); {
+		case base == "torchrun" || base == "deepspeed" || w == "torch.distributed.run" || w == "torch.distributed.launch":
+			cur = "torchrun"
+			continue
+		case base == "srun":
+			cur = "srun"
+			continue
+		case base == "mpirun" || base == "mpiexec":
+			cur = "mpirun"
 			continue
 		}
-		if strings.HasPrefix(w.Text, "--nnodes") {
-			nodes = n
-		} else {
-			perNode = n
+		name, v, inline := strings.Cut(w, "=")
+		if !strings.HasPrefix(name, "-") {
+			continue
+		}
+		if !inline && len(name) > 2 && name[1] != '-' && (name[:2] == "-N" || name[:2] == "-n") && cur == "srun" {
+			name, v, inline = name[:2], name[2:], true // srun -N4
+		}
+		if !inline {
+			if i+1 >= len(words) {
+				continue
+			}
+			v = words[i+1].Text
+		}
+		n := atoi(v)
+		if n == 0 {
+			continue
+		}
+		switch cur {
+		case "torchrun":
+			switch name {
+			case "--nnodes", "--num_nodes", "--num-nodes":
+				tr.nodes = n
+			case "--nproc_per_node", "--nproc-per-node", "--num_gpus", "--num-gpus":
+				tr.perNode = n
+			}
+		case "srun":
+			switch name {
+			case "-N", "--nodes":
+				sr.nodes = n
+			case "--ntasks-per-node":
+				sr.perNode = n
+			case "-n", "--ntasks":
+				sr.total = n
+			}
+		case "mpirun":
+			switch name {
+			case "-np", "-n", "--np", "--n":
+				mp.total = n
+			case "-npernode", "--npernode", "-N", "-ppn", "--ppn":
+				mp.perNode = n
+			}
+		}
+	}
+	nodes, perNode = tr.nodes, tr.perNode
+	direct := cur != "torchrun" // the program runs under srun or mpirun itself
+	for _, l := range []struct{ nodes, perNode, total int }{sr, mp} {
+		if l.nodes == 0 && l.perNode > 0 && l.total > 0 && l.total%l.perNode == 0 {
+			l.nodes = l.total / l.perNode
+		}
+		if l.perNode == 0 && l.nodes > 0 && l.total > 0 && l.total%l.nodes == 0 {
+			l.perNode = l.total / l.nodes
+		}
+		if nodes == 0 {
+			nodes = l.nodes
+		}
+		if perNode == 0 && direct {
+			perNode = l.perNode
 		}
 	}
 	return nodes, perNode
+}
+
+// hasTorchrun reports that a torchrun-like launcher (torchrun,
+// python -m torch.distributed.run or .launch, deepspeed) is among words.
+func hasTorchrun(words []Word) bool {
+	return slices.ContainsFunc(words, func(w Word) bool {
+		b := path.Base(w.Text)
+		return b == "torchrun" || b == "deepspeed" || w.Text == "torch.distributed.run" || w.Text == "torch.distributed.launch"
+	})
+}
+
+// sbatchSize reads the job's size from a batch script's #SBATCH
+// directives: nodes (--nodes, -N; a range is not a size), GPUs per node
+// (--gpus-per-node, --gres=gpu:[type:]N) and tasks per node
+// (--ntasks-per-node), 0 where they say none or a value the reader cannot
+// know.
+func sbatchSize(src string) (nodes, gpus, tasks int) {
+	for _, line := range strings.Split(src, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "#SBATCH")
+		if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '\t') {
+			continue
+		}
+		f := strings.Fields(rest)
+		for i := 0; i < len(f); i++ {
+			name, v, inline := strings.Cut(f[i], "=")
+			if !inline && i+1 < len(f) {
+				v = f[i+1]
+			}
+			if len(name) > 2 && name[0] == '-' && name[1] == 'N' && !inline {
+				name, v = "-N", name[2:]
+			}
+			switch name {
+			case "-N", "--nodes":
+				if n, err := strconv.Atoi(v); err == nil && n > 0 {
+					nodes = n
+				}
+			case "--gpus-per-node", "--gres":
+				if name == "--gres" {
+					g, ok := strings.CutPrefix(v, "gpu:")
+					if !ok {
+						continue
+					}
+					v = g[strings.LastIndex(g, ":")+1:]
+				} else {
+					v = v[strings.LastIndex(v, ":")+1:]
+				}
+				if n, err := strconv.Atoi(v); err == nil && n > 0 {
+					gpus = n
+				}
+			case "--ntasks-per-node":
+				if n, err := strconv.Atoi(v); err == nil && n > 0 {
+					tasks = n
+				}
+			}
+		}
+	}
+	return nodes, gpus, tasks
 }
 
 type lexer struct {

@@ -383,3 +383,34 @@ func TestSplitValueHint(t *testing.T) {
 	assert.Equal(t, "import-unknown-option", res.Diags[0].Code)
 	assert.NotContains(t, res.Diags[0].Hint, "unquoted expansion split")
 }
+
+// TestJobSize: the job's nodes and GPUs per node come from what launches the
+// program — torchrun's (or deepspeed's) own sizes first, then srun's or
+// mpirun's (their tasks per node count as GPUs only where they start the
+// program themselves, not one torchrun per node), then the batch script's
+// #SBATCH directives (--nodes, --gpus-per-node or --gres=gpu:N, and
+// --ntasks-per-node where srun starts the program).
+func TestJobSize(t *testing.T) {
+	const prog = "pretrain_gpt.py --num-layers 2\n"
+	for _, c := range []struct {
+		src          string
+		nodes, perGP int
+	}{
+		{"torchrun --nnodes 2 --nproc_per_node 8 " + prog, 2, 8},
+		{"torchrun --nnodes=1:4 --nproc-per-node=4 " + prog, 4, 4},
+		{"srun -N 4 --ntasks-per-node=8 python " + prog, 4, 8},
+		{"srun -N4 -n 32 python " + prog, 4, 8},
+		{"srun --nodes=4 --ntasks-per-node=1 torchrun --nproc_per_node 8 " + prog, 4, 8},
+		{"mpirun -np 32 -npernode 8 python " + prog, 4, 8},
+		{"mpiexec -n 16 -ppn 8 python " + prog, 2, 8},
+		{"#!/bin/bash\n#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=8\nsrun python " + prog, 4, 8},
+		{"#SBATCH -N 2\n#SBATCH --gres=gpu:h100:8\n#SBATCH --ntasks-per-node=1\nsrun torchrun --nproc_per_node 8 " + prog, 2, 8},
+		{"#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\nsrun torchrun " + prog, 2, 0},
+		{"#SBATCH --nodes=${NNODES}\n#SBATCH --gpus-per-node=4\nsrun python " + prog, 0, 4},
+		{"#SBATCH --nodes=2-4\n##SBATCH --nodes=8\npython " + prog, 0, 0},
+		{"srun -N 4 bash -c \"torchrun --nproc_per_node 8 " + strings.TrimSuffix(prog, "\n") + "\"\n", 4, 8},
+	} {
+		got := ReadShell(c.src)
+		assert.Equal(t, [2]int{c.nodes, c.perGP}, [2]int{got.Nodes, got.GPUsPerNode}, "%q", c.src)
+	}
+}
