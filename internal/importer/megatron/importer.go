@@ -175,6 +175,9 @@ func Import(src []byte, o Options) Result {
 		// The program as the input runs it (/workspace/Megatron-LM/pretrain_gpt.py).
 		m.out = append(m.out, assignment{path: "launch.program", value: cmd.Program, note: "the input's training program"})
 	}
+	for _, a := range slurmAssignments(cmd.Sbatch) {
+		m.out = append(m.out, a)
+	}
 	if cmd.Workdir != "" {
 		// The program and every relative path resolve against the
 		// directory the script changes to first.
@@ -672,6 +675,72 @@ func firstScheduledBatch(sched string, seq int) (int64, bool) {
 	}
 	n, err := mg.PyInt(size)
 	return n, err == nil && n > 0
+}
+
+// sbatchFields are the cluster.slurm fields of #SBATCH options whose value
+// the field takes as written.
+var sbatchFields = map[string]string{"--job-name": "job_name", "--partition": "partition", "--account": "account",
+	"--qos": "qos", "--time": "time", "--constraint": "constraint", "--reservation": "reservation", "--mem": "mem",
+	"--output": "output", "--error": "error", "--dependency": "dependency"}
+
+// sbatchSizes are the #SBATCH options of the job's size and the tasks
+// per node, which parc writes itself from the spec (the importer reads the
+// size from them: sbatchSize).
+var sbatchSizes = []string{"--nodes", "--ntasks", "--ntasks-per-node", "--gpus-per-node", "--gres", "--gpus", "--gpus-per-task"}
+
+// slurmAssignments are the cluster.slurm fields a batch script's #SBATCH
+// options give: the fields named after them, --cpus-per-task and
+// --segment as counts, --requeue, and every other option verbatim in
+// cluster.slurm.extra (a --signal too: cluster.slurm.preempt_signal_seconds
+// would also make parc checkpoint on the signal, which the input's script
+// may not); the job's size is parc's to write, and --exclusive is its
+// default.
+func slurmAssignments(ds []Directive) []assignment {
+	var out []assignment
+	var extra []any
+	extraLine := 0
+	at := func(a assignment, d Directive) assignment {
+		a.line, a.col, a.note = d.Line, 1, fmt.Sprintf("the input's #SBATCH %s (line %d)", d.Option, d.Line)
+		return a
+	}
+	for _, d := range ds {
+		if slices.Contains(sbatchSizes, d.Option) {
+			continue
+		}
+		if f, ok := sbatchFields[d.Option]; ok && d.HasValue {
+			out = append(out, at(assignment{path: "cluster.slurm." + f, value: d.Value}, d))
+			continue
+		}
+		switch d.Option {
+		case "--exclusive":
+			if !d.HasValue {
+				continue // parc's default
+			}
+		case "--requeue":
+			out = append(out, at(assignment{path: "cluster.slurm.requeue", value: true}, d))
+			continue
+		case "--no-requeue":
+			continue // parc's default
+		case "--cpus-per-task", "--segment":
+			if n, err := strconv.ParseInt(d.Value, 10, 64); err == nil && n > 0 {
+				out = append(out, at(assignment{path: "cluster.slurm." + strings.ReplaceAll(strings.TrimPrefix(d.Option, "--"), "-", "_"), value: n}, d))
+				continue
+			}
+		}
+		opt := d.Option
+		if d.HasValue {
+			opt += "=" + d.Value
+		}
+		extra = append(extra, opt)
+		if extraLine == 0 {
+			extraLine = d.Line
+		}
+	}
+	if len(extra) > 0 {
+		out = append(out, assignment{path: "cluster.slurm.extra", value: extra, line: extraLine, col: 1,
+			note: fmt.Sprintf("the input's other #SBATCH options (from line %d)", extraLine)})
+	}
+	return out
 }
 
 // programOptions are the groups of arguments (an option, then the words

@@ -159,3 +159,23 @@ func TestCdGivesWorkdir(t *testing.T) {
 	require.NotNil(t, res.Spec, "%v", res.Diags)
 	assert.NotContains(t, string(res.Spec), "workdir:")
 }
+
+// TestSbatchToSlurm: a batch script's #SBATCH options go to cluster.slurm —
+// the fields named after them, the rest verbatim in cluster.slurm.extra, the
+// job's size to cluster.nodes — so parc's submit.sbatch asks Slurm for what
+// the input did.
+func TestSbatchToSlurm(t *testing.T) {
+	src := "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH -p batch -A acct\n#SBATCH --time=04:00:00 --job-name=llm\n" +
+		"#SBATCH --ntasks-per-node=8\n#SBATCH --exclusive --requeue --cpus-per-task 14\n#SBATCH --mail-type=END --signal=B:USR2@120\n" +
+		"srun python pretrain_gpt.py " + programBase + "\n"
+	res := Import([]byte(src), Options{File: "job.sbatch", Cluster: "dgx_h100"})
+	require.NotNil(t, res.Spec, "%v", res.Diags)
+	assert.False(t, res.Diags.HasErrors(), "%v", res.Diags)
+	spec := string(res.Spec)
+	for _, want := range []string{"nodes: 2", `partition: +"batch"`, `account: +"acct"`, `time: +"04:00:00"`, `job_name: +"llm"`,
+		`requeue: +true`, `cpus_per_task: +14`, `extra: \["--mail-type=END", "--signal=B:USR2@120"\]`} {
+		assert.Regexp(t, want, spec)
+	}
+	assert.NotContains(t, spec, "exclusive", "parc's default")
+	assert.NotContains(t, res.Diags.Codes(), "import-not-round-trip")
+}

@@ -55,6 +55,8 @@ type Command struct {
 	// torchrun: a torchrun-like launcher starts the program (its processes
 	// per node are GPUs; srun's or mpirun's tasks per node are not).
 	torchrun bool
+	// Sbatch are the batch script's #SBATCH options (sbatchDirectives).
+	Sbatch []Directive
 	// Scripts are the shell scripts the input runs with options
 	// (bash ./run_benchmark.sh --moe-router-force-load-balancing), the
 	// script's word each: the reader does not follow them, and the training
@@ -323,6 +325,9 @@ func readShell(src string, nested bool) Command {
 	// The batch script's directives size the job where the command's
 	// launchers do not: its nodes, and the GPUs per node (the tasks per
 	// node where srun or mpirun starts the program itself).
+	if !nested {
+		c.Sbatch = sbatchDirectives(src)
+	}
 	if !nested && c.Program != "" {
 		n, gpus, tasks := sbatchSize(src)
 		if c.Nodes == 0 {
@@ -560,49 +565,109 @@ func hasTorchrun(words []Word) bool {
 	})
 }
 
+// Directive is one option of a batch script's #SBATCH lines: the option as
+// written (-p, --partition), its value (HasValue: it has one, after = or a
+// blank), and where the line starts.
+type Directive struct {
+	Option, Value string
+	HasValue      bool
+	Line          int
+}
+
+// sbatchShort are sbatch's one-letter options that take a value, by their
+// long names.
+var sbatchShort = map[string]string{"-A": "--account", "-C": "--constraint", "-J": "--job-name", "-N": "--nodes",
+	"-c": "--cpus-per-task", "-d": "--dependency", "-e": "--error", "-n": "--ntasks", "-o": "--output",
+	"-p": "--partition", "-q": "--qos", "-t": "--time", "-G": "--gpus"}
+
+// sbatchDirectives are the options of a batch script's #SBATCH lines as
+// sbatch reads them: lines that start with #SBATCH before the first line
+// that is neither blank nor a comment (sbatch stops there), split at
+// blanks, a one-letter option's value after it or glued to it (-N4), a long
+// option's after = or after it; long options are given by their long names.
+func sbatchDirectives(src string) []Directive {
+	var out []Directive
+	for n, line := range strings.Split(src, "\n") {
+		t := strings.TrimSpace(line)
+		if t != "" && !strings.HasPrefix(t, "#") {
+			break
+		}
+		rest, ok := strings.CutPrefix(line, "#SBATCH")
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '\t') {
+			continue
+		}
+		if k := strings.Index(rest, " #"); k >= 0 {
+			rest = rest[:k] // a comment after the options
+		}
+		f := strings.Fields(rest)
+		for i := 0; i < len(f); i++ {
+			w := f[i]
+			if !strings.HasPrefix(w, "-") {
+				continue
+			}
+			d := Directive{Option: w, Line: n + 1}
+			switch {
+			case strings.HasPrefix(w, "--"):
+				if name, v, ok := strings.Cut(w, "="); ok {
+					d.Option, d.Value, d.HasValue = name, v, true
+				} else if i+1 < len(f) && !strings.HasPrefix(f[i+1], "-") {
+					d.Value, d.HasValue = f[i+1], true
+					i++
+				}
+			case len(w) > 2:
+				d.Option, d.Value, d.HasValue = w[:2], strings.TrimPrefix(w[2:], "="), true
+			case i+1 < len(f) && sbatchShort[w] != "":
+				d.Value, d.HasValue = f[i+1], true
+				i++
+			}
+			if long, ok := sbatchShort[d.Option]; ok {
+				d.Option = long
+			}
+			// A quoted value may hold blanks (--job-name="my run").
+			if v := d.Value; d.HasValue && v != "" && (v[0] == '"' || v[0] == '\'') {
+				q := v[:1]
+				for (len(v) < 2 || !strings.HasSuffix(v, q)) && i+1 < len(f) {
+					i++
+					v += " " + f[i]
+				}
+				d.Value = strings.TrimSuffix(strings.TrimPrefix(v, q), q)
+			}
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // sbatchSize reads the job's size from a batch script's #SBATCH
-// directives: nodes (--nodes, -N; a range is not a size), GPUs per node
+// directives: nodes (--nodes; a range is not a size), GPUs per node
 // (--gpus-per-node, --gres=gpu:[type:]N) and tasks per node
 // (--ntasks-per-node), 0 where they say none or a value the reader cannot
 // know.
 func sbatchSize(src string) (nodes, gpus, tasks int) {
-	for _, line := range strings.Split(src, "\n") {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "#SBATCH")
-		if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '\t') {
+	for _, d := range sbatchDirectives(src) {
+		v := d.Value
+		switch d.Option {
+		case "--gres":
+			g, ok := strings.CutPrefix(v, "gpu:")
+			if !ok {
+				continue
+			}
+			v = g
+			fallthrough
+		case "--gpus-per-node":
+			v = v[strings.LastIndex(v, ":")+1:]
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
 			continue
 		}
-		f := strings.Fields(rest)
-		for i := 0; i < len(f); i++ {
-			name, v, inline := strings.Cut(f[i], "=")
-			if !inline && i+1 < len(f) {
-				v = f[i+1]
-			}
-			if len(name) > 2 && name[0] == '-' && name[1] == 'N' && !inline {
-				name, v = "-N", name[2:]
-			}
-			switch name {
-			case "-N", "--nodes":
-				if n, err := strconv.Atoi(v); err == nil && n > 0 {
-					nodes = n
-				}
-			case "--gpus-per-node", "--gres":
-				if name == "--gres" {
-					g, ok := strings.CutPrefix(v, "gpu:")
-					if !ok {
-						continue
-					}
-					v = g[strings.LastIndex(g, ":")+1:]
-				} else {
-					v = v[strings.LastIndex(v, ":")+1:]
-				}
-				if n, err := strconv.Atoi(v); err == nil && n > 0 {
-					gpus = n
-				}
-			case "--ntasks-per-node":
-				if n, err := strconv.Atoi(v); err == nil && n > 0 {
-					tasks = n
-				}
-			}
+		switch d.Option {
+		case "--nodes":
+			nodes = n
+		case "--gres", "--gpus-per-node":
+			gpus = n
+		case "--ntasks-per-node":
+			tasks = n
 		}
 	}
 	return nodes, gpus, tasks

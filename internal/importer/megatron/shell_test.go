@@ -414,3 +414,20 @@ func TestJobSize(t *testing.T) {
 		assert.Equal(t, [2]int{c.nodes, c.perGP}, [2]int{got.Nodes, got.GPUsPerNode}, "%q", c.src)
 	}
 }
+
+// TestSbatchDirectives: #SBATCH options as sbatch reads them — only before
+// the script's first command, one-letter options with their value after a
+// blank or glued, long options after = or a blank, a quoted value with its
+// blanks, a comment after the options left out — by their long names.
+func TestSbatchDirectives(t *testing.T) {
+	src := "#!/bin/bash\n#SBATCH -N4 -p batch\n#SBATCH --time 04:00:00 --job-name=\"my run\" # two words\n" +
+		"  # an indented comment\n#SBATCH --exclusive\n#SBATCHX --qos=no\n\nset -x\n#SBATCH --qos=late\n"
+	var got []string
+	for _, d := range sbatchDirectives(src) {
+		got = append(got, fmt.Sprintf("%d %s=%q %v", d.Line, d.Option, d.Value, d.HasValue))
+	}
+	assert.Equal(t, []string{
+		`2 --nodes="4" true`, `2 --partition="batch" true`, `3 --time="04:00:00" true`, `3 --job-name="my run" true`,
+		`5 --exclusive="" false`,
+	}, got)
+}
