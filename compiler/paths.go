@@ -14,7 +14,9 @@ import (
 // expect. The rule (README, "Working directory"): a job resolves every
 // relative path against its working directory, launch.workdir when set
 // (submit.sbatch and torchrun.sh cd there before starting the workers), else
-// the directory sbatch was run in (or its --chdir); parc rewrites no path.
+// the container's workdir when it runs in one (srun starts the workers
+// there), else the directory sbatch was run in (or its --chdir); parc
+// rewrites no path.
 // Slurm opens cluster.slurm.output/error before the script runs, relative to
 // the submission directory, and creates no directory for them.
 func relativePaths(s *spec.Spec, at diag.Locator) diag.List {
@@ -43,20 +45,26 @@ func relativePaths(s *spec.Spec, at diag.Locator) diag.List {
 		add("checkpoint.load", ck.Load)
 	}
 	add("logging.tensorboard_dir", s.Logging.TensorboardDir)
-	if wd := s.Launch.Workdir; wd != nil && filepath.IsAbs(*wd) {
+	// The working directory: launch.workdir, else the container's, where
+	// srun starts the workers (--container-workdir).
+	wd, wdPath := s.Launch.Workdir, "launch.workdir"
+	if ct := s.Launch.Container; wd == nil && ct != nil && ct.Workdir != nil {
+		wd, wdPath = ct.Workdir, "launch.container.workdir"
+	}
+	if wd != nil && filepath.IsAbs(*wd) {
 		// Relative paths resolve against an absolute workdir as intended,
 		// except those that look like they expand and do not.
 		for _, f := range rel {
 			if unexpanded(f.v) != "" {
-				r.Warnf(f.path, "relative-path", "write the path out (an absolute path, or one relative to launch.workdir)",
+				r.Warnf(f.path, "relative-path", "write the path out (an absolute path, or one relative to "+wdPath+")",
 					"%s %q is relative%s: it resolves to %s", f.path, f.v, unexpanded(f.v), filepath.Join(*wd, f.v))
 			}
 		}
 	}
-	switch wd := s.Launch.Workdir; {
+	switch {
 	case wd != nil && !filepath.IsAbs(*wd):
-		r.Warnf("launch.workdir", "relative-path", "give an absolute directory, e.g. the Megatron-LM checkout on the cluster",
-			"launch.workdir %q is relative%s: the job resolves it against the directory sbatch is run in (or --chdir), and every relative path of the spec against that", *wd, unexpanded(*wd))
+		r.Warnf(wdPath, "relative-path", "give an absolute directory, e.g. the Megatron-LM checkout on the cluster",
+			"%s %q is relative%s: the job resolves it against the directory sbatch is run in (or --chdir), and every relative path of the spec against that", wdPath, *wd, unexpanded(*wd))
 	case wd == nil && len(rel) > 0:
 		names := make([]string, 0, len(rel))
 		for _, f := range rel {

@@ -22,6 +22,11 @@ func TestRelativePathWarnings(t *testing.T) {
 			[]string{`relative-path: without launch.workdir the job resolves relative paths against the directory sbatch is run in (or --chdir), not the output directory: launch.program "pretrain_gpt.py"`}},
 		{"absolute workdir", `launch: {workdir: "/opt/Megatron-LM"}`, nil},
 		{"relative workdir", `launch: {workdir: "Megatron-LM"}`, []string{`launch.workdir "Megatron-LM" is relative`}},
+		// srun starts the workers in the container's workdir.
+		{"container workdir", `launch: {container: {image: "nvcr.io#nvidia/pytorch:24.05-py3", workdir: "/opt/megatron"}}`, nil},
+		{"container without a workdir", `launch: {container: {image: "nvcr.io#nvidia/pytorch:24.05-py3"}}`,
+			[]string{`relative-path: without launch.workdir`}},
+		{"relative container workdir", `launch: {container: {image: "x", workdir: "m"}}`, []string{`launch.container.workdir "m" is relative`}},
 		{"absolute program, relative checkpoint", `launch: {program: "/opt/m/pretrain_gpt.py"}
 checkpoint: {save: "ckpt", interval: 100}`, []string{`checkpoint.save "ckpt"`}},
 		{"output in logs/", `launch: {workdir: "/opt/m"}

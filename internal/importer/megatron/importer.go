@@ -178,6 +178,27 @@ func Import(src []byte, o Options) Result {
 	for _, a := range slurmAssignments(cmd.Sbatch) {
 		m.out = append(m.out, a)
 	}
+	if ct := cmd.Container; ct != nil {
+		unknown := func(v string) bool { return strings.ContainsAny(v, "$`") }
+		if unknown(ct.Image) || unknown(ct.Workdir) || slices.ContainsFunc(ct.Mounts, unknown) {
+			r.Diags.Warnf(diag.Pos{File: o.File, Line: max(ct.Line, 1), Column: 1}, "launch.container", "import-unresolved",
+				"set launch.container (image, mounts, workdir) to the container the job runs in",
+				"srun's container (--container-image %s) holds what cannot be known without running the script: launch.container is left out", ct.Image)
+		} else {
+			note := fmt.Sprintf("srun's container (line %d)", ct.Line)
+			m.out = append(m.out, assignment{path: "launch.container.image", value: ct.Image, note: note, line: ct.Line, col: 1})
+			if len(ct.Mounts) > 0 {
+				var ms []any
+				for _, x := range ct.Mounts {
+					ms = append(ms, x)
+				}
+				m.out = append(m.out, assignment{path: "launch.container.mounts", value: ms, note: note, line: ct.Line, col: 1})
+			}
+			if ct.Workdir != "" {
+				m.out = append(m.out, assignment{path: "launch.container.workdir", value: ct.Workdir, note: note, line: ct.Line, col: 1})
+			}
+		}
+	}
 	if cmd.Workdir != "" {
 		// The program and every relative path resolve against the
 		// directory the script changes to first.

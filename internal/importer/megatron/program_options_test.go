@@ -179,3 +179,26 @@ func TestSbatchToSlurm(t *testing.T) {
 	assert.NotContains(t, spec, "exclusive", "parc's default")
 	assert.NotContains(t, res.Diags.Codes(), "import-not-round-trip")
 }
+
+// TestContainerToLaunch: the container srun starts the training command in
+// (pyxis's --container-image, --container-mounts, --container-workdir) goes
+// to launch.container, so parc's srun starts it in the same one, and its
+// workdir is where relative paths resolve (no relative-path warning); an
+// image the reader cannot know ($IMAGE) leaves launch.container out with a
+// warning.
+func TestContainerToLaunch(t *testing.T) {
+	src := "srun -N 2 --ntasks-per-node=8 --container-image=nvcr.io#nvidia/pytorch:24.05-py3 " +
+		"--container-mounts /lustre:/lustre,/data:/data --container-workdir=/opt/megatron python pretrain_gpt.py " + programBase + "\n"
+	res := Import([]byte(src), Options{File: "run.sh", Cluster: "dgx_h100"})
+	require.NotNil(t, res.Spec, "%v", res.Diags)
+	assert.Empty(t, res.Diags, "%v", res.Diags)
+	spec := string(res.Spec)
+	for _, want := range []string{`image: +"nvcr.io#nvidia/pytorch:24.05-py3"`, `mounts: \["/lustre:/lustre", "/data:/data"\]`, `workdir: +"/opt/megatron"`, "nodes: 2"} {
+		assert.Regexp(t, want, spec)
+	}
+
+	res = Import([]byte(strings.Replace(src, "nvcr.io#nvidia/pytorch:24.05-py3", "$IMAGE", 1)), Options{File: "run.sh", Cluster: "dgx_h100"})
+	require.NotNil(t, res.Spec, "%v", res.Diags)
+	assert.NotContains(t, string(res.Spec), "container")
+	assert.Contains(t, res.Diags.Codes(), "import-unresolved")
+}

@@ -55,6 +55,10 @@ type Command struct {
 	// torchrun: a torchrun-like launcher starts the program (its processes
 	// per node are GPUs; srun's or mpirun's tasks per node are not).
 	torchrun bool
+	// Container is the container srun starts the training command in
+	// (pyxis's --container-image, --container-mounts,
+	// --container-workdir), nil when it names none.
+	Container *Container
 	// Sbatch are the batch script's #SBATCH options (sbatchDirectives).
 	Sbatch []Directive
 	// Scripts are the shell scripts the input runs with options
@@ -206,6 +210,7 @@ func readShell(src string, nested bool) Command {
 		c.Args = words[p+1:]
 		c.Nodes, c.GPUsPerNode = launcherSize(words[:p])
 		c.torchrun = hasTorchrun(words[:p])
+		c.Container = containerOf(words[:p])
 		c.Env = commandEnv(l.envLog[:marks[best]], prefixes[best])
 		c.Workdir, c.WorkdirLine = lastCd(cmds[:best])
 	} else {
@@ -237,6 +242,7 @@ func readShell(src string, nested bool) Command {
 				if n, _ := launcherSize(words[:k-1]); c.Nodes == 0 {
 					c.Nodes = n
 				}
+				c.Container = containerOf(words[:k-1])
 				c.Workdir, c.WorkdirLine = lastCd(cmds[:i])
 				if inner.Workdir != "" {
 					c.Workdir, c.WorkdirLine = inner.Workdir, outerPos(w, inner.WorkdirLine, 1)
@@ -346,6 +352,9 @@ func readShell(src string, nested bool) Command {
 	}
 	if c.WorkdirLine != 0 {
 		c.WorkdirLine, _ = unpack(c.WorkdirLine)
+	}
+	if c.Container != nil {
+		c.Container.Line, _ = unpack(c.Container.Line)
 	}
 	for i := range c.Scripts {
 		c.Scripts[i].Line, c.Scripts[i].Col = unpack(c.Scripts[i].Line)
@@ -554,6 +563,41 @@ func launcherSize(words []Word) (nodes, perNode int) {
 		}
 	}
 	return nodes, perNode
+}
+
+// Container is a container srun starts a command in (pyxis's options).
+type Container struct {
+	Image, Workdir string
+	Mounts         []string
+	Line           int // the line of --container-image
+}
+
+// containerOf reads pyxis's --container-image, --container-mounts and
+// --container-workdir (with = or a blank before the value) from the words
+// of the launchers in front of a program; nil without an image.
+func containerOf(words []Word) *Container {
+	var c Container
+	for i, w := range words {
+		name, v, inline := strings.Cut(w.Text, "=")
+		if !inline {
+			if i+1 >= len(words) {
+				continue
+			}
+			v = words[i+1].Text
+		}
+		switch name {
+		case "--container-image":
+			c.Image, c.Line = v, w.Line
+		case "--container-mounts":
+			c.Mounts = strings.Split(v, ",")
+		case "--container-workdir":
+			c.Workdir = v
+		}
+	}
+	if c.Image == "" {
+		return nil
+	}
+	return &c
 }
 
 // hasTorchrun reports that a torchrun-like launcher (torchrun,
