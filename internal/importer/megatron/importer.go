@@ -136,7 +136,10 @@ func Import(src []byte, o Options) Result {
 	var own [][]int
 	if len(errs) > 0 && cmd.Program != "" && path.Base(cmd.Program) != "pretrain_gpt.py" {
 		if groups, ok := programOptions(errs, words); ok {
-			if rest, ok := parseWithout(words, groups); ok {
+			// Only where the rest is a Megatron training command (it
+			// gives the model): a program with arguments of its own kind
+			// (a NeMo or Megatron-Bridge script) stays refused.
+			if rest, ok := parseWithout(words, groups); ok && givesModel(rest) {
 				ns, errs, own = rest, nil, groups
 			}
 		}
@@ -787,6 +790,17 @@ func programOptions(errs []mg.ParseError, words []string) (groups [][]int, ok bo
 		}
 	}
 	return groups, len(groups) > 0
+}
+
+// givesModel reports that an argument list sets the model's layers,
+// hidden size and attention heads, as a Megatron training command does.
+func givesModel(ns *mg.Namespace) bool {
+	for _, d := range []string{"num_layers", "hidden_size", "num_attention_heads"} {
+		if _, ok := ns.Set[d]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // parseWithout parses words without the groups' words, with every index

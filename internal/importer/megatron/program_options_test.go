@@ -73,6 +73,12 @@ func TestUnknownOptionMessages(t *testing.T) {
 	assert.Contains(t, msgs[1], `rejects "--my-mode" (and "fast" after it)`)
 	assert.Contains(t, msgs[2], `rejects "stray": no option takes it as a value`)
 
+	// A program whose arguments are of another kind (Megatron-Bridge's
+	// performance scripts): nothing to carry them beside.
+	res = Import([]byte("python scripts/performance/llm/pretrain_llama3_8b.py --gpu h100 --compute_dtype fp8 --num_gpus 8\n"), Options{File: "run.sh", Cluster: "dgx_h100"})
+	assert.Nil(t, res.Spec)
+	assert.Equal(t, []string{"import-unknown-option", "import-unknown-option", "import-unknown-option"}, res.Diags.Codes(), "%v", res.Diags)
+
 	// The program's own option, but a bad value elsewhere: nothing is carried.
 	src = "torchrun my_train.py " + programBase + " --my-flag --log-interval abc\n"
 	res = Import([]byte(src), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
