@@ -9,6 +9,8 @@ func FuzzImport(f *testing.F) {
 	f.Add("--num-layers 4 --hidden-size 64 --num-attention-heads 4 --seq-length 64 --max-position-embeddings 64 --micro-batch-size 1 --global-batch-size 8 --train-iters 5")
 	f.Add("--num-layers 0 --hidden-size 64 --num-attention-heads 0 --tensor-model-parallel-size 0 --moe-layer-freq 0 --num-experts 4")
 	f.Add("X=(--num-layers 4)\npython pretrain_gpt.py ${X[@]} --num-layers-per-virtual-pipeline-stage 0 --pipeline-model-parallel-size -2")
+	f.Add(recipeYAML)
+	f.Add("ARGS:\n  num_layers: &a [1, 2]\n  hidden_size: *a\n  x: {y: z}\nENV_VARS: [1]\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		res := Import([]byte(src), Options{File: "in.sh", Nodes: 1})
 		if res.Spec != nil && res.Compiled == nil {

@@ -58,7 +58,10 @@ func Import(src []byte, o Options) Result {
 		r.Diags.Add(*d)
 		return r
 	}
-	cmd := Read(string(src))
+	cmd, recipe := readRecipe(string(src))
+	if !recipe {
+		cmd = Read(string(src))
+	}
 	if len(cmd.Args) > load.MaxListElements {
 		r.Diags.Errorf(diag.Pos{File: o.File, Line: cmd.Args[load.MaxListElements].Line, Column: max(cmd.Args[load.MaxListElements].Col, 1)}, "",
 			"import-too-many-arguments", "a training command has tens to a few thousand arguments: check that this is the script you meant",
