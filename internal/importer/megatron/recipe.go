@@ -16,13 +16,17 @@ import (
 // map Megatron's options, written as their names with underscores
 // (num_layers: 48 for --num-layers 48), to their values, and whose ENV_VARS
 // give the run's environment (examples/moe_recipes on Megatron-LM's dev
-// branch, e5ad09802d: DEPENDENCIES, ENV_VARS, ARGS). The arguments are
+// branch, e5ad09802d: DEPENDENCIES, ENV_VARS, ARGS), or one of its
+// functional tests' configs, whose MODEL_ARGS write the options as on the
+// command line ("--num-layers": 32; tests/functional_tests/test_cases/*/
+// model_config.yaml at d98e8a64). The arguments are
 // what those keys say on a command line, in the file's order, each word at
 // its key's or value's place: true is the option alone, a list its values
 // after it, false and null leave an option that takes no value out (its
 // default), a scalar is the option and the value as written (split at its
 // blanks for an option that takes several values). ok is false
-// when the input is not such a file (no top-level ARGS mapping).
+// when the input is not such a file (no top-level ARGS or MODEL_ARGS
+// mapping).
 func readRecipe(src string) (Command, bool) {
 	f, err := yaml.Extract("recipe.yaml", src)
 	if err != nil || f == nil {
@@ -37,7 +41,7 @@ func readRecipe(src string) (Command, bool) {
 		name, _, _ := ast.LabelName(fd.Label)
 		s, _ := fd.Value.(*ast.StructLit)
 		switch name {
-		case "ARGS":
+		case "ARGS", "MODEL_ARGS":
 			args = s
 		case "ENV_VARS":
 			env = s
@@ -57,7 +61,10 @@ func readRecipe(src string) (Command, bool) {
 			continue
 		}
 		key, _, _ := ast.LabelName(fd.Label)
-		opt := "--" + strings.ReplaceAll(key, "_", "-")
+		opt := key
+		if !strings.HasPrefix(key, "-") {
+			opt = "--" + strings.ReplaceAll(key, "_", "-")
+		}
 		line, col := at(fd.Label)
 		word := Word{Text: opt, Line: line, Col: col}
 		var vals []ast.Expr

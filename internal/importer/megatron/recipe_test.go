@@ -104,3 +104,28 @@ func specBody(s string) []string {
 	}
 	return out
 }
+
+// TestFunctionalTestConfig: Megatron-LM's functional-test configs
+// (tests/functional_tests/test_cases/*/model_config.yaml at d98e8a64) write
+// MODEL_ARGS with the options as on the command line ("--num-layers": 4)
+// and a value with blanks as one argument (--step-batch-size-schedule); they
+// import as that argument list.
+func TestFunctionalTestConfig(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("ENV_VARS:\n  CUDA_DEVICE_MAX_CONNECTIONS: 1\n  NVTE_FUSED_ATTN: 1\nTEST_TYPE: regular\nMODEL_ARGS:\n  # Training args\n")
+	for _, line := range strings.Split(strings.TrimPrefix(recipeYAML[strings.Index(recipeYAML, "ARGS:\n")+len("ARGS:\n"):], ""), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ": ")
+		if !ok || v == "false" {
+			continue
+		}
+		b.WriteString("  --" + strings.ReplaceAll(k, "_", "-") + ": " + v + "\n")
+	}
+	res := Import([]byte(b.String()), Options{File: "model_config.yaml", Cluster: "dgx_h100", Nodes: 1})
+	require.NotNil(t, res.Spec, "%v\n%s", res.Diags, b.String())
+	list := Import([]byte(recipeArgs), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
+	assert.Equal(t, specBody(string(list.Spec)), specBody(string(res.Spec)))
+
+	sched := Import([]byte(strings.Replace(b.String(), "  --global-batch-size: 16\n", "  --step-batch-size-schedule: \"0:16 2.4B:32\"\n", 1)),
+		Options{File: "model_config.yaml", Cluster: "dgx_h100", Nodes: 1})
+	assert.Contains(t, sched.Args, "0:16 2.4B:32", "one argument")
+}
