@@ -50,7 +50,7 @@ func newImportMegatronCmd() *cobra.Command {
 	var cluster, out string
 	var gpus, nodes int
 	cmd := &cobra.Command{
-		Use:   "megatron FILE",
+		Use:   "megatron FILE [-- SCRIPT_ARGS...]",
 		Short: "Write a spec from Megatron arguments: one per line, or a command line or launch script (- = stdin)",
 		Long: `import megatron reads the arguments of pretrain_gpt.py — one per line (as parc's
 own megatron.args), or a shell command line or launch script (continuations,
@@ -58,9 +58,20 @@ quoting, arrays, $VAR from the script's own assignments; the environment is
 not read) — and writes a CUE spec whose parc compile gives Megatron the same
 parsed arguments. Arguments the schema has no field for are kept in
 launch.extra_args, each with a warning. Exit 1 when Megatron's parser would
-reject the arguments (or parc's checks do), each problem at FILE:LINE.`,
-		Args: cobra.ExactArgs(1),
+reject the arguments (or parc's checks do), each problem at FILE:LINE.
+Words after -- are the launch script's own arguments ($1, $2, …, $@), as in
+bash FILE SCRIPT_ARGS...`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var scriptArgs []string
+			if len(args) > 1 {
+				if cmd.ArgsLenAtDash() != 1 {
+					return usageError{fmt.Errorf("give one FILE; the script's own arguments go after --")}
+				}
+				scriptArgs = args[1:]
+			} else if cmd.ArgsLenAtDash() == 1 {
+				scriptArgs = []string{} // "--" and nothing after it: no positional parameters
+			}
 			if cluster != "" && !slices.Contains(megatron.ClusterPresets(), cluster) {
 				return usageError{fmt.Errorf("--cluster %q is not a cluster preset (one of %v)", cluster, megatron.ClusterPresets())}
 			}
@@ -74,7 +85,7 @@ reject the arguments (or parc's checks do), each problem at FILE:LINE.`,
 			if err != nil {
 				return err
 			}
-			res := megatron.Import(src, megatron.Options{File: name, Cluster: cluster, GPUsPerNode: gpus, Nodes: nodes})
+			res := megatron.Import(src, megatron.Options{File: name, Cluster: cluster, GPUsPerNode: gpus, Nodes: nodes, ScriptArgs: scriptArgs})
 			return writeImport(cmd, out, res.Spec, res.Diags)
 		},
 	}

@@ -28,6 +28,9 @@ type Options struct {
 	// Env is the run's environment where it matters to Megatron (e.g.
 	// NVTE_CPU_OFFLOAD_V1, which validate_args reads): written to launch.env.
 	Env map[string]string
+	// ScriptArgs are the words a launch script is run with ($1, $2, …, $@);
+	// nil: not given, and a reference to one is kept as written.
+	ScriptArgs []string
 }
 
 // Result of an import.
@@ -60,7 +63,7 @@ func Import(src []byte, o Options) Result {
 	}
 	cmd, recipe := readRecipe(string(src))
 	if !recipe {
-		cmd = Read(string(src))
+		cmd = readInput(string(src), o.ScriptArgs)
 	}
 	if len(cmd.Args) > load.MaxListElements {
 		r.Diags.Errorf(diag.Pos{File: o.File, Line: cmd.Args[load.MaxListElements].Line, Column: max(cmd.Args[load.MaxListElements].Col, 1)}, "",

@@ -106,7 +106,11 @@ func (c Command) Words() []string {
 //     and no line ends with a backslash. Each non-empty line is one argument,
 //     taken verbatim.
 //   - anything else is read as a bash script (see ReadShell).
-func Read(src string) Command {
+func Read(src string) Command { return readInput(src, nil) }
+
+// readInput is Read with a script's positional parameters (ReadShellArgs;
+// nil: none given).
+func readInput(src string, scriptArgs []string) Command {
 	if isArgsFile(src) {
 		var c Command
 		header := true
@@ -121,6 +125,9 @@ func Read(src string) Command {
 			}
 		}
 		return c
+	}
+	if scriptArgs != nil {
+		return ReadShellArgs(src, scriptArgs)
 	}
 	return ReadShell(src)
 }
@@ -177,10 +184,27 @@ func isArgsFile(src string) bool {
 // else the script another shell runs (bash -c "…", written in place or held
 // in a variable) gives it. The last cd to a known absolute directory before
 // it is the command's Workdir.
-func ReadShell(src string) Command { return readShell(src, false) }
+func ReadShell(src string) Command { return readShell(src, false, nil) }
 
-func readShell(src string, nested bool) Command {
+// ReadShellArgs is ReadShell with the script's positional parameters: $1,
+// $2, … (and $@, $*, $#) expand to args as bash gives a script the words
+// after its name.
+func ReadShellArgs(src string, args []string) Command {
+	return readShell(src, false, slices.Clip(args))
+}
+
+func readShell(src string, nested bool, args []string) Command {
 	l := &lexer{src: src, line: 1, vars: map[string][]Word{}, unsure: map[string]bool{}, exported: map[string]bool{}, unknownValue: map[string]bool{}}
+	if args != nil {
+		// Line 0: each word takes the line of the reference that expands it.
+		var all []Word
+		for i, a := range args {
+			l.vars[strconv.Itoa(i+1)] = []Word{{Text: a}}
+			all = append(all, Word{Text: a})
+		}
+		l.vars["@"], l.vars["*"], l.vars["#"] = all, all, []Word{{Text: strconv.Itoa(len(args))}}
+		l.positional = true
+	}
 	var cmds [][]Word
 	var marks []int           // envLog's length at each command
 	var prefixes [][]envEntry // each command's own NAME=value prefixes
@@ -232,7 +256,7 @@ func readShell(src string, nested bool) Command {
 				if !shellDashC(words[k-1].Text) || !strings.Contains(w.Text, ".py") {
 					continue
 				}
-				inner := readShell(w.Text, true)
+				inner := readShell(w.Text, true, nil)
 				if inner.Program == "" {
 					continue
 				}
@@ -277,7 +301,7 @@ func readShell(src string, nested bool) Command {
 			if len(val) != 1 || !strings.Contains(val[0].Text, ".py") {
 				continue
 			}
-			inner := readShell(val[0].Text, true)
+			inner := readShell(val[0].Text, true, nil)
 			if inner.Program == "" {
 				continue
 			}
@@ -718,6 +742,8 @@ func sbatchSize(src string) (nodes, gpus, tasks int) {
 }
 
 type lexer struct {
+	// positional: the script's positional parameters are given ($1, $@).
+	positional  bool
 	src         string
 	i           int
 	line        int
@@ -1661,13 +1687,25 @@ func (l *lexer) addExpanded(f *fieldBuilder, vals []Word, quoted bool, raw strin
 		return
 	}
 	l.expanded += size
+	if slices.ContainsFunc(vals, func(v Word) bool { return v.Line == 0 }) {
+		// A word from no line of the input (a positional parameter)
+		// takes the reference's.
+		vals = slices.Clone(vals)
+		for i := range vals {
+			if vals[i].Line == 0 {
+				vals[i].Line = line
+			}
+		}
+	}
 	f.addExpanded(vals, quoted)
 }
 
 func (l *lexer) expandVar(f *fieldBuilder, name string, all, quoted bool, raw string, line int) {
 	vals, set := l.lookup(name, all, -1)
 	if name == "@" || name == "*" {
-		vals, set = nil, false
+		// Every positional parameter, where the input gives them.
+		vals, set = l.lookup(name, true, -1)
+		set = set && l.positional
 	}
 	l.emit(f, vals, set, quoted, raw, name, line)
 }

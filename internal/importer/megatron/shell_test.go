@@ -242,6 +242,7 @@ func FuzzRead(f *testing.F) {
 		f.Add(s)
 	}
 	f.Add("--a\n--b\nc")
+	f.Add("X=$1\npython p.py --a $X ${2:-d} \"$@\" $* $# ${3}\n")
 	f.Add("X=(a\nb\"\n${X[@]:-}\n$((1/0)) ${")
 	f.Add("cd /x\nsrun -N2 bash -c \"cd /opt/m && export A=1 && torchrun --nnodes 2 pretrain_gpt.py \\\n --a 1 \\\n --b\"\nbash ./w.sh --c\n")
 	f.Fuzz(func(t *testing.T, src string) {
@@ -250,6 +251,11 @@ func FuzzRead(f *testing.F) {
 		for _, w := range c.Args {
 			if w.Line < 1 || w.Line > lines {
 				t.Fatalf("argument %q at line %d of %d", w.Text, w.Line, lines)
+			}
+		}
+		for _, w := range ReadShellArgs(src, []string{"a b", "--c"}).Args {
+			if w.Line < 1 || w.Line > lines {
+				t.Fatalf("argument %q at line %d of %d, with positional parameters", w.Text, w.Line, lines)
 			}
 		}
 		for _, l := range append([]int{c.ProgramLine, c.WorkdirLine}, func() (ls []int) {
@@ -430,4 +436,35 @@ func TestSbatchDirectives(t *testing.T) {
 		`2 --nodes="4" true`, `2 --partition="batch" true`, `3 --time="04:00:00" true`, `3 --job-name="my run" true`,
 		`5 --exclusive="" false`,
 	}, got)
+}
+
+// TestScriptArgs: the words a launch script is run with are its positional
+// parameters — $1, ${2:-default}, "$@", $# — as bash gives them; not given,
+// a reference to one stays as written with import-unresolved.
+func TestScriptArgs(t *testing.T) {
+	src := "CKPT=$1\nTOK=${2:-/default/tok}\npython pretrain_gpt.py --num-layers $# --save $CKPT --tokenizer-model $TOK --data-path \"$@\"\n"
+	words := func(c Command) []string {
+		var out []string
+		for _, w := range c.Args {
+			out = append(out, w.Text)
+		}
+		return out
+	}
+	c := ReadShellArgs(src, []string{"/ckpt", "/tok.model", "/data/a", "/data/b"})
+	assert.Equal(t, []string{"--num-layers", "4", "--save", "/ckpt", "--tokenizer-model", "/tok.model", "--data-path", "/ckpt", "/tok.model", "/data/a", "/data/b"}, words(c))
+	for _, w := range c.Args {
+		want := 3 // the line that uses it
+		if w.Text == "/ckpt" && w.Line != 3 || w.Text == "/tok.model" && w.Line != 3 {
+			want = map[string]int{"/ckpt": 1, "/tok.model": 2}[w.Text] // where CKPT and TOK take it
+		}
+		assert.Equal(t, want, w.Line, "%q", w.Text)
+	}
+	assert.Empty(t, c.Notes)
+
+	c = ReadShellArgs(src, []string{"/ckpt"})
+	assert.Equal(t, []string{"--num-layers", "1", "--save", "/ckpt", "--tokenizer-model", "/default/tok", "--data-path", "/ckpt"}, words(c))
+
+	c = ReadShell(src)
+	assert.Contains(t, words(c), "$1")
+	assert.NotEmpty(t, c.Notes)
 }
