@@ -208,3 +208,23 @@ func TestContainerToLaunch(t *testing.T) {
 	assert.NotContains(t, string(res.Spec), "container")
 	assert.Contains(t, res.Diags.Codes(), "import-unresolved")
 }
+
+// TestSingleQuotedShellCommand: the script another shell runs in single
+// quotes (srun bash -c '… $ARGS') expands in that shell, which inherits
+// the exported variables only: an exported one expands, another stays as
+// written with import-unresolved.
+func TestSingleQuotedShellCommand(t *testing.T) {
+	src := "export ARGS='" + programBase + "'\nEXTRA=--swiglu\nsrun bash -c 'torchrun --nproc_per_node 8 pretrain_gpt.py $ARGS'\n"
+	res := Import([]byte(src), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
+	require.NotNil(t, res.Spec, "%v", res.Diags)
+	assert.False(t, res.Diags.HasErrors(), "%v", res.Diags)
+
+	res = Import([]byte(strings.Replace(src, "$ARGS'", "$ARGS $EXTRA'", 1)), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
+	assert.Contains(t, res.Diags.Codes(), "import-unresolved", "%v", res.Diags)
+	for _, d := range res.Diags {
+		if d.Code == "import-unresolved" {
+			assert.Contains(t, d.Message, "$EXTRA")
+			assert.Equal(t, 3, d.Line)
+		}
+	}
+}

@@ -184,17 +184,22 @@ func isArgsFile(src string) bool {
 // else the script another shell runs (bash -c "…", written in place or held
 // in a variable) gives it. The last cd to a known absolute directory before
 // it is the command's Workdir.
-func ReadShell(src string) Command { return readShell(src, false, nil) }
+func ReadShell(src string) Command { return readShell(src, false, nil, nil) }
 
 // ReadShellArgs is ReadShell with the script's positional parameters: $1,
 // $2, … (and $@, $*, $#) expand to args as bash gives a script the words
 // after its name.
 func ReadShellArgs(src string, args []string) Command {
-	return readShell(src, false, slices.Clip(args))
+	return readShell(src, false, slices.Clip(args), nil)
 }
 
-func readShell(src string, nested bool, args []string) Command {
+// readShell reads src; nested: it is the script another shell runs (bash
+// -c), whose environment env holds the exporting script's variables.
+func readShell(src string, nested bool, args []string, env map[string][]Word) Command {
 	l := &lexer{src: src, line: 1, vars: map[string][]Word{}, unsure: map[string]bool{}, exported: map[string]bool{}, unknownValue: map[string]bool{}}
+	for name, v := range env {
+		l.vars[name], l.exported[name] = v, true
+	}
 	if args != nil {
 		// Line 0: each word takes the line of the reference that expands it.
 		var all []Word
@@ -256,7 +261,7 @@ func readShell(src string, nested bool, args []string) Command {
 				if !shellDashC(words[k-1].Text) || !strings.Contains(w.Text, ".py") {
 					continue
 				}
-				inner := readShell(w.Text, true, nil)
+				inner := readShell(w.Text, true, nil, l.environment())
 				if inner.Program == "" {
 					continue
 				}
@@ -276,6 +281,10 @@ func readShell(src string, nested bool, args []string) Command {
 				}
 				for _, a := range inner.Args {
 					c.Args = append(c.Args, Word{Text: a.Text, Line: outerPos(w, a.Line, a.Col), split: a.split})
+				}
+				for _, n := range inner.Notes {
+					n.Line, n.Col = outerPos(w, n.Line, n.Col), 0 // packed, as the rest until the end
+					c.Notes = append(c.Notes, n)
 				}
 				env := map[string]EnvVar{}
 				for _, e := range commandEnv(l.envLog[:marks[i]], prefixes[i]) {
@@ -301,7 +310,7 @@ func readShell(src string, nested bool, args []string) Command {
 			if len(val) != 1 || !strings.Contains(val[0].Text, ".py") {
 				continue
 			}
-			inner := readShell(val[0].Text, true, nil)
+			inner := readShell(val[0].Text, true, nil, l.environment())
 			if inner.Program == "" {
 				continue
 			}
@@ -401,6 +410,23 @@ func readShell(src string, nested bool, args []string) Command {
 		}
 	}
 	return c
+}
+
+// environment is what a shell the script starts inherits: its exported
+// variables' last values (a value the reader cannot know stays out), with
+// no place in the inner script (line 0: the reference's).
+func (l *lexer) environment() map[string][]Word {
+	env := map[string][]Word{}
+	for name := range l.exported {
+		if v, ok := l.vars[name]; ok && !l.unknownValue[name] {
+			ws := make([]Word, len(v))
+			for i, w := range v {
+				ws[i] = Word{Text: w.Text}
+			}
+			env[name] = ws
+		}
+	}
+	return env
 }
 
 // commandEnv is the environment a command runs with: the exported values
