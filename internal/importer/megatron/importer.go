@@ -128,6 +128,12 @@ func Import(src []byte, o Options) Result {
 	if cmd.ProgramLine > 0 {
 		atProgram = diag.Pos{File: o.File, Line: cmd.ProgramLine, Column: max(cmd.ProgramCol, 1)}
 	}
+	if inferenceProgram(cmd.Program) {
+		r.Diags.Errorf(atProgram, "", "import-not-training",
+			"import the arguments of the training run (pretrain_gpt.py) that made the checkpoint: parc plans training",
+			"the command runs %s, which generates text from a trained model (inference, a text-generation server), not a training run: nothing is imported", cmd.Program)
+		return r
+	}
 	if model, ok := notDecoderProgram(cmd.Program); ok {
 		r.Diags.Errorf(atProgram, "", "import-not-decoder",
 			"import the arguments of a pretrain_gpt.py run: parc plans decoder-only transformers, not encoder, encoder-decoder or multimodal models",
@@ -887,6 +893,27 @@ var notDecoder = map[string]string{
 var notDecoderDir = map[string]string{
 	"multimodal/train.py": "a vision-language model (LLaVA or NVLM: a vision encoder and a projection before the language decoder)",
 	"mimo/train.py":       "a MIMO multimodal model (modality encoders and projections around the language decoder)",
+}
+
+// inferenceProgram reports that a program generates text instead of
+// training: Megatron-LM's inference entry points at d98e8a64
+// (examples/inference/…, tools/run_text_generation_server.py,
+// tools/run_*_text_generation_server*.py, tools/text_generation_cli.py,
+// tools/run_inference_performance_test.py, examples/multimodal/
+// run_text_generation.py, generate_samples_gpt.py), by the words their
+// names and directories use.
+func inferenceProgram(program string) bool {
+	p := strings.ToLower(path.Clean(program))
+	if strings.Contains(p, "/inference/") || strings.HasPrefix(p, "inference/") {
+		return true
+	}
+	base := path.Base(p)
+	for _, w := range []string{"inference", "text_generation", "generate"} {
+		if strings.Contains(base, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // notDecoderProgram says what program trains when it is one of notDecoder's

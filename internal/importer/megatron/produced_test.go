@@ -48,6 +48,7 @@ func TestEveryCodeIsProduced(t *testing.T) {
 		"import-program":            "python my_pretrain.py " + strings.ReplaceAll(base, "\n", " ") + "\n",
 		"import-program-option":     "python my_pretrain.py " + strings.ReplaceAll(base, "\n", " ") + " --my-option 1\n",
 		"import-not-decoder":        "torchrun pretrain_t5.py " + strings.ReplaceAll(base, "\n", " ") + "\n",
+		"import-not-training":       "torchrun tools/run_text_generation_server.py " + strings.ReplaceAll(base, "\n", " ") + "\n",
 		"import-megatron-rejects":   base + "--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1 --num-virtual-stages-per-pipeline-rank 2\n",
 		"import-no-eval-interval":   base,
 		"import-expansion-limit":    "A=x\n" + strings.Repeat("A=$A$A\n", 30) + "python pretrain_gpt.py " + strings.ReplaceAll(base, "\n", " ") + "--data-path $A\n",

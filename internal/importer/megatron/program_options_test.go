@@ -228,3 +228,17 @@ func TestSingleQuotedShellCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestInferenceRefused: Megatron-LM's inference programs (their arguments
+// give the model too, and options of their own) are refused by name
+// instead of imported as a training run with their options carried.
+func TestInferenceRefused(t *testing.T) {
+	for _, prog := range []string{"examples/inference/advanced/gpt_dynamic_inference.py", "tools/run_text_generation_server.py",
+		"/opt/megatron/tools/text_generation_cli.py", "examples/academic_paper_scripts/detxoify_lm/generate_samples_gpt.py"} {
+		res := Import([]byte("torchrun "+prog+" "+programBase+" --inference-max-requests 8\n"), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
+		assert.Nil(t, res.Spec, prog)
+		assert.Equal(t, []string{"import-not-training"}, res.Diags.Codes(), "%s: %v", prog, res.Diags)
+	}
+	res := Import([]byte("torchrun pretrain_gpt.py "+programBase+"\n"), Options{File: "run.sh", Cluster: "dgx_h100", Nodes: 1})
+	assert.NotContains(t, res.Diags.Codes(), "import-not-training")
+}
