@@ -444,46 +444,29 @@ type parseError struct {
 }
 
 // parseErrors turns the parser's errors into one diagnostic per argument at
-// fault. argparse reports every argument it does not know in one message
-// ("unrecognized arguments: " and the lot); each of them gets its own, which
-// names it alone, and the words after an unknown option that are not
-// options themselves (its values, as argparse leaves them unparsed beside
-// it) are named in the option's instead of getting one each. A word no
-// option takes is a piece of a value an unquoted expansion split (the hint
-// says how to quote) or a stray word. When the program is not
-// pretrain_gpt.py, the unknown options may be its own (an
-// extra_args_provider adds them to Megatron's parser), and the hint says
-// how a spec carries them.
+// fault, in the parser's order. argparse reports every argument it does not
+// know in one message ("unrecognized arguments: " and the lot); each unknown
+// option gets its own, which names it alone with the words after it that
+// are not options (its values, as argparse leaves them unparsed beside it:
+// unknownArgs' groups), and a word after no unknown option gets one of its
+// own: a piece of a value an unquoted expansion split (the hint says how to
+// quote) or a stray word. When the program is not pretrain_gpt.py, the
+// unknown options may be its own (an extra_args_provider adds them to
+// Megatron's parser), and the hint says how a spec carries them.
 func parseErrors(errs []mg.ParseError, words []string, args []Word, program string) []parseError {
-	unknown := map[int]bool{}
-	for _, e := range errs {
-		if strings.HasPrefix(e.Message, "unrecognized arguments") && e.Index >= 0 && e.Index < len(words) {
-			unknown[e.Index] = true
-		}
-	}
-	isOption := func(i int) bool { return strings.HasPrefix(words[i], "-") }
-	// valueOf is the unknown option an unknown word belongs to, -1 if none.
-	valueOf := func(i int) int {
-		j := i - 1
-		for j >= 0 && unknown[j] && !isOption(j) {
-			j--
-		}
-		if j >= 0 && j < i && unknown[j] && isOption(j) {
-			return j
-		}
-		return -1
+	groups, stray, _ := unknownArgs(errs, words)
+	head := map[int][]int{}
+	for _, g := range groups {
+		head[g[0]] = g
 	}
 	var out []parseError
 	for _, e := range errs {
 		i := e.Index
-		if !unknown[i] {
-			out = append(out, parseError{i, "import-bad-argument", fmt.Sprintf("Megatron's parser rejects %q: %s", words[i], e.Message),
-				"give the option the number and kind of values Megatron's parser takes"})
-			continue
-		}
-		if isOption(i) {
+		g, isHead := head[i]
+		switch {
+		case isHead:
 			var vals []string
-			for j := i + 1; j < len(words) && unknown[j] && !isOption(j); j++ {
+			for _, j := range g[1:] {
 				vals = append(vals, strconv.Quote(words[j]))
 			}
 			after := ""
@@ -496,19 +479,54 @@ func parseErrors(errs []mg.ParseError, words []string, args []Word, program stri
 			}
 			out = append(out, parseError{i, "import-unknown-option",
 				fmt.Sprintf("Megatron's parser rejects %q%s: pretrain_gpt.py's parser has no such option", words[i], after), hint})
-			continue
+		case slices.Contains(stray, i):
+			hint := "remove it, or give it to the option it belongs to"
+			if i < len(args) && args[i].split {
+				hint = "this argument is a piece of one value that an unquoted expansion split at its blanks, as bash does: quote the expansion (\"${NAME[@]}\", \"$NAME\") to keep the value one argument"
+			}
+			out = append(out, parseError{i, "import-unknown-option",
+				fmt.Sprintf("Megatron's parser rejects %q: no option takes it as a value", words[i]), hint})
+		case unrecognized(e, words):
+			// a value of an unknown option: named with it
+		default:
+			out = append(out, parseError{i, "import-bad-argument", fmt.Sprintf("Megatron's parser rejects %q: %s", words[i], e.Message),
+				"give the option the number and kind of values Megatron's parser takes"})
 		}
-		if valueOf(i) >= 0 {
-			continue // named with its option
-		}
-		hint := "remove it, or give it to the option it belongs to"
-		if i < len(args) && args[i].split {
-			hint = "this argument is a piece of one value that an unquoted expansion split at its blanks, as bash does: quote the expansion (\"${NAME[@]}\", \"$NAME\") to keep the value one argument"
-		}
-		out = append(out, parseError{i, "import-unknown-option",
-			fmt.Sprintf("Megatron's parser rejects %q: no option takes it as a value", words[i]), hint})
 	}
 	return out
+}
+
+// unrecognized reports that the parser rejects a word of the list because
+// it knows no such argument (argparse's "unrecognized arguments").
+func unrecognized(e mg.ParseError, words []string) bool {
+	return strings.HasPrefix(e.Message, "unrecognized arguments") && e.Index >= 0 && e.Index < len(words)
+}
+
+// unknownArgs sorts the words the parser rejects as unrecognized: groups,
+// each an unknown option then the unknown words after it that are not
+// options (its values), and stray, the unknown words after no unknown
+// option, all by index; other reports whether it rejects anything else (a
+// bad value).
+func unknownArgs(errs []mg.ParseError, words []string) (groups [][]int, stray []int, other bool) {
+	unknown := map[int]bool{}
+	for _, e := range errs {
+		if !unrecognized(e, words) {
+			other = true
+			continue
+		}
+		unknown[e.Index] = true
+	}
+	for _, i := range slices.Sorted(maps.Keys(unknown)) {
+		switch {
+		case strings.HasPrefix(words[i], "-"):
+			groups = append(groups, []int{i})
+		case len(groups) > 0 && slices.Contains(groups[len(groups)-1], i-1):
+			groups[len(groups)-1] = append(groups[len(groups)-1], i)
+		default:
+			stray = append(stray, i)
+		}
+	}
+	return groups, stray, other
 }
 
 func hasLoadError(ds diag.List) bool {
@@ -784,24 +802,8 @@ func slurmAssignments(ds []Directive) []assignment {
 // unrecognized, by index; ok is false when it rejects anything else (a bad
 // value, or a word after no unknown option).
 func programOptions(errs []mg.ParseError, words []string) (groups [][]int, ok bool) {
-	unknown := map[int]bool{}
-	for _, e := range errs {
-		if !strings.HasPrefix(e.Message, "unrecognized arguments") || e.Index < 0 || e.Index >= len(words) {
-			return nil, false
-		}
-		unknown[e.Index] = true
-	}
-	for _, i := range slices.Sorted(maps.Keys(unknown)) {
-		switch {
-		case strings.HasPrefix(words[i], "-"):
-			groups = append(groups, []int{i})
-		case len(groups) > 0 && slices.Contains(groups[len(groups)-1], i-1):
-			groups[len(groups)-1] = append(groups[len(groups)-1], i)
-		default:
-			return nil, false
-		}
-	}
-	return groups, len(groups) > 0
+	groups, stray, other := unknownArgs(errs, words)
+	return groups, len(groups) > 0 && len(stray) == 0 && !other
 }
 
 // givesModel reports that an argument list sets the model's layers,
