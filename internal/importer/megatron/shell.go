@@ -542,15 +542,8 @@ func launcherSize(words []Word) (nodes, perNode int) {
 	}
 	for i := 0; i < len(words); i++ {
 		w := words[i].Text
-		switch base := path.Base(w); {
-		case base == "torchrun" || base == "deepspeed" || w == "torch.distributed.run" || w == "torch.distributed.launch":
-			cur = "torchrun"
-			continue
-		case base == "srun":
-			cur = "srun"
-			continue
-		case base == "mpirun" || base == "mpiexec":
-			cur = "mpirun"
+		if l := launcher(w); l != "" {
+			cur = l
 			continue
 		}
 		name, v, inline := strings.Cut(w, "=")
@@ -650,13 +643,24 @@ func containerOf(words []Word) *Container {
 	return &c
 }
 
-// hasTorchrun reports that a torchrun-like launcher (torchrun,
-// python -m torch.distributed.run or .launch, deepspeed) is among words.
+// launcher is the kind of launcher a word names: "torchrun" (torchrun,
+// python -m torch.distributed.run or .launch, deepspeed: processes per node
+// are GPUs), "srun", "mpirun" (mpirun, mpiexec), or "".
+func launcher(w string) string {
+	switch b := path.Base(w); {
+	case b == "torchrun" || b == "deepspeed" || w == "torch.distributed.run" || w == "torch.distributed.launch":
+		return "torchrun"
+	case b == "srun":
+		return "srun"
+	case b == "mpirun" || b == "mpiexec":
+		return "mpirun"
+	}
+	return ""
+}
+
+// hasTorchrun reports that a torchrun-like launcher is among words.
 func hasTorchrun(words []Word) bool {
-	return slices.ContainsFunc(words, func(w Word) bool {
-		b := path.Base(w.Text)
-		return b == "torchrun" || b == "deepspeed" || w.Text == "torch.distributed.run" || w.Text == "torch.distributed.launch"
-	})
+	return slices.ContainsFunc(words, func(w Word) bool { return launcher(w.Text) == "torchrun" })
 }
 
 // Directive is one option of a batch script's #SBATCH lines: the option as
