@@ -194,8 +194,7 @@ func Import(src []byte, o Options) Result {
 		m.out = append(m.out, a)
 	}
 	if ct := cmd.Container; ct != nil {
-		unknown := func(v string) bool { return strings.ContainsAny(v, "$`") }
-		if unknown(ct.Image) || unknown(ct.Workdir) || slices.ContainsFunc(ct.Mounts, unknown) {
+		if keptAsWritten(ct.Image) || keptAsWritten(ct.Workdir) || slices.ContainsFunc(ct.Mounts, keptAsWritten) {
 			r.Diags.Warnf(diag.Pos{File: o.File, Line: max(ct.Line, 1), Column: 1}, "launch.container", "import-unresolved",
 				"set launch.container (image, mounts, workdir) to the container the job runs in",
 				"srun's container (--container-image %s) holds what cannot be known without running the script: launch.container is left out", ct.Image)

@@ -476,13 +476,17 @@ func lastCd(cmds [][]Word) (string, int) {
 		if len(w) != 2 || w[0].Text != "cd" {
 			continue
 		}
-		if d := w[1].Text; strings.HasPrefix(d, "/") && !strings.ContainsAny(d, "$`") {
+		if d := w[1].Text; strings.HasPrefix(d, "/") && !keptAsWritten(d) {
 			return path.Clean(d), w[0].Line
 		}
 		return "", 0
 	}
 	return "", 0
 }
+
+// keptAsWritten reports that a word holds an expansion the reader kept as
+// written ($NAME, ${…}, $(…), `…`): its value is not known.
+func keptAsWritten(w string) bool { return strings.ContainsAny(w, "$`") }
 
 // shellDashC reports that a word is a shell's -c (bash -c, sh -lc): the
 // next word is a script it runs.
