@@ -17,6 +17,7 @@ import (
 	"parc.dev/parc/internal/resolve"
 	"parc.dev/parc/internal/spec"
 	mg "parc.dev/parc/internal/targets/megatron"
+	"parc.dev/parc/internal/targets/slurm"
 )
 
 // Options say what the argument list does not: the cluster.
@@ -730,19 +731,14 @@ func firstScheduledBatch(sched string, seq int) (int64, bool) {
 	return n, err == nil && n > 0
 }
 
-// sbatchFields are the cluster.slurm fields of #SBATCH options whose value
-// the field takes as written.
-var sbatchFields = map[string]string{"--job-name": "job_name", "--partition": "partition", "--account": "account",
-	"--qos": "qos", "--time": "time", "--constraint": "constraint", "--reservation": "reservation", "--mem": "mem",
-	"--output": "output", "--error": "error", "--dependency": "dependency"}
-
 // sbatchSizes are the #SBATCH options of the job's size and the tasks
 // per node, which parc writes itself from the spec (the importer reads the
 // size from them: sbatchSize).
 var sbatchSizes = []string{"--nodes", "--ntasks", "--ntasks-per-node", "--gpus-per-node", "--gres", "--gpus", "--gpus-per-task"}
 
 // slurmAssignments are the cluster.slurm fields a batch script's #SBATCH
-// options give: the fields named after them, --cpus-per-task and
+// options give: the string fields submit.sbatch writes as those options
+// (slurm.StringOptions), --cpus-per-task and
 // --segment as counts, --requeue, and every other option verbatim in
 // cluster.slurm.extra (a --signal too: cluster.slurm.preempt_signal_seconds
 // would also make parc checkpoint on the signal, which the input's script
@@ -760,7 +756,7 @@ func slurmAssignments(ds []Directive) []assignment {
 		if slices.Contains(sbatchSizes, d.Option) {
 			continue
 		}
-		if f, ok := sbatchFields[d.Option]; ok && d.HasValue {
+		if f := slurm.StringField(d.Option); f != "" && d.HasValue {
 			out = append(out, at(assignment{path: "cluster.slurm." + f, value: d.Value}, d))
 			continue
 		}

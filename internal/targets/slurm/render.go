@@ -112,8 +112,8 @@ func NewData(p *plan.Plan) *Data {
 	}
 
 	add := func(opt, val string) { d.Directives = append(d.Directives, Directive{opt, val, true}) }
-	opt := func(name string, v *string) {
-		if v != nil {
+	opt := func(name string) {
+		if v := stringValue(sl, name); v != nil {
 			add(name, *v)
 		}
 	}
@@ -124,22 +124,22 @@ func NewData(p *plan.Plan) *Data {
 	if d.CPUsPerTask > 0 {
 		add("--cpus-per-task", strconv.Itoa(d.CPUsPerTask))
 	}
-	opt("--mem", sl.Mem)
-	opt("--time", sl.Time)
-	opt("--partition", sl.Partition)
-	opt("--account", sl.Account)
-	opt("--qos", sl.QOS)
-	opt("--constraint", sl.Constraint)
-	opt("--reservation", sl.Reservation)
+	opt("--mem")
+	opt("--time")
+	opt("--partition")
+	opt("--account")
+	opt("--qos")
+	opt("--constraint")
+	opt("--reservation")
 	if sl.Segment != nil {
 		add("--segment", strconv.Itoa(*sl.Segment))
 	}
-	opt("--dependency", sl.Dependency)
+	opt("--dependency")
 	if sl.Exclusive {
 		d.Directives = append(d.Directives, Directive{Option: "--exclusive"})
 	}
-	opt("--output", sl.Output)
-	opt("--error", sl.Error)
+	opt("--output")
+	opt("--error")
 	if sl.Requeue || d.PreemptSeconds > 0 {
 		d.Directives = append(d.Directives, Directive{Option: "--requeue"})
 		// A requeued job appends to its log instead of truncating it.
