@@ -425,6 +425,16 @@ func (c *checker) slurmSegment() {
 // slurmCount says whether an extra option sets the node, task or GPU count
 // to something other than what the cluster says, and which field it
 // contradicts.
+// GresGPUs is the GPU count of a Slurm --gres value (gpu:N or gpu:type:N),
+// as written; ok is false for another resource.
+func GresGPUs(val string) (string, bool) {
+	g, ok := strings.CutPrefix(val, "gpu:")
+	if !ok {
+		return "", false
+	}
+	return g[strings.LastIndexByte(g, ':')+1:], true
+}
+
 func (c *checker) slurmCount(opt string) (field string, want int, bad bool) {
 	cl := c.s.Cluster
 	name, val, hasVal := strings.Cut(opt, "=")
@@ -442,12 +452,9 @@ func (c *checker) slurmCount(opt string) (field string, want int, bad bool) {
 	case "--ntasks":
 		want, field = cl.Nodes*cl.GPUsPerNode, "cluster.nodes × gpus_per_node"
 	case "--gres":
-		g, ok := strings.CutPrefix(val, "gpu:")
+		g, ok := GresGPUs(val)
 		if !ok {
 			return "", 0, false
-		}
-		if j := strings.LastIndexByte(g, ':'); j >= 0 { // gpu:type:N
-			g = g[j+1:]
 		}
 		val, want, field = g, cl.GPUsPerNode, "cluster.gpus_per_node"
 	default:

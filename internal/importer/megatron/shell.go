@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"parc.dev/parc/internal/check"
 	"parc.dev/parc/internal/load"
 )
 
@@ -750,14 +751,13 @@ func sbatchSize(src string) (nodes, gpus, tasks int) {
 		v := d.Value
 		switch d.Option {
 		case "--gres":
-			g, ok := strings.CutPrefix(v, "gpu:")
+			g, ok := check.GresGPUs(v)
 			if !ok {
 				continue
 			}
 			v = g
-			fallthrough
 		case "--gpus-per-node":
-			v = v[strings.LastIndex(v, ":")+1:]
+			v = v[strings.LastIndex(v, ":")+1:] // [type:]N
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
